@@ -1,1 +1,414 @@
-//! TODO(jsonrpc)
+//! JSON-RPC 2.0 messages and the newline-delimited framing of the MCP stdio
+//! transport.
+//!
+//! MCP over stdio is one compact JSON value per line. [`LineFramer`] splits a
+//! byte stream into lines with a size cap, [`decode`] classifies one line (or
+//! one HTTP body) into a request, a notification, a client response, or a
+//! protocol error that must be answered, and the `*_response` helpers build the
+//! outgoing envelopes. Differences from the reference are deliberate and listed
+//! in the README: batches and invalid ids get `-32600` instead of silence or an
+//! echo, invalid UTF-8 is rejected instead of replaced, client responses are
+//! ignored instead of answered.
+//!
+//! Architecture Invariant: pure; no I/O.
+
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+/// The longest line accepted, not counting its LF (the reference's cap).
+pub const MAX_LINE: usize = 64 * 1024 * 1024;
+
+/// JSON-RPC error codes used by the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorCode {
+    ParseError = -32700,
+    InvalidRequest = -32600,
+    MethodNotFound = -32601,
+    InvalidParams = -32602,
+    InternalError = -32603,
+}
+
+/// A request id: MCP allows only strings and integers. The integer keeps its
+/// literal text so ids beyond 64 bits are echoed exactly.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum RequestId {
+    Int(String),
+    Str(String),
+}
+
+impl RequestId {
+    pub fn from_json(v: &Value) -> Option<RequestId> {
+        match v {
+            Value::String(s) => Some(RequestId::Str(s.clone())),
+            Value::Number(n) => {
+                let text = n.to_string();
+                let digits = text.strip_prefix('-').unwrap_or(&text);
+                (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())).then_some(RequestId::Int(text))
+            }
+            _ => None,
+        }
+    }
+
+    pub fn to_json(&self) -> Value {
+        match self {
+            RequestId::Str(s) => Value::String(s.clone()),
+            // With `arbitrary_precision`, a number parses from its literal text.
+            RequestId::Int(text) => serde_json::from_str(text).unwrap_or(Value::Null),
+        }
+    }
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestId::Int(n) => f.write_str(n),
+            RequestId::Str(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// One decoded inbound message.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Incoming {
+    Request { id: RequestId, method: String, params: Option<Value> },
+    Notification { method: String, params: Option<Value> },
+    /// A response sent by the client (to a server request); ignored.
+    Response,
+    /// Blank line: nothing to do.
+    Empty,
+    /// The line deserves an error reply (already fully formed).
+    Invalid(Value),
+}
+
+/// Classifies one line or HTTP body.
+pub fn decode(bytes: &[u8]) -> Incoming {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Incoming::Invalid(error_response(None, ErrorCode::ParseError, "invalid JSON: message is not valid UTF-8"));
+    };
+    let text = text.trim_matches(|c: char| c.is_whitespace());
+    if text.is_empty() {
+        return Incoming::Empty;
+    }
+    let value: Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(_) => return Incoming::Invalid(error_response(None, ErrorCode::ParseError, "invalid JSON")),
+    };
+    classify(value)
+}
+
+/// Classifies an already parsed message.
+pub fn classify(value: Value) -> Incoming {
+    let mut obj = match value {
+        Value::Object(obj) => obj,
+        Value::Array(_) => {
+            return Incoming::Invalid(error_response(
+                None,
+                ErrorCode::InvalidRequest,
+                "batch requests are not supported: send one JSON-RPC message per line",
+            ))
+        }
+        _ => {
+            return Incoming::Invalid(error_response(
+                None,
+                ErrorCode::InvalidRequest,
+                "invalid request: expected a JSON-RPC message object",
+            ))
+        }
+    };
+    let method = match obj.remove("method") {
+        Some(Value::String(m)) => Some(m),
+        _ => None,
+    };
+    let id = obj.remove("id");
+    let params = obj.remove("params");
+    match (method, id) {
+        (None, None) => {
+            if obj.contains_key("result") || obj.contains_key("error") {
+                Incoming::Response
+            } else {
+                Incoming::Invalid(error_response(None, ErrorCode::InvalidRequest, "invalid request: missing 'method'"))
+            }
+        }
+        (None, Some(id)) => {
+            if obj.contains_key("result") || obj.contains_key("error") {
+                return Incoming::Response;
+            }
+            let echo = RequestId::from_json(&id);
+            Incoming::Invalid(error_response(echo.as_ref(), ErrorCode::InvalidRequest, "missing 'method'"))
+        }
+        (Some(method), None) => Incoming::Notification { method, params },
+        (Some(method), Some(id)) => match RequestId::from_json(&id) {
+            Some(id) => Incoming::Request { id, method, params },
+            None => Incoming::Invalid(error_response(
+                None,
+                ErrorCode::InvalidRequest,
+                &format!("invalid request id {id}: MCP request ids must be strings or integers"),
+            )),
+        },
+    }
+}
+
+fn envelope(id: Option<&RequestId>) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("jsonrpc".into(), Value::String("2.0".into()));
+    m.insert("id".into(), id.map_or(Value::Null, RequestId::to_json));
+    m
+}
+
+/// `{"jsonrpc":"2.0","id":…,"result":…}`.
+pub fn result_response(id: &RequestId, result: Value) -> Value {
+    let mut m = envelope(Some(id));
+    m.insert("result".into(), result);
+    Value::Object(m)
+}
+
+/// `{"jsonrpc":"2.0","id":…,"error":{"code":…,"message":…}}`.
+pub fn error_response(id: Option<&RequestId>, code: ErrorCode, message: &str) -> Value {
+    let mut m = envelope(id);
+    let mut e = Map::new();
+    e.insert("code".into(), Value::from(code as i64));
+    e.insert("message".into(), Value::String(message.into()));
+    m.insert("error".into(), Value::Object(e));
+    Value::Object(m)
+}
+
+/// `{"jsonrpc":"2.0","method":…,"params":…}`.
+pub fn notification(method: &str, params: Value) -> Value {
+    let mut m = Map::new();
+    m.insert("jsonrpc".into(), Value::String("2.0".into()));
+    m.insert("method".into(), Value::String(method.into()));
+    m.insert("params".into(), params);
+    Value::Object(m)
+}
+
+/// Serializes a message as one line (compact JSON never contains a raw LF).
+pub fn write_line(out: &mut Vec<u8>, msg: &Value) {
+    // Writing a Value into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, msg);
+    out.push(b'\n');
+}
+
+/// What [`LineFramer::next_line`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Frame<'a> {
+    Line(&'a [u8]),
+    /// A line longer than [`MAX_LINE`] was discarded.
+    TooLong,
+}
+
+/// Splits a byte stream on LF, with a cap on line length.
+///
+/// The caller appends bytes with [`LineFramer::push`] and then drains complete
+/// lines with [`LineFramer::next_line`]. Consumed bytes are rolled out of the
+/// buffer lazily, so a burst of small lines costs one copy, not one per line.
+#[derive(Debug)]
+pub struct LineFramer {
+    buf: Vec<u8>,
+    /// INVARIANT: start <= scanned <= buf.len(); bytes before `start` are consumed.
+    start: usize,
+    /// Bytes in `start..scanned` are known to contain no LF.
+    scanned: usize,
+    /// Discarding the rest of an over-long line until its LF.
+    skipping: bool,
+    max_line: usize,
+}
+
+impl Default for LineFramer {
+    fn default() -> Self {
+        LineFramer::with_max_line(MAX_LINE)
+    }
+}
+
+impl LineFramer {
+    pub fn with_max_line(max_line: usize) -> Self {
+        LineFramer { buf: Vec::new(), start: 0, scanned: 0, skipping: false, max_line }
+    }
+
+    pub fn push(&mut self, bytes: &[u8]) {
+        if self.start > 0 && self.start == self.buf.len() {
+            self.buf.clear();
+            self.start = 0;
+            self.scanned = 0;
+        } else if self.start > 64 * 1024 && self.start * 2 > self.buf.len() {
+            self.buf.drain(..self.start);
+            self.scanned -= self.start;
+            self.start = 0;
+        }
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// The next complete line (without its LF), or `None` if more bytes are
+    /// needed. At end of input call [`LineFramer::finish`] for the last line.
+    pub fn next_line(&mut self) -> Option<Frame<'_>> {
+        loop {
+            let pending = &self.buf[self.scanned..];
+            match pending.iter().position(|&b| b == b'\n') {
+                Some(i) => {
+                    let end = self.scanned + i;
+                    let line_start = self.start;
+                    self.start = end + 1;
+                    self.scanned = self.start;
+                    if self.skipping {
+                        self.skipping = false;
+                        return Some(Frame::TooLong);
+                    }
+                    if end - line_start > self.max_line {
+                        return Some(Frame::TooLong);
+                    }
+                    return Some(Frame::Line(&self.buf[line_start..end]));
+                }
+                None => {
+                    self.scanned = self.buf.len();
+                    if !self.skipping && self.buf.len() - self.start > self.max_line {
+                        // Drop what we hold of the over-long line and skip the
+                        // rest as it arrives, so memory stays bounded.
+                        self.skipping = true;
+                    }
+                    if self.skipping {
+                        self.buf.clear();
+                        self.start = 0;
+                        self.scanned = 0;
+                    }
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// At end of input: the final line if it had no LF.
+    pub fn finish(&mut self) -> Option<Frame<'_>> {
+        if self.skipping {
+            self.skipping = false;
+            self.buf.clear();
+            self.start = 0;
+            self.scanned = 0;
+            return Some(Frame::TooLong);
+        }
+        if self.start >= self.buf.len() {
+            return None;
+        }
+        let line_start = self.start;
+        self.start = self.buf.len();
+        self.scanned = self.start;
+        if self.buf.len() - line_start > self.max_line {
+            return Some(Frame::TooLong);
+        }
+        Some(Frame::Line(&self.buf[line_start..]))
+    }
+}
+
+/// The reply to an over-long line.
+pub fn too_long_response() -> Value {
+    // The reference answers -32600 here; an unreadable line is a parse error.
+    error_response(None, ErrorCode::ParseError, "request line exceeds the maximum size")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[track_caller]
+    fn check(line: &str, expected: &str) {
+        let got = match decode(line.as_bytes()) {
+            Incoming::Request { id, method, params } => {
+                format!("request {id} {method} {}", params.map_or("-".into(), |p| p.to_string()))
+            }
+            Incoming::Notification { method, .. } => format!("notification {method}"),
+            Incoming::Response => "response".into(),
+            Incoming::Empty => "empty".into(),
+            Incoming::Invalid(v) => v.to_string(),
+        };
+        assert_eq!(got, expected, "{line}");
+    }
+
+    #[test]
+    fn classification() {
+        check(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#, "request 1 ping -");
+        check(r#"{"jsonrpc":"2.0","id":"a","method":"x","params":{}}"#, r#"request "a" x {}"#);
+        check(r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#, "request 0 ping -");
+        check(r#"{"id":123456789012345678901234567890,"method":"ping"}"#, "request 123456789012345678901234567890 ping -");
+        check(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#, "notification notifications/initialized");
+        check(r#"{"jsonrpc":"2.0","id":5,"result":{}}"#, "response");
+        check(r#"{"jsonrpc":"2.0","id":5,"error":{"code":1,"message":"x"}}"#, "response");
+        check("   ", "empty");
+        check("", "empty");
+        check("not json", r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"invalid JSON"}}"#);
+        check(r#"{"a":1} {"b":2}"#, r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"invalid JSON"}}"#);
+        check("\u{feff}{}", r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"invalid JSON"}}"#);
+        check(
+            r#"[{"jsonrpc":"2.0","id":2,"method":"ping"}]"#,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batch requests are not supported: send one JSON-RPC message per line"}}"#,
+        );
+        check(r#"{"jsonrpc":"2.0","id":3}"#, r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32600,"message":"missing 'method'"}}"#);
+        check(r#"{"id":3,"method":7}"#, r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32600,"message":"missing 'method'"}}"#);
+        check(
+            r#"{"jsonrpc":"2.0","id":34.5,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request id 34.5: MCP request ids must be strings or integers"}}"#,
+        );
+        check(
+            r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request id null: MCP request ids must be strings or integers"}}"#,
+        );
+        check("5", r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: expected a JSON-RPC message object"}}"#);
+        assert!(matches!(decode(b"{\"id\":1,\"method\":\"\xff\"}"), Incoming::Invalid(_)));
+    }
+
+    #[test]
+    fn ids_round_trip_exactly() {
+        for text in ["1", "0", "-7", "123456789012345678901234567890", "\"abc\"", "\"\""] {
+            let v: Value = serde_json::from_str(text).unwrap();
+            let id = RequestId::from_json(&v).unwrap();
+            assert_eq!(id.to_json().to_string(), text);
+        }
+        for text in ["1.5", "1e2", "null", "{}", "[]", "true"] {
+            let v: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(RequestId::from_json(&v), None, "{text}");
+        }
+    }
+
+    fn lines(framer: &mut LineFramer) -> Vec<String> {
+        let mut out = Vec::new();
+        while let Some(f) = framer.next_line() {
+            out.push(match f {
+                Frame::Line(l) => String::from_utf8_lossy(l).into_owned(),
+                Frame::TooLong => "<too long>".into(),
+            });
+        }
+        out
+    }
+
+    #[test]
+    fn framing_at_every_split_point() {
+        let input = b"{\"a\":1}\n\n  \nxyz\nlast";
+        for split in 0..=input.len() {
+            let mut f = LineFramer::default();
+            f.push(&input[..split]);
+            let mut got = lines(&mut f);
+            f.push(&input[split..]);
+            got.extend(lines(&mut f));
+            if let Some(Frame::Line(l)) = f.finish() {
+                got.push(String::from_utf8_lossy(l).into_owned());
+            }
+            assert_eq!(got, vec!["{\"a\":1}", "", "  ", "xyz", "last"], "split {split}");
+        }
+    }
+
+    #[test]
+    fn over_long_lines_are_skipped_and_the_stream_continues() {
+        let mut f = LineFramer::with_max_line(8);
+        f.push(b"0123456789");
+        assert_eq!(lines(&mut f), Vec::<String>::new());
+        f.push(b"abcdef\nok\n");
+        assert_eq!(lines(&mut f), vec!["<too long>", "ok"]);
+        f.push(b"123456789\nfine\n");
+        assert_eq!(lines(&mut f), vec!["<too long>", "fine"]);
+        f.push(b"12345678");
+        assert_eq!(lines(&mut f), Vec::<String>::new());
+        f.push(b"\n");
+        assert_eq!(lines(&mut f), vec!["12345678"]);
+        f.push(b"0123456789abc");
+        assert_eq!(lines(&mut f), Vec::<String>::new());
+        assert_eq!(f.finish(), Some(Frame::TooLong));
+    }
+}
