@@ -1,0 +1,37 @@
+# Thin wrappers over cargo and the project's scripts. `make` lists the targets.
+
+.DEFAULT_GOAL := help
+CARGO ?= cargo
+PYTHON ?= python3
+
+.PHONY: help build test test-rust test-pool lint demo bench fuzz-smoke static e2e
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
+
+build: ## Build the release binary
+	$(CARGO) build --release
+
+test: test-pool test-rust ## Run every test (what CI runs)
+
+test-rust: ## Unit, golden and end-to-end tests of the server
+	$(CARGO) test --all-targets
+
+test-pool: ## Check the test pool against the reference wire bytes
+	$(PYTHON) -m unittest discover -s tests/pool -t tests/pool
+
+lint: ## Formatting and clippy
+	$(CARGO) fmt --check
+	$(CARGO) clippy --all-targets -- -D warnings
+
+demo: build ## Serve the example program and drive a short scripted session
+	$(PYTHON) examples/demo.py target/release/morloc-mcp
+
+bench: build ## Benchmarks; results go to bench/RESULTS.md
+	$(PYTHON) bench/run.py target/release/morloc-mcp
+
+fuzz-smoke: ## Run every fuzz target briefly (needs nightly + cargo-fuzz)
+	sh fuzz/smoke.sh
+
+static: ## Fully static, size-optimized binary
+	sh bench/static.sh
