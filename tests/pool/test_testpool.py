@@ -1,0 +1,661 @@
+"""Checks the test pool against the real bytes recorded from a Morloc 0.98.2 pool.
+
+Run from the repository root:
+
+    python3 -m unittest discover -s tests/pool
+
+The fixtures live in tests/data/wire (a copy of the shared wire fixtures).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+from pathlib import Path
+
+import testpool as tp
+
+HERE = Path(__file__).resolve().parent
+WIRE = HERE.parent / "data" / "wire"
+POOL_SCRIPT = HERE / "testpool.py"
+SHAPES = tp.PROGRAMS["shapes"]
+SNAPSHOT_BASENAME = "morloc-14877-e8d392d64dfa1a2f"
+J = tp.parse_schema("j")
+
+
+def wire(name: str) -> bytes:
+    return (WIRE / name).read_bytes()
+
+
+def unique_basename(tag: str) -> str:
+    # Live-PID prefix, as the reference requires of every basename.
+    return f"morloc-{os.getpid()}-{tag}{os.urandom(4).hex()}"
+
+
+def int_arg(n: int) -> bytes:
+    return tp.make_data_packet(tp.SOURCE_MESG, tp.FORMAT_VOIDSTAR, tp.encode_flat(J, n), J)
+
+
+def call(mid: int, *args: bytes) -> bytes:
+    return tp.make_call_packet(mid, list(args))
+
+
+def write_server_volume(path: str, placements: list[tuple[int, str, object]]) -> None:
+    """A volume 0 as the server would have made it, holding argument values
+    at given data offsets (each in its own block)."""
+    size = tp.FIRST_VOLUME_SIZE
+    buf = bytearray(tp.SHM_HEADER_SIZE + size)
+    name = os.path.basename(path).encode()
+    tp.SHM_HEADER.pack_into(buf, 0, tp.SHM_MAGIC, name, 0, size, 0, 0, 0, -1)
+    for data_off, schema, value in placements:
+        data = tp.encode_shm(tp.parse_schema(schema), value, 0, data_off)
+        tp.BLOCK_HEADER.pack_into(buf, tp.SHM_HEADER_SIZE + data_off - 16, tp.BLOCK_MAGIC, 1, len(data))
+        start = tp.SHM_HEADER_SIZE + data_off
+        buf[start:start + len(data)] = data
+    Path(path).write_bytes(buf)
+
+
+class PoolCase(unittest.TestCase):
+    """Gives each test a temp dir and a pool whose volumes live in it."""
+
+    def setUp(self) -> None:
+        self.dir = tempfile.mkdtemp(prefix="testpool-")
+        self.basename = unique_basename("u")
+        self.pools: list[tp.Pool] = []
+
+    def tearDown(self) -> None:
+        for p in self.pools:
+            p.cleanup()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        for leftover in glob.glob(f"/dev/shm/{self.basename}_*"):
+            os.unlink(leftover)
+
+    def pool(self, **kw) -> tp.Pool:
+        kw.setdefault("shm_dir", self.dir)
+        kw.setdefault("file_dir", self.dir)
+        p = tp.Pool(SHAPES, self.dir, self.basename, **kw)
+        self.pools.append(p)
+        return p
+
+    def reply(self, pool: tp.Pool, request: bytes) -> bytes:
+        out = pool.handle_request(request)
+        self.assertEqual(out.action, "reply")
+        return out.data
+
+    def read_rptr(self, reply: bytes, schema: str, fallback: str | None = None) -> object:
+        pkt, _ = tp.parse_packet(reply)
+        self.assertEqual(pkt.cmd, tp.data_cmd(tp.SOURCE_RPTR, tp.FORMAT_VOIDSTAR))
+        mem = tp.ShmMemory(self.basename, fallback or self.dir, shm_dir=self.dir)
+        try:
+            buf, pos = mem.resolve(struct.unpack("<q", pkt.payload)[0])
+            return tp.read_voidstar(tp.parse_schema(schema), buf, pos, mem)
+        finally:
+            mem.close()
+
+
+class TestInlineReplies(PoolCase):
+    def inline_names(self, pattern: str) -> list[str]:
+        names = []
+        for req in sorted(WIRE.glob(pattern)):
+            resp = req.with_name(req.name.replace(".req.bin", ".resp.bin"))
+            if resp.read_bytes()[13] == tp.SOURCE_MESG:
+                names.append(str(req.relative_to(WIRE))[:-len(".req.bin")])
+        return names
+
+    def test_every_inline_reply_is_byte_identical(self) -> None:
+        names = self.inline_names("*.req.bin")
+        self.assertIn("pyFail", names)
+        self.assertIn("startup_ping", names)
+        self.assertEqual(len(names), 13)
+        pool = self.pool()
+        for name in names:
+            with self.subTest(name=name):
+                self.assertEqual(self.reply(pool, wire(name + ".req.bin")), wire(name + ".resp.bin"))
+
+    def test_noshm_inline_variants_are_byte_identical(self) -> None:
+        pool = self.pool(no_shm=True)
+        names = self.inline_names("variants/noshm_*.req.bin")
+        self.assertEqual(names, ["variants/noshm_addOne", "variants/noshm_startup_ping",
+                                 "variants/noshm_sumMany"])
+        for name in names:
+            with self.subTest(name=name):
+                self.assertEqual(self.reply(pool, wire(name + ".req.bin")), wire(name + ".resp.bin"))
+
+    def test_inline0_ping_is_echoed(self) -> None:
+        pool = self.pool(inline_size=0)
+        self.assertEqual(self.reply(pool, wire("variants/inline0_startup_ping.req.bin")),
+                         wire("variants/inline0_startup_ping.resp.bin"))
+
+    def test_pyfail_text(self) -> None:
+        pkt, _ = tp.parse_packet(self.reply(self.pool(), call(18, int_arg(7))))
+        self.assertEqual(pkt.cmd, tp.data_cmd(tp.SOURCE_MESG, tp.FORMAT_TEXT, tp.STATUS_FAIL))
+        self.assertEqual(pkt.meta, b"")
+        self.assertEqual(pkt.payload.decode(),
+                         "python-side failure: boom 7\n  at pyFail [py] (mid=18, shapes.loc:261:12)")
+
+
+class TestSharedMemoryReplies(PoolCase):
+    def test_big_results_go_through_dev_shm(self) -> None:
+        pool = self.pool(shm_dir="/dev/shm")
+        for name, schema, expected in [("bigList", "aj", list(range(10000))),
+                                       ("bigText", "s", "x" * 100000)]:
+            with self.subTest(name=name):
+                got = self.reply(pool, wire(name + ".req.bin"))
+                fixture = wire(name + ".resp.bin")
+                self.assertEqual(len(got), len(fixture))
+                self.assertEqual(got[:64], fixture[:64])  # header and metadata; payload is a relptr
+                relptr = struct.unpack("<q", got[64:])[0]
+                self.assertNotEqual(relptr >> 48, 0)  # never the server's volume 0
+                self.assertTrue(os.path.exists(f"/dev/shm/{self.basename}_{relptr >> 48}"))
+                mem = tp.ShmMemory(self.basename, self.dir)
+                try:
+                    buf, pos = mem.resolve(relptr)
+                    self.assertEqual(tp.read_voidstar(tp.parse_schema(schema), buf, pos, mem), expected)
+                finally:
+                    mem.close()
+        pool.cleanup()
+        self.assertEqual(glob.glob(f"/dev/shm/{self.basename}_*"), [])
+
+    def test_snapshot_volumes_are_reproduced_byte_for_byte(self) -> None:
+        # The reference pool's volume after bigList(5000), then after its block
+        # was released and bigText(70000) reused it.
+        self.basename = SNAPSHOT_BASENAME
+        pool = self.pool(pick_index=lambda: 1757, release_grace=0)
+        path = os.path.join(self.dir, f"{SNAPSHOT_BASENAME}_1757")
+        first = self.reply(pool, call(16, int_arg(5000)))
+        self.assertEqual(first[64:], struct.pack("<q", 0x06DD000000000010))
+        self.assertEqual(Path(path).read_bytes(), wire(f"shm/bigList/{SNAPSHOT_BASENAME}_1757"))
+        second = self.reply(pool, call(17, int_arg(70000)))
+        self.assertEqual(second[64:], struct.pack("<q", 0x06DD000000000010))
+        self.assertEqual(Path(path).read_bytes(), wire(f"shm/bigText/{SNAPSHOT_BASENAME}_1757"))
+
+    def test_release_waits_for_the_grace_period(self) -> None:
+        pool = self.pool(release_grace=30)
+        relptr = struct.unpack("<q", self.reply(pool, call(16, int_arg(5000)))[64:])[0]
+        vol, off = relptr >> 48, relptr & tp.OFFSET_MASK
+        self.reply(pool, wire("startup_ping.req.bin"))
+        self.assertEqual(pool.arena.volumes[vol].block(off - 16)[1], 1)
+        pool.release_grace = 0
+        self.reply(pool, wire("startup_ping.req.bin"))
+        magic, refcount, size = pool.arena.volumes[vol].block(off - 16)
+        self.assertEqual((magic, refcount), (tp.BLOCK_MAGIC, 0))
+        start = tp.SHM_HEADER_SIZE + off
+        self.assertEqual(pool.arena.volumes[vol].mm[start:start + size], bytes(size))
+
+    def test_inline0_variants(self) -> None:
+        # The requests point into the server's volume 0, which is not part of
+        # the fixtures: rebuild it with plausible arguments at those offsets.
+        write_server_volume(os.path.join(self.dir, f"{self.basename}_0"),
+                            [(16, "j", 41), (80, "j", 10), (112, "aj", [1, 2, 3, 4])])
+        pool = self.pool(inline_size=0)
+        for name, schema, expected in [("addOne", "j", 42), ("bigList", "aj", list(range(10))),
+                                       ("sumMany", "j", 10)]:
+            with self.subTest(name=name):
+                got = self.reply(pool, wire(f"variants/inline0_{name}.req.bin"))
+                fixture = wire(f"variants/inline0_{name}.resp.bin")
+                self.assertEqual(got[:64], fixture[:64])
+                self.assertEqual(len(got), len(fixture))
+                self.assertEqual(self.read_rptr(got, schema), expected)
+
+    def test_empty_list_in_shm_uses_relnull(self) -> None:
+        pool = self.pool(inline_size=0)
+        got = self.reply(pool, call(16, int_arg(0)))
+        pkt, _ = tp.parse_packet(got)
+        relptr = struct.unpack("<q", pkt.payload)[0]
+        vol = pool.arena.volumes[relptr >> 48]
+        start = tp.SHM_HEADER_SIZE + (relptr & tp.OFFSET_MASK)
+        self.assertEqual(bytes(vol.mm[start:start + 16]), struct.pack("<Qq", 0, -1))
+        self.assertEqual(vol.block((relptr & tp.OFFSET_MASK) - 16)[2], 24)  # 16 + 7 padding, rounded
+        self.assertEqual(self.read_rptr(got, "aj"), [])
+
+
+class TestFileReplies(PoolCase):
+    def test_noshm_biglist_writes_a_msgpack_file(self) -> None:
+        pool = self.pool(no_shm=True)
+        got = self.reply(pool, wire("variants/noshm_bigList.req.bin"))
+        fixture = wire("variants/noshm_bigList.resp.bin")
+        self.assertEqual(got[:20], fixture[:20])  # magic .. offset
+        self.assertEqual(got[32:64], fixture[32:64])  # metadata
+        pkt, _ = tp.parse_packet(got)
+        path = pkt.payload.decode()
+        self.assertEqual(path, os.path.join(self.dir, f"morloc-pkt-{os.getpid()}-0.mpk"))
+        data = Path(path).read_bytes()
+        self.assertEqual(tp.msgpack_unpack(tp.parse_schema("aj"), data), list(range(10000)))
+
+    def test_noshm_result_file_matches_the_reference(self) -> None:
+        pool = self.pool(no_shm=True)
+        pkt, _ = tp.parse_packet(self.reply(pool, call(16, int_arg(4095))))
+        self.assertEqual(pkt.cmd, tp.data_cmd(tp.SOURCE_FILE, tp.FORMAT_MSGPACK))
+        self.assertEqual(Path(pkt.payload.decode()).read_bytes(),
+                         wire("variants/noshm_bigList4095_result_file.mpk"))
+
+
+class TestRouting(PoolCase):
+    """Sizes and routes from the reference's routing table around 64 KiB."""
+
+    def route(self, pool: tp.Pool, mid: int, n: int) -> tuple[int, int]:
+        pkt, _ = tp.parse_packet(self.reply(pool, call(mid, int_arg(n))))
+        return pkt.cmd[1], 32 + len(pkt.meta) + len(pkt.payload)
+
+    def test_routing_table(self) -> None:
+        default, inline1m, noshm = self.pool(), self.pool(inline_size=1000000), self.pool(no_shm=True)
+        mesg, rptr, file_ = tp.SOURCE_MESG, tp.SOURCE_RPTR, tp.SOURCE_FILE
+        cases = [
+            (default, 16, 4094, mesg, 65591), (default, 16, 4095, rptr, 72),
+            (default, 17, 65519, mesg, 65599), (default, 17, 65520, mesg, 65600),
+            (default, 17, 65521, rptr, 72),
+            (inline1m, 16, 4095, mesg, 65607), (inline1m, 16, 10000, mesg, 160087),
+            (inline1m, 17, 100000, mesg, 100080),
+            (noshm, 16, 4094, mesg, 65591), (noshm, 17, 65520, mesg, 65600),
+        ]
+        for pool, mid, n, source, size in cases:
+            with self.subTest(mid=mid, n=n, inline=pool.inline_size, no_shm=pool.no_shm):
+                self.assertEqual(self.route(pool, mid, n), (source, size))
+        self.assertEqual(self.route(noshm, 17, 65521)[0], file_)
+
+    def test_env_parsing(self) -> None:
+        def cfg(**env):
+            p = tp.Pool.from_env(SHAPES, self.dir, self.basename, env)
+            return p.inline_size, p.no_shm, p.file_dir, p.release_grace
+        self.assertEqual(cfg(), (65536, False, None, 0.05))
+        self.assertEqual(cfg(MORLOC_INLINE_SIZE="0", MORLOC_NO_SHM=" Yes ", MORLOC_TMPDIR="/x",
+                             TESTPOOL_RELEASE_GRACE_MS="0"), (0, True, "/x", 0.0))
+        for bad in ("-1", "abc", " 5", "1e3", ""):
+            self.assertEqual(cfg(MORLOC_INLINE_SIZE=bad)[0], 65536, bad)
+        for falsy in ("0", "no", "", "2"):
+            self.assertFalse(cfg(MORLOC_NO_SHM=falsy)[1], falsy)
+
+
+class TestDecoding(PoolCase):
+    EXPECTED_ARGS = {
+        "addOne": [41], "bigList": [10000], "bigText": [100000],
+        "configFlat": [{"tmpDir": "/x", "numThreads": 9, "removeCaches": True}],
+        "hello": ["World"], "mapInc": [[("a", 1), ("b", 2)]], "maybeDouble": [None],
+        "mkResult": [7], "noisyAdd": [41], "pyFail": [3], "scaleReal": [1.5, 4.0],
+        "sumMany": [[1, 2, 3, 4]], "sumPoints": [[{"x": 1, "y": 2}, {"x": 10, "y": 20}]],
+        "swapPair": [(1, "a")], "variants/noshm_addOne": [41], "variants/noshm_bigList": [10000],
+        "variants/noshm_sumMany": [[1, 2, 3]],
+    }
+    EXPECTED_RESULTS = {
+        "addOne": 42, "configFlat": "/x:9:True", "hello": "Hello, World!",
+        "mapInc": [("a", 2), ("b", 3)], "maybeDouble": None,
+        "mkResult": {"status": "ok", "value": 7}, "noisyAdd": 42, "scaleReal": 6.0,
+        "sumMany": 10, "sumPoints": {"x": 11, "y": 22}, "swapPair": ("a", 1),
+    }
+
+    def test_every_request_argument(self) -> None:
+        shm = tp.ShmMemory(self.basename, self.dir)
+        for name, expected in self.EXPECTED_ARGS.items():
+            with self.subTest(name=name):
+                pkt, end = tp.parse_packet(wire(name + ".req.bin"))
+                self.assertEqual(end, len(wire(name + ".req.bin")))
+                fn = SHAPES[struct.unpack("<I", pkt.cmd[4:])[0]]
+                args = tp.call_arguments(pkt)
+                values = [tp.decode_data_packet(a, tp.parse_schema(s), shm) for a, s in zip(args, fn.args)]
+                self.assertEqual(values, expected)
+                # The metadata carries the same schema, hint-free.
+                self.assertEqual([tp.metadata_schema(a.meta) for a in args],
+                                 [tp.parse_schema(s).render() for s in fn.args])
+                # Re-encoding gives back the reference bytes.
+                for a, s, v in zip(args, fn.args, values):
+                    self.assertEqual(tp.encode_flat(tp.parse_schema(s), v), a.payload)
+
+    def test_every_inline_result(self) -> None:
+        for name, expected in self.EXPECTED_RESULTS.items():
+            with self.subTest(name=name):
+                pkt, _ = tp.parse_packet(wire(name + ".resp.bin"))
+                req, _ = tp.parse_packet(wire(name + ".req.bin"))
+                fn = SHAPES[struct.unpack("<I", req.cmd[4:])[0]]
+                self.assertEqual(tp.metadata_schema(pkt.meta), tp.parse_schema(fn.ret).render())
+                schema = tp.parse_schema(fn.ret)
+                self.assertEqual(tp.read_voidstar(schema, pkt.payload, 0, tp.FlatMemory(pkt.payload)), expected)
+
+    def test_msgpack_and_file_arguments(self) -> None:
+        aj = tp.parse_schema("aj")
+        values = list(range(-40, 5000, 7))
+        mp = bytes(tp.msgpack_pack(aj, values))
+        path = os.path.join(self.dir, "arg.mpk")
+        Path(path).write_bytes(mp)
+        file_arg = tp.make_data_packet(tp.SOURCE_FILE, tp.FORMAT_MSGPACK, path.encode(), aj)
+        mesg_arg = tp.make_data_packet(tp.SOURCE_MESG, tp.FORMAT_MSGPACK, mp, aj)
+        pool = self.pool()
+        for arg in (file_arg, mesg_arg):
+            self.assertEqual(self.reply(pool, call(2, arg)), self.reply(pool, call(2, tp.make_data_packet(
+                tp.SOURCE_MESG, tp.FORMAT_VOIDSTAR, tp.encode_flat(aj, values), aj))))
+        pkt, _ = tp.parse_packet(self.reply(pool, call(2, mesg_arg)))
+        self.assertEqual(tp.read_voidstar(J, pkt.payload, 0, tp.FlatMemory(pkt.payload)), sum(values))
+
+    def test_shm_snapshots(self) -> None:
+        # The pointers are in the server's recvfrom() lines of the syscall log.
+        log = (WIRE / "shm" / "strace.nexus.txt").read_text()
+        replies = [bytes.fromhex(m.replace("\\x", ""))
+                   for m in re.findall(r'recvfrom\(6, "((?:\\x[0-9a-f]{2})+)", 65536', log)]
+        self.assertEqual(len(replies), 2)
+        for reply, name, schema, expected in [(replies[0], "bigList", "aj", list(range(5000))),
+                                              (replies[1], "bigText", "s", "x" * 70000)]:
+            with self.subTest(name=name):
+                pkt, _ = tp.parse_packet(reply)
+                self.assertEqual(pkt.cmd, tp.data_cmd(tp.SOURCE_RPTR, tp.FORMAT_VOIDSTAR))
+                # Only the fallback directory has these volumes.
+                mem = tp.ShmMemory(SNAPSHOT_BASENAME, str(WIRE / "shm" / name), shm_dir=self.dir)
+                try:
+                    buf, pos = mem.resolve(struct.unpack("<q", pkt.payload)[0])
+                    self.assertEqual(tp.read_voidstar(tp.parse_schema(schema), buf, pos, mem), expected)
+                finally:
+                    mem.close()
+                head = (WIRE / "shm" / name / "mcp_result.json").read_text()
+                text = json.dumps(expected, separators=(",", ":"))
+                self.assertIn(text[:1500], head if schema == "aj" else head.replace('\\"', '"'))
+
+
+class TestSchemasAndEncodings(unittest.TestCase):
+    def flat(self, schema: str, value: object) -> bytes:
+        return tp.encode_flat(tp.parse_schema(schema), value)
+
+    def test_table_matches_the_manifest(self) -> None:
+        manifest = json.loads((WIRE / "shapes-manifest.json").read_text())
+        remote = [c for c in manifest["commands"] if c["type"] == "remote"]
+        self.assertEqual(sorted(c["mid"] for c in remote), sorted(tp.SHAPES))
+        for c in remote:
+            fn = tp.SHAPES[c["mid"]]
+            self.assertEqual(fn.name, c["name"])
+            self.assertEqual([tp.parse_schema(s).render() for s in fn.args],
+                             [tp.parse_schema(a["schema"]).render() for a in c["args"]])
+            self.assertEqual(fn.ret, tp.parse_schema(c["return"]["schema"]).render())
+        self.assertTrue(set(tp.FAULTS).isdisjoint(tp.SHAPES))
+
+    def test_layouts(self) -> None:
+        def check(schema, width, offsets, rendered=None):
+            s = tp.parse_schema(schema)
+            self.assertEqual((s.width, s.offsets), (width, offsets), schema)
+            self.assertEqual(s.render(), rendered or schema)
+        check("<dict>m36tmpDirsanumThreadsjcremoveCachesb", 40, [0, 16, 32],
+              "m36tmpDirsanumThreadsjcremoveCachesb")
+        check("t2i4s", 24, [0, 8])
+        check("t3i2saf4", 40, [0, 8, 24])
+        check("m21ai11bi1", 2, [0, 1])
+        check("t2i1m11xb", 16, [0, 8])
+        check("m21pt2i1i41q?m11xb", 16, [0, 8])
+        check("&4Treem25valuej8childrena^4Tree", 32, [0, 16])
+        check("a<std::vector<$1>>a:3f8", 16, [], "aa:3f8")
+        check("<m<n>>t2<a>i1<b>m11x<c>b", 16, [0, 8], "t2i1m11xb")
+
+    def test_schema_errors(self) -> None:
+        for bad, msg in [("", "unexpected end of schema"), ("i3", "invalid integer size 3"),
+                         ("f2", "invalid float size 2"), ("x", "unknown schema character 'x' at position 0"),
+                         ("jj", "trailing characters after schema at position 1"),
+                         ("<a", "unclosed '<' in hint"), ("m15ab", "map key extends past end"),
+                         ("^1X", "back-reference to undeclared name 'X'")]:
+            with self.assertRaises(tp.PoolError, msg=bad) as cm:
+                tp.parse_schema(bad)
+            self.assertEqual(str(cm.exception), "schema error: " + msg)
+
+    def test_flat_blobs_from_the_spec(self) -> None:
+        h = bytes.fromhex
+        self.assertEqual(self.flat("ai4", [1, 2, 3]),
+                         h("0300000000000000" "4000000000000000") + bytes(48)
+                         + h("010000000200000003000000") + bytes(15))
+        self.assertEqual(self.flat("as", ["ab", "c"]),
+                         h("0200000000000000" "1000000000000000" "0200000000000000" "3000000000000000"
+                           "0100000000000000" "3200000000000000") + bytes(0) + b"abc" + bytes(7))
+        self.assertEqual(self.flat("as", ["a", ""])[32:48], bytes(16))
+        self.assertEqual(self.flat("?i4", 7), h("0800000000000000" "07000000") + bytes(3))
+        self.assertEqual(self.flat("j", 1 << 64),
+                         h("0200000000000000" "1000000000000000" "0000000000000000" "0100000000000000")
+                         + bytes(7))
+        self.assertEqual(self.flat("t2i4s", (1, "x")),
+                         h("0100000000000000" "0100000000000000" "1800000000000000") + b"x")
+        self.assertEqual(self.flat("m21pt2i1i41q?m11xb", {"p": (1, 2), "q": None}),
+                         h("0100000002000000ffffffffffffffff"))
+        self.assertEqual(self.flat("am21ai11bi1", [{"a": 1, "b": 2}, {"a": 3, "b": 4}])[:20],
+                         h("0200000000000000" "1000000000000000" "01020304"))
+        a_opt = self.flat("a?s", [None, "q"])
+        self.assertEqual(a_opt[16:32], h("ffffffffffffffff" "2000000000000000"))
+        self.assertEqual(a_opt[32:48], h("0100000000000000" "3000000000000000"))
+        self.assertEqual(a_opt[48], ord("q"))
+        tree = {"value": 1, "children": [{"value": 2, "children": []}]}
+        blob = self.flat("&4Treem25valuej8childrena^4Tree", tree)
+        self.assertEqual(blob[:64], h("0100000000000000" "0100000000000000" "0100000000000000"
+                                      "2000000000000000" "0100000000000000" "0200000000000000")
+                         + bytes(16))
+        config = {"tmpDir": "/t", "numThreads": 4, "removeCaches": True}
+        self.assertEqual(len(self.flat("m36tmpDirsanumThreadsjcremoveCachesb", config)), 42)
+
+    def test_round_trips(self) -> None:
+        cases = [
+            ("&4Treem25valuej8childrena^4Tree",
+             {"value": -5, "children": [{"value": 1 << 70, "children": []}, {"value": 0, "children": []}]}),
+            ("t5bi1u2f4?f8", (True, -3, 300, 1.5, None)), ("a?j", [None, -(1 << 63), 1 << 63, 7]),
+            ("as", ["", "é", "a\x00b"]), ("m2" "1xat2zb" "1ya:2i8", {"x": [(None, False)], "y": [1, 2]}),
+            ("F", "/tmp/some file"), ("F", ""),
+        ]
+        for schema, value in cases:
+            with self.subTest(schema=schema):
+                s = tp.parse_schema(schema)
+                blob = tp.encode_flat(s, value)
+                self.assertEqual(len(blob), tp.voidstar_size(s, value))
+                self.assertEqual(tp.read_voidstar(s, blob, 0, tp.FlatMemory(blob)), value)
+                self.assertEqual(tp.msgpack_unpack(s, bytes(tp.msgpack_pack(s, value))), value)
+
+    def test_msgpack_from_the_spec(self) -> None:
+        def mp(schema, value):
+            return bytes(tp.msgpack_pack(tp.parse_schema(schema), value)).hex()
+        self.assertEqual(mp("u2", 300), "cd012c")
+        self.assertEqual(mp("i1", -3), "fd")
+        self.assertEqual(mp("f4", 1.5), "cb3ff8000000000000")
+        self.assertEqual(mp("as", ["ab", "c"]), "92a26162a163")
+        self.assertEqual(mp("j", 1 << 64), "c410" + "00" * 8 + "01" + "00" * 7)
+        self.assertEqual(mp("m36tmpDirsanumThreadsjcremoveCachesb",
+                            {"tmpDir": "/t", "numThreads": 4, "removeCaches": True}), "93a22f7404c3")
+        self.assertEqual(mp("t2i4s", (1, "x")), "9201a178")
+        self.assertEqual(mp("j", -129), "d1ff7f")
+
+
+class TestRequestErrors(PoolCase):
+    def fail_text(self, request: bytes) -> str:
+        pkt, _ = tp.parse_packet(self.reply(self.pool(), request))
+        self.assertEqual(pkt.cmd, tp.data_cmd(tp.SOURCE_MESG, tp.FORMAT_TEXT, tp.STATUS_FAIL))
+        return pkt.payload.decode()
+
+    def test_errors(self) -> None:
+        self.assertEqual(self.fail_text(int_arg(1)), "Expected a ping or call type packet")
+        self.assertEqual(self.fail_text(b"\x00" * 32), "packet error: Malformed morloc packet")
+        self.assertEqual(self.fail_text(call(99, int_arg(1))), "99")
+        self.assertEqual(self.fail_text(call(1)),
+                         "addOne() takes 1 positional argument but 0 were given\n  at addOne [py] (mid=1)")
+        self.assertEqual(self.fail_text(call(1, wire("startup_ping.req.bin"))),
+                         "packet error: Argument #0 is not a DATA packet (type=2)")
+        self.assertTrue(self.fail_text(call(1, tp.make_data_packet(
+            tp.SOURCE_MESG, tp.FORMAT_JSON, b"41", J))).startswith("Invalid format from mesg"))
+        self.assertTrue(self.fail_text(call(5, int_arg(1000))).endswith("(mid=5)"))
+
+    def test_fault_outcomes(self) -> None:
+        pool = self.pool()
+        bad = pool.handle_request(call(90, int_arg(1)))
+        self.assertEqual((bad.action, bad.data[4:32]), ("reply", int_arg(0)[4:32]))
+        self.assertNotEqual(bad.data[:4], wire("addOne.resp.bin")[:4])
+        self.assertEqual(pool.handle_request(call(91)).action, "close")
+        self.assertEqual(pool.handle_request(call(92, int_arg(1))).action, "exit")
+        self.assertEqual(pool.handle_request(call(93)).action, "hang")
+        short = pool.handle_request(call(94))
+        self.assertEqual(short.action, "reply")
+        self.assertEqual(len(short.data), 72)
+        self.assertEqual(short.data[:32], int_arg(0)[:32])
+
+
+# --- the real process -------------------------------------------------------
+
+def roundtrip(path: str, request: bytes, timeout: float = 5.0) -> bytes:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(path)
+        s.sendall(request)
+        chunks = []
+        while True:
+            chunk = s.recv(1 << 16)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+
+
+class PoolProcess:
+    def __init__(self, env: dict[str, str] | None = None, args: list[str] | None = None):
+        self.dir = tempfile.mkdtemp(prefix="tp-")
+        self.socket = os.path.join(self.dir, "pipe-py")
+        self.basename = unique_basename("e")
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith(("MORLOC_", "TESTPOOL_"))}
+        full_env.update(env or {})
+        argv = args if args is not None else [self.socket, self.dir, self.basename]
+        self.proc = subprocess.Popen([sys.executable, str(POOL_SCRIPT), *argv], env=full_env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def wait_ready(self, timeout: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout
+        ping = wire("startup_ping.req.bin")
+        while time.monotonic() < deadline:
+            try:
+                if roundtrip(self.socket, ping, 0.5) == ping:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.01)
+        raise AssertionError("pool did not answer a ping")
+
+    def shm_files(self) -> list[str]:
+        return glob.glob(f"/dev/shm/{self.basename}_*") + glob.glob(f"/dev/shm/{self.basename}.*")
+
+    def finish(self) -> tuple[int, bytes, bytes]:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        out, err = self.proc.communicate(timeout=5)
+        for f in self.shm_files():
+            os.unlink(f)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return self.proc.returncode, out, err
+
+
+class TestProcess(unittest.TestCase):
+    def test_serving_concurrency_and_sigterm(self) -> None:
+        p = PoolProcess()
+        try:
+            p.wait_ready()
+            self.assertEqual(roundtrip(p.socket, wire("addOne.req.bin")), wire("addOne.resp.bin"))
+
+            results: list[bytes] = []
+            lock = threading.Lock()
+
+            def slow() -> None:
+                r = roundtrip(p.socket, call(19, int_arg(200)))
+                with lock:
+                    results.append(r)
+            threads = [threading.Thread(target=slow) for _ in range(8)]
+            start = time.monotonic()
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            elapsed = time.monotonic() - start
+            self.assertEqual(results, [self.expected_int(200)] * 8)
+            self.assertLess(elapsed, 0.4)
+
+            big = roundtrip(p.socket, wire("bigList.req.bin"))
+            self.assertEqual(big[:64], wire("bigList.resp.bin")[:64])
+            mem = tp.ShmMemory(p.basename, p.dir)
+            try:
+                buf, pos = mem.resolve(struct.unpack("<q", big[64:72])[0])
+                self.assertEqual(tp.read_voidstar(tp.parse_schema("aj"), buf, pos, mem), list(range(10000)))
+            finally:
+                mem.close()
+            self.assertEqual(len(p.shm_files()), 1)
+
+            self.assertEqual(roundtrip(p.socket, wire("noisyAdd.req.bin")), wire("noisyAdd.resp.bin"))
+            self.assertNotEqual(roundtrip(p.socket, call(90))[:4], wire("addOne.resp.bin")[:4])
+            self.assertEqual(roundtrip(p.socket, call(91)), b"")
+            self.assertEqual(len(roundtrip(p.socket, call(94))), 72)
+            self.assertEqual(roundtrip(p.socket, b"\x00" * 32),
+                             tp.make_fail_packet("packet error: Malformed morloc packet"))
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as hung:
+                hung.connect(p.socket)
+                hung.sendall(call(93))
+                hung.settimeout(0.05)
+                with self.assertRaises(socket.timeout):
+                    hung.recv(1)
+
+                p.proc.send_signal(signal.SIGTERM)
+                self.assertEqual(p.proc.wait(timeout=5), 0)
+            self.assertFalse(os.path.exists(p.socket))
+            self.assertEqual(p.shm_files(), [])
+        finally:
+            code, out, err = p.finish()
+        self.assertIn(b"noisyAdd: adding one to 41\n", out)
+        self.assertIn(b"noisyAdd: this line goes to stderr (41)\n", err)
+
+    def expected_int(self, n: int) -> bytes:
+        return tp.make_data_packet(tp.SOURCE_MESG, tp.FORMAT_VOIDSTAR, tp.encode_flat(J, n), J)
+
+    def test_fault_92_kills_the_process(self) -> None:
+        p = PoolProcess()
+        try:
+            p.wait_ready()
+            self.assertEqual(roundtrip(p.socket, call(92, int_arg(1))), b"")
+            self.assertEqual(p.proc.wait(timeout=5), 3)
+        finally:
+            p.finish()
+
+    def test_health_and_usage(self) -> None:
+        ok = subprocess.run([sys.executable, str(POOL_SCRIPT), "--health"], capture_output=True, timeout=5)
+        self.assertEqual((ok.returncode, ok.stdout), (0, b'{"status":"ok","version":"0.98.2"}\n'))
+        bad = subprocess.run([sys.executable, str(POOL_SCRIPT), "a", "b"], capture_output=True, timeout=5)
+        self.assertEqual((bad.returncode, bad.stdout), (1, b""))
+        self.assertTrue(bad.stderr.startswith(b"Usage: testpool.py <socket_path> <tmpdir> <shm_basename>"))
+
+    def test_never_listen_and_die_after(self) -> None:
+        quiet = PoolProcess({"TESTPOOL_NEVER_LISTEN": "1"})
+        dying = PoolProcess({"TESTPOOL_DIE_AFTER_MS": "150", "TESTPOOL_STARTUP_DELAY_MS": "50"})
+        try:
+            Path(quiet.socket).write_bytes(b"")  # a stale file is left alone when never listening
+            dying.wait_ready()
+            self.assertEqual(dying.proc.wait(timeout=5), 3)
+            self.assertIsNone(quiet.proc.poll())
+            self.assertEqual(Path(quiet.socket).read_bytes(), b"")
+            quiet.proc.send_signal(signal.SIGTERM)
+            self.assertEqual(quiet.proc.wait(timeout=5), 0)
+        finally:
+            quiet.finish()
+            dying.finish()
+
+    def test_parent_death_terminates_the_pool(self) -> None:
+        d = tempfile.mkdtemp(prefix="tp-")
+        sock = os.path.join(d, "pipe-py")
+        launcher = (
+            "import subprocess, sys, time, os\n"
+            "p = subprocess.Popen([sys.executable] + sys.argv[1:])\n"
+            "deadline = time.monotonic() + 5\n"
+            "while not os.path.exists(sys.argv[2]) and time.monotonic() < deadline:\n"
+            "    time.sleep(0.01)\n"
+        )
+        try:
+            subprocess.run([sys.executable, "-c", launcher, str(POOL_SCRIPT), sock, d,
+                            unique_basename("d")], timeout=10, check=True)
+            deadline = time.monotonic() + 5
+            while os.path.exists(sock) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            self.assertFalse(os.path.exists(sock))
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    unittest.main()
