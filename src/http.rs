@@ -25,14 +25,16 @@
 //! scheme is matched case-insensitively; sessions expire on lookup; and there
 //! is no blanket `Access-Control-Allow-Origin: *`.
 
+mod error;
 mod parse;
 mod response;
 mod security;
 mod session;
+mod syntax;
 
+pub use error::HttpError;
 pub use parse::{
-    HttpError, Limits, Parser, Progress, Request, DEFAULT_MAX_BODY, DEFAULT_MAX_HEADERS,
-    DEFAULT_MAX_LINE,
+    Limits, Parser, Progress, Request, DEFAULT_MAX_BODY, DEFAULT_MAX_HEADERS, DEFAULT_MAX_LINE,
 };
 pub use response::{
     cors_headers, cors_preflight_headers, reason, write_continue, write_head, write_last_chunk,

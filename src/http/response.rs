@@ -131,7 +131,14 @@ pub fn write_response(
         write_head(out, status, content_type, None, headers, keep_alive);
         return;
     }
-    write_head(out, status, content_type, Some(body.len()), headers, keep_alive);
+    write_head(
+        out,
+        status,
+        content_type,
+        Some(body.len()),
+        headers,
+        keep_alive,
+    );
     out.extend_from_slice(body);
 }
 
@@ -171,8 +178,12 @@ pub fn write_sse_message(out: &mut Vec<u8>, data: &str) {
     } else {
         Cow::Borrowed(data)
     };
-    let payload_len =
-        EVENT.len() + data.split('\n').map(|line| DATA.len() + line.len() + 1).sum::<usize>() + 1;
+    let payload_len = EVENT.len()
+        + data
+            .split('\n')
+            .map(|line| DATA.len() + line.len() + 1)
+            .sum::<usize>()
+        + 1;
     out.extend_from_slice(format!("{payload_len:x}\r\n").as_bytes());
     out.extend_from_slice(EVENT.as_bytes());
     for line in data.split('\n') {
@@ -215,7 +226,11 @@ pub fn cors_headers(origin: &str) -> [(&'static str, &str); 3] {
 fn write_status_line(out: &mut Vec<u8>, status: u16) {
     // A status outside 100..=999 cannot be written as three digits; such a
     // call is a bug in the caller, answered as a server error.
-    let status = if (100..=999).contains(&status) { status } else { 500 };
+    let status = if (100..=999).contains(&status) {
+        status
+    } else {
+        500
+    };
     out.extend_from_slice(format!("HTTP/1.1 {status} {}\r\n", reason(status)).as_bytes());
 }
 
@@ -224,6 +239,174 @@ fn write_status_line(out: &mut Vec<u8>, status: u16) {
 fn write_header(out: &mut Vec<u8>, name: &str, value: &str) {
     out.extend(name.bytes().filter(|&b| b.is_ascii_graphic() && b != b':'));
     out.extend_from_slice(b": ");
-    out.extend(value.bytes().map(|b| if (b < b' ' && b != b'\t') || b == 0x7f { b' ' } else { b }));
+    out.extend(value.bytes().map(|b| {
+        if (b < b' ' && b != b'\t') || b == 0x7f {
+            b' '
+        } else {
+            b
+        }
+    }));
     out.extend_from_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[track_caller]
+    fn check(write: impl FnOnce(&mut Vec<u8>), expected: &str) {
+        let mut out = b"previous bytes stay|".to_vec();
+        write(&mut out);
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text.strip_prefix("previous bytes stay|"), Some(expected));
+    }
+
+    #[test]
+    fn responses() {
+        check(
+            |out| {
+                let headers = [("Mcp-Session-Id", "ab12"), ("X-Two", "2")];
+                write_response(out, 200, Some("application/json"), &headers, b"{}\n", true)
+            },
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 3\r\n\
+             Connection: keep-alive\r\nMcp-Session-Id: ab12\r\nX-Two: 2\r\n\r\n{}\n",
+        );
+        check(
+            |out| write_response(out, 413, None, &[], b"", false),
+            "HTTP/1.1 413 Content Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        );
+        // No length and no body for 204; the length only for HEAD.
+        check(
+            |out| write_response(out, 204, None, &[("Vary", "Origin")], b"ignored", true),
+            "HTTP/1.1 204 No Content\r\nConnection: keep-alive\r\nVary: Origin\r\n\r\n",
+        );
+        check(
+            |out| write_head(out, 405, Some("application/json"), Some(31), &[("Allow", "POST, DELETE")], true),
+            "HTTP/1.1 405 Method Not Allowed\r\nContent-Type: application/json\r\nContent-Length: 31\r\n\
+             Connection: keep-alive\r\nAllow: POST, DELETE\r\n\r\n",
+        );
+        check(write_continue, "HTTP/1.1 100 Continue\r\n\r\n");
+        // Injected line breaks cannot start a new header.
+        check(
+            |out| write_head(out, 403, None, None, &[("X\r\nY", "a\r\nSet-Cookie: x"), ("T", "a\tb")], false),
+            "HTTP/1.1 403 Forbidden\r\nConnection: close\r\nXY: a  Set-Cookie: x\r\nT: a\tb\r\n\r\n",
+        );
+        // A status that cannot be written is turned into a server error.
+        check(
+            |out| write_head(out, 42, None, None, &[], true),
+            "HTTP/1.1 500 Internal Server Error\r\nConnection: keep-alive\r\n\r\n",
+        );
+    }
+
+    #[test]
+    fn reason_phrases() {
+        let cases = [
+            (200, "OK"),
+            (202, "Accepted"),
+            (400, "Bad Request"),
+            (401, "Unauthorized"),
+            (403, "Forbidden"),
+            (404, "Not Found"),
+            (405, "Method Not Allowed"),
+            (406, "Not Acceptable"),
+            (413, "Content Too Large"),
+            (414, "URI Too Long"),
+            (415, "Unsupported Media Type"),
+            (431, "Request Header Fields Too Large"),
+            (500, "Internal Server Error"),
+            (501, "Not Implemented"),
+            (503, "Service Unavailable"),
+            (505, "HTTP Version Not Supported"),
+            (299, ""),
+        ];
+        for (status, phrase) in cases {
+            assert_eq!(reason(status), phrase, "{status}");
+        }
+        // Every status the parser can produce has a phrase.
+        for status in [400, 413, 414, 431, 501, 505] {
+            assert!(!reason(status).is_empty());
+        }
+    }
+
+    #[test]
+    fn event_stream() {
+        check(
+            |out| write_sse_head(out, &[("Mcp-Session-Id", "ab")], true),
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\
+             Transfer-Encoding: chunked\r\nConnection: keep-alive\r\nMcp-Session-Id: ab\r\n\r\n",
+        );
+        // 15 + 6 + 17 + 1 + 1 = 40 = 0x28 bytes in the chunk.
+        check(
+            |out| write_sse_message(out, r#"{"jsonrpc":"2.0"}"#),
+            "28\r\nevent: message\ndata: {\"jsonrpc\":\"2.0\"}\n\n\r\n",
+        );
+        check(
+            |out| write_sse_message(out, "a\r\nb\rc\nd"),
+            "30\r\nevent: message\ndata: a\ndata: b\ndata: c\ndata: d\n\n\r\n",
+        );
+        check(write_last_chunk, "0\r\n\r\n");
+        // The chunk sizes frame the stream exactly: decode it back.
+        let mut out = Vec::new();
+        let messages = ["x".repeat(300), String::new(), "[1,\n2]".to_string()];
+        for message in &messages {
+            write_sse_message(&mut out, message);
+        }
+        write_last_chunk(&mut out);
+        let mut rest = &out[..];
+        let mut payloads = Vec::new();
+        loop {
+            let line_end = rest.windows(2).position(|w| w == b"\r\n").unwrap();
+            let size =
+                usize::from_str_radix(std::str::from_utf8(&rest[..line_end]).unwrap(), 16).unwrap();
+            rest = &rest[line_end + 2..];
+            if size == 0 {
+                assert_eq!(rest, b"\r\n");
+                break;
+            }
+            payloads.push(String::from_utf8(rest[..size].to_vec()).unwrap());
+            assert_eq!(&rest[size..size + 2], b"\r\n");
+            rest = &rest[size + 2..];
+        }
+        let expected = [
+            format!("event: message\ndata: {}\n\n", "x".repeat(300)),
+            "event: message\ndata: \n\n".to_string(),
+            "event: message\ndata: [1,\ndata: 2]\n\n".to_string(),
+        ];
+        assert_eq!(payloads, expected);
+    }
+
+    #[test]
+    fn cors() {
+        let origin = "http://localhost:5173";
+        let mut out = Vec::new();
+        write_response(
+            &mut out,
+            204,
+            None,
+            &cors_preflight_headers(origin),
+            b"",
+            true,
+        );
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text,
+            "HTTP/1.1 204 No Content\r\nConnection: keep-alive\r\n\
+             Access-Control-Allow-Origin: http://localhost:5173\r\n\
+             Access-Control-Allow-Methods: GET, POST, DELETE, OPTIONS\r\n\
+             Access-Control-Allow-Headers: Authorization, Content-Type, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID\r\n\
+             Access-Control-Expose-Headers: Mcp-Session-Id\r\n\
+             Access-Control-Max-Age: 86400\r\nVary: Origin\r\n\r\n"
+        );
+        let mut headers = vec![("Mcp-Session-Id", "ab")];
+        headers.extend(cors_headers(origin));
+        assert_eq!(
+            headers,
+            [
+                ("Mcp-Session-Id", "ab"),
+                ("Access-Control-Allow-Origin", origin),
+                ("Access-Control-Expose-Headers", "Mcp-Session-Id"),
+                ("Vary", "Origin"),
+            ]
+        );
+    }
 }

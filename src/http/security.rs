@@ -52,7 +52,10 @@ impl OriginPolicy {
         OriginPolicy {
             bind_loopback: is_loopback_host(&bind_host),
             bind_host,
-            allowed: allowed_origins.iter().map(|o| o.to_ascii_lowercase()).collect(),
+            allowed: allowed_origins
+                .iter()
+                .map(|o| o.to_ascii_lowercase())
+                .collect(),
         }
     }
 
@@ -70,7 +73,11 @@ impl OriginPolicy {
         let Some(origin) = origin else {
             return true;
         };
-        if self.allowed.iter().any(|allowed| allowed.eq_ignore_ascii_case(origin)) {
+        if self
+            .allowed
+            .iter()
+            .any(|allowed| allowed.eq_ignore_ascii_case(origin))
+        {
             return true;
         }
         let Some(host) = origin_host(origin) else {
@@ -103,7 +110,9 @@ pub fn is_loopback_host(host: &str) -> bool {
         return true;
     }
     match host.parse::<IpAddr>() {
-        Ok(IpAddr::V6(v6)) => v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
+        Ok(IpAddr::V6(v6)) => {
+            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
         Ok(ip) => ip.is_loopback(),
         Err(_) => false,
     }
@@ -125,8 +134,13 @@ fn is_loopback_authority_host(host: &str) -> bool {
 /// or `None` if it is not of that form.
 fn origin_host(origin: &str) -> Option<&str> {
     let (scheme, authority) = origin.split_once("://")?;
-    let scheme_ok = scheme.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
-        && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+    let scheme_ok = scheme
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
     if !scheme_ok || authority.contains(['/', '?', '#', '@']) {
         return None;
     }
@@ -156,7 +170,9 @@ fn split_port(authority: &str) -> Option<(&str, &str)> {
 }
 
 fn strip_brackets(host: &str) -> &str {
-    host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host)
+    host.strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host)
 }
 
 /// Compares in time that depends on the lengths only, never on where the
@@ -168,4 +184,145 @@ fn constant_time_eq(given: &[u8], expected: &[u8]) -> bool {
         diff |= usize::from(black_box(got ^ want));
     }
     black_box(diff) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bearer() {
+        let cases = [
+            (Some("Bearer s3cret"), "s3cret", true),
+            (Some("bearer s3cret"), "s3cret", true),
+            (Some("BEARER    s3cret"), "s3cret", true),
+            (Some("  Bearer s3cret \t"), "s3cret", true),
+            (Some("Bearer s3cre"), "s3cret", false),
+            (Some("Bearer s3cret2"), "s3cret", false),
+            (Some("Bearer S3CRET"), "s3cret", false),
+            (Some("Bearer\ts3cret"), "s3cret", false),
+            (Some("Bearers3cret"), "s3cret", false),
+            (Some("Basic s3cret"), "s3cret", false),
+            (Some("s3cret"), "s3cret", false),
+            (Some("Bearer "), "s3cret", false),
+            (Some(""), "s3cret", false),
+            (None, "s3cret", false),
+            // An empty configured token admits nobody.
+            (Some("Bearer "), "", false),
+            (Some("Bearer"), "", false),
+            (None, "", false),
+        ];
+        for (header, token, expected) in cases {
+            assert_eq!(
+                bearer_ok(header, token),
+                expected,
+                "{header:?} vs {token:?}"
+            );
+        }
+        assert!(constant_time_eq(b"", b""));
+        assert!(!constant_time_eq(b"a", b""));
+        assert!(!constant_time_eq(b"", b"a"));
+        assert!(!constant_time_eq(b"ab\0", b"ab"));
+    }
+
+    #[test]
+    fn origins() {
+        let loopback = OriginPolicy::new(
+            "127.0.0.1",
+            &["https://App.example.com", "http://tool.test:8080"],
+        );
+        let v6 = OriginPolicy::new("[::1]", &[]);
+        let public = OriginPolicy::new("0.0.0.0", &["https://app.example.com"]);
+        let named = OriginPolicy::new("mcp.example.org", &[]);
+        assert!(loopback.bind_is_loopback() && v6.bind_is_loopback());
+        assert!(!public.bind_is_loopback() && !named.bind_is_loopback());
+        let cases: [(&OriginPolicy, Option<&str>, bool); 22] = [
+            (&loopback, None, true),
+            (&loopback, Some("http://127.0.0.1:3000"), true),
+            (&loopback, Some("http://localhost"), true),
+            (&loopback, Some("http://LOCALHOST:5173"), true),
+            (&loopback, Some("http://127.8.9.10"), true),
+            (&loopback, Some("http://[::1]:80"), true),
+            (&loopback, Some("https://app.example.com"), true),
+            (&loopback, Some("http://tool.test:8080"), true),
+            (&loopback, Some("http://tool.test"), false),
+            (&loopback, Some("https://evil.example"), false),
+            (&loopback, Some("http://localhost.evil.example"), false),
+            (&loopback, Some("http://127.0.0.1.evil.example"), false),
+            (&loopback, Some("null"), false),
+            (&loopback, Some(""), false),
+            (&loopback, Some("http://localhost/path"), false),
+            (&loopback, Some("http://localhost:80x"), false),
+            (&loopback, Some("http://user@localhost"), false),
+            (&v6, Some("http://[::1]:9000"), true),
+            (&v6, Some("http://localhost:9000"), true),
+            (&public, Some("http://localhost"), false),
+            (&public, Some("https://app.example.com"), true),
+            (&named, Some("https://MCP.example.org:443"), true),
+        ];
+        for (policy, origin, expected) in cases {
+            assert_eq!(
+                policy.origin_ok(origin),
+                expected,
+                "{origin:?} for {policy:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn hosts() {
+        let loopback = OriginPolicy::new("localhost", &[]);
+        let cases = [
+            (None, true),
+            (Some("localhost"), true),
+            (Some("LocalHost:8080"), true),
+            (Some("127.0.0.1"), true),
+            (Some("127.1.2.3:1"), true),
+            (Some("[::1]"), true),
+            (Some("[::1]:8080"), true),
+            (Some("[0:0:0:0:0:0:0:1]:8080"), true),
+            (Some("localhost:"), true),
+            (Some("::1"), false),
+            (Some("[::2]"), false),
+            (Some("[::1"), false),
+            (Some("[::1]x"), false),
+            (Some("127.1"), false),
+            (Some("0177.0.0.1"), false),
+            (Some("128.0.0.1"), false),
+            (Some("evil.example"), false),
+            (Some("localhost.evil.example"), false),
+            (Some("localhost:80:80"), false),
+            (Some("localhost:http"), false),
+            (Some(""), false),
+        ];
+        for (host, expected) in cases {
+            assert_eq!(loopback.host_ok(host), expected, "{host:?}");
+        }
+        let public = OriginPolicy::new("0.0.0.0", &[]);
+        assert!(public.host_ok(Some("evil.example")));
+    }
+
+    #[test]
+    fn loopback_names() {
+        for host in [
+            "localhost",
+            "127.0.0.1",
+            "127.255.0.1",
+            "::1",
+            "::ffff:127.0.0.1",
+        ] {
+            assert!(is_loopback_host(host), "{host}");
+        }
+        for host in [
+            "[::1]",
+            "0.0.0.0",
+            "::",
+            "10.0.0.1",
+            "example.com",
+            "localhost.",
+            "",
+        ] {
+            assert!(!is_loopback_host(host), "{host}");
+        }
+    }
 }

@@ -82,7 +82,12 @@ impl Sessions {
     /// recently used ones while the table is full. Returns `None`, changing
     /// nothing, if the id is already taken (only a broken random source does
     /// that); the caller then retries with fresh bytes.
-    pub fn create(&mut self, random: [u8; 16], protocol_version: &str, now: Instant) -> Option<String> {
+    pub fn create(
+        &mut self,
+        random: [u8; 16],
+        protocol_version: &str,
+        now: Instant,
+    ) -> Option<String> {
         if self.by_id.contains_key(&random) {
             return None;
         }
@@ -209,4 +214,182 @@ fn parse_id(id: &str) -> Option<[u8; 16]> {
         *byte = nibble(pair[0])? << 4 | nibble(pair[1])?;
     }
     Some(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOUR: Duration = Duration::from_secs(3600);
+
+    fn id_bytes(n: u8) -> [u8; 16] {
+        let mut bytes = [0u8; 16];
+        bytes[0] = 0xab;
+        bytes[15] = n;
+        bytes
+    }
+
+    #[test]
+    fn ids() {
+        let bytes = [
+            0x9b, 0xa9, 0x71, 0x97, 0x88, 0x32, 0xe5, 0x9b, 0x7a, 0x46, 0x25, 0x44, 0x57, 0xd3,
+            0x8e, 0x92,
+        ];
+        assert_eq!(session_id_hex(&bytes), "9ba971978832e59b7a46254457d38e92");
+        assert_eq!(parse_id("9ba971978832e59b7a46254457d38e92"), Some(bytes));
+        for bad in [
+            "",
+            "9BA971978832E59B7A46254457D38E92",
+            "9ba971978832e59b7a46254457d38e9",
+            "9ba971978832e59b7a46254457d38e92 ",
+            "g0000000000000000000000000000000",
+            "ä0000000000000000000000000000000",
+        ] {
+            assert_eq!(parse_id(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn lifecycle() {
+        let start = Instant::now();
+        let mut sessions = Sessions::new(SessionLimits::default());
+        let id = sessions.create(id_bytes(1), "2025-06-18", start).unwrap();
+        assert_eq!(id, "ab000000000000000000000000000001");
+        assert_eq!(
+            sessions.create(id_bytes(1), "2025-06-18", start),
+            None,
+            "ids are unique"
+        );
+        let session = sessions.get(&id, start).unwrap();
+        assert_eq!(
+            (session.protocol_version.as_str(), session.initialized),
+            ("2025-06-18", false)
+        );
+        session.initialized = true;
+        assert!(sessions.get(&id, start).unwrap().initialized);
+        assert!(sessions
+            .get("ab000000000000000000000000000002", start)
+            .is_none());
+        assert!(sessions.get("not an id", start).is_none());
+        assert!(sessions.remove(&id));
+        assert!(!sessions.remove(&id));
+        assert!(sessions.get(&id, start).is_none());
+        assert!(!sessions.touch(&id, start));
+        assert!(sessions.is_empty());
+    }
+
+    #[test]
+    fn idle_expiry() {
+        let start = Instant::now();
+        let mut sessions = Sessions::new(SessionLimits::default());
+        let id = sessions.create(id_bytes(1), "v", start).unwrap();
+        // Touching moves the deadline; a lookup alone does not.
+        assert!(sessions.get(&id, start + HOUR / 2).is_some());
+        assert!(sessions.touch(&id, start + HOUR / 2));
+        assert_eq!(
+            sessions.get(&id, start + HOUR).map(|s| s.last_used()),
+            Some(start + HOUR / 2)
+        );
+        let last_moment = start + HOUR / 2 + HOUR - Duration::from_nanos(1);
+        assert!(sessions.get(&id, last_moment).is_some());
+        // Expired sessions are unknown and gone, checked on every lookup.
+        assert!(sessions.get(&id, start + HOUR / 2 + HOUR).is_none());
+        assert_eq!(sessions.len(), 0);
+        let id = sessions.create(id_bytes(2), "v", start).unwrap();
+        assert!(!sessions.touch(&id, start + 2 * HOUR));
+        assert_eq!(sessions.len(), 0);
+        // A short TTL for tests.
+        let mut sessions = Sessions::new(SessionLimits {
+            ttl: Duration::from_secs(5),
+            ..SessionLimits::default()
+        });
+        let id = sessions.create(id_bytes(3), "v", start).unwrap();
+        assert!(sessions.get(&id, start + Duration::from_secs(4)).is_some());
+        assert!(sessions.get(&id, start + Duration::from_secs(5)).is_none());
+    }
+
+    #[test]
+    fn sweep_drops_only_expired() {
+        let start = Instant::now();
+        let mut sessions = Sessions::new(SessionLimits::default());
+        for n in 0..10u8 {
+            sessions
+                .create(id_bytes(n), "v", start + Duration::from_secs(u64::from(n)))
+                .unwrap();
+        }
+        assert_eq!(sessions.sweep(start + HOUR + Duration::from_secs(3)), 4);
+        assert_eq!(sessions.len(), 6);
+        assert!(sessions
+            .get(&session_id_hex(&id_bytes(3)), start + HOUR)
+            .is_none());
+        assert!(sessions
+            .get(&session_id_hex(&id_bytes(4)), start + HOUR)
+            .is_some());
+        // Creating sweeps too.
+        sessions
+            .create(id_bytes(100), "v", start + 2 * HOUR)
+            .unwrap();
+        assert_eq!(sessions.len(), 1);
+    }
+
+    #[test]
+    fn least_recently_used_is_dropped_when_full() {
+        let start = Instant::now();
+        let at = |secs: u64| start + Duration::from_secs(secs);
+        let mut sessions = Sessions::new(SessionLimits {
+            max_sessions: 3,
+            ..SessionLimits::default()
+        });
+        let ids: Vec<String> = (0..3)
+            .map(|n| sessions.create(id_bytes(n), "v", at(u64::from(n))).unwrap())
+            .collect();
+        assert!(sessions.touch(&ids[0], at(10)));
+        let fourth = sessions.create(id_bytes(3), "v", at(11)).unwrap();
+        assert_eq!(sessions.len(), 3);
+        assert!(
+            sessions.get(&ids[1], at(11)).is_none(),
+            "least recently used goes first"
+        );
+        for id in [&ids[0], &ids[2], &fourth] {
+            assert!(sessions.get(id, at(11)).is_some());
+        }
+        // A lookup does not count as use; a touch does.
+        let fifth = sessions.create(id_bytes(4), "v", at(12)).unwrap();
+        assert!(sessions.get(&ids[2], at(12)).is_none());
+        assert!(sessions.get(&fifth, at(12)).is_some());
+        // Same instant: creation order breaks the tie.
+        let mut sessions = Sessions::new(SessionLimits {
+            max_sessions: 2,
+            ..SessionLimits::default()
+        });
+        let a = sessions.create(id_bytes(0), "v", start).unwrap();
+        let b = sessions.create(id_bytes(1), "v", start).unwrap();
+        sessions.create(id_bytes(2), "v", start).unwrap();
+        assert!(sessions.get(&a, start).is_none());
+        assert!(sessions.get(&b, start).is_some());
+        // A limit of 0 keeps the newest session.
+        let mut sessions = Sessions::new(SessionLimits {
+            max_sessions: 0,
+            ..SessionLimits::default()
+        });
+        let a = sessions.create(id_bytes(0), "v", start).unwrap();
+        assert!(sessions.get(&a, start).is_some());
+    }
+
+    #[test]
+    fn full_table_stays_fast_and_consistent() {
+        let start = Instant::now();
+        let mut sessions = Sessions::new(SessionLimits::default());
+        for n in 0..30_000u32 {
+            let mut bytes = [0u8; 16];
+            bytes[..4].copy_from_slice(&n.to_be_bytes());
+            sessions
+                .create(bytes, "v", start + Duration::from_millis(u64::from(n)))
+                .unwrap();
+        }
+        assert_eq!(sessions.len(), DEFAULT_MAX_SESSIONS);
+        assert_eq!(sessions.by_use.len(), DEFAULT_MAX_SESSIONS);
+        let oldest = sessions.by_use.first_key_value().map(|(key, _)| key.0);
+        assert_eq!(oldest, Some(start + Duration::from_millis(20_000)));
+    }
 }
