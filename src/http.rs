@@ -9,8 +9,9 @@
 //!
 //! * `parse`: a push parser for requests (one [`Parser`] per connection) that
 //!   keeps its state between calls, so bytes are scanned once however they
-//!   are split, and maps every violated limit or syntax rule to the status
-//!   the caller should answer with before closing the connection.
+//!   are split; `syntax` holds the line-level grammar it applies, and
+//!   `error` the [`HttpError`] that names the status the caller answers with
+//!   before closing the connection.
 //! * `response`: the response encoder, the `100 Continue` interim, the
 //!   chunked `text/event-stream` helpers and the CORS header sets.
 //! * `session`: the `Mcp-Session-Id` table with idle expiry and a bound on

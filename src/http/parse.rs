@@ -96,7 +96,8 @@ pub enum Progress {
     /// feeding. Reported at most once per request; [`Parser::head`] shows the
     /// head meanwhile.
     Continue,
-    /// A whole request. Bytes after it belong to the next request.
+    /// A whole request. Bytes after it belong to the next request; when
+    /// `keep_alive` is false there is none (answer, then close).
     Done(Request),
 }
 

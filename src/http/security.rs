@@ -47,14 +47,17 @@ impl OriginPolicy {
     /// given: `127.0.0.1`, `::1`, `[::1]`, `localhost`, `0.0.0.0`, a name)
     /// that also admits the exact origins in `allowed_origins`
     /// (`scheme://host[:port]`, compared ignoring ASCII case).
-    pub fn new(bind_host: &str, allowed_origins: &[&str]) -> Self {
+    pub fn new<S: AsRef<str>>(
+        bind_host: &str,
+        allowed_origins: impl IntoIterator<Item = S>,
+    ) -> Self {
         let bind_host = strip_brackets(bind_host).to_ascii_lowercase();
+        let allowed = allowed_origins.into_iter();
         OriginPolicy {
             bind_loopback: is_loopback_host(&bind_host),
             bind_host,
-            allowed: allowed_origins
-                .iter()
-                .map(|o| o.to_ascii_lowercase())
+            allowed: allowed
+                .map(|origin| origin.as_ref().to_ascii_lowercase())
                 .collect(),
         }
     }
@@ -229,11 +232,11 @@ mod tests {
     fn origins() {
         let loopback = OriginPolicy::new(
             "127.0.0.1",
-            &["https://App.example.com", "http://tool.test:8080"],
+            ["https://App.example.com", "http://tool.test:8080"],
         );
-        let v6 = OriginPolicy::new("[::1]", &[]);
-        let public = OriginPolicy::new("0.0.0.0", &["https://app.example.com"]);
-        let named = OriginPolicy::new("mcp.example.org", &[]);
+        let v6 = OriginPolicy::new("[::1]", [""; 0]);
+        let public = OriginPolicy::new("0.0.0.0", vec!["https://app.example.com".to_string()]);
+        let named = OriginPolicy::new("mcp.example.org", Vec::<String>::new());
         assert!(loopback.bind_is_loopback() && v6.bind_is_loopback());
         assert!(!public.bind_is_loopback() && !named.bind_is_loopback());
         let cases: [(&OriginPolicy, Option<&str>, bool); 22] = [
@@ -271,7 +274,7 @@ mod tests {
 
     #[test]
     fn hosts() {
-        let loopback = OriginPolicy::new("localhost", &[]);
+        let loopback = OriginPolicy::new("localhost", [""; 0]);
         let cases = [
             (None, true),
             (Some("localhost"), true),
@@ -298,7 +301,7 @@ mod tests {
         for (host, expected) in cases {
             assert_eq!(loopback.host_ok(host), expected, "{host:?}");
         }
-        let public = OriginPolicy::new("0.0.0.0", &[]);
+        let public = OriginPolicy::new("0.0.0.0", [""; 0]);
         assert!(public.host_ok(Some("evil.example")));
     }
 
