@@ -55,7 +55,10 @@ pub struct ArgError {
 
 impl ArgError {
     fn new(message: String) -> ArgError {
-        ArgError { code: INVALID_PARAMS, message }
+        ArgError {
+            code: INVALID_PARAMS,
+            message,
+        }
     }
 }
 
@@ -92,8 +95,14 @@ pub fn resolve(surface: &Surface, params: Option<&Value>) -> Result<Call, ArgErr
         return Err(ArgError::new(format!("unknown argument '{key}'")));
     }
     // Presence is by key: an explicit null satisfies a required argument.
-    if let Some(missing) = tool.required.iter().find(|name| !arguments.contains_key(name.as_str())) {
-        return Err(ArgError::new(format!("missing required argument '{missing}'")));
+    if let Some(missing) = tool
+        .required
+        .iter()
+        .find(|name| !arguments.contains_key(name.as_str()))
+    {
+        return Err(ArgError::new(format!(
+            "missing required argument '{missing}'"
+        )));
     }
     for slot in &tool.slots {
         if let Slot::Flag { key, .. } = slot {
@@ -103,8 +112,16 @@ pub fn resolve(surface: &Surface, params: Option<&Value>) -> Result<Call, ArgErr
         }
     }
     let command = select_command(tool, arguments.get(RENDER_PROPERTY))?;
-    let args = tool.slots.iter().map(|slot| fill_slot(slot, arguments)).collect();
-    Ok(Call { tool: tool_index, command, args })
+    let args = tool
+        .slots
+        .iter()
+        .map(|slot| fill_slot(slot, arguments))
+        .collect();
+    Ok(Call {
+        tool: tool_index,
+        command,
+        args,
+    })
 }
 
 /// Picks the command a `_render` value selects.
@@ -114,7 +131,11 @@ fn select_command(tool: &Tool, render: Option<&Value>) -> Result<Result<usize, S
         Some(Value::String(render)) => render,
         // The reference treats any non-string as `raw`; a typo'd type should
         // not silently run something else.
-        Some(_) => return Err(ArgError::new(format!("argument '{RENDER_PROPERTY}' must be a string"))),
+        Some(_) => {
+            return Err(ArgError::new(format!(
+                "argument '{RENDER_PROPERTY}' must be a string"
+            )))
+        }
     };
     if render == RENDER_RAW {
         return Ok(Ok(tool.command));
@@ -129,7 +150,10 @@ fn select_command(tool: &Tool, render: Option<&Value>) -> Result<Result<usize, S
 /// The call-vector value of one slot. Checks have already passed.
 fn fill_slot(slot: &Slot, arguments: &Map<String, Value>) -> Value {
     match slot {
-        Slot::Value { key, default } => arguments.get(key).cloned().unwrap_or_else(|| default.clone()),
+        Slot::Value { key, default } => arguments
+            .get(key)
+            .cloned()
+            .unwrap_or_else(|| default.clone()),
         Slot::Flag { key, default } => arguments.get(key).cloned().unwrap_or(Value::Bool(*default)),
         Slot::Record(record) => fill_record(record, arguments),
     }
@@ -155,7 +179,10 @@ fn fill_record(record: &RecordSlot, arguments: &Map<String, Value>) -> Value {
             None if record.fields_exposed => arguments.get(&field.key),
             _ => None,
         };
-        object.insert(field.key.clone(), supplied.cloned().unwrap_or_else(|| field.default.clone()));
+        object.insert(
+            field.key.clone(),
+            supplied.cloned().unwrap_or_else(|| field.default.clone()),
+        );
     }
     Value::Object(object)
 }
@@ -228,11 +255,15 @@ pub fn typed_default(default: Option<&str>, schema: Option<&Schema>, many: bool)
 /// which `i64` parsing has already absorbed for small values).
 fn is_integer_literal(text: &str) -> bool {
     let digits = text.strip_prefix('-').unwrap_or(text);
-    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) && !(digits.len() > 1 && digits.starts_with('0'))
+    !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && !(digits.len() > 1 && digits.starts_with('0'))
 }
 
 fn float(f: f64) -> Value {
-    Number::from_f64(f).map(Value::Number).unwrap_or(Value::Null)
+    Number::from_f64(f)
+        .map(Value::Number)
+        .unwrap_or(Value::Null)
 }
 
 #[cfg(test)]
@@ -270,8 +301,16 @@ mod tests {
         let params = json(params);
         match resolve(surface, Some(&params)) {
             Ok(call) => {
-                assert_eq!(call.command, command.map_err(str::to_string), "command for {params}");
-                assert_eq!(serde_json::to_string(&call.args).unwrap(), args, "args for {params}");
+                assert_eq!(
+                    call.command,
+                    command.map_err(str::to_string),
+                    "command for {params}"
+                );
+                assert_eq!(
+                    serde_json::to_string(&call.args).unwrap(),
+                    args,
+                    "args for {params}"
+                );
             }
             Err(e) => panic!("{params}: unexpected error {e}"),
         }
@@ -293,7 +332,11 @@ mod tests {
     fn check_default(default: Option<&str>, schema_text: Option<&str>, many: bool, expected: &str) {
         let parsed = schema_text.map(|s| schema::parse(s).unwrap_or_else(|e| panic!("{s}: {e}")));
         let value = typed_default(default, parsed.as_ref(), many);
-        assert_eq!(serde_json::to_string(&value).unwrap(), expected, "default {default:?} for {schema_text:?}");
+        assert_eq!(
+            serde_json::to_string(&value).unwrap(),
+            expected,
+            "default {default:?} for {schema_text:?}"
+        );
     }
 
     #[test]
@@ -304,56 +347,165 @@ mod tests {
         check_err(&s, Some("[]"), "missing tool 'name'");
         check_err(&s, Some("{}"), "missing tool 'name'");
         check_err(&s, Some(r#"{"name":5}"#), "missing tool 'name'");
-        check_err(&s, Some(r#"{"name":"nope","arguments":5}"#), "unknown tool 'nope'");
-        check_err(&s, Some(r#"{"name":"addOne","arguments":[41]}"#), "'arguments' must be an object");
-        check_err(&s, Some(r#"{"name":"addOne","arguments":"x"}"#), "'arguments' must be an object");
-        check_err(&s, Some(r#"{"name":"addOne","arguments":false}"#), "'arguments' must be an object");
-        check_err(&s, Some(r#"{"name":"addOne"}"#), "missing required argument '_1'");
-        check_err(&s, Some(r#"{"name":"addOne","arguments":null}"#), "missing required argument '_1'");
+        check_err(
+            &s,
+            Some(r#"{"name":"nope","arguments":5}"#),
+            "unknown tool 'nope'",
+        );
+        check_err(
+            &s,
+            Some(r#"{"name":"addOne","arguments":[41]}"#),
+            "'arguments' must be an object",
+        );
+        check_err(
+            &s,
+            Some(r#"{"name":"addOne","arguments":"x"}"#),
+            "'arguments' must be an object",
+        );
+        check_err(
+            &s,
+            Some(r#"{"name":"addOne","arguments":false}"#),
+            "'arguments' must be an object",
+        );
+        check_err(
+            &s,
+            Some(r#"{"name":"addOne"}"#),
+            "missing required argument '_1'",
+        );
+        check_err(
+            &s,
+            Some(r#"{"name":"addOne","arguments":null}"#),
+            "missing required argument '_1'",
+        );
         // Unknown keys are reported before missing ones, first in client order.
-        check_err(&s, Some(r#"{"name":"addOne","arguments":{"zz":1,"aa":2}}"#), "unknown argument 'zz'");
-        check_err(&s, Some(r#"{"name":"addOne","arguments":{"_1":41,"_render":"raw"}}"#), "unknown argument '_render'");
-        check_err(&s, Some(r#"{"name":"scaleReal","arguments":{"_2":1}}"#), "missing required argument '_1'");
+        check_err(
+            &s,
+            Some(r#"{"name":"addOne","arguments":{"zz":1,"aa":2}}"#),
+            "unknown argument 'zz'",
+        );
+        check_err(
+            &s,
+            Some(r#"{"name":"addOne","arguments":{"_1":41,"_render":"raw"}}"#),
+            "unknown argument '_render'",
+        );
+        check_err(
+            &s,
+            Some(r#"{"name":"scaleReal","arguments":{"_2":1}}"#),
+            "missing required argument '_1'",
+        );
         // The internal record fields are not properties of the whole form.
-        check_err(&s, Some(r#"{"name":"configWhole","arguments":{"tmpDir":"/x"}}"#), "unknown argument 'tmpDir'");
+        check_err(
+            &s,
+            Some(r#"{"name":"configWhole","arguments":{"tmpDir":"/x"}}"#),
+            "unknown argument 'tmpDir'",
+        );
         // A tool is found by its (possibly renamed) name only.
         let mut renamed = shapes();
         renamed.tools[0].rename("main__addOne".into());
-        check_err(&renamed, Some(r#"{"name":"addOne","arguments":{"_1":1}}"#), "unknown tool 'addOne'");
-        check_ok(&renamed, r#"{"name":"main__addOne","arguments":{"_1":1}}"#, Ok(0), "[1]");
+        check_err(
+            &renamed,
+            Some(r#"{"name":"addOne","arguments":{"_1":1}}"#),
+            "unknown tool 'addOne'",
+        );
+        check_ok(
+            &renamed,
+            r#"{"name":"main__addOne","arguments":{"_1":1}}"#,
+            Ok(0),
+            "[1]",
+        );
     }
 
     #[test]
     fn values_pass_through_untouched() {
         let s = shapes();
-        check_ok(&s, r#"{"name":"addOne","arguments":{"_1":41}}"#, Ok(0), "[41]");
+        check_ok(
+            &s,
+            r#"{"name":"addOne","arguments":{"_1":41}}"#,
+            Ok(0),
+            "[41]",
+        );
         // Explicit null satisfies `required`; the value is not type-checked.
-        check_ok(&s, r#"{"name":"addOne","arguments":{"_1":null}}"#, Ok(0), "[null]");
-        check_ok(&s, r#"{"name":"addOne","arguments":{"_1":"41"}}"#, Ok(0), r#"["41"]"#);
-        check_ok(&s, r#"{"name":"addOne","arguments":{"_1":123456789012345678901234567890}}"#, Ok(0), "[123456789012345678901234567890]");
+        check_ok(
+            &s,
+            r#"{"name":"addOne","arguments":{"_1":null}}"#,
+            Ok(0),
+            "[null]",
+        );
+        check_ok(
+            &s,
+            r#"{"name":"addOne","arguments":{"_1":"41"}}"#,
+            Ok(0),
+            r#"["41"]"#,
+        );
+        check_ok(
+            &s,
+            r#"{"name":"addOne","arguments":{"_1":123456789012345678901234567890}}"#,
+            Ok(0),
+            "[123456789012345678901234567890]",
+        );
         // Strings are not re-quoted or re-parsed.
-        check_ok(&s, r#"{"name":"hello","arguments":{"_1":"C:\\temp\\new \"q\"\n"}}"#, Ok(4), r#"["C:\\temp\\new \"q\"\n"]"#);
-        check_ok(&s, r#"{"name":"sumMany","arguments":{"_1":[1,2,3]}}"#, Ok(1), "[[1,2,3]]");
+        check_ok(
+            &s,
+            r#"{"name":"hello","arguments":{"_1":"C:\\temp\\new \"q\"\n"}}"#,
+            Ok(4),
+            r#"["C:\\temp\\new \"q\"\n"]"#,
+        );
+        check_ok(
+            &s,
+            r#"{"name":"sumMany","arguments":{"_1":[1,2,3]}}"#,
+            Ok(1),
+            "[[1,2,3]]",
+        );
         // Extra params keys are ignored.
-        check_ok(&s, r#"{"name":"pureAnswer","_meta":{"progressToken":1},"x":2}"#, Ok(17), "[]");
+        check_ok(
+            &s,
+            r#"{"name":"pureAnswer","_meta":{"progressToken":1},"x":2}"#,
+            Ok(17),
+            "[]",
+        );
     }
 
     #[test]
     fn defaults_fill_omitted_arguments() {
         let s = shapes();
         // scale: the option's typed default.
-        check_ok(&s, r#"{"name":"scale","arguments":{"_1":5}}"#, Ok(2), "[5,2]");
-        check_ok(&s, r#"{"name":"scale","arguments":{"_1":5,"factor":null}}"#, Ok(2), "[5,null]");
-        check_ok(&s, r#"{"name":"scale","arguments":{"factor":3,"_1":5}}"#, Ok(2), "[5,3]");
+        check_ok(
+            &s,
+            r#"{"name":"scale","arguments":{"_1":5}}"#,
+            Ok(2),
+            "[5,2]",
+        );
+        check_ok(
+            &s,
+            r#"{"name":"scale","arguments":{"_1":5,"factor":null}}"#,
+            Ok(2),
+            "[5,null]",
+        );
+        check_ok(
+            &s,
+            r#"{"name":"scale","arguments":{"factor":3,"_1":5}}"#,
+            Ok(2),
+            "[5,3]",
+        );
         // An omitted `?T` positional is sent as null.
         check_ok(&s, r#"{"name":"maybeDouble"}"#, Ok(3), "[null]");
-        check_ok(&s, r#"{"name":"maybeDouble","arguments":{"_1":4}}"#, Ok(3), "[4]");
+        check_ok(
+            &s,
+            r#"{"name":"maybeDouble","arguments":{"_1":4}}"#,
+            Ok(3),
+            "[4]",
+        );
     }
 
     #[test]
     fn unrolled_records() {
         let s = shapes();
-        check_ok(&s, r#"{"name":"configFlat"}"#, Ok(5), r#"[{"tmpDir":"/tmp","numThreads":1,"removeCaches":false}]"#);
+        check_ok(
+            &s,
+            r#"{"name":"configFlat"}"#,
+            Ok(5),
+            r#"[{"tmpDir":"/tmp","numThreads":1,"removeCaches":false}]"#,
+        );
         // Field order is the manifest's, whatever the client's order.
         check_ok(
             &s,
@@ -374,7 +526,12 @@ mod tests {
     fn whole_object_records() {
         let s = shapes();
         // Absent: built from the defaults.
-        check_ok(&s, r#"{"name":"configWhole"}"#, Ok(6), r#"[{"tmpDir":"/tmp","numThreads":1,"removeCaches":false}]"#);
+        check_ok(
+            &s,
+            r#"{"name":"configWhole"}"#,
+            Ok(6),
+            r#"[{"tmpDir":"/tmp","numThreads":1,"removeCaches":false}]"#,
+        );
         // Supplied: client keys first (extra keys kept), missing fields appended.
         check_ok(
             &s,
@@ -383,9 +540,24 @@ mod tests {
             r#"[{"numThreads":3,"extra":0,"tmpDir":"/tmp","removeCaches":false}]"#,
         );
         // Not an object: verbatim, null included.
-        check_ok(&s, r#"{"name":"configWhole","arguments":{"configwhole":5}}"#, Ok(6), "[5]");
-        check_ok(&s, r#"{"name":"configWhole","arguments":{"configwhole":null}}"#, Ok(6), "[null]");
-        check_ok(&s, r#"{"name":"configWhole","arguments":{"configwhole":[1,2]}}"#, Ok(6), "[[1,2]]");
+        check_ok(
+            &s,
+            r#"{"name":"configWhole","arguments":{"configwhole":5}}"#,
+            Ok(6),
+            "[5]",
+        );
+        check_ok(
+            &s,
+            r#"{"name":"configWhole","arguments":{"configwhole":null}}"#,
+            Ok(6),
+            "[null]",
+        );
+        check_ok(
+            &s,
+            r#"{"name":"configWhole","arguments":{"configwhole":[1,2]}}"#,
+            Ok(6),
+            "[[1,2]]",
+        );
     }
 
     #[test]
@@ -399,8 +571,18 @@ mod tests {
                     {"key":"limit","arg":{"kind":"opt","long":"limit","default":"7"}},
                     {"key":"name","arg":{"kind":"opt","long":"name","default":"\"n\""}}]}]}"#,
         );
-        check_ok(&s, r#"{"name":"f","arguments":{"limit":1,"cfg":{"name":"x"}}}"#, Ok(0), r#"[1,{"name":"x","limit":7}]"#);
-        check_ok(&s, r#"{"name":"f","arguments":{"limit":1}}"#, Ok(0), r#"[1,{"limit":7,"name":"n"}]"#);
+        check_ok(
+            &s,
+            r#"{"name":"f","arguments":{"limit":1,"cfg":{"name":"x"}}}"#,
+            Ok(0),
+            r#"[1,{"name":"x","limit":7}]"#,
+        );
+        check_ok(
+            &s,
+            r#"{"name":"f","arguments":{"limit":1}}"#,
+            Ok(0),
+            r#"[1,{"limit":7,"name":"n"}]"#,
+        );
     }
 
     #[test]
@@ -414,7 +596,12 @@ mod tests {
                     {"key":"b","arg":{"kind":"flag","long":"b","default":"true"}},
                     {"key":"c","arg":{"kind":"pos"}}]}]}"#,
         );
-        check_ok(&s, r#"{"name":"f","arguments":{"a":1}}"#, Ok(0), r#"[1,{"a":2,"b":true,"c":null}]"#);
+        check_ok(
+            &s,
+            r#"{"name":"f","arguments":{"a":1}}"#,
+            Ok(0),
+            r#"[1,{"a":2,"b":true,"c":null}]"#,
+        );
     }
 
     #[test]
@@ -427,10 +614,23 @@ mod tests {
                 {"kind":"flag","long":"bad"}]}"#,
         );
         check_ok(&s, r#"{"name":"f"}"#, Ok(0), "[true,false,false,false]");
-        check_ok(&s, r#"{"name":"f","arguments":{"bad":true,"yes":false}}"#, Ok(0), "[false,false,false,true]");
+        check_ok(
+            &s,
+            r#"{"name":"f","arguments":{"bad":true,"yes":false}}"#,
+            Ok(0),
+            "[false,false,false,true]",
+        );
         // The first offending flag in manifest order, not client order.
-        check_err(&s, Some(r#"{"name":"f","arguments":{"bad":1,"no":null}}"#), "argument 'no' must be a boolean");
-        check_err(&s, Some(r#"{"name":"f","arguments":{"v":"true"}}"#), "argument 'v' must be a boolean");
+        check_err(
+            &s,
+            Some(r#"{"name":"f","arguments":{"bad":1,"no":null}}"#),
+            "argument 'no' must be a boolean",
+        );
+        check_err(
+            &s,
+            Some(r#"{"name":"f","arguments":{"v":"true"}}"#),
+            "argument 'v' must be a boolean",
+        );
     }
 
     #[test]
@@ -441,20 +641,64 @@ mod tests {
                {"name":"mlcp_plot_svg","type":"pure","internal":true},
                {"name":"other","type":"pure","internal":true}"#,
         );
-        check_ok(&s, r#"{"name":"plot","arguments":{"_1":[1]}}"#, Ok(0), "[[1],false]");
-        check_ok(&s, r#"{"name":"plot","arguments":{"_1":[1],"_render":"raw"}}"#, Ok(0), "[[1],false]");
+        check_ok(
+            &s,
+            r#"{"name":"plot","arguments":{"_1":[1]}}"#,
+            Ok(0),
+            "[[1],false]",
+        );
+        check_ok(
+            &s,
+            r#"{"name":"plot","arguments":{"_1":[1],"_render":"raw"}}"#,
+            Ok(0),
+            "[[1],false]",
+        );
         // The same vector goes to the entry command; the first duplicate wins.
-        check_ok(&s, r#"{"name":"plot","arguments":{"_render":"svg","_1":[1]}}"#, Ok(1), "[[1],false]");
-        check_ok(&s, r#"{"name":"plot","arguments":{"_1":[1],"_render":"gone"}}"#, Err("missing"), "[[1],false]");
-        check_err(&s, Some(r#"{"name":"plot","arguments":{"_1":[1],"_render":"png"}}"#), "unknown render 'png'");
-        check_err(&s, Some(r#"{"name":"plot","arguments":{"_1":[1],"_render":"SVG"}}"#), "unknown render 'SVG'");
+        check_ok(
+            &s,
+            r#"{"name":"plot","arguments":{"_render":"svg","_1":[1]}}"#,
+            Ok(1),
+            "[[1],false]",
+        );
+        check_ok(
+            &s,
+            r#"{"name":"plot","arguments":{"_1":[1],"_render":"gone"}}"#,
+            Err("missing"),
+            "[[1],false]",
+        );
+        check_err(
+            &s,
+            Some(r#"{"name":"plot","arguments":{"_1":[1],"_render":"png"}}"#),
+            "unknown render 'png'",
+        );
+        check_err(
+            &s,
+            Some(r#"{"name":"plot","arguments":{"_1":[1],"_render":"SVG"}}"#),
+            "unknown render 'SVG'",
+        );
         // Reference gap 3.15: non-strings are rejected rather than meaning raw.
-        check_err(&s, Some(r#"{"name":"plot","arguments":{"_1":[1],"_render":null}}"#), "argument '_render' must be a string");
-        check_err(&s, Some(r#"{"name":"plot","arguments":{"_1":[1],"_render":1}}"#), "argument '_render' must be a string");
+        check_err(
+            &s,
+            Some(r#"{"name":"plot","arguments":{"_1":[1],"_render":null}}"#),
+            "argument '_render' must be a string",
+        );
+        check_err(
+            &s,
+            Some(r#"{"name":"plot","arguments":{"_1":[1],"_render":1}}"#),
+            "argument '_render' must be a string",
+        );
         // Flag errors come before render errors.
-        check_err(&s, Some(r#"{"name":"plot","arguments":{"_1":[1],"_render":"png","log":0}}"#), "argument 'log' must be a boolean");
+        check_err(
+            &s,
+            Some(r#"{"name":"plot","arguments":{"_1":[1],"_render":"png","log":0}}"#),
+            "argument 'log' must be a boolean",
+        );
         // Missing required before render.
-        check_err(&s, Some(r#"{"name":"plot","arguments":{"_render":"png"}}"#), "missing required argument '_1'");
+        check_err(
+            &s,
+            Some(r#"{"name":"plot","arguments":{"_render":"png"}}"#),
+            "missing required argument '_1'",
+        );
     }
 
     #[test]
@@ -485,8 +729,18 @@ mod tests {
         check_default(Some("+7"), Some("u1"), false, "7");
         check_default(Some("2.5"), Some("j"), false, "2.5");
         check_default(Some("1e3"), Some("i8"), false, "1000.0");
-        check_default(Some("123456789012345678901234567890"), Some("j"), false, "123456789012345678901234567890");
-        check_default(Some("18446744073709551615"), Some("u8"), false, "18446744073709551615");
+        check_default(
+            Some("123456789012345678901234567890"),
+            Some("j"),
+            false,
+            "123456789012345678901234567890",
+        );
+        check_default(
+            Some("18446744073709551615"),
+            Some("u8"),
+            false,
+            "18446744073709551615",
+        );
         check_default(Some("inf"), Some("j"), false, "null");
         check_default(Some("NaN"), Some("j"), false, "null");
         check_default(Some("ten"), Some("j"), false, r#""ten""#);
@@ -523,16 +777,26 @@ mod tests {
         let mut n_checked = 0;
         for line in EDGE_CASES.lines() {
             let case = json(line);
-            let Some(input) = case["in"].as_str() else { continue };
-            let Ok(request) = serde_json::from_str::<Value>(input.trim()) else { continue };
+            let Some(input) = case["in"].as_str() else {
+                continue;
+            };
+            let Ok(request) = serde_json::from_str::<Value>(input.trim()) else {
+                continue;
+            };
             if request["method"] != "tools/call" {
                 continue;
             }
-            let Some(reply) = case["out"][0].as_str().map(json) else { continue };
+            let Some(reply) = case["out"][0].as_str().map(json) else {
+                continue;
+            };
             let result = resolve(&s, request.get("params"));
             if reply["error"]["code"] == INVALID_PARAMS {
                 let message = reply["error"]["message"].as_str().unwrap_or_default();
-                assert_eq!(result.map(|_| ()).map_err(|e| e.message), Err(message.to_string()), "{input}");
+                assert_eq!(
+                    result.map(|_| ()).map_err(|e| e.message),
+                    Err(message.to_string()),
+                    "{input}"
+                );
                 n_checked += 1;
             } else if reply.get("result").is_some() {
                 assert!(result.is_ok(), "{input}: {result:?}");

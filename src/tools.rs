@@ -199,7 +199,10 @@ pub fn json_schema(schema: &Schema) -> Value {
             let n = items.len() as u64;
             let mut map = Map::new();
             map.insert("type".into(), "array".into());
-            map.insert("prefixItems".into(), Value::Array(items.iter().map(json_schema).collect()));
+            map.insert(
+                "prefixItems".into(),
+                Value::Array(items.iter().map(json_schema).collect()),
+            );
             map.insert("minItems".into(), n.into());
             map.insert("maxItems".into(), n.into());
             Value::Object(map)
@@ -260,7 +263,9 @@ fn object_schema<'a>(fields: impl Iterator<Item = (&'a str, &'a Schema)>) -> Val
 fn with_null(mut schema: Value) -> Value {
     if let Value::Object(map) = &mut schema {
         let new_type = match map.get("type") {
-            Some(Value::String(t)) => Some(Value::Array(vec![Value::String(t.clone()), "null".into()])),
+            Some(Value::String(t)) => {
+                Some(Value::Array(vec![Value::String(t.clone()), "null".into()]))
+            }
             Some(Value::Array(types)) if !types.iter().any(|t| t == "null") => {
                 let mut types = types.clone();
                 types.push("null".into());
@@ -292,7 +297,11 @@ fn argument_schema(schema: Option<&SchemaText>, many: bool) -> Value {
 /// Appends the `description` key: the non-empty `desc` lines, then
 /// `(default: <raw>)` when a default is given, joined by single spaces.
 fn describe(property: &mut Value, desc: &[String], default: Option<&str>) {
-    let mut parts: Vec<String> = desc.iter().filter(|line| !line.is_empty()).cloned().collect();
+    let mut parts: Vec<String> = desc
+        .iter()
+        .filter(|line| !line.is_empty())
+        .cloned()
+        .collect();
     if let Some(d) = default {
         parts.push(format!("(default: {d})"));
     }
@@ -306,11 +315,15 @@ fn describe(property: &mut Value, desc: &[String], default: Option<&str>) {
 
 /// An option or flag's property name: `long`, else `short`, else `option`.
 fn option_name(long: Option<&String>, short: Option<&String>) -> String {
-    long.or(short).cloned().unwrap_or_else(|| "option".to_string())
+    long.or(short)
+        .cloned()
+        .unwrap_or_else(|| "option".to_string())
 }
 
 fn schema_excluded(schema: Option<&SchemaText>) -> bool {
-    schema.and_then(SchemaText::schema).is_some_and(Schema::contains_table_or_handle)
+    schema
+        .and_then(SchemaText::schema)
+        .is_some_and(Schema::contains_table_or_handle)
 }
 
 /// The manifest `default` and `desc` of a group entry's nested argument.
@@ -348,10 +361,17 @@ fn record_fields(group: &GrpArg) -> Vec<Field> {
         .map(|entry| {
             let default = match &entry.arg {
                 Arg::Flag(flag) => Value::Bool(flag.default.as_deref() == Some("true")),
-                Arg::Opt(opt) => typed_default(opt.default.as_deref(), record_field(record, &entry.key), false),
+                Arg::Opt(opt) => typed_default(
+                    opt.default.as_deref(),
+                    record_field(record, &entry.key),
+                    false,
+                ),
                 Arg::Pos(_) | Arg::Grp(_) => Value::Null,
             };
-            Field { key: entry.key.clone(), default }
+            Field {
+                key: entry.key.clone(),
+                default,
+            }
         })
         .collect()
 }
@@ -364,12 +384,21 @@ struct Shaper {
 }
 
 impl Shaper {
-    fn add(&mut self, name: &str, schema: Value, feeds: Feeds, required: bool) -> Result<(), String> {
+    fn add(
+        &mut self,
+        name: &str,
+        schema: Value,
+        feeds: Feeds,
+        required: bool,
+    ) -> Result<(), String> {
         if self.schemas.contains_key(name) {
             return Err(format!("property name collision on '{name}'"));
         }
         self.schemas.insert(name.to_string(), schema);
-        self.properties.push(Property { name: name.to_string(), feeds });
+        self.properties.push(Property {
+            name: name.to_string(),
+            feeds,
+        });
         if required {
             self.required.push(name.to_string());
         }
@@ -391,7 +420,11 @@ fn shape_tool(manifest: &Manifest, index: usize, command: &Command) -> Result<To
         return Err("return has an Arrow Table or stream-handle type".into());
     }
 
-    let mut shaper = Shaper { schemas: Map::new(), properties: Vec::new(), required: Vec::new() };
+    let mut shaper = Shaper {
+        schemas: Map::new(),
+        properties: Vec::new(),
+        required: Vec::new(),
+    };
     let mut slots = Vec::with_capacity(command.args.len());
     let mut n_positionals = 0usize;
     for (slot_index, arg) in command.args.iter().enumerate() {
@@ -406,9 +439,16 @@ fn shape_tool(manifest: &Manifest, index: usize, command: &Command) -> Result<To
                 let mut schema = argument_schema(pos.schema.as_ref(), pos.many);
                 describe(&mut schema, &pos.desc, None);
                 // A missing or unparseable schema counts as required.
-                let optional = pos.schema.as_ref().and_then(SchemaText::schema).is_some_and(is_optional);
+                let optional = pos
+                    .schema
+                    .as_ref()
+                    .and_then(SchemaText::schema)
+                    .is_some_and(is_optional);
                 shaper.add(&name, schema, feeds, !optional)?;
-                Slot::Value { key: name, default: Value::Null }
+                Slot::Value {
+                    key: name,
+                    default: Value::Null,
+                }
             }
             Arg::Opt(opt) => {
                 let name = option_name(opt.long.as_ref(), opt.short.as_ref());
@@ -416,14 +456,20 @@ fn shape_tool(manifest: &Manifest, index: usize, command: &Command) -> Result<To
                 describe(&mut schema, &opt.desc, opt.default.as_deref());
                 shaper.add(&name, schema, feeds, false)?;
                 let parsed = opt.schema.as_ref().and_then(SchemaText::schema);
-                Slot::Value { key: name, default: typed_default(opt.default.as_deref(), parsed, opt.many) }
+                Slot::Value {
+                    key: name,
+                    default: typed_default(opt.default.as_deref(), parsed, opt.many),
+                }
             }
             Arg::Flag(flag) => {
                 let name = option_name(flag.long.as_ref(), flag.short.as_ref());
                 let mut schema = type_only("boolean");
                 describe(&mut schema, &flag.desc, flag.default.as_deref());
                 shaper.add(&name, schema, feeds, false)?;
-                Slot::Flag { key: name, default: flag.default.as_deref() == Some("true") }
+                Slot::Flag {
+                    key: name,
+                    default: flag.default.as_deref() == Some("true"),
+                }
             }
             Arg::Grp(group) if group.group_opt.is_some() => {
                 let name = match &group.type_name {
@@ -436,7 +482,11 @@ fn shape_tool(manifest: &Manifest, index: usize, command: &Command) -> Result<To
                 };
                 describe(&mut schema, &group.desc, None);
                 shaper.add(&name, schema, feeds, false)?;
-                Slot::Record(RecordSlot { whole: Some(name), fields: record_fields(group), fields_exposed: false })
+                Slot::Record(RecordSlot {
+                    whole: Some(name),
+                    fields: record_fields(group),
+                    fields_exposed: false,
+                })
             }
             Arg::Grp(group) => {
                 let record = group.schema.as_ref().and_then(SchemaText::schema);
@@ -445,15 +495,24 @@ fn shape_tool(manifest: &Manifest, index: usize, command: &Command) -> Result<To
                 if record.is_some() {
                     for (field_index, entry) in group.entries.iter().enumerate() {
                         let field = record_field(record, &entry.key);
-                        let mut schema = field.map(json_schema).unwrap_or_else(|| Value::Object(Map::new()));
+                        let mut schema = field
+                            .map(json_schema)
+                            .unwrap_or_else(|| Value::Object(Map::new()));
                         let default = entry_default(&entry.arg);
                         describe(&mut schema, entry_desc(&entry.arg), default);
                         let required = default.is_none() && field.is_some_and(|f| !is_optional(f));
-                        let feeds = Feeds::Field { arg: slot_index, field: field_index };
+                        let feeds = Feeds::Field {
+                            arg: slot_index,
+                            field: field_index,
+                        };
                         shaper.add(&entry.key, schema, feeds, required)?;
                     }
                 }
-                Slot::Record(RecordSlot { whole: None, fields: record_fields(group), fields_exposed: record.is_some() })
+                Slot::Record(RecordSlot {
+                    whole: None,
+                    fields: record_fields(group),
+                    fields_exposed: record.is_some(),
+                })
             }
         };
         slots.push(slot);
@@ -467,7 +526,10 @@ fn shape_tool(manifest: &Manifest, index: usize, command: &Command) -> Result<To
             renders.push(Render {
                 name: terminal.long.clone(),
                 entry: terminal.entry.clone(),
-                command: manifest.commands.iter().rposition(|c| c.name == terminal.entry),
+                command: manifest
+                    .commands
+                    .iter()
+                    .rposition(|c| c.name == terminal.entry),
             });
         }
         let mut schema = type_only("string");
@@ -479,11 +541,18 @@ fn shape_tool(manifest: &Manifest, index: usize, command: &Command) -> Result<To
         shaper.add(RENDER_PROPERTY, schema, Feeds::Render, false)?;
     }
 
-    let Shaper { schemas, properties, required } = shaper;
+    let Shaper {
+        schemas,
+        properties,
+        required,
+    } = shaper;
     let mut input = Map::new();
     input.insert("type".into(), "object".into());
     input.insert("properties".into(), Value::Object(schemas));
-    input.insert("required".into(), Value::Array(required.iter().map(|r| Value::String(r.clone())).collect()));
+    input.insert(
+        "required".into(),
+        Value::Array(required.iter().map(|r| Value::String(r.clone())).collect()),
+    );
     input.insert("additionalProperties".into(), false.into());
 
     let mut json = Map::new();
@@ -536,7 +605,11 @@ mod tests {
     #[track_caller]
     fn check_t(schema_text: &str, expected: &str) {
         let parsed = schema::parse(schema_text).unwrap_or_else(|e| panic!("{schema_text}: {e}"));
-        assert_eq!(serde_json::to_string(&json_schema(&parsed)).unwrap(), expected, "T({schema_text})");
+        assert_eq!(
+            serde_json::to_string(&json_schema(&parsed)).unwrap(),
+            expected,
+            "T({schema_text})"
+        );
     }
 
     /// Shapes one pure command given its `args` array (and extra command
@@ -547,7 +620,11 @@ mod tests {
         let surface = build(&m);
         assert_eq!(surface.notes, Vec::<String>::new());
         let input = &surface.tools[0].json["inputSchema"];
-        assert_eq!(serde_json::to_string(input).unwrap(), expected, "args {args}");
+        assert_eq!(
+            serde_json::to_string(input).unwrap(),
+            expected,
+            "args {args}"
+        );
     }
 
     /// Checks that a command is excluded with exactly this reason.
@@ -558,7 +635,9 @@ mod tests {
         assert!(surface.tools.is_empty(), "not excluded: {command_keys}");
         assert_eq!(
             surface.notes,
-            vec![format!("morloc mcp: excluding command 'f' from the tool surface ({reason})")]
+            vec![format!(
+                "morloc mcp: excluding command 'f' from the tool surface ({reason})"
+            )]
         );
     }
 
@@ -587,22 +666,37 @@ mod tests {
             "t2js",
             r#"{"type":"array","prefixItems":[{"type":"integer"},{"type":"string"}],"minItems":2,"maxItems":2}"#,
         );
-        check_t("t0", r#"{"type":"array","prefixItems":[],"minItems":0,"maxItems":0}"#);
+        check_t(
+            "t0",
+            r#"{"type":"array","prefixItems":[],"minItems":0,"maxItems":0}"#,
+        );
         check_t(
             "m21xj1y?s",
             r#"{"type":"object","properties":{"x":{"type":"integer"},"y":{"type":["string","null"]}},"required":["x"],"additionalProperties":false}"#,
         );
-        check_t("m0", r#"{"type":"object","properties":{},"required":[],"additionalProperties":false}"#);
+        check_t(
+            "m0",
+            r#"{"type":"object","properties":{},"required":[],"additionalProperties":false}"#,
+        );
         check_t("?j", r#"{"type":["integer","null"]}"#);
         check_t("??j", r#"{"type":["integer","null"]}"#);
-        check_t("?aj", r#"{"type":["array","null"],"items":{"type":"integer"}}"#);
-        check_t("<dict>at2sj", r#"{"type":"array","items":{"type":"array","prefixItems":[{"type":"string"},{"type":"integer"}],"minItems":2,"maxItems":2}}"#);
+        check_t(
+            "?aj",
+            r#"{"type":["array","null"],"items":{"type":"integer"}}"#,
+        );
+        check_t(
+            "<dict>at2sj",
+            r#"{"type":"array","items":{"type":"array","prefixItems":[{"type":"string"},{"type":"integer"}],"minItems":2,"maxItems":2}}"#,
+        );
         check_t("<a<b>>f8", r#"{"type":"number"}"#);
         check_t(
             "&4Treem24leafj4kidsa^4Tree",
             r#"{"type":"object","properties":{"leaf":{"type":"integer"},"kids":{"type":"array","items":{"type":"object"}}},"required":["leaf","kids"],"additionalProperties":false}"#,
         );
-        check_t("&4Tree?m11x?^4Tree", r#"{"type":["object","null"],"properties":{"x":{"type":["object","null"]}},"required":[],"additionalProperties":false}"#);
+        check_t(
+            "&4Tree?m11x?^4Tree",
+            r#"{"type":["object","null"],"properties":{"x":{"type":["object","null"]}},"required":[],"additionalProperties":false}"#,
+        );
         check_t("F", r#"{"type":"string"}"#);
         check_t("O", r#"{"type":"string"}"#);
         check_t("I", r#"{"type":"string"}"#);
@@ -610,18 +704,33 @@ mod tests {
             "T:21aj1bas",
             r#"{"type":"array","items":{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},"required":["a","b"],"additionalProperties":false}}"#,
         );
-        check_t("T", r#"{"type":"array","items":{"type":"object","properties":{},"required":[],"additionalProperties":false}}"#);
+        check_t(
+            "T",
+            r#"{"type":"array","items":{"type":"object","properties":{},"required":[],"additionalProperties":false}}"#,
+        );
     }
 
     #[test]
     fn null_union_rules() {
-        assert_eq!(with_null(json(r#"{"type":"string"}"#)), json(r#"{"type":["string","null"]}"#));
-        assert_eq!(with_null(json(r#"{"type":["a","null"]}"#)), json(r#"{"type":["a","null"]}"#));
-        assert_eq!(with_null(json(r#"{"type":["a"]}"#)), json(r#"{"type":["a","null"]}"#));
+        assert_eq!(
+            with_null(json(r#"{"type":"string"}"#)),
+            json(r#"{"type":["string","null"]}"#)
+        );
+        assert_eq!(
+            with_null(json(r#"{"type":["a","null"]}"#)),
+            json(r#"{"type":["a","null"]}"#)
+        );
+        assert_eq!(
+            with_null(json(r#"{"type":["a"]}"#)),
+            json(r#"{"type":["a","null"]}"#)
+        );
         assert_eq!(with_null(json("{}")), json("{}"));
         // The type key keeps its first position.
         let v = with_null(json(r#"{"type":"array","items":{}}"#));
-        assert_eq!(serde_json::to_string(&v).unwrap(), r#"{"type":["array","null"],"items":{}}"#);
+        assert_eq!(
+            serde_json::to_string(&v).unwrap(),
+            r#"{"type":["array","null"],"items":{}}"#
+        );
     }
 
     #[test]
@@ -696,7 +805,10 @@ mod tests {
             tool.slots[1],
             Slot::Record(RecordSlot {
                 whole: None,
-                fields: vec![Field { key: "a".into(), default: json("1") }],
+                fields: vec![Field {
+                    key: "a".into(),
+                    default: json("1")
+                }],
                 fields_exposed: false
             })
         );
@@ -737,8 +849,16 @@ mod tests {
         assert_eq!(
             tool.renders,
             vec![
-                Render { name: "svg".into(), entry: "mlcp_plot_svg".into(), command: Some(1) },
-                Render { name: "png".into(), entry: "nowhere".into(), command: None },
+                Render {
+                    name: "svg".into(),
+                    entry: "mlcp_plot_svg".into(),
+                    command: Some(1)
+                },
+                Render {
+                    name: "png".into(),
+                    entry: "nowhere".into(),
+                    command: None
+                },
             ]
         );
         assert_eq!(tool.properties.last().map(|p| p.feeds), Some(Feeds::Render));
@@ -757,7 +877,9 @@ mod tests {
             ("", false),
             ("m1", false),
         ] {
-            let m = manifest(&format!(r#"{{"name":"f","type":"pure","return":{{"schema":"{ret}"}}}}"#));
+            let m = manifest(&format!(
+                r#"{{"name":"f","type":"pure","return":{{"schema":"{ret}"}}}}"#
+            ));
             let tool = &build(&m).tools[0];
             assert_eq!(tool.json.get("outputSchema").is_some(), has, "return {ret}");
         }
@@ -765,7 +887,9 @@ mod tests {
 
     #[test]
     fn descriptions_join_lines_verbatim() {
-        let m = manifest(r#"{"name":"f","type":"pure","desc":["A","","B "]},{"name":"g","type":"pure"}"#);
+        let m = manifest(
+            r#"{"name":"f","type":"pure","desc":["A","","B "]},{"name":"g","type":"pure"}"#,
+        );
         let surface = build(&m);
         assert_eq!(surface.tools[0].json["description"], "A\n\nB ");
         assert_eq!(surface.tools[1].json["description"], "");
@@ -775,11 +899,26 @@ mod tests {
 
     #[test]
     fn exclusions() {
-        check_excluded(r#""args":[{"kind":"pos","schema":"s","stdin":true}]"#, "reads from @stdin");
-        check_excluded(r#""args":[{"kind":"pos","schema":"T:11aj"}]"#, "argument has an Arrow Table or stream-handle type");
-        check_excluded(r#""args":[{"kind":"opt","schema":"am11xF","long":"x"}]"#, "argument has an Arrow Table or stream-handle type");
-        check_excluded(r#""args":[{"kind":"grp","schema":"m11xO","entries":[]}]"#, "argument has an Arrow Table or stream-handle type");
-        check_excluded(r#""return":{"schema":"?I"}"#, "return has an Arrow Table or stream-handle type");
+        check_excluded(
+            r#""args":[{"kind":"pos","schema":"s","stdin":true}]"#,
+            "reads from @stdin",
+        );
+        check_excluded(
+            r#""args":[{"kind":"pos","schema":"T:11aj"}]"#,
+            "argument has an Arrow Table or stream-handle type",
+        );
+        check_excluded(
+            r#""args":[{"kind":"opt","schema":"am11xF","long":"x"}]"#,
+            "argument has an Arrow Table or stream-handle type",
+        );
+        check_excluded(
+            r#""args":[{"kind":"grp","schema":"m11xO","entries":[]}]"#,
+            "argument has an Arrow Table or stream-handle type",
+        );
+        check_excluded(
+            r#""return":{"schema":"?I"}"#,
+            "return has an Arrow Table or stream-handle type",
+        );
         // Arguments are checked in order, stdin before the schema of the same arg.
         check_excluded(
             r#""args":[{"kind":"pos","schema":"T","stdin":true},{"kind":"pos","schema":"s","stdin":true}]"#,
@@ -815,12 +954,17 @@ mod tests {
             r#""args":[{"kind":"opt","long":"_render"}],"terminals":[{"long":"svg","entry":"x"}]"#,
             "property name collision on '_render'",
         );
-        check_excluded(r#""args":[{"kind":"opt"},{"kind":"flag"}]"#, "property name collision on 'option'");
+        check_excluded(
+            r#""args":[{"kind":"opt"},{"kind":"flag"}]"#,
+            "property name collision on 'option'",
+        );
     }
 
     #[test]
     fn unservable_schemas_that_do_not_parse_are_served() {
-        let m = manifest(r#"{"name":"f","type":"pure","args":[{"kind":"pos","schema":"T:"}],"return":{"schema":"Fx"}}"#);
+        let m = manifest(
+            r#"{"name":"f","type":"pure","args":[{"kind":"pos","schema":"T:"}],"return":{"schema":"Fx"}}"#,
+        );
         assert_eq!(build(&m).tools.len(), 1);
         // Flags and group entries carry no schema of their own.
         let m = manifest(
@@ -838,7 +982,14 @@ mod tests {
                {"name":"d","type":"pure","return":{"schema":"T"}}"#,
         );
         let surface = build(&m);
-        assert_eq!(surface.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["c"]);
+        assert_eq!(
+            surface
+                .tools
+                .iter()
+                .map(|t| t.name.as_str())
+                .collect::<Vec<_>>(),
+            ["c"]
+        );
         assert_eq!(surface.tools[0].command, 2);
         assert_eq!(surface.notes.len(), 2);
         assert!(surface.notes[0].contains("'b'"));
@@ -847,7 +998,8 @@ mod tests {
 
     #[test]
     fn duplicate_tool_names_are_listed_and_the_later_answers() {
-        let m = manifest(r#"{"name":"f","type":"pure"},{"name":"f","type":"pure","desc":["second"]}"#);
+        let m =
+            manifest(r#"{"name":"f","type":"pure"},{"name":"f","type":"pure","desc":["second"]}"#);
         let surface = build(&m);
         assert_eq!(surface.tools.len(), 2);
         assert_eq!(surface.find_index("f"), Some(1));
@@ -876,13 +1028,22 @@ mod tests {
         assert_eq!(
             scale.slots,
             vec![
-                Slot::Value { key: "_1".into(), default: Value::Null },
-                Slot::Value { key: "factor".into(), default: json("2") },
+                Slot::Value {
+                    key: "_1".into(),
+                    default: Value::Null
+                },
+                Slot::Value {
+                    key: "factor".into(),
+                    default: json("2")
+                },
             ]
         );
         let flat = surface.find("configFlat").unwrap();
         assert_eq!(
-            flat.properties.iter().map(|p| (p.name.as_str(), p.feeds)).collect::<Vec<_>>(),
+            flat.properties
+                .iter()
+                .map(|p| (p.name.as_str(), p.feeds))
+                .collect::<Vec<_>>(),
             [
                 ("tmpDir", Feeds::Field { arg: 0, field: 0 }),
                 ("numThreads", Feeds::Field { arg: 0, field: 1 }),
@@ -894,15 +1055,26 @@ mod tests {
             vec![Slot::Record(RecordSlot {
                 whole: None,
                 fields: vec![
-                    Field { key: "tmpDir".into(), default: json(r#""/tmp""#) },
-                    Field { key: "numThreads".into(), default: json("1") },
-                    Field { key: "removeCaches".into(), default: json("false") },
+                    Field {
+                        key: "tmpDir".into(),
+                        default: json(r#""/tmp""#)
+                    },
+                    Field {
+                        key: "numThreads".into(),
+                        default: json("1")
+                    },
+                    Field {
+                        key: "removeCaches".into(),
+                        default: json("false")
+                    },
                 ],
                 fields_exposed: true,
             })]
         );
         let whole = surface.find("configWhole").unwrap();
-        assert!(matches!(&whole.slots[0], Slot::Record(r) if r.whole.as_deref() == Some("configwhole")));
+        assert!(
+            matches!(&whole.slots[0], Slot::Record(r) if r.whole.as_deref() == Some("configwhole"))
+        );
         assert_eq!(whole.required, Vec::<String>::new());
     }
 }
