@@ -500,12 +500,12 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn bytes<'r>(
-        region: &'r [u8],
+    fn bytes(
+        region: &[u8],
         base: u64,
         pos: usize,
         len: usize,
-    ) -> Result<&'r [u8], DecodeError> {
+    ) -> Result<&[u8], DecodeError> {
         match pos.checked_add(len).and_then(|end| region.get(pos..end)) {
             Some(b) => Ok(b),
             None => Err(DecodeError::new(
@@ -704,7 +704,7 @@ impl<'a> Reader<'a> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::schema::parse;
     use crate::value::{from_json, to_json};
