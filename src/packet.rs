@@ -515,7 +515,7 @@ mod tests {
         expected.resize(64, 0);
         expected.push(0x2a);
         assert_eq!(arg, expected);
-        let call = call_packet(7, &[arg.clone()]);
+        let call = call_packet(7, std::slice::from_ref(&arg));
         let mut expected =
             hex("6d f8 07 07 00 00 00 00 00 00 00 00 01 00 00 00 07 00 00 00 00 00 00 00 41 00 00 00 00 00 00 00");
         expected.extend(&arg);
