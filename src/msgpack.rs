@@ -55,6 +55,8 @@ pub enum DecodeErrorKind {
     BadLimbs(u64),
     /// Bytes left over after the value.
     Trailing,
+    /// The decoded value would exceed `voidstar::MAX_DECODED_BYTES`.
+    OverBudget,
     TooDeep,
     Table,
     /// The schema itself cannot be compiled.
@@ -83,6 +85,7 @@ impl fmt::Display for DecodeError {
                 "big integer of {n} bytes is not a whole number of 64-bit limbs"
             ),
             DecodeErrorKind::Trailing => f.write_str("trailing bytes after the value"),
+            DecodeErrorKind::OverBudget => f.write_str("value exceeds the decoding size limit"),
             DecodeErrorKind::TooDeep => write!(f, "nesting exceeds {MAX_VALUE_DEPTH} levels"),
             DecodeErrorKind::Table => f.write_str("tables are not supported"),
             DecodeErrorKind::Schema(_) => Ok(()),
@@ -94,11 +97,21 @@ impl std::error::Error for DecodeError {}
 
 /// Decodes one value of `schema` that must span all of `bytes`.
 pub fn decode(schema: &Schema, bytes: &[u8]) -> Result<Value, DecodeError> {
+    decode_limited(schema, bytes, crate::voidstar::MAX_DECODED_BYTES)
+}
+
+/// [`decode`] with an explicit decoded-size budget (see
+/// `voidstar::MAX_DECODED_BYTES`).
+pub fn decode_limited(schema: &Schema, bytes: &[u8], budget: usize) -> Result<Value, DecodeError> {
     let layout = Layout::new(schema).map_err(|e| DecodeError {
         offset: 0,
         kind: DecodeErrorKind::Schema(e.0),
     })?;
-    let mut reader = Reader { bytes, pos: 0 };
+    let mut reader = Reader {
+        bytes,
+        pos: 0,
+        budget,
+    };
     let value = reader.value(&layout, layout.root(), 0)?;
     if reader.pos != bytes.len() {
         return Err(reader.err(DecodeErrorKind::Trailing));
@@ -118,7 +131,12 @@ struct Reader<'a> {
     bytes: &'a [u8],
     /// INVARIANT: pos <= bytes.len().
     pos: usize,
+    /// Bytes of decoded value still allowed (see `voidstar::MAX_DECODED_BYTES`).
+    budget: usize,
 }
+
+/// Bytes charged per decoded value (the size of a [`Value`]).
+const VALUE_COST: usize = 32;
 
 /// An integer read from any msgpack integer marker.
 fn int_marker(marker: u8) -> bool {
@@ -201,7 +219,12 @@ impl<'a> Reader<'a> {
             _ => return self.bad_marker(marker, expected),
         };
         let len = usize::try_from(len).map_err(|_| self.err(DecodeErrorKind::Truncated))?;
-        self.take(len)
+        let bytes = self.take(len)?;
+        match self.budget.checked_sub(len) {
+            Some(rest) => self.budget = rest,
+            None => return Err(self.err(DecodeErrorKind::OverBudget)),
+        }
+        Ok(bytes)
     }
 
     /// Reads an array header (fixarray, array16/32) and returns the count.
@@ -223,6 +246,12 @@ impl<'a> Reader<'a> {
     fn value(&mut self, layout: &Layout, id: NodeId, depth: usize) -> Result<Value, DecodeError> {
         if depth > MAX_VALUE_DEPTH {
             return Err(self.err(DecodeErrorKind::TooDeep));
+        }
+        // Every value costs its in-memory size, strings their bytes too: a
+        // file of one-byte integers would otherwise grow 32-fold in memory.
+        match self.budget.checked_sub(VALUE_COST) {
+            Some(rest) => self.budget = rest,
+            None => return Err(self.err(DecodeErrorKind::OverBudget)),
         }
         let kind = &layout.node(id).kind;
         let expected = describe(kind);
@@ -724,6 +753,16 @@ mod tests {
             &format!("{}i1", "a".repeat(120)),
             &deep,
             "msgpack error at byte 120: invalid marker 0x91 for an 8-bit signed integer",
+        );
+        let err = decode_limited(&parse("ai1").unwrap(), &hex("93 01 02 03"), 100).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "msgpack error at byte 3: value exceeds the decoding size limit"
+        );
+        let err = decode_limited(&parse("s").unwrap(), &hex("a3 61 62 63"), 34).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "msgpack error at byte 4: value exceeds the decoding size limit"
         );
         let schema = parse("&4Treem25valuej8childrena^4Tree").unwrap();
         let deep = format!("{}90", "92 01 91 ".repeat(200));

@@ -1636,6 +1636,25 @@ mod tests {
             "[]",
             "argument 't': tables cannot be passed as JSON",
         );
+        let recursive = parse("&1Ra^1R").unwrap();
+        let mut nested = serde_json::Value::Array(Vec::new());
+        for _ in 0..MAX_VALUE_DEPTH + 1 {
+            nested = serde_json::Value::Array(vec![nested]);
+        }
+        let err = from_json(&recursive, &nested, "r").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "argument 'r{}': nesting exceeds 256 levels",
+                "[0]".repeat(MAX_VALUE_DEPTH + 1)
+            )
+        );
+        check_err(
+            "&1Am11x^1A",
+            "x",
+            "{}",
+            "argument 'x': invalid schema: recursive schema has no finite width",
+        );
         let deep = format!("{}1{}", "[".repeat(100), "]".repeat(100));
         let schema = format!("{}j", "a".repeat(100));
         let value = from_json(
