@@ -125,7 +125,7 @@ impl Default for Limits {
 }
 
 /// Deepest expression tree [`compile`] accepts. Manifests parsed from text
-/// cannot come near it: serde_json stops at 128 levels of JSON nesting, and
+/// cannot exceed it: serde_json stops at 128 levels of JSON nesting, and
 /// every tree level is at least one JSON level.
 pub const MAX_TREE_DEPTH: usize = 128;
 
@@ -710,7 +710,7 @@ fn parse_decimal(text: &str) -> Option<BigInt> {
 
 /// The work budget of one call, shared by everything that evaluates or
 /// copies values.
-pub(crate) struct Budget {
+struct Budget {
     left: u64,
 }
 
@@ -2343,9 +2343,11 @@ mod tests {
         assert_eq!(go("nums", "aj"), "[1,2,3]");
         assert_eq!(go("digit", "j"), "7");
         assert_eq!(go("mpk", "s"), "\"hi\"");
-        assert_eq!(
-            go("mpk", "j"),
-            "User: @load: cannot read 'mpk' as msgpack: shim: unsupported msgpack"
+        // The rest of the message is the msgpack decoder's.
+        let wrong_type = go("mpk", "j");
+        assert!(
+            wrong_type.starts_with("User: @load: cannot read 'mpk' as msgpack: "),
+            "{wrong_type}"
         );
         assert_eq!(go("empty", "j"), "User: @load: 'empty' is empty");
         assert_eq!(
