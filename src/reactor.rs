@@ -47,6 +47,9 @@ const FIRST_DYNAMIC: usize = 16;
 
 /// Stop reading stdin while this much output is queued (client not reading).
 const MAX_PENDING_OUTPUT: usize = 16 * 1024 * 1024;
+/// After stdin closes, calls still running get this long to finish (so a
+/// piped script gets its answers); then they are abandoned and we exit.
+const EOF_GRACE: Duration = Duration::from_secs(5);
 
 /// A start-up failure, already phrased for the user.
 #[derive(Debug)]
@@ -142,6 +145,8 @@ struct Stdio {
     writable_interest: bool,
     stdin_pollable: bool,
     stdin_open: bool,
+    /// Set when stdin reaches EOF: the latest time to exit.
+    eof_deadline: Option<Instant>,
     framer: LineFramer,
 }
 
@@ -230,12 +235,12 @@ impl Reactor {
             if let Some(code) = self.exit_code {
                 return code;
             }
+            let now = Instant::now();
             if let Some(stdio) = &self.stdio {
-                if !stdio.stdin_open && self.calls.is_empty() {
+                if !stdio.stdin_open && (self.calls.is_empty() || stdio.eof_deadline.is_some_and(|d| now >= d)) {
                     return 0;
                 }
             }
-            let now = Instant::now();
             let mut timeout = self.next_deadline().map(|d| d.saturating_duration_since(now));
             let read_stdin_directly = self
                 .stdio
@@ -290,6 +295,9 @@ impl Reactor {
         }
         if let Some(http) = &self.http {
             consider(http.next_deadline());
+        }
+        if let Some(stdio) = &self.stdio {
+            consider(stdio.eof_deadline);
         }
         best
     }
@@ -346,6 +354,7 @@ impl Reactor {
             match stdin.read(&mut buf) {
                 Ok(0) => {
                     stdio.stdin_open = false;
+                    stdio.eof_deadline = Some(Instant::now() + EOF_GRACE);
                     if stdio.stdin_pollable {
                         let _ = self.poll.registry().deregister(&mut SourceFd(&0));
                     }
@@ -372,6 +381,7 @@ impl Reactor {
                 Err(e) => {
                     eprintln!("morloc-mcp: input read error: {e}");
                     stdio.stdin_open = false;
+                    stdio.eof_deadline = Some(Instant::now() + EOF_GRACE);
                     return;
                 }
             }
@@ -495,6 +505,7 @@ impl Stdio {
             writable_interest: false,
             stdin_pollable,
             stdin_open: true,
+            eof_deadline: None,
             framer: LineFramer::default(),
         })
     }
