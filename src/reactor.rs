@@ -165,6 +165,10 @@ struct Reactor {
     calls: HashMap<CallId, Call>,
     next_call: u64,
     exit_code: Option<i32>,
+    /// Eager pools not yet spawned (see `Reactor::new`).
+    pools_pending: bool,
+    /// Stale shared memory of dead runs has been removed.
+    swept: bool,
 }
 
 impl Reactor {
@@ -211,12 +215,12 @@ impl Reactor {
             calls: HashMap::new(),
             next_call: 0,
             exit_code: None,
+            pools_pending: false,
+            swept: false,
         };
-        if !reactor.options.lazy_pools {
-            for program in 0..reactor.runtimes.len() {
-                reactor.start_all_pools(program);
-            }
-        }
+        // Pools are spawned after the first look at the client's input, so
+        // an `initialize` already waiting is answered before any fork.
+        reactor.pools_pending = !reactor.options.lazy_pools;
         Ok(reactor)
     }
 
@@ -246,7 +250,7 @@ impl Reactor {
                 .stdio
                 .as_ref()
                 .is_some_and(|s| s.stdin_open && !s.stdin_pollable && s.queue.len() < MAX_PENDING_OUTPUT);
-            if read_stdin_directly {
+            if read_stdin_directly || self.pools_pending {
                 timeout = Some(Duration::ZERO);
             }
             if let Err(e) = self.poll.poll(&mut events, timeout) {
@@ -274,6 +278,11 @@ impl Reactor {
             }
             if read_stdin_directly {
                 self.read_stdin();
+            }
+            if std::mem::take(&mut self.pools_pending) {
+                for program in 0..self.runtimes.len() {
+                    self.start_all_pools(program);
+                }
             }
             self.run_timers();
         }

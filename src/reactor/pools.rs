@@ -103,7 +103,6 @@ impl Runtime {
             });
         }
         let tmpdir = proc::make_tmpdir()?;
-        shm::sweep_stale();
         let basename = shm::new_basename();
         // Pools expect volume 0 to exist; without it the processes inside one
         // pool race to create it.
@@ -199,6 +198,11 @@ impl Runtime {
 
 impl Reactor {
     pub(super) fn start_all_pools(&mut self, program: usize) {
+        if !self.swept {
+            // Like the reference, remove shared memory left by dead runs.
+            self.swept = true;
+            shm::sweep_stale();
+        }
         for pool in 0..self.runtimes[program].pools.len() {
             if matches!(self.runtimes[program].pools[pool].status, PoolStatus::Idle) {
                 self.start_pool(program, pool);
