@@ -79,8 +79,9 @@ Options:
       --call-timeout <seconds>  fail a tool call that runs longer than this
                                 (0 for no limit) [default: 600]
       --lazy-pools              start language pools on first use, not at start-up
-      --plain-tool-names        name tools <command>, without the <module>__ prefix
-                                (router only; single programs are never prefixed)
+      --plain-tool-names        over HTTP, name a single program's tools <command>
+                                instead of <module>__<command> (stdio never
+                                prefixes; the router always does)
   -h, --help                    print this help
 "
     };

@@ -379,9 +379,11 @@ impl Reactor {
                     while let Some(msg) = self.stdio.as_mut().and_then(|s| s.framer.next_line().map(frame_message)) {
                         self.dispatch_stdio(msg);
                     }
-                    if !pollable {
-                        // Regular file: one chunk per loop turn, so pool events
-                        // interleave with a long input file.
+                    // Regular file: one chunk per loop turn, so pool events
+                    // interleave with a long input file. Pipe: a short read
+                    // means it is drained (new data brings a new edge), which
+                    // saves a read that would only say EAGAIN.
+                    if !pollable || n < buf.len() {
                         return;
                     }
                 }
@@ -461,9 +463,15 @@ impl Reactor {
     // ---- shutdown -------------------------------------------------------
 
     fn shutdown(&mut self) {
+        // A stdio client that closed its input may still read the output:
+        // abandoned calls get an answer rather than silence.
         let ids: Vec<CallId> = self.calls.keys().copied().collect();
         for id in ids {
-            self.drop_call(id);
+            if self.calls.get(&id).is_some_and(|c| c.client == Client::Stdio) {
+                self.finish_call(id, Err("the server is shutting down; the call was abandoned".into()));
+            } else {
+                self.drop_call(id);
+            }
         }
         self.stop_all_pools();
         for rt in &mut self.runtimes {

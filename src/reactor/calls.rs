@@ -116,8 +116,9 @@ impl Reactor {
         match UnixStream::connect(&path) {
             Ok(mut stream) => {
                 let token = self.token(Source::Call(id));
-                if let Err(e) = self.poll.registry().register(&mut stream, token, Interest::READABLE | Interest::WRITABLE)
-                {
+                // Readable only: the packet is written at once below, and a
+                // writable wake-up would cost a turn for nothing.
+                if let Err(e) = self.poll.registry().register(&mut stream, token, Interest::READABLE) {
                     self.sources.remove(&token);
                     let message = format!("cannot watch the connection to pool '{}': {e}", self.pool_lang(program, pool));
                     return self.finish_call(id, Err(message));
@@ -130,8 +131,22 @@ impl Reactor {
                 self.advance_call(id);
             }
             Err(e) => {
-                let message = format!("cannot connect to pool '{}' at {}: {e}", self.pool_lang(program, pool), path.display());
-                self.lost_connection(id, message);
+                // The pool may have just died (its restart is then under way)
+                // or stopped listening: wait for it to answer a ping again
+                // instead of failing the call.
+                self.check_children();
+                let Some(call) = self.calls.get_mut(&id) else { return };
+                call.stage = CallStage::WaitingForPool;
+                let lang = self.pool_lang(program, pool).to_string();
+                match self.ensure_pool(program, pool) {
+                    Ok(false) => {}
+                    Ok(true) => {
+                        // Alive but refusing: probe it again like a new pool.
+                        eprintln!("morloc-mcp: pool '{lang}' refused a connection ({e}); probing it again");
+                        self.reprobe_pool(program, pool);
+                    }
+                    Err(message) => self.finish_call(id, Err(message)),
+                }
             }
         }
     }
@@ -146,7 +161,12 @@ impl Reactor {
             while call.written < call.packet.len() {
                 match stream.write(&call.packet[call.written..]) {
                     Ok(n) => call.written += n,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        if let Some((token, stream)) = call.stream.as_mut() {
+                            let _ = self.poll.registry().reregister(stream, *token, Interest::READABLE | Interest::WRITABLE);
+                        }
+                        return;
+                    }
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(e) => {
                         let message = format!("cannot send the call to pool '{lang}': {e}");
@@ -156,12 +176,15 @@ impl Reactor {
             }
             call.stage = CallStage::Receiving;
             call.packet = Vec::new();
+            // The reply cannot be there yet; its readable event will come.
+            return;
         }
         let mut chunk = [0u8; 64 * 1024];
         loop {
             let want = match call.expected {
                 Some(total) => total.saturating_sub(call.reply.len()).min(chunk.len()),
-                None => packet::HEADER_LEN - call.reply.len(),
+                // Header unknown yet: read as much as is there in one go.
+                None => chunk.len(),
             };
             if want == 0 {
                 break;
@@ -180,12 +203,16 @@ impl Reactor {
                 }
                 Ok(n) => {
                     call.reply.extend_from_slice(&chunk[..n]);
-                    if call.expected.is_none() && call.reply.len() == packet::HEADER_LEN {
+                    if call.expected.is_none() && call.reply.len() >= packet::HEADER_LEN {
                         let mut head = [0u8; packet::HEADER_LEN];
-                        head.copy_from_slice(&call.reply);
+                        head.copy_from_slice(&call.reply[..packet::HEADER_LEN]);
                         match packet::packet_len(&head) {
                             Ok(total) if total <= MAX_REPLY => {
                                 let total = total as usize;
+                                if call.reply.len() > total {
+                                    let message = format!("pool '{lang}' sent bytes after its reply packet");
+                                    return self.finish_call(id, Err(message));
+                                }
                                 call.reply.reserve(total.saturating_sub(call.reply.len()).min(1 << 30));
                                 call.expected = Some(total);
                             }

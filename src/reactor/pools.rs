@@ -541,6 +541,16 @@ impl Reactor {
         stop_groups(&pids);
     }
 
+    /// Treats a running pool as starting again: calls wait until it answers
+    /// a ping (or the start-up deadline passes).
+    pub(super) fn reprobe_pool(&mut self, program: usize, i: usize) {
+        let pool = &mut self.runtimes[program].pools[i];
+        pool.status = PoolStatus::Starting;
+        pool.started_at = Instant::now();
+        pool.probe_delay = PROBE_DELAY_MIN;
+        self.schedule_probe(program, i);
+    }
+
     /// Restarts a pool whose worker is stuck (a call timed out on it).
     pub(super) fn restart_pool(&mut self, program: usize, i: usize, reason: &str) {
         let lang = self.runtimes[program].pools[i].lang.clone();
