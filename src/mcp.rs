@@ -488,7 +488,7 @@ pub fn base64(bytes: &[u8]) -> String {
 pub fn progress_notification(token: &Json, elapsed_secs: f64, message: &str) -> Json {
     let mut p = Map::new();
     p.insert("progressToken".into(), token.clone());
-    p.insert("progress".into(), serde_json::Number::from_f64(elapsed_secs.floor()).map_or(Json::from(0), Json::Number));
+    p.insert("progress".into(), serde_json::Number::from_f64(elapsed_secs).map_or(Json::from(0), Json::Number));
     p.insert("message".into(), Json::String(message.into()));
     jsonrpc::notification("notifications/progress", Json::Object(p))
 }

@@ -70,6 +70,8 @@ pub struct Options {
     pub call_timeout: Option<Duration>,
     /// Start pools on a program's first call instead of at start-up.
     pub lazy_pools: bool,
+    /// How long a pool may take to answer its first ping.
+    pub pool_start_timeout: Duration,
 }
 
 /// Builds each program's tool surface (printing exclusion notes), then
@@ -83,7 +85,11 @@ pub fn serve(config: ServeConfig) -> Result<i32, StartError> {
         }
         programs.push(Program::new(p.loaded, surface).map_err(|e| StartError(e.to_string()))?);
     }
-    let options = Options { call_timeout: config.call_timeout, lazy_pools: config.lazy_pools };
+    let options = Options {
+        call_timeout: config.call_timeout,
+        lazy_pools: config.lazy_pools,
+        pool_start_timeout: config.pool_start_timeout,
+    };
     match config.http {
         None => {
             let Some(program) = programs.pop() else {
@@ -296,11 +302,12 @@ impl Reactor {
             }
         };
         for rt in &self.runtimes {
-            rt.deadlines(&mut consider);
+            rt.deadlines(self.options.pool_start_timeout, &mut consider);
         }
         for call in self.calls.values() {
             consider(call.deadline);
             consider(call.next_progress);
+            consider(call.lost_until());
         }
         if let Some(http) = &self.http {
             consider(http.next_deadline());
@@ -345,6 +352,14 @@ impl Reactor {
                     self.http_notify(conn, msg);
                 }
             }
+        }
+    }
+
+    /// Whether pool output should be forwarded to this client now.
+    fn client_wants_logs(&self, client: &Client) -> bool {
+        match client {
+            Client::Stdio => self.stdio.as_ref().is_some_and(|s| s.session.log_level.is_some()),
+            Client::Http { conn, .. } => self.http_streaming(*conn),
         }
     }
 

@@ -27,6 +27,10 @@ use crate::voidstar;
 const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 /// The largest reply accepted from a pool (header + metadata + payload).
 const MAX_REPLY: u64 = 4 << 30;
+/// A connection that breaks before the reply may mean the pool died; wait
+/// this long for its exit to be noticed, so the error can say how it died
+/// and the next call already goes to the restarted pool.
+const LOST_GRACE: Duration = Duration::from_millis(50);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) struct CallId(u64);
@@ -36,6 +40,9 @@ pub(super) enum CallStage {
     WaitingForPool,
     Sending,
     Receiving,
+    /// The connection broke; the call fails with `message` at `until`
+    /// unless the pool's death is noticed first.
+    Lost { message: String, until: Instant },
 }
 
 pub(super) struct Call {
@@ -52,6 +59,17 @@ pub(super) struct Call {
     started: Instant,
     pub(super) deadline: Option<Instant>,
     pub(super) next_progress: Option<Instant>,
+    /// The last progress value sent (they must increase).
+    last_progress: Option<f64>,
+}
+
+impl Call {
+    pub(super) fn lost_until(&self) -> Option<Instant> {
+        match &self.stage {
+            CallStage::Lost { until, .. } => Some(*until),
+            _ => None,
+        }
+    }
 }
 
 impl Reactor {
@@ -100,11 +118,14 @@ impl Reactor {
                 stage: CallStage::WaitingForPool,
                 started: now,
                 deadline: self.options.call_timeout.map(|t| now + t),
+                last_progress: None,
             },
         );
+        let lang = self.pool_lang(program, pool).to_string();
+        self.send_progress(id, &format!("accepted; running in pool '{lang}'"));
         match self.ensure_pool(program, pool) {
             Ok(true) => self.connect_call(id),
-            Ok(false) => {} // connected once the pool answers its ping
+            Ok(false) => self.send_progress(id, &format!("waiting for pool '{lang}' to start")),
             Err(message) => self.finish_call(id, Err(message)),
         }
     }
@@ -126,6 +147,11 @@ impl Reactor {
                 if let Some(call) = self.calls.get_mut(&id) {
                     call.stream = Some((token, stream));
                     call.stage = CallStage::Sending;
+                }
+                if self.calls.get(&id).is_some_and(|c| c.last_progress.is_some_and(|p| p > 0.0)) {
+                    // It waited for the pool: say that it runs now.
+                    let lang = self.pool_lang(program, pool).to_string();
+                    self.send_progress(id, &format!("sent to pool '{lang}'"));
                 }
                 // Unix sockets take the write at once; sending now saves a turn.
                 self.advance_call(id);
@@ -270,20 +296,48 @@ impl Reactor {
         Ok(mcp::success_result(cmd, &value))
     }
 
-    /// The connection failed mid-call: if the pool died, the child handler
-    /// reports how (and fails this call with that message).
+    /// The connection failed mid-call. If the pool died, the child handler
+    /// fails the call with how it died; otherwise `message` is used after a
+    /// short grace (see [`LOST_GRACE`]).
     fn lost_connection(&mut self, id: CallId, message: String) {
         self.check_children();
-        if self.calls.contains_key(&id) {
-            self.finish_call(id, Err(message));
+        let Some(call) = self.calls.get_mut(&id) else { return };
+        if let Some((token, mut stream)) = call.stream.take() {
+            let _ = self.poll.registry().deregister(&mut stream);
+            self.sources.remove(&token);
         }
+        call.stage = CallStage::Lost { message, until: Instant::now() + LOST_GRACE };
     }
 
     pub(super) fn finish_call(&mut self, id: CallId, outcome: Result<Json, String>) {
+        let Some(call) = self.calls.get(&id) else { return };
+        let (program, pool) = (call.program, call.pool);
+        if self.client_wants_logs(&call.client) {
+            // Lines the pool printed before replying go out before the reply.
+            self.read_pool_output(program, pool);
+        }
+        let failed = outcome.is_err();
+        self.send_progress(id, if failed { "failed" } else { "finished" });
         let Some(call) = self.take_call(id) else { return };
         let result = outcome.unwrap_or_else(|message| mcp::error_result(&message));
         let reply = jsonrpc::result_response(&call.request.id, result);
         self.deliver(&call.client, &reply, true);
+    }
+
+    /// Sends `notifications/progress` for a call that carries a progress
+    /// token: elapsed seconds as the (strictly increasing) progress, no total.
+    fn send_progress(&mut self, id: CallId, message: &str) {
+        let Some(call) = self.calls.get_mut(&id) else { return };
+        let Some(token) = call.request.progress_token.clone() else { return };
+        let elapsed = (call.started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
+        let progress = match call.last_progress {
+            Some(last) if elapsed <= last => last + 0.001,
+            _ => elapsed,
+        };
+        call.last_progress = Some(progress);
+        let client = call.client.clone();
+        let note = mcp::progress_notification(&token, progress, message);
+        self.deliver(&client, &note, false);
     }
 
     /// Removes a call and closes its connection, sending nothing.
@@ -365,10 +419,19 @@ impl Reactor {
             let Some(call) = self.calls.get_mut(&id) else { continue };
             call.next_progress = Some(now + PROGRESS_EVERY);
             let elapsed = now.duration_since(call.started).as_secs_f64();
-            let Some(token) = call.request.progress_token.clone() else { continue };
-            let client = call.client.clone();
-            let note = mcp::progress_notification(&token, elapsed, &format!("still running after {elapsed:.0} s"));
-            self.deliver(&client, &note, false);
+            self.send_progress(id, &format!("still running after {elapsed:.0} s"));
+        }
+        let lost: Vec<CallId> =
+            self.calls.iter().filter(|(_, c)| c.lost_until().is_some_and(|t| t <= now)).map(|(id, _)| *id).collect();
+        if !lost.is_empty() {
+            self.check_children();
+        }
+        for id in lost {
+            let Some(call) = self.calls.get(&id) else { continue };
+            if let CallStage::Lost { message, .. } = &call.stage {
+                let message = message.clone();
+                self.finish_call(id, Err(message));
+            }
         }
     }
 

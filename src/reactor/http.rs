@@ -472,9 +472,12 @@ impl Reactor {
             return self.respond(token, 404, &cors, &json_error("unknown or expired session; re-initialize"), keep_alive);
         };
         if let Some(v) = req.header("mcp-protocol-version") {
-            if v != stored.protocol_version {
+            // Any revision we speak is accepted (clients may send another
+            // supported one than the session's); anything else is refused.
+            if !mcp::SUPPORTED_VERSIONS.contains(&v) {
                 let m = format!(
-                    "unsupported MCP-Protocol-Version '{v}': this session negotiated '{}'",
+                    "unsupported MCP-Protocol-Version '{v}' (supported: {}; this session uses {})",
+                    mcp::SUPPORTED_VERSIONS.join(", "),
                     stored.protocol_version
                 );
                 return self.respond(token, 400, &cors, &json_error(&m), keep_alive);
@@ -538,6 +541,11 @@ impl Reactor {
         let text = serde_json::to_string(msg).unwrap_or_default();
         http::write_sse_message(&mut conn.out, &text);
         self.flush_conn(token);
+    }
+
+    /// Whether the request waiting on `conn` is an event stream.
+    pub(super) fn http_streaming(&self, token: Token) -> bool {
+        self.http.as_ref().and_then(|f| f.conns.get(&token)).is_some_and(|c| c.busy.as_ref().is_some_and(|b| b.sse))
     }
 
     /// Pool output for streaming requests of sessions that asked for logs.

@@ -26,8 +26,6 @@ use crate::packet;
 use crate::proc;
 use crate::shm;
 
-/// How long a pool may take to answer its first ping before waiting calls fail.
-const POOL_START_TIMEOUT: Duration = Duration::from_secs(60);
 /// First and largest delay between readiness probes. Python pools take tens
 /// of milliseconds to start; probing every few milliseconds notices them
 /// promptly without burning the CPU they need to start.
@@ -165,11 +163,11 @@ impl Runtime {
         Ok(Runtime { pools, tmpdir: Some(tmpdir), basename, volume0, shm_reader })
     }
 
-    pub(super) fn deadlines(&self, consider: &mut impl FnMut(Option<Instant>)) {
+    pub(super) fn deadlines(&self, start_timeout: Duration, consider: &mut impl FnMut(Option<Instant>)) {
         for pool in &self.pools {
             consider(pool.next_probe);
             if matches!(pool.status, PoolStatus::Starting) {
-                consider(Some(pool.started_at + POOL_START_TIMEOUT));
+                consider(Some(pool.started_at + start_timeout));
             }
         }
     }
@@ -250,6 +248,8 @@ impl Reactor {
         pool.started_at = now;
         pool.probe_delay = PROBE_DELAY_MIN;
         pool.output_buf.clear();
+        // Error messages quote what this run of the pool printed.
+        pool.tail.clear();
         match proc::spawn_pool(&pool.spawn) {
             Ok(spawned) => {
                 pool.pid = Some(spawned.pid);
@@ -284,11 +284,12 @@ impl Reactor {
                     self.start_probe(program, i);
                 }
                 let pool = &self.runtimes[program].pools[i];
-                if matches!(pool.status, PoolStatus::Starting) && now >= pool.started_at + POOL_START_TIMEOUT {
+                let limit = self.options.pool_start_timeout;
+                if matches!(pool.status, PoolStatus::Starting) && now >= pool.started_at + limit {
                     let message = format!(
                         "pool '{}' did not become ready within {} s{}",
                         pool.lang,
-                        POOL_START_TIMEOUT.as_secs(),
+                        limit.as_secs_f64(),
                         self.runtimes[program].tail_note(i)
                     );
                     eprintln!("morloc-mcp: {message}");
