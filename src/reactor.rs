@@ -395,10 +395,11 @@ impl Reactor {
                         self.dispatch_stdio(msg);
                     }
                     // Regular file: one chunk per loop turn, so pool events
-                    // interleave with a long input file. Pipe: a short read
-                    // means it is drained (new data brings a new edge), which
-                    // saves a read that would only say EAGAIN.
-                    if !pollable || n < buf.len() {
+                    // interleave with a long input file. A pipe is read until
+                    // EAGAIN even after a short read: with edge-triggered
+                    // polling, an EOF that arrived with the data would
+                    // otherwise never be seen.
+                    if !pollable {
                         return;
                     }
                 }

@@ -981,3 +981,35 @@ fn open_descriptors_do_not_grow_with_calls() {
     assert_eq!(after_10, after_300, "open fds after 10 calls vs after 300");
     assert_eq!(s.finish(), 0);
 }
+
+// ---- strict variants that fail today (kept out of the commit) ----------------
+
+#[test]
+fn strict_pool_exit_mid_call_names_how_it_died() {
+    for round in 0..10 {
+        let mut s = Server::owning(Program::shapes(), &[]);
+        assert_eq!(s.call_ok("addOne", json!({"_1": 1})), "2");
+        let text = error_text(&s.call_result("poolExit", json!({"_1": 1})));
+        assert!(text.contains("exited with status 3"), "round {round}: {text}");
+        assert_eq!(s.finish(), 0);
+    }
+}
+
+#[test]
+fn strict_call_right_after_a_pool_crash_succeeds() {
+    for round in 0..10 {
+        let mut s = Server::owning(Program::shapes(), &[]);
+        assert_eq!(s.call_ok("addOne", json!({"_1": 1})), "2");
+        let pool = pool_of(&s, None);
+        let id = s.call("slowEcho", json!({"_1": 2000}));
+        thread::sleep(Duration::from_millis(300));
+        // SAFETY: kill(2) has no memory-safety preconditions.
+        unsafe {
+            libc::kill(pool.pid, libc::SIGKILL);
+        }
+        let _ = error_text(&s.result_within(id, TIMEOUT));
+        let result = s.call_result("addOne", json!({"_1": 41}));
+        assert_eq!(result["isError"], json!(false), "round {round}: {result}");
+        assert_eq!(s.finish(), 0);
+    }
+}
