@@ -28,7 +28,7 @@ STEPS = [
     "call maybeDouble",
     "call pureAnswer",
     "call pyFail",
-    "unknown tool",
+    "protocol error",
 ]
 
 UNKNOWN_TOOL = "noSuchTool"

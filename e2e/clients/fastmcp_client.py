@@ -80,11 +80,11 @@ async def run(client: Any, report: Reporter) -> None:
             report.step(step, error, str(result_wire(result).get("content"))[:200])
         try:
             result = await client.call_tool(UNKNOWN_TOOL, {})
-            report.step("unknown tool", f"expected a JSON-RPC error, got a result: {result_wire(result)}")
+            report.step("protocol error", f"expected a JSON-RPC error, got a result: {result_wire(result)}")
         except MCPError as e:
-            report.step("unknown tool", unknown_tool_error(e.error.code, e.error.message), e.error.message)
+            report.step("protocol error", unknown_tool_error(e.error.code, e.error.message), e.error.message)
         except Exception as e:  # noqa: BLE001
-            report.crash("unknown tool", e)
+            report.crash("protocol error", e)
     finally:
         try:
             await client.__aexit__(None, None, None)

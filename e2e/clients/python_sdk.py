@@ -99,11 +99,11 @@ async def steps(kind: str, target: Any, report: Reporter) -> None:
 
         try:
             result = await client.call_tool(UNKNOWN_TOOL, {})
-            report.step("unknown tool", f"expected a JSON-RPC error, got a result: {wire(result)}")
+            report.step("protocol error", f"expected a JSON-RPC error, got a result: {wire(result)}")
         except ProtocolError as e:
-            report.step("unknown tool", unknown_tool_error(e.error.code, e.error.message), e.error.message)
+            report.step("protocol error", unknown_tool_error(e.error.code, e.error.message), e.error.message)
         except Exception as e:  # noqa: BLE001
-            report.crash("unknown tool", e)
+            report.crash("protocol error", e)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@
 // The SDK is loaded from the project-local cache (E2E_NODE_MODULES, default
 // .cache/node/node_modules beside this repository's e2e folder).
 
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -29,13 +30,15 @@ const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
 const { StdioClientTransport } = require("@modelcontextprotocol/sdk/client/stdio.js");
 const { StreamableHTTPClientTransport } = require("@modelcontextprotocol/sdk/client/streamableHttp.js");
 const { McpError } = require("@modelcontextprotocol/sdk/types.js");
-const sdkVersion = require("@modelcontextprotocol/sdk/package.json").version;
+const sdkVersion = JSON.parse(
+  readFileSync(join(modules, "@modelcontextprotocol", "sdk", "package.json"), "utf8")).version;
 
 const UNKNOWN_TOOL = "noSuchTool";
 const INVALID_PARAMS = -32602;
 const MK_RESULT = { status: "ok", value: 7 };
 const NEEDED = ["addOne", "mkResult", "maybeDouble", "pureAnswer", "pyFail", "slowEcho"];
-const PROGRESS_MS = Number(process.env.E2E_PROGRESS_MS ?? 1500);
+// The server reports progress on a 5 s heartbeat: a 5.5 s call gets one.
+const PROGRESS_MS = Number(process.env.E2E_PROGRESS_MS ?? 5500);
 const PROGRESS_MIN = Number(process.env.E2E_PROGRESS_MIN ?? 1);
 const CANCEL_CALL_MS = 1500;
 
@@ -102,7 +105,7 @@ async function main() {
     return;
   }
   const info = client.getServerVersion();
-  step("initialize", null, `protocol ${transport.protocolVersion ?? "(stdio: not exposed)"}; server ${info?.name}`);
+  step("initialize", null, `protocol ${transport.protocolVersion ?? "(not exposed on stdio)"}; server ${info?.name}`);
 
   let names;
   try {
@@ -134,13 +137,13 @@ async function main() {
 
   try {
     const result = await client.callTool({ name: UNKNOWN_TOOL, arguments: {} });
-    step("unknown tool", `expected a JSON-RPC error, got a result: ${JSON.stringify(result)}`);
+    step("protocol error", `expected a JSON-RPC error, got a result: ${JSON.stringify(result)}`);
   } catch (e) {
     const error = !(e instanceof McpError) ? `expected an McpError, got ${e}`
       : e.code !== INVALID_PARAMS ? `expected JSON-RPC error ${INVALID_PARAMS}, got ${e.code}: ${e.message}`
       : !e.message.includes(UNKNOWN_TOOL) ? `error message does not name the tool: ${e.message}`
       : null;
-    step("unknown tool", error, e.message);
+    step("protocol error", error, e.message);
   }
 
   await cancelStep(client, names, clientErrors);
