@@ -13,6 +13,7 @@ on. The exit status is the server's. Standard library only.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -67,8 +68,13 @@ def main(argv: list[str]) -> int:
         pass
     status = server.wait()
     record(b"tap: ", b"server exited with status %d" % status)
+    log.close()
     return status if status >= 0 else 128 - status
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    code = main(sys.argv)
+    sys.stdout.flush()
+    # Leave at once: the thread copying requests may still sit in a read of
+    # stdin, and a normal interpreter shutdown would wait on its lock.
+    os._exit(code)

@@ -142,6 +142,14 @@ def unknown_tool_error(code: Any, message: Any) -> str | None:
     return None
 
 
+def describe(exc: BaseException) -> str:
+    """`Type: message`, looking inside the exception groups anyio raises."""
+    inner = getattr(exc, "exceptions", None)
+    if isinstance(inner, (list, tuple)) and inner:
+        return "; ".join(describe(e) for e in inner)
+    return f"{type(exc).__name__}: {exc}"
+
+
 class Reporter:
     """Prints one JSON line per step; remembers whether all passed."""
 
@@ -156,7 +164,7 @@ class Reporter:
         return ok
 
     def crash(self, name: str, exc: BaseException) -> None:
-        self.step(name, f"{type(exc).__name__}: {exc}")
+        self.step(name, describe(exc))
 
     def exit_code(self) -> int:
         return 1 if self.failed else 0

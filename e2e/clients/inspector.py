@@ -53,6 +53,21 @@ def inspector(target: list[str], *args: str) -> tuple[int, Any, str]:
     return done.returncode, out, done.stderr
 
 
+def inspector_version() -> str:
+    """The version in the Inspector package's package.json, found from the executable."""
+    path = os.path.realpath(os.environ.get("E2E_INSPECTOR", os.path.join(CACHE_BIN, "mcp-inspector")))
+    while os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+        try:
+            with open(os.path.join(path, "package.json"), encoding="utf-8") as f:
+                package = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if package.get("name") == "@modelcontextprotocol/inspector":
+            return str(package.get("version"))
+    return "(unknown version)"
+
+
 def last_error(stderr: str) -> str:
     """The Inspector's error envelope, else the last stderr lines."""
     for line in reversed(stderr.strip().splitlines()):
@@ -65,8 +80,7 @@ def main() -> int:
     kind, where = parse_args(sys.argv[1:])
     target = ["--", *where] if kind == "stdio" else ["--transport", "http", "--server-url", where]
     report = Reporter()
-    status, out, err = inspector(target, "--version")
-    report.step("client", None, f"mcp-inspector {(out if isinstance(out, str) else err or '').strip() or status}")
+    report.step("client", None, f"@modelcontextprotocol/inspector {inspector_version()}")
 
     status, out, err = inspector(target, "--strict", "--method", "tools/list")
     if status != 0 or not isinstance(out, dict):
