@@ -272,6 +272,30 @@ def run_client(binary: str, manifest: Path, client: Client, transport: str) -> O
     return Outcome(job, False, seconds, problems[0], report)
 
 
+def failed_checks(logs: Path, skip: set[str]) -> list[str]:
+    """`scenario: check: message` for every failed or warning check the suite
+    saved under `logs` (one folder per scenario, `server-<name>-<time>`),
+    leaving out the scenarios in `skip`."""
+    found = []
+    for path in sorted(logs.glob("server-*/checks.json")):
+        scenario = re.sub(r"-\d{4}-\d\d-\d\dT[\d-]+Z$", "", path.parent.name)[len("server-"):]
+        if scenario in skip:
+            continue
+        try:
+            checks = json.loads(path.read_text("utf-8"))
+        except (OSError, ValueError):
+            continue
+        for check in checks if isinstance(checks, list) else []:
+            if isinstance(check, dict) and check.get("status") in ("FAILURE", "WARNING"):
+                found.append(f"{scenario}: {check.get('id')}: {check.get('status')}: {check.get('errorMessage')}")
+    return found
+
+
+def baseline() -> set[str]:
+    path = E2E / "conformance-baseline.yml"
+    return set(re.findall(r"^\s*-\s*([\w./-]+)", path.read_text("utf-8"), re.M))
+
+
 def run_conformance(binary: str, spec: str | None) -> Outcome:
     job = f"conformance:{spec or 'all'}"
     started = time.monotonic()
@@ -307,7 +331,9 @@ def run_conformance(binary: str, spec: str | None) -> Outcome:
     report = "\n".join([
         f"  the suite exited with status {status}" if status is not None else "  the suite did not finish in 600 s",
         *([f"  {note}"] if note else []),
-        "  suite output:", indent(tail(output, 80)),
+        "  failed checks outside the baseline:",
+        indent("\n".join(failed_checks(logs, baseline())) or "(none: see the suite output)"),
+        "  suite output:", indent(tail(output, 50)),
         "  server stderr:", indent(tail(http.stderr())),
         f"  logs: {logs}",
     ])
