@@ -13,6 +13,8 @@
 //!
 //! Architecture Invariant: pure; no I/O. Execution happens in the reactor.
 
+use std::collections::HashMap;
+
 use serde_json::{Map, Value as Json};
 
 use crate::args;
@@ -35,10 +37,6 @@ pub struct Program {
     pub surface: Surface,
     /// Compiled expression per command (pure commands only).
     pub exprs: Vec<Option<eval::Expr>>,
-    /// `serverInfo.name`.
-    pub server_name: String,
-    /// `serverInfo.version`.
-    pub server_version: String,
 }
 
 /// A pure command whose expression tree does not compile.
@@ -67,13 +65,101 @@ impl Program {
                 _ => None,
             });
         }
-        let server_name = loaded.manifest.name.clone();
-        let server_version = loaded.manifest.build.morloc_version.clone();
-        Ok(Program { loaded, surface, exprs, server_name, server_version })
+        Ok(Program { loaded, surface, exprs })
     }
 
     pub fn command(&self, index: usize) -> &Command {
         &self.loaded.manifest.commands[index]
+    }
+}
+
+/// Everything one endpoint serves: one program (stdio, single-program HTTP)
+/// or several (the router), with tool names already made unique.
+#[derive(Debug)]
+pub struct Catalog {
+    pub programs: Vec<Program>,
+    /// `serverInfo.name`.
+    pub server_name: String,
+    /// `serverInfo.version`.
+    pub server_version: String,
+    /// Tool name → program index.
+    tool_index: HashMap<String, usize>,
+    /// The `tools/list` result, computed once.
+    list: Json,
+}
+
+/// Two programs that would publish the same tool name.
+#[derive(Debug)]
+pub struct CatalogError(pub String);
+
+impl std::fmt::Display for CatalogError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Catalog {
+    /// One program under its plain tool names (stdio).
+    pub fn single(program: Program) -> Catalog {
+        let server_name = program.loaded.manifest.name.clone();
+        let server_version = program.loaded.manifest.build.morloc_version.clone();
+        Catalog::build(vec![program], server_name, server_version).expect("one program has no cross-program collisions")
+    }
+
+    /// Several programs; with `namespaced`, every tool is renamed
+    /// `<module>__<command>`. A duplicate module or tool name is an error.
+    pub fn multi(mut programs: Vec<Program>, namespaced: bool, router: bool) -> Result<Catalog, CatalogError> {
+        let mut modules: HashMap<String, usize> = HashMap::new();
+        for (i, p) in programs.iter().enumerate() {
+            if let Some(j) = modules.insert(p.loaded.manifest.name.clone(), i) {
+                return Err(CatalogError(format!(
+                    "two programs have the module name '{}' ({} and {}); tool names would collide",
+                    p.loaded.manifest.name,
+                    programs[j].loaded.path.display(),
+                    p.loaded.path.display()
+                )));
+            }
+        }
+        if namespaced {
+            for p in &mut programs {
+                let module = p.loaded.manifest.name.clone();
+                for tool in &mut p.surface.tools {
+                    let name = format!("{module}__{}", tool.name);
+                    tool.rename(name);
+                }
+            }
+        }
+        let (server_name, server_version) = match (router, programs.first()) {
+            (false, Some(p)) => (p.loaded.manifest.name.clone(), p.loaded.manifest.build.morloc_version.clone()),
+            (true, Some(p)) => ("morloc".to_string(), p.loaded.manifest.build.morloc_version.clone()),
+            (_, None) => ("morloc".to_string(), "unknown".to_string()),
+        };
+        Catalog::build(programs, server_name, server_version)
+    }
+
+    fn build(programs: Vec<Program>, server_name: String, server_version: String) -> Result<Catalog, CatalogError> {
+        let mut tool_index = HashMap::new();
+        let mut tools = Vec::new();
+        for (i, p) in programs.iter().enumerate() {
+            for tool in &p.surface.tools {
+                if let Some(j) = tool_index.insert(tool.name.clone(), i) {
+                    if j != i {
+                        return Err(CatalogError(format!(
+                            "tool name collision on '{}' between modules '{}' and '{}'; rename a module or command",
+                            tool.name, programs[j].loaded.manifest.name, p.loaded.manifest.name
+                        )));
+                    }
+                }
+                tools.push(tool.json.clone());
+            }
+        }
+        let mut list = Map::new();
+        list.insert("tools".into(), Json::Array(tools));
+        Ok(Catalog { programs, server_name, server_version, tool_index, list: Json::Object(list) })
+    }
+
+    pub fn program_of(&self, tool_name: &str) -> Option<usize> {
+        self.tool_index.get(tool_name).copied()
     }
 }
 
@@ -95,6 +181,8 @@ pub struct Session {
 #[derive(Clone, Debug)]
 pub struct CallRequest {
     pub id: RequestId,
+    /// Index into [`Catalog::programs`].
+    pub program: usize,
     /// The command to execute (a `_render` projection's entry, or the tool's own).
     pub command: usize,
     /// One JSON value per manifest argument, in manifest order.
@@ -113,7 +201,7 @@ pub enum Step {
 }
 
 /// Handles one inbound message.
-pub fn handle(program: &Program, session: &mut Session, msg: Incoming) -> Step {
+pub fn handle(catalog: &Catalog, session: &mut Session, msg: Incoming) -> Step {
     match msg {
         Incoming::Empty | Incoming::Response => Step::Nothing,
         Incoming::Invalid(reply) => Step::Reply(reply),
@@ -131,11 +219,11 @@ pub fn handle(program: &Program, session: &mut Session, msg: Incoming) -> Step {
             }
             Step::Nothing
         }
-        Incoming::Request { id, method, params } => request(program, session, id, &method, params),
+        Incoming::Request { id, method, params } => request(catalog, session, id, &method, params),
     }
 }
 
-fn request(program: &Program, session: &mut Session, id: RequestId, method: &str, params: Option<Json>) -> Step {
+fn request(catalog: &Catalog, session: &mut Session, id: RequestId, method: &str, params: Option<Json>) -> Step {
     let reply = |result: Json| Step::Reply(jsonrpc::result_response(&id, result));
     let fail = |code: ErrorCode, message: &str| Step::Reply(jsonrpc::error_response(Some(&id), code, message));
     match method {
@@ -146,7 +234,7 @@ fn request(program: &Program, session: &mut Session, id: RequestId, method: &str
                 _ => DEFAULT_VERSION,
             };
             session.protocol_version = Some(version.to_string());
-            reply(initialize_result(program, version))
+            reply(initialize_result(catalog, version))
         }
         "ping" => reply(Json::Object(Map::new())),
         // Reference leniency kept: a client that sends the notification with
@@ -171,10 +259,27 @@ fn request(program: &Program, session: &mut Session, id: RequestId, method: &str
         "tools/list" | "tools/call" if !session.initialized => {
             fail(ErrorCode::InvalidRequest, &format!("received {method} before initialization completed"))
         }
-        "tools/list" => reply(program.surface.list_result()),
-        "tools/call" => match args::resolve(&program.surface, params.as_ref()) {
+        "tools/list" => reply(catalog.list.clone()),
+        "tools/call" => {
+            let name = params.as_ref().and_then(|p| p.get("name")).and_then(Json::as_str);
+            // Unknown names fall through to the first program so that the
+            // argument layer produces its usual error.
+            let program = name.and_then(|n| catalog.program_of(n)).unwrap_or(0);
+            let Some(prog) = catalog.programs.get(program) else {
+                return fail(ErrorCode::InvalidParams, &format!("unknown tool '{}'", name.unwrap_or("")));
+            };
+            tools_call(prog, program, id, params)
+        }
+        other => fail(ErrorCode::MethodNotFound, &format!("unknown method '{other}'")),
+    }
+}
+
+fn tools_call(prog: &Program, program: usize, id: RequestId, params: Option<Json>) -> Step {
+    let reply = |result: Json| Step::Reply(jsonrpc::result_response(&id, result));
+    match args::resolve(&prog.surface, params.as_ref()) {
             Ok(call) => match call.command {
                 Ok(command) => Step::Call(CallRequest {
+                    program,
                     progress_token: params
                         .as_ref()
                         .and_then(|p| p.get("_meta"))
@@ -188,20 +293,18 @@ fn request(program: &Program, session: &mut Session, id: RequestId, method: &str
                 Err(entry) => reply(error_result(&format!("Unknown command: {entry}"))),
             },
             Err(e) => Step::Reply(jsonrpc::error_response(Some(&id), ErrorCode::InvalidParams, &e.message)),
-        },
-        other => fail(ErrorCode::MethodNotFound, &format!("unknown method '{other}'")),
     }
 }
 
-fn initialize_result(program: &Program, version: &str) -> Json {
+fn initialize_result(catalog: &Catalog, version: &str) -> Json {
     let mut caps = Map::new();
     let mut tools = Map::new();
     tools.insert("listChanged".into(), Json::Bool(false));
     caps.insert("tools".into(), Json::Object(tools));
     caps.insert("logging".into(), Json::Object(Map::new()));
     let mut info = Map::new();
-    info.insert("name".into(), Json::String(program.server_name.clone()));
-    info.insert("version".into(), Json::String(program.server_version.clone()));
+    info.insert("name".into(), Json::String(catalog.server_name.clone()));
+    info.insert("version".into(), Json::String(catalog.server_version.clone()));
     let mut result = Map::new();
     result.insert("protocolVersion".into(), Json::String(version.into()));
     result.insert("capabilities".into(), Json::Object(caps));
