@@ -260,7 +260,7 @@ def run_client(binary: str, manifest: Path, client: Client, transport: str) -> O
     (logs / "client.err").write_text(stderr)
     if not problems:
         detail = steps.get("initialize", (True, ""))[1]
-        return Outcome(job, True, seconds, f"{len(steps) - 1} steps ({detail}){'; ' + extra if extra else ''}")
+        return Outcome(job, True, seconds, f"{len(client.steps)} steps ({detail}){'; ' + extra if extra else ''}")
     label = "server stderr and wire (client> / server>)" if transport == "stdio" else "server stderr"
     report = "\n".join([
         *(f"  {p}" for p in problems),
