@@ -59,14 +59,21 @@ impl Server {
     /// The pool-less `kinds` program (flags, `_render`, bounded integers).
     #[track_caller]
     fn kinds() -> Server {
-        Server::spawn(&util::data("tools/kinds/manifest.json"), &[], TempDir::new())
+        Server::spawn(
+            &util::data("tools/kinds/manifest.json"),
+            &[],
+            TempDir::new(),
+        )
     }
 
     /// Performs the handshake.
     #[track_caller]
     fn ready(mut self) -> Server {
         let reply = self.ask(INITIALIZE);
-        assert!(reply.starts_with(r#"{"jsonrpc":"2.0","id":0,"result":{"#), "{reply}");
+        assert!(
+            reply.starts_with(r#"{"jsonrpc":"2.0","id":0,"result":{"#),
+            "{reply}"
+        );
         self.send(INITIALIZED);
         self
     }
@@ -100,8 +107,13 @@ impl Server {
     fn quiet(&mut self) {
         self.next_id += 1;
         let id = self.next_id;
-        let reply = self.ask(&format!(r#"{{"jsonrpc":"2.0","id":"sync-{id}","method":"ping"}}"#));
-        assert_eq!(reply, format!(r#"{{"jsonrpc":"2.0","id":"sync-{id}","result":{{}}}}"#));
+        let reply = self.ask(&format!(
+            r#"{{"jsonrpc":"2.0","id":"sync-{id}","method":"ping"}}"#
+        ));
+        assert_eq!(
+            reply,
+            format!(r#"{{"jsonrpc":"2.0","id":"sync-{id}","result":{{}}}}"#)
+        );
     }
 
     /// Sends a `tools/call` (arguments as JSON text) and returns the raw reply.
@@ -113,7 +125,10 @@ impl Server {
             r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{arguments}}}}}"#
         ));
         let prefix = format!(r#"{{"jsonrpc":"2.0","id":{id},"#);
-        assert!(reply.starts_with(&prefix), "reply to {tool} {arguments}: {reply}");
+        assert!(
+            reply.starts_with(&prefix),
+            "reply to {tool} {arguments}: {reply}"
+        );
         reply
     }
 
@@ -122,7 +137,10 @@ impl Server {
     fn result(&mut self, tool: &str, arguments: &str) -> String {
         let reply = self.call(tool, arguments);
         let prefix = format!(r#"{{"jsonrpc":"2.0","id":{},"result":"#, self.next_id);
-        match reply.strip_prefix(&prefix).and_then(|r| r.strip_suffix('}')) {
+        match reply
+            .strip_prefix(&prefix)
+            .and_then(|r| r.strip_suffix('}'))
+        {
             Some(result) => result.to_string(),
             None => panic!("not a result: {reply}"),
         }
@@ -191,7 +209,9 @@ fn initialize_negotiates_the_protocol_version() {
         ));
         assert_eq!(
             reply,
-            INITIALIZE_RESULT.replace("\"id\":0", "\"id\":1").replace("2025-06-18", answered),
+            INITIALIZE_RESULT
+                .replace("\"id\":0", "\"id\":1")
+                .replace("2025-06-18", answered),
             "asked {asked}"
         );
     }
@@ -205,8 +225,16 @@ fn tools_are_gated_until_the_initialized_notification() {
     let mut s = Server::shapes();
     let list = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
     let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"addOne","arguments":{"_1":1}}}"#;
-    let gated_list = error_line("1", -32600, "received tools/list before initialization completed");
-    let gated_call = error_line("2", -32600, "received tools/call before initialization completed");
+    let gated_list = error_line(
+        "1",
+        -32600,
+        "received tools/list before initialization completed",
+    );
+    let gated_call = error_line(
+        "2",
+        -32600,
+        "received tools/call before initialization completed",
+    );
     assert_eq!(s.ask(list), gated_list);
     assert_eq!(s.ask(call), gated_call);
     // ping and initialize work before; initialize alone does not unlock.
@@ -217,10 +245,15 @@ fn tools_are_gated_until_the_initialized_notification() {
     // The notification sent with an id still unlocks, and is not answered.
     s.send(r#"{"jsonrpc":"2.0","id":3,"method":"notifications/initialized"}"#);
     s.quiet();
-    assert!(s.ask(list).starts_with(r#"{"jsonrpc":"2.0","id":1,"result":{"tools":["#));
+    assert!(s
+        .ask(list)
+        .starts_with(r#"{"jsonrpc":"2.0","id":1,"result":{"tools":["#));
     assert_eq!(
         s.ask(call),
-        format!(r#"{{"jsonrpc":"2.0","id":2,"result":{}}}"#, text_result("2", false))
+        format!(
+            r#"{{"jsonrpc":"2.0","id":2,"result":{}}}"#,
+            text_result("2", false)
+        )
     );
 }
 
@@ -241,10 +274,17 @@ fn parse_errors() {
         assert_eq!(s.ask(line), invalid, "{line:?}");
     }
     // Invalid UTF-8, even inside an otherwise valid request.
-    s.proc.send_bytes(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"pi\xffng\"}\n");
-    assert_eq!(s.next(), error_line("null", -32700, "invalid JSON: message is not valid UTF-8"));
+    s.proc
+        .send_bytes(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"pi\xffng\"}\n");
+    assert_eq!(
+        s.next(),
+        error_line("null", -32700, "invalid JSON: message is not valid UTF-8")
+    );
     s.proc.send_bytes(b"\xc3\n");
-    assert_eq!(s.next(), error_line("null", -32700, "invalid JSON: message is not valid UTF-8"));
+    assert_eq!(
+        s.next(),
+        error_line("null", -32700, "invalid JSON: message is not valid UTF-8")
+    );
     s.quiet();
 }
 
@@ -270,7 +310,10 @@ fn line_length_cap() {
     // One byte over: discarded up to its LF and answered with a parse error
     // (the reference uses -32600 here), then the next line is served.
     s.proc.send_bytes(&padded_ping("over", MAX_LINE + 1));
-    assert_eq!(s.next(), error_line("null", -32700, "request line exceeds the maximum size"));
+    assert_eq!(
+        s.next(),
+        error_line("null", -32700, "request line exceeds the maximum size")
+    );
     s.quiet();
 }
 
@@ -282,25 +325,62 @@ fn invalid_requests() {
         -32600,
         "batch requests are not supported: send one JSON-RPC message per line",
     );
-    assert_eq!(s.ask(r#"[{"jsonrpc":"2.0","id":2,"method":"ping"}]"#), batch);
+    assert_eq!(
+        s.ask(r#"[{"jsonrpc":"2.0","id":2,"method":"ping"}]"#),
+        batch
+    );
     assert_eq!(s.ask("[]"), batch);
-    let not_object = error_line("null", -32600, "invalid request: expected a JSON-RPC message object");
+    let not_object = error_line(
+        "null",
+        -32600,
+        "invalid request: expected a JSON-RPC message object",
+    );
     for line in ["5", "\"ping\"", "null", "true", "-1.5"] {
         assert_eq!(s.ask(line), not_object, "{line}");
     }
     // No method: the id is echoed when it is a valid one.
-    assert_eq!(s.ask(r#"{"jsonrpc":"2.0","id":3}"#), error_line("3", -32600, "missing 'method'"));
-    assert_eq!(s.ask(r#"{"jsonrpc":"2.0","id":"x","params":{}}"#), error_line("\"x\"", -32600, "missing 'method'"));
-    assert_eq!(s.ask(r#"{"jsonrpc":"2.0","id":4,"method":7}"#), error_line("4", -32600, "missing 'method'"));
-    assert_eq!(s.ask(r#"{"jsonrpc":"2.0","id":null}"#), error_line("null", -32600, "missing 'method'"));
-    assert_eq!(s.ask(r#"{"jsonrpc":"2.0","id":1.5}"#), error_line("null", -32600, "missing 'method'"));
-    assert_eq!(s.ask(r#"{"jsonrpc":"2.0"}"#), error_line("null", -32600, "invalid request: missing 'method'"));
-    assert_eq!(s.ask("{}"), error_line("null", -32600, "invalid request: missing 'method'"));
+    assert_eq!(
+        s.ask(r#"{"jsonrpc":"2.0","id":3}"#),
+        error_line("3", -32600, "missing 'method'")
+    );
+    assert_eq!(
+        s.ask(r#"{"jsonrpc":"2.0","id":"x","params":{}}"#),
+        error_line("\"x\"", -32600, "missing 'method'")
+    );
+    assert_eq!(
+        s.ask(r#"{"jsonrpc":"2.0","id":4,"method":7}"#),
+        error_line("4", -32600, "missing 'method'")
+    );
+    assert_eq!(
+        s.ask(r#"{"jsonrpc":"2.0","id":null}"#),
+        error_line("null", -32600, "missing 'method'")
+    );
+    assert_eq!(
+        s.ask(r#"{"jsonrpc":"2.0","id":1.5}"#),
+        error_line("null", -32600, "missing 'method'")
+    );
+    assert_eq!(
+        s.ask(r#"{"jsonrpc":"2.0"}"#),
+        error_line("null", -32600, "invalid request: missing 'method'")
+    );
+    assert_eq!(
+        s.ask("{}"),
+        error_line("null", -32600, "invalid request: missing 'method'")
+    );
     // Ids MCP does not allow.
     // The message shows the id as serialized (`1e2` becomes `1e+2`).
-    for (id, shown) in [("null", "null"), ("1.5", "1.5"), ("1e2", "1e+2"), ("-0.0", "-0.0"), ("{\"a\":1}", "{\"a\":1}"), ("[1]", "[1]"), ("true", "true")] {
+    for (id, shown) in [
+        ("null", "null"),
+        ("1.5", "1.5"),
+        ("1e2", "1e+2"),
+        ("-0.0", "-0.0"),
+        ("{\"a\":1}", "{\"a\":1}"),
+        ("[1]", "[1]"),
+        ("true", "true"),
+    ] {
         let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
-        let message = format!("invalid request id {shown}: MCP request ids must be strings or integers");
+        let message =
+            format!("invalid request id {shown}: MCP request ids must be strings or integers");
         assert_eq!(s.ask(&line), error_line("null", -32600, &message), "{line}");
     }
     s.quiet();
@@ -309,14 +389,29 @@ fn invalid_requests() {
 #[test]
 fn unknown_methods() {
     let mut s = Server::shapes().ready();
-    for method in ["resources/list", "prompts/list", "completion/complete", "tools/other", "", "notifications/initialized/x"] {
-        let reply = s.ask(&format!(r#"{{"jsonrpc":"2.0","id":9,"method":"{method}"}}"#));
-        assert_eq!(reply, error_line("9", -32601, &format!("unknown method '{method}'")));
+    for method in [
+        "resources/list",
+        "prompts/list",
+        "completion/complete",
+        "tools/other",
+        "",
+        "notifications/initialized/x",
+    ] {
+        let reply = s.ask(&format!(
+            r#"{{"jsonrpc":"2.0","id":9,"method":"{method}"}}"#
+        ));
+        assert_eq!(
+            reply,
+            error_line("9", -32601, &format!("unknown method '{method}'"))
+        );
     }
     // Unknown methods before initialization are just as unknown.
     let mut s = Server::shapes();
     let reply = s.ask(r#"{"jsonrpc":"2.0","id":1,"method":"resources/read"}"#);
-    assert_eq!(reply, error_line("1", -32601, "unknown method 'resources/read'"));
+    assert_eq!(
+        reply,
+        error_line("1", -32601, "unknown method 'resources/read'")
+    );
 }
 
 #[test]
@@ -355,15 +450,35 @@ fn invalid_params() {
     // Flags and projections (the pool-less `kinds` program).
     let mut s = Server::kinds().ready();
     let cases: &[(&str, &str)] = &[
-        (r#"{"name":"options","arguments":{"verbose":1}}"#, "argument 'verbose' must be a boolean"),
-        (r#"{"name":"options","arguments":{"y":"true"}}"#, "argument 'y' must be a boolean"),
-        (r#"{"name":"options","arguments":{"verbose":null}}"#, "argument 'verbose' must be a boolean"),
-        (r#"{"name":"render","arguments":{"_1":[true,1.5,2],"_render":5}}"#, "argument '_render' must be a string"),
-        (r#"{"name":"render","arguments":{"_1":[true,1.5,2],"_render":null}}"#, "argument '_render' must be a string"),
-        (r#"{"name":"render","arguments":{"_1":[true,1.5,2],"_render":"gif"}}"#, "unknown render 'gif'"),
+        (
+            r#"{"name":"options","arguments":{"verbose":1}}"#,
+            "argument 'verbose' must be a boolean",
+        ),
+        (
+            r#"{"name":"options","arguments":{"y":"true"}}"#,
+            "argument 'y' must be a boolean",
+        ),
+        (
+            r#"{"name":"options","arguments":{"verbose":null}}"#,
+            "argument 'verbose' must be a boolean",
+        ),
+        (
+            r#"{"name":"render","arguments":{"_1":[true,1.5,2],"_render":5}}"#,
+            "argument '_render' must be a string",
+        ),
+        (
+            r#"{"name":"render","arguments":{"_1":[true,1.5,2],"_render":null}}"#,
+            "argument '_render' must be a string",
+        ),
+        (
+            r#"{"name":"render","arguments":{"_1":[true,1.5,2],"_render":"gif"}}"#,
+            "unknown render 'gif'",
+        ),
     ];
     for (params, message) in cases {
-        let reply = s.ask(&format!(r#"{{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{params}}}"#));
+        let reply = s.ask(&format!(
+            r#"{{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{params}}}"#
+        ));
         assert_eq!(reply, error_line("8", -32602, message), "{params}");
     }
     let (status, stderr) = s.finish();
@@ -388,13 +503,22 @@ fn ids_are_echoed_exactly() {
         "\"na\u{ef}ve \\\"q\\\" \\\\ \\n \u{1f600}\"",
     ] {
         let reply = s.ask(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#));
-        assert_eq!(reply, format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#));
+        assert_eq!(
+            reply,
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#)
+        );
         let reply = s.ask(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"nope"}}"#));
         assert_eq!(reply, error_line(id, -32601, "unknown method 'nope'"));
         let reply = s.ask(&format!(
             r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"addOne","arguments":{{"_1":1}}}}}}"#
         ));
-        assert_eq!(reply, format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{}}}"#, text_result("2", false)));
+        assert_eq!(
+            reply,
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{}}}"#,
+                text_result("2", false)
+            )
+        );
     }
 }
 
@@ -424,7 +548,8 @@ fn blank_lines_client_responses_and_notifications_are_not_answered() {
         s.quiet();
     }
     // CRLF line endings and surrounding whitespace are tolerated.
-    s.proc.send_bytes(b"  {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"} \r\n");
+    s.proc
+        .send_bytes(b"  {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"} \r\n");
     assert_eq!(s.next(), r#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
@@ -435,7 +560,8 @@ fn blank_lines_client_responses_and_notifications_are_not_answered() {
 #[test]
 fn final_line_without_lf_is_served_at_eof() {
     let mut s = Server::shapes().ready();
-    s.proc.send_bytes(br#"{"jsonrpc":"2.0","id":"last","method":"ping"}"#);
+    s.proc
+        .send_bytes(br#"{"jsonrpc":"2.0","id":"last","method":"ping"}"#);
     s.proc.close_stdin();
     assert_eq!(s.next(), r#"{"jsonrpc":"2.0","id":"last","result":{}}"#);
     let (status, _) = s.finish();
@@ -445,7 +571,13 @@ fn final_line_without_lf_is_served_at_eof() {
     let mut s = Server::shapes().ready();
     s.proc.send_bytes(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"addOne","arguments":{"_1":41}}}"#);
     s.proc.close_stdin();
-    assert_eq!(s.next(), format!(r#"{{"jsonrpc":"2.0","id":1,"result":{}}}"#, text_result("42", false)));
+    assert_eq!(
+        s.next(),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{}}}"#,
+            text_result("42", false)
+        )
+    );
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
 }
@@ -453,14 +585,24 @@ fn final_line_without_lf_is_served_at_eof() {
 /// Processes whose parent is `pid`.
 fn children_of(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();
-    let Ok(entries) = fs::read_dir("/proc") else { return out };
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return out;
+    };
     for entry in entries.flatten() {
-        let Some(child) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+        let Some(child) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
             continue;
         };
-        let Ok(stat) = fs::read_to_string(format!("/proc/{child}/stat")) else { continue };
+        let Ok(stat) = fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
         // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-        let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else { continue };
+        let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
         let mut fields = after.split_whitespace();
         let (_state, ppid) = (fields.next(), fields.next());
         if ppid.and_then(|p| p.parse::<u32>().ok()) == Some(pid) {
@@ -516,13 +658,15 @@ fn pool_and_run_dir(server: u32) -> (u32, PathBuf) {
     let pool_script = util::test_pool().to_string_lossy().into_owned();
     for child in children_of(server) {
         let argv = cmdline(child);
-        if !argv.iter().any(|a| *a == pool_script) {
+        if !argv.contains(&pool_script) {
             continue;
         }
         let dir = argv.iter().find(|a| {
             let p = Path::new(a.as_str());
             p.parent() == Some(Path::new("/tmp"))
-                && p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("morloc."))
+                && p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("morloc."))
         });
         if let Some(dir) = dir {
             return (child, PathBuf::from(dir));
@@ -536,7 +680,10 @@ fn pool_and_run_dir(server: u32) -> (u32, PathBuf) {
 fn assert_exits(pid: u32, what: &str) {
     let deadline = Instant::now() + TIMEOUT;
     while !exited(pid) {
-        assert!(Instant::now() < deadline, "{what} (pid {pid}) still running");
+        assert!(
+            Instant::now() < deadline,
+            "{what} (pid {pid}) still running"
+        );
         thread::sleep(Duration::from_millis(10));
     }
 }
@@ -546,7 +693,11 @@ fn assert_exits(pid: u32, what: &str) {
 #[track_caller]
 fn assert_cleaned_up(server: u32, pool: u32, run_dir: &Path) {
     assert!(!run_dir.exists(), "{} left behind", run_dir.display());
-    assert_eq!(shm_files(server), Vec::<String>::new(), "shared memory left behind");
+    assert_eq!(
+        shm_files(server),
+        Vec::<String>::new(),
+        "shared memory left behind"
+    );
     assert_exits(pool, "pool");
 }
 
@@ -557,8 +708,15 @@ fn eof_exits_promptly_and_cleans_up() {
     assert_eq!(s.result("addOne", r#"{"_1":1}"#), text_result("2", false));
     let server = s.proc.pid();
     let (pool, run_dir) = pool_and_run_dir(server);
-    assert!(run_dir.join("pipe-py").exists(), "no socket in {}", run_dir.display());
-    assert!(!shm_files(server).is_empty(), "no shared-memory volume for pid {server}");
+    assert!(
+        run_dir.join("pipe-py").exists(),
+        "no socket in {}",
+        run_dir.display()
+    );
+    assert!(
+        !shm_files(server).is_empty(),
+        "no shared-memory volume for pid {server}"
+    );
     let started = Instant::now();
     let (status, stderr) = s.finish();
     let took = started.elapsed();
@@ -572,7 +730,13 @@ fn eof_waits_for_calls_in_flight() {
     let mut s = Server::shapes().ready();
     s.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slowEcho","arguments":{"_1":300}}}"#);
     s.proc.close_stdin();
-    assert_eq!(s.next(), format!(r#"{{"jsonrpc":"2.0","id":1,"result":{}}}"#, text_result("300", false)));
+    assert_eq!(
+        s.next(),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{}}}"#,
+            text_result("300", false)
+        )
+    );
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
 }
@@ -600,9 +764,18 @@ fn terminating_signals_exit_128_plus_signal_and_clean_up() {
         s.proc.signal(signal);
         let status = s.proc.wait(TIMEOUT);
         let took = started.elapsed();
-        assert_eq!(status.code(), Some(128 + signal), "signal {signal}: {}", s.proc.stderr_now());
+        assert_eq!(
+            status.code(),
+            Some(128 + signal),
+            "signal {signal}: {}",
+            s.proc.stderr_now()
+        );
         assert!(took < Duration::from_secs(3), "exit took {took:?}");
-        assert_eq!(s.proc.stdout_rest(TIMEOUT), "", "no reply to the interrupted call");
+        assert_eq!(
+            s.proc.stdout_rest(TIMEOUT),
+            "",
+            "no reply to the interrupted call"
+        );
         assert_cleaned_up(server, pool, &run_dir);
     }
 }
@@ -630,12 +803,30 @@ fn pool_output_never_reaches_the_protocol_stream() {
         assert_eq!(v["jsonrpc"], "2.0", "{line}");
         assert!(v.get("result").is_some(), "{line}");
     }
-    assert_eq!(lines[0], format!(r#"{{"jsonrpc":"2.0","id":1,"result":{}}}"#, text_result("2", false)));
-    assert_eq!(lines[1], format!(r#"{{"jsonrpc":"2.0","id":2,"result":{}}}"#, text_result("3", false)));
+    assert_eq!(
+        lines[0],
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{}}}"#,
+            text_result("2", false)
+        )
+    );
+    assert_eq!(
+        lines[1],
+        format!(
+            r#"{{"jsonrpc":"2.0","id":2,"result":{}}}"#,
+            text_result("3", false)
+        )
+    );
     let stderr = s.proc.stderr_text(TIMEOUT);
     for x in [1, 2] {
-        assert!(stderr.contains(&format!("noisyAdd: adding one to {x}\n")), "{stderr}");
-        assert!(stderr.contains(&format!("noisyAdd: this line goes to stderr ({x})\n")), "{stderr}");
+        assert!(
+            stderr.contains(&format!("noisyAdd: adding one to {x}\n")),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains(&format!("noisyAdd: this line goes to stderr ({x})\n")),
+            "{stderr}"
+        );
     }
 }
 
@@ -646,7 +837,10 @@ fn pure_commands_run_in_process() {
     let mut s = Server::shapes().ready();
     assert_eq!(s.result("pureAnswer", "{}"), text_result("42", false));
     assert_eq!(s.result("pureAnswer", "null"), text_result("42", false));
-    assert_eq!(s.result("mustFail", r#"{"_1":1}"#), text_result("intentional failure: boom", true));
+    assert_eq!(
+        s.result("mustFail", r#"{"_1":1}"#),
+        text_result("intentional failure: boom", true)
+    );
     // Arguments of pure commands are validated like any other.
     assert_eq!(
         s.result("mustFail", r#"{"_1":"one"}"#),
@@ -666,30 +860,49 @@ fn record_results_carry_structured_content() {
         r#"{"content":[{"type":"text","text":"{\"x\":4,\"y\":6}"}],"structuredContent":{"x":4,"y":6},"isError":false}"#
     );
     // Non-record results have none.
-    assert_eq!(s.result("swapPair", r#"{"_1":[1,"a"]}"#), text_result(r#"["a",1]"#, false));
+    assert_eq!(
+        s.result("swapPair", r#"{"_1":[1,"a"]}"#),
+        text_result(r#"["a",1]"#, false)
+    );
 }
 
 #[test]
 fn big_integers_are_exact() {
     let mut s = Server::shapes().ready();
     for (arg, out) in [
-        ("123456789012345678901234567890", "123456789012345678901234567891"),
-        ("-123456789012345678901234567890", "-123456789012345678901234567889"),
+        (
+            "123456789012345678901234567890",
+            "123456789012345678901234567891",
+        ),
+        (
+            "-123456789012345678901234567890",
+            "-123456789012345678901234567889",
+        ),
         ("18446744073709551615", "18446744073709551616"),
         ("9223372036854775807", "9223372036854775808"),
         ("-9223372036854775809", "-9223372036854775808"),
         // Digit strings are accepted for Int, as by the reference.
         ("\"41\"", "42"),
-        ("\"99999999999999999999999999999999\"", "100000000000000000000000000000000"),
+        (
+            "\"99999999999999999999999999999999\"",
+            "100000000000000000000000000000000",
+        ),
     ] {
-        assert_eq!(s.result("addOne", &format!(r#"{{"_1":{arg}}}"#)), text_result(out, false), "{arg}");
+        assert_eq!(
+            s.result("addOne", &format!(r#"{{"_1":{arg}}}"#)),
+            text_result(out, false),
+            "{arg}"
+        );
     }
     assert_eq!(
         s.result("mkResult", r#"{"_1":1180591620717411303424}"#),
         r#"{"content":[{"type":"text","text":"{\"status\":\"ok\",\"value\":1180591620717411303424}"}],"structuredContent":{"status":"ok","value":1180591620717411303424},"isError":false}"#
     );
     assert_eq!(
-        s.result("sumMany", r#"{"_1":[18446744073709551615,18446744073709551615,1]}"#),
+        s.result(
+            "sumMany",
+            r#"{"_1":[18446744073709551615,18446744073709551615,1]}"#
+        ),
         text_result("36893488147419103231", false)
     );
 }
@@ -712,12 +925,19 @@ fn strings_round_trip_intact() {
     ] {
         let arguments = json!({"_1": input}).to_string();
         let expected = serde_json::to_string(&format!("Hello, {input}!")).unwrap_or_default();
-        assert_eq!(s.result("hello", &arguments), text_result(&expected, false), "{input:?}");
+        assert_eq!(
+            s.result("hello", &arguments),
+            text_result(&expected, false),
+            "{input:?}"
+        );
     }
     // Inside containers too.
     let pairs = json!([["a\"b\\c\n", 1], ["\u{0}\u{1f600}", 2]]);
     let expected = json!([["a\"b\\c\n", 2], ["\u{0}\u{1f600}", 3]]).to_string();
-    assert_eq!(s.result("mapInc", &json!({"_1": pairs}).to_string()), text_result(&expected, false));
+    assert_eq!(
+        s.result("mapInc", &json!({"_1": pairs}).to_string()),
+        text_result(&expected, false)
+    );
 }
 
 #[test]
@@ -738,7 +958,11 @@ fn floats_use_shortest_round_trip_text() {
         ("\"nan\"", "1", "\"nan\""),
     ] {
         let arguments = format!(r#"{{"_1":{a},"_2":{b}}}"#);
-        assert_eq!(s.result("scaleReal", &arguments), text_result(out, false), "{a} * {b}");
+        assert_eq!(
+            s.result("scaleReal", &arguments),
+            text_result(out, false),
+            "{a} * {b}"
+        );
     }
 }
 
@@ -782,17 +1006,31 @@ fn invalid_values_are_tool_errors_naming_the_argument() {
         ("sumPoints", r#"{"_1":[{"x":1,"y":true}]}"#, "argument '_1[0].y': expected an integer, got true"),
     ];
     for (tool, arguments, message) in cases {
-        assert_eq!(s.result(tool, arguments), text_result(message, true), "{tool} {arguments}");
+        assert_eq!(
+            s.result(tool, arguments),
+            text_result(message, true),
+            "{tool} {arguments}"
+        );
     }
     // Bounded integer widths (the pool-less `kinds` program).
     let mut s = Server::kinds().ready();
     for (value, message) in [
-        ("300", "argument 'option': 300 is out of range for an 8-bit unsigned integer (0 to 255)"),
-        ("-1", "argument 'option': -1 is out of range for an 8-bit unsigned integer (0 to 255)"),
+        (
+            "300",
+            "argument 'option': 300 is out of range for an 8-bit unsigned integer (0 to 255)",
+        ),
+        (
+            "-1",
+            "argument 'option': -1 is out of range for an 8-bit unsigned integer (0 to 255)",
+        ),
         ("1.5", "argument 'option': expected an integer, got 1.5"),
     ] {
         let arguments = format!(r#"{{"option":{value}}}"#);
-        assert_eq!(s.result("options", &arguments), text_result(message, true), "{value}");
+        assert_eq!(
+            s.result("options", &arguments),
+            text_result(message, true),
+            "{value}"
+        );
     }
 }
 
@@ -852,10 +1090,19 @@ fn omitted_arguments_and_record_fields_get_their_defaults() {
     };
     // The omitted field `a` takes its default, not the top-level `a`; the
     // omitted optional field `b` is null.
-    assert_eq!(s.result("echoRec", r#"{"a":1,"rec":{}}"#), record("5", "null"));
+    assert_eq!(
+        s.result("echoRec", r#"{"a":1,"rec":{}}"#),
+        record("5", "null")
+    );
     assert_eq!(s.result("echoRec", r#"{"a":1}"#), record("5", "null"));
-    assert_eq!(s.result("echoRec", r#"{"a":1,"rec":{"a":2,"b":"x"}}"#), record("2", "\"x\""));
-    assert_eq!(s.result("echoRec", r#"{"a":1,"rec":{"b":null}}"#), record("5", "null"));
+    assert_eq!(
+        s.result("echoRec", r#"{"a":1,"rec":{"a":2,"b":"x"}}"#),
+        record("2", "\"x\"")
+    );
+    assert_eq!(
+        s.result("echoRec", r#"{"a":1,"rec":{"b":null}}"#),
+        record("5", "null")
+    );
     assert_eq!(
         s.result("echoRec", r#"{"a":1,"rec":{"c":3}}"#),
         text_result("argument 'rec': unknown field 'c' (expected a, b)", true)
@@ -864,8 +1111,14 @@ fn omitted_arguments_and_record_fields_get_their_defaults() {
     assert_eq!(s.result("optNull", "{}"), text_result("null", false));
     assert_eq!(s.result("optNull", r#"{"q":3}"#), text_result("3", false));
     assert_eq!(s.result("optList", "{}"), text_result("[]", false));
-    assert_eq!(s.result("optList", r#"{"tags":["x"]}"#), text_result(r#"["x"]"#, false));
-    assert_eq!(s.result("optBig", "{}"), text_result("123456789012345678901234567890", false));
+    assert_eq!(
+        s.result("optList", r#"{"tags":["x"]}"#),
+        text_result(r#"["x"]"#, false)
+    );
+    assert_eq!(
+        s.result("optBig", "{}"),
+        text_result("123456789012345678901234567890", false)
+    );
 }
 
 #[test]
@@ -874,10 +1127,25 @@ fn concurrent_calls_and_prompt_ping() {
     s.quiet();
     s.send(r#"{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"slowEcho","arguments":{"_1":1500}}}"#);
     s.send(r#"{"jsonrpc":"2.0","id":"fast","method":"tools/call","params":{"name":"addOne","arguments":{"_1":1}}}"#);
-    assert_eq!(s.ask(r#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#), r#"{"jsonrpc":"2.0","id":"p","result":{}}"#);
+    assert_eq!(
+        s.ask(r#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#),
+        r#"{"jsonrpc":"2.0","id":"p","result":{}}"#
+    );
     // The fast call is answered first: it did not wait for the slow one.
-    assert_eq!(s.next(), format!(r#"{{"jsonrpc":"2.0","id":"fast","result":{}}}"#, text_result("2", false)));
-    assert_eq!(s.next(), format!(r#"{{"jsonrpc":"2.0","id":"slow","result":{}}}"#, text_result("1500", false)));
+    assert_eq!(
+        s.next(),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":"fast","result":{}}}"#,
+            text_result("2", false)
+        )
+    );
+    assert_eq!(
+        s.next(),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":"slow","result":{}}}"#,
+            text_result("1500", false)
+        )
+    );
 }
 
 // ---- the reference's protocol edge cases ----------------------------------
@@ -931,23 +1199,41 @@ fn reference_protocol_edge_cases() {
     let mut s = Server::shapes();
     let mut used = Vec::new();
     for (index, case) in cases.iter().enumerate() {
-        let Some(input) = case["in"].as_str() else { panic!("case {index}: no input") };
+        let Some(input) = case["in"].as_str() else {
+            panic!("case {index}: no input")
+        };
         if input == "<stdin EOF>" {
             assert_eq!(index, cases.len() - 1, "EOF must be the last case");
             s.proc.close_stdin();
             let status = s.proc.wait(TIMEOUT);
-            assert_eq!(status.code(), case["exit_code"].as_i64().map(|c| c as i32), "case {index}");
+            assert_eq!(
+                status.code(),
+                case["exit_code"].as_i64().map(|c| c as i32),
+                "case {index}"
+            );
             assert_eq!(s.proc.stdout_rest(TIMEOUT), "", "case {index}");
-            assert_eq!(s.proc.stderr_text(TIMEOUT), case["stderr"].as_str().unwrap_or("?"), "case {index}");
+            assert_eq!(
+                s.proc.stderr_text(TIMEOUT),
+                case["stderr"].as_str().unwrap_or("?"),
+                "case {index}"
+            );
             continue;
         }
         let reference: Vec<String> = case["out"]
             .as_array()
-            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
             .unwrap_or_default();
         let mut expected = match REFERENCE_DIFFERENCES.iter().find(|(i, _, _)| *i == index) {
             Some((_, ours, _)) => {
-                assert_ne!(reference, *ours, "case {index} is listed as a difference but matches the reference");
+                assert_ne!(
+                    reference, *ours,
+                    "case {index} is listed as a difference but matches the reference"
+                );
                 used.push(index);
                 ours.iter().map(|l| l.to_string()).collect()
             }
@@ -960,7 +1246,11 @@ fn reference_protocol_edge_cases() {
         assert_eq!(got, expected, "case {index}: {input}");
         s.quiet();
     }
-    assert_eq!(used.len(), REFERENCE_DIFFERENCES.len(), "unused difference entries");
+    assert_eq!(
+        used.len(),
+        REFERENCE_DIFFERENCES.len(),
+        "unused difference entries"
+    );
 }
 
 // ---- logging, cancellation, time limits, crashes ---------------------------
@@ -981,7 +1271,10 @@ fn logging_forwards_pool_output_as_notifications() {
         )
     };
     let mut expected = vec![
-        format!(r#"{{"jsonrpc":"2.0","id":2,"result":{}}}"#, text_result("6", false)),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":2,"result":{}}}"#,
+            text_result("6", false)
+        ),
         note("noisyAdd: adding one to 5"),
         note("noisyAdd: this line goes to stderr (5)"),
     ];
@@ -989,7 +1282,9 @@ fn logging_forwards_pool_output_as_notifications() {
     assert_eq!(got, expected);
     // Above the level of pool output: nothing is forwarded.
     assert_eq!(
-        s.ask(r#"{"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"warning"}}"#),
+        s.ask(
+            r#"{"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"warning"}}"#
+        ),
         r#"{"jsonrpc":"2.0","id":3,"result":{}}"#
     );
     assert_eq!(s.result("noisyAdd", r#"{"_1":6}"#), text_result("7", false));
@@ -1007,7 +1302,10 @@ fn a_cancelled_call_is_never_answered() {
     s.send(r#"{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"slowEcho","arguments":{"_1":2000}}}"#);
     let sent = Instant::now();
     s.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow","reason":"test"}}"#);
-    assert_eq!(s.ask(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#), r#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+    assert_eq!(
+        s.ask(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
+        r#"{"jsonrpc":"2.0","id":1,"result":{}}"#
+    );
     // Well past the call's end: still nothing.
     let silence = Duration::from_millis(2600).saturating_sub(sent.elapsed());
     if let Some(line) = s.proc.try_read_line(silence) {
@@ -1029,7 +1327,10 @@ fn a_call_over_the_time_limit_fails_and_the_pool_recovers() {
         text_result("timed out after 1 s waiting for pool 'py'", true)
     );
     let took = started.elapsed();
-    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(4), "{took:?}");
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(4),
+        "{took:?}"
+    );
     assert_eq!(s.result("addOne", r#"{"_1":1}"#), text_result("2", false));
 }
 
@@ -1054,7 +1355,9 @@ fn a_crashed_pool_is_restarted() {
     let (old_pool, _) = pool_and_run_dir(s.proc.pid());
     let reply = parse(&s.call("faultDie", r#"{"_1":1}"#));
     assert_eq!(reply["result"]["isError"], json!(true), "{reply}");
-    let text = reply["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    let text = reply["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
     assert!(text.starts_with("pool 'py' "), "{text}");
     // Calls racing the restart may fail; within a short while they succeed.
     let deadline = Instant::now() + TIMEOUT;
@@ -1063,7 +1366,10 @@ fn a_crashed_pool_is_restarted() {
         if result == text_result("3", false) {
             break;
         }
-        assert!(Instant::now() < deadline, "the pool did not recover: {result}");
+        assert!(
+            Instant::now() < deadline,
+            "the pool did not recover: {result}"
+        );
         thread::sleep(Duration::from_millis(50));
     }
     assert_exits(old_pool, "crashed pool");
@@ -1081,7 +1387,9 @@ fn manifests_of_other_versions_are_served_with_a_warning() {
     let (status, stderr) = s.finish();
     assert_eq!(status.code(), Some(0));
     assert!(
-        stderr.contains("manifest built with morloc 0.99.0, this server implements 0.98.2; serving it anyway"),
+        stderr.contains(
+            "manifest built with morloc 0.99.0, this server implements 0.98.2; serving it anyway"
+        ),
         "{stderr}"
     );
 }
