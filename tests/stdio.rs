@@ -1393,3 +1393,33 @@ fn manifests_of_other_versions_are_served_with_a_warning() {
         "{stderr}"
     );
 }
+
+#[test]
+fn long_calls_with_a_progress_token_get_progress_notifications() {
+    let mut s = Server::shapes().ready();
+    s.send(
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slowEcho","arguments":{"_1":5600},"_meta":{"progressToken":"tok"}}}"#,
+    );
+    let note = parse(&s.next());
+    assert_eq!(note["method"], "notifications/progress", "{note}");
+    assert_eq!(note["params"]["progressToken"], "tok", "{note}");
+    assert!(
+        note["params"]["progress"]
+            .as_f64()
+            .is_some_and(|p| p >= 5.0),
+        "{note}"
+    );
+    assert!(
+        note["params"]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("running for ")),
+        "{note}"
+    );
+    assert_eq!(
+        s.next(),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{}}}"#,
+            text_result("5600", false)
+        )
+    );
+}
