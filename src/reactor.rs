@@ -480,10 +480,12 @@ impl Reactor {
 
     fn shutdown(&mut self) {
         // A stdio client that closed its input may still read the output:
-        // abandoned calls get an answer rather than silence.
+        // calls abandoned at EOF get an answer rather than silence. After a
+        // terminating signal nothing more is said.
+        let at_eof = self.exit_code.is_none_or(|c| c == 0);
         let ids: Vec<CallId> = self.calls.keys().copied().collect();
         for id in ids {
-            if self.calls.get(&id).is_some_and(|c| c.client == Client::Stdio) {
+            if at_eof && self.calls.get(&id).is_some_and(|c| c.client == Client::Stdio) {
                 self.finish_call(id, Err("the server is shutting down; the call was abandoned".into()));
             } else {
                 self.drop_call(id);

@@ -1,1 +1,1460 @@
-//! TODO
+//! End-to-end tests of the stdio transport: the binary runs `mcp <manifest>`
+//! with a real pool (the test pool script standing in for a compiled Python
+//! pool) and is driven line by line through its stdin and stdout.
+//!
+//! Every read has a deadline, so a server that hangs fails the test instead
+//! of stalling the run. Where a test asserts that nothing is sent, it sends
+//! a `ping` afterwards and requires the ping's answer to be the next line:
+//! deterministic, and faster than waiting for silence.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::util::{self, Proc, TempDir, TIMEOUT};
+
+/// The server's line cap (64 MiB, LF not counted).
+const MAX_LINE: usize = 64 * 1024 * 1024;
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+const INITIALIZE_RESULT: &str = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":false},"logging":{}},"serverInfo":{"name":"main","version":"0.98.2"}}}"#;
+
+/// A running `morloc-mcp mcp <manifest>` and the directory its manifest lives in.
+struct Server {
+    proc: Proc,
+    _dir: TempDir,
+    next_id: u64,
+}
+
+impl Server {
+    #[track_caller]
+    fn spawn(manifest: &Path, options: &[&str], dir: TempDir) -> Server {
+        let mut command = util::cmd(["mcp"]);
+        command.arg(manifest).args(options);
+        Server {
+            proc: Proc::spawn(&mut command),
+            _dir: dir,
+            next_id: 1000,
+        }
+    }
+
+    /// The `shapes` program with the test pool, not yet initialized.
+    #[track_caller]
+    fn shapes() -> Server {
+        Server::shapes_with(&[], |_| {})
+    }
+
+    #[track_caller]
+    fn shapes_with(options: &[&str], edit: impl FnOnce(&mut Value)) -> Server {
+        let dir = TempDir::new();
+        let manifest = util::shapes_manifest_with(&dir, edit);
+        Server::spawn(&manifest, options, dir)
+    }
+
+    /// The pool-less `kinds` program (flags, `_render`, bounded integers).
+    #[track_caller]
+    fn kinds() -> Server {
+        Server::spawn(
+            &util::data("tools/kinds/manifest.json"),
+            &[],
+            TempDir::new(),
+        )
+    }
+
+    /// Performs the handshake.
+    #[track_caller]
+    fn ready(mut self) -> Server {
+        let reply = self.ask(INITIALIZE);
+        assert!(
+            reply.starts_with(r#"{"jsonrpc":"2.0","id":0,"result":{"#),
+            "{reply}"
+        );
+        self.send(INITIALIZED);
+        self
+    }
+
+    #[track_caller]
+    fn send(&mut self, line: &str) {
+        self.proc.send_line(line);
+    }
+
+    /// The next stdout line, without its LF (which must be there).
+    #[track_caller]
+    fn next(&mut self) -> String {
+        match self.proc.read_line(TIMEOUT) {
+            Some(line) => match line.strip_suffix('\n') {
+                Some(body) => body.to_string(),
+                None => panic!("stdout line without LF: {line}"),
+            },
+            None => panic!("stdout closed; stderr:\n{}", self.proc.stderr_now()),
+        }
+    }
+
+    #[track_caller]
+    fn ask(&mut self, line: &str) -> String {
+        self.send(line);
+        self.next()
+    }
+
+    /// Asserts that nothing was sent since the last read (and that the
+    /// server still answers): a ping's reply must be the next line.
+    #[track_caller]
+    fn quiet(&mut self) {
+        self.next_id += 1;
+        let id = self.next_id;
+        let reply = self.ask(&format!(
+            r#"{{"jsonrpc":"2.0","id":"sync-{id}","method":"ping"}}"#
+        ));
+        assert_eq!(
+            reply,
+            format!(r#"{{"jsonrpc":"2.0","id":"sync-{id}","result":{{}}}}"#)
+        );
+    }
+
+    /// Sends a `tools/call` (arguments as JSON text) and returns the raw reply.
+    #[track_caller]
+    fn call(&mut self, tool: &str, arguments: &str) -> String {
+        self.next_id += 1;
+        let id = self.next_id;
+        let reply = self.ask(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{arguments}}}}}"#
+        ));
+        let prefix = format!(r#"{{"jsonrpc":"2.0","id":{id},"#);
+        assert!(
+            reply.starts_with(&prefix),
+            "reply to {tool} {arguments}: {reply}"
+        );
+        reply
+    }
+
+    /// Calls a tool and returns the raw `result` member of the reply.
+    #[track_caller]
+    fn result(&mut self, tool: &str, arguments: &str) -> String {
+        let reply = self.call(tool, arguments);
+        let prefix = format!(r#"{{"jsonrpc":"2.0","id":{},"result":"#, self.next_id);
+        match reply
+            .strip_prefix(&prefix)
+            .and_then(|r| r.strip_suffix('}'))
+        {
+            Some(result) => result.to_string(),
+            None => panic!("not a result: {reply}"),
+        }
+    }
+
+    /// Closes stdin and waits for the exit; nothing more may be written.
+    #[track_caller]
+    fn finish(mut self) -> (ExitStatus, String) {
+        self.proc.close_stdin();
+        let status = self.proc.wait(TIMEOUT);
+        let rest = self.proc.stdout_rest(TIMEOUT);
+        assert_eq!(rest, "", "output after EOF");
+        let stderr = self.proc.stderr_text(TIMEOUT);
+        (status, stderr)
+    }
+}
+
+/// `{"content":[{"type":"text","text":<text>}],"isError":<is_error>}`.
+fn text_result(text: &str, is_error: bool) -> String {
+    json!({"content": [{"type": "text", "text": text}], "isError": is_error}).to_string()
+}
+
+fn parse(line: &str) -> Value {
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+}
+
+fn error_line(id: &str, code: i64, message: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{code},"message":{}}}}}"#,
+        json!(message)
+    )
+}
+
+// ---- handshake and JSON-RPC errors --------------------------------------
+
+#[test]
+fn handshake_then_tools_list() {
+    let mut s = Server::shapes();
+    assert_eq!(s.ask(INITIALIZE), INITIALIZE_RESULT);
+    s.send(INITIALIZED);
+    s.quiet();
+    let reply = parse(&s.ask(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#));
+    let expected = parse(&util::read(&util::data("shapes/expected-mcp-tools.json")));
+    assert_eq!(reply["id"], json!(1));
+    assert_eq!(reply["result"], expected);
+    // A second initialize is answered the same way and changes nothing.
+    assert_eq!(s.ask(INITIALIZE), INITIALIZE_RESULT);
+    assert_eq!(s.result("addOne", r#"{"_1":1}"#), text_result("2", false));
+    let (status, stderr) = s.finish();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+}
+
+#[test]
+fn initialize_negotiates_the_protocol_version() {
+    let mut s = Server::shapes();
+    for (asked, answered) in [
+        ("\"2025-03-26\"", "2025-03-26"),
+        ("\"2025-06-18\"", "2025-06-18"),
+        ("\"2025-11-25\"", "2025-11-25"),
+        ("\"2024-11-05\"", "2025-06-18"),
+        ("\"\"", "2025-06-18"),
+        ("5", "2025-06-18"),
+    ] {
+        let reply = s.ask(&format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":{asked}}}}}"#
+        ));
+        assert_eq!(
+            reply,
+            INITIALIZE_RESULT
+                .replace("\"id\":0", "\"id\":1")
+                .replace("2025-06-18", answered),
+            "asked {asked}"
+        );
+    }
+    // No params at all.
+    let reply = s.ask(r#"{"jsonrpc":"2.0","id":0,"method":"initialize"}"#);
+    assert_eq!(reply, INITIALIZE_RESULT);
+}
+
+#[test]
+fn tools_are_gated_until_the_initialized_notification() {
+    let mut s = Server::shapes();
+    let list = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"addOne","arguments":{"_1":1}}}"#;
+    let gated_list = error_line(
+        "1",
+        -32600,
+        "received tools/list before initialization completed",
+    );
+    let gated_call = error_line(
+        "2",
+        -32600,
+        "received tools/call before initialization completed",
+    );
+    assert_eq!(s.ask(list), gated_list);
+    assert_eq!(s.ask(call), gated_call);
+    // ping and initialize work before; initialize alone does not unlock.
+    s.quiet();
+    assert_eq!(s.ask(INITIALIZE), INITIALIZE_RESULT);
+    assert_eq!(s.ask(list), gated_list);
+    assert_eq!(s.ask(call), gated_call);
+    // The notification sent with an id still unlocks, and is not answered.
+    s.send(r#"{"jsonrpc":"2.0","id":3,"method":"notifications/initialized"}"#);
+    s.quiet();
+    assert!(s
+        .ask(list)
+        .starts_with(r#"{"jsonrpc":"2.0","id":1,"result":{"tools":["#));
+    assert_eq!(
+        s.ask(call),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":2,"result":{}}}"#,
+            text_result("2", false)
+        )
+    );
+}
+
+#[test]
+fn parse_errors() {
+    let mut s = Server::shapes().ready();
+    let invalid = error_line("null", -32700, "invalid JSON");
+    for line in [
+        "not json",
+        "{",
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping"} {"jsonrpc":"2.0","id":2,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping"}{"jsonrpc":"2.0","id":2,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping"} x"#,
+        "\u{feff}{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}",
+        "'single'",
+        "nul\0l",
+    ] {
+        assert_eq!(s.ask(line), invalid, "{line:?}");
+    }
+    // Invalid UTF-8, even inside an otherwise valid request.
+    s.proc
+        .send_bytes(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"pi\xffng\"}\n");
+    assert_eq!(
+        s.next(),
+        error_line("null", -32700, "invalid JSON: message is not valid UTF-8")
+    );
+    s.proc.send_bytes(b"\xc3\n");
+    assert_eq!(
+        s.next(),
+        error_line("null", -32700, "invalid JSON: message is not valid UTF-8")
+    );
+    s.quiet();
+}
+
+/// Builds a ping request with id `id` padded to exactly `len` bytes, plus LF.
+fn padded_ping(id: &str, len: usize) -> Vec<u8> {
+    let head = format!(r#"{{"jsonrpc":"2.0","id":"{id}","method":"ping","params":{{"pad":""#);
+    let tail = r#""}}"#;
+    let mut line = Vec::with_capacity(len + 1);
+    line.extend_from_slice(head.as_bytes());
+    line.resize(len - tail.len(), b'x');
+    line.extend_from_slice(tail.as_bytes());
+    line.push(b'\n');
+    assert_eq!(line.len(), len + 1);
+    line
+}
+
+#[test]
+fn line_length_cap() {
+    let mut s = Server::shapes().ready();
+    // Exactly at the cap: served.
+    s.proc.send_bytes(&padded_ping("cap", MAX_LINE));
+    assert_eq!(s.next(), r#"{"jsonrpc":"2.0","id":"cap","result":{}}"#);
+    // One byte over: discarded up to its LF and answered with a parse error
+    // (the reference uses -32600 here), then the next line is served.
+    s.proc.send_bytes(&padded_ping("over", MAX_LINE + 1));
+    assert_eq!(
+        s.next(),
+        error_line("null", -32700, "request line exceeds the maximum size")
+    );
+    s.quiet();
+}
+
+#[test]
+fn invalid_requests() {
+    let mut s = Server::shapes().ready();
+    let batch = error_line(
+        "null",
+        -32600,
+        "batch requests are not supported: send one JSON-RPC message per line",
+    );
+    assert_eq!(
+        s.ask(r#"[{"jsonrpc":"2.0","id":2,"method":"ping"}]"#),
+        batch
+    );
+    assert_eq!(s.ask("[]"), batch);
+    let not_object = error_line(
+        "null",
+        -32600,
+        "invalid request: expected a JSON-RPC message object",
+    );
+    for line in ["5", "\"ping\"", "null", "true", "-1.5"] {
+        assert_eq!(s.ask(line), not_object, "{line}");
+    }
+    // No method: the id is echoed when it is a valid one.
+    assert_eq!(
+        s.ask(r#"{"jsonrpc":"2.0","id":3}"#),
+        error_line("3", -32600, "missing 'method'")
+    );
+    assert_eq!(
+        s.ask(r#"{"jsonrpc":"2.0","id":"x","params":{}}"#),
+        error_line("\"x\"", -32600, "missing 'method'")
+    );
+    assert_eq!(
+        s.ask(r#"{"jsonrpc":"2.0","id":4,"method":7}"#),
+        error_line("4", -32600, "missing 'method'")
+    );
+    assert_eq!(
+        s.ask(r#"{"jsonrpc":"2.0","id":null}"#),
+        error_line("null", -32600, "missing 'method'")
+    );
+    assert_eq!(
+        s.ask(r#"{"jsonrpc":"2.0","id":1.5}"#),
+        error_line("null", -32600, "missing 'method'")
+    );
+    assert_eq!(
+        s.ask(r#"{"jsonrpc":"2.0"}"#),
+        error_line("null", -32600, "invalid request: missing 'method'")
+    );
+    assert_eq!(
+        s.ask("{}"),
+        error_line("null", -32600, "invalid request: missing 'method'")
+    );
+    // Ids MCP does not allow.
+    // The message shows the id as serialized (`1e2` becomes `1e+2`).
+    for (id, shown) in [
+        ("null", "null"),
+        ("1.5", "1.5"),
+        ("1e2", "1e+2"),
+        ("-0.0", "-0.0"),
+        ("{\"a\":1}", "{\"a\":1}"),
+        ("[1]", "[1]"),
+        ("true", "true"),
+    ] {
+        let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+        let message =
+            format!("invalid request id {shown}: MCP request ids must be strings or integers");
+        assert_eq!(s.ask(&line), error_line("null", -32600, &message), "{line}");
+    }
+    s.quiet();
+}
+
+#[test]
+fn unknown_methods() {
+    let mut s = Server::shapes().ready();
+    for method in [
+        "resources/list",
+        "prompts/list",
+        "completion/complete",
+        "tools/other",
+        "",
+        "notifications/initialized/x",
+    ] {
+        let reply = s.ask(&format!(
+            r#"{{"jsonrpc":"2.0","id":9,"method":"{method}"}}"#
+        ));
+        assert_eq!(
+            reply,
+            error_line("9", -32601, &format!("unknown method '{method}'"))
+        );
+    }
+    // Unknown methods before initialization are just as unknown.
+    let mut s = Server::shapes();
+    let reply = s.ask(r#"{"jsonrpc":"2.0","id":1,"method":"resources/read"}"#);
+    assert_eq!(
+        reply,
+        error_line("1", -32601, "unknown method 'resources/read'")
+    );
+}
+
+#[test]
+fn invalid_params() {
+    let mut s = Server::shapes().ready();
+    let cases: &[(&str, &str)] = &[
+        (r#""method":"tools/call""#, "missing params"),
+        (r#""method":"tools/call","params":null"#, "missing tool 'name'"),
+        (r#""method":"tools/call","params":{}"#, "missing tool 'name'"),
+        (r#""method":"tools/call","params":{"name":5}"#, "missing tool 'name'"),
+        (r#""method":"tools/call","params":{"name":"nope"}"#, "unknown tool 'nope'"),
+        (r#""method":"tools/call","params":{"name":"addOne","arguments":[41]}"#, "'arguments' must be an object"),
+        (r#""method":"tools/call","params":{"name":"addOne","arguments":"x"}"#, "'arguments' must be an object"),
+        (r#""method":"tools/call","params":{"name":"addOne"}"#, "missing required argument '_1'"),
+        (r#""method":"tools/call","params":{"name":"addOne","arguments":null}"#, "missing required argument '_1'"),
+        (r#""method":"tools/call","params":{"name":"addOne","arguments":{}}"#, "missing required argument '_1'"),
+        (r#""method":"tools/call","params":{"name":"addOne","arguments":{"zz":1,"_1":1}}"#, "unknown argument 'zz'"),
+        (r#""method":"tools/call","params":{"name":"addOne","arguments":{"_1":41,"_render":"raw"}}"#, "unknown argument '_render'"),
+        (r#""method":"tools/call","params":{"name":"configWhole","arguments":{"tmpDir":"/x"}}"#, "unknown argument 'tmpDir'"),
+        (r#""method":"tools/call","params":{"name":"scaleReal","arguments":{"_2":1}}"#, "missing required argument '_1'"),
+        (
+            r#""method":"logging/setLevel","params":{"level":"loud"}"#,
+            "invalid log level 'loud': expected one of debug, info, notice, warning, error, critical, alert, emergency",
+        ),
+        (
+            r#""method":"logging/setLevel""#,
+            "invalid log level (missing): expected one of debug, info, notice, warning, error, critical, alert, emergency",
+        ),
+    ];
+    for (body, message) in cases {
+        let reply = s.ask(&format!(r#"{{"jsonrpc":"2.0","id":7,{body}}}"#));
+        assert_eq!(reply, error_line("7", -32602, message), "{body}");
+    }
+    s.quiet();
+
+    // Flags and projections (the pool-less `kinds` program).
+    let mut s = Server::kinds().ready();
+    let cases: &[(&str, &str)] = &[
+        (
+            r#"{"name":"options","arguments":{"verbose":1}}"#,
+            "argument 'verbose' must be a boolean",
+        ),
+        (
+            r#"{"name":"options","arguments":{"y":"true"}}"#,
+            "argument 'y' must be a boolean",
+        ),
+        (
+            r#"{"name":"options","arguments":{"verbose":null}}"#,
+            "argument 'verbose' must be a boolean",
+        ),
+        (
+            r#"{"name":"render","arguments":{"_1":[true,1.5,2],"_render":5}}"#,
+            "argument '_render' must be a string",
+        ),
+        (
+            r#"{"name":"render","arguments":{"_1":[true,1.5,2],"_render":null}}"#,
+            "argument '_render' must be a string",
+        ),
+        (
+            r#"{"name":"render","arguments":{"_1":[true,1.5,2],"_render":"gif"}}"#,
+            "unknown render 'gif'",
+        ),
+    ];
+    for (params, message) in cases {
+        let reply = s.ask(&format!(
+            r#"{{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{params}}}"#
+        ));
+        assert_eq!(reply, error_line("8", -32602, message), "{params}");
+    }
+    let (status, stderr) = s.finish();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+}
+
+#[test]
+fn ids_are_echoed_exactly() {
+    let mut s = Server::shapes().ready();
+    for id in [
+        "0",
+        "1",
+        "-1",
+        "9223372036854775807",
+        "18446744073709551615",
+        "18446744073709551616",
+        "-18446744073709551617",
+        "123456789012345678901234567890",
+        "\"\"",
+        "\"abc\"",
+        "\"0\"",
+        "\"na\u{ef}ve \\\"q\\\" \\\\ \\n \u{1f600}\"",
+    ] {
+        let reply = s.ask(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#));
+        assert_eq!(
+            reply,
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#)
+        );
+        let reply = s.ask(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"nope"}}"#));
+        assert_eq!(reply, error_line(id, -32601, "unknown method 'nope'"));
+        let reply = s.ask(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"addOne","arguments":{{"_1":1}}}}}}"#
+        ));
+        assert_eq!(
+            reply,
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{}}}"#,
+                text_result("2", false)
+            )
+        );
+    }
+}
+
+#[test]
+fn blank_lines_client_responses_and_notifications_are_not_answered() {
+    let mut s = Server::shapes().ready();
+    for line in [
+        "",
+        "   ",
+        "\t",
+        "\r",
+        " \t \r",
+        r#"{"jsonrpc":"2.0","id":5,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":"x","error":{"code":-1,"message":"no"}}"#,
+        r#"{"jsonrpc":"2.0","result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"invalid JSON"}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":12345}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled"}"#,
+        r#"{"jsonrpc":"2.0","method":"ping"}"#,
+        // A call sent as a notification is not executed.
+        r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"addOne","arguments":{"_1":1}}}"#,
+        r#"{"jsonrpc":"2.0","method":"initialize"}"#,
+    ] {
+        s.send(line);
+        s.quiet();
+    }
+    // CRLF line endings and surrounding whitespace are tolerated.
+    s.proc
+        .send_bytes(b"  {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"} \r\n");
+    assert_eq!(s.next(), r#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+// ---- end of input and signals --------------------------------------------
+
+#[test]
+fn final_line_without_lf_is_served_at_eof() {
+    let mut s = Server::shapes().ready();
+    s.proc
+        .send_bytes(br#"{"jsonrpc":"2.0","id":"last","method":"ping"}"#);
+    s.proc.close_stdin();
+    assert_eq!(s.next(), r#"{"jsonrpc":"2.0","id":"last","result":{}}"#);
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+
+    // A final tools/call without LF runs to completion before the exit.
+    let mut s = Server::shapes().ready();
+    s.proc.send_bytes(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"addOne","arguments":{"_1":41}}}"#);
+    s.proc.close_stdin();
+    assert_eq!(
+        s.next(),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{}}}"#,
+            text_result("42", false)
+        )
+    );
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+/// Processes whose parent is `pid`.
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let Some(child) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let mut fields = after.split_whitespace();
+        let (_state, ppid) = (fields.next(), fields.next());
+        if ppid.and_then(|p| p.parse::<u32>().ok()) == Some(pid) {
+            out.push(child);
+        }
+    }
+    out
+}
+
+fn cmdline(pid: u32) -> Vec<String> {
+    fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|bytes| {
+            bytes
+                .split(|&b| b == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// True once `pid` has exited (gone, or a zombie awaiting its reaper).
+fn exited(pid: u32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().next())
+            .is_some_and(|state| state == "Z" || state == "X"),
+    }
+}
+
+/// `/dev/shm/morloc-<pid>-*` names.
+fn shm_files(pid: u32) -> Vec<String> {
+    let prefix = format!("morloc-{pid}-");
+    let mut names: Vec<String> = fs::read_dir("/dev/shm")
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| e.file_name().to_str().map(str::to_string))
+                .filter(|n| n.starts_with(&prefix))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// The server's pool process and the per-run directory it was given
+/// (`/tmp/morloc.XXXXXX`, from the pool's command line).
+#[track_caller]
+fn pool_and_run_dir(server: u32) -> (u32, PathBuf) {
+    let pool_script = util::test_pool().to_string_lossy().into_owned();
+    for child in children_of(server) {
+        let argv = cmdline(child);
+        if !argv.contains(&pool_script) {
+            continue;
+        }
+        let dir = argv.iter().find(|a| {
+            let p = Path::new(a.as_str());
+            p.parent() == Some(Path::new("/tmp"))
+                && p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("morloc."))
+        });
+        if let Some(dir) = dir {
+            return (child, PathBuf::from(dir));
+        }
+    }
+    panic!("no pool process with a /tmp/morloc.* argument under pid {server}");
+}
+
+/// Waits until `pid` has exited.
+#[track_caller]
+fn assert_exits(pid: u32, what: &str) {
+    let deadline = Instant::now() + TIMEOUT;
+    while !exited(pid) {
+        assert!(
+            Instant::now() < deadline,
+            "{what} (pid {pid}) still running"
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Everything the run created is gone: the tmpdir, every shared-memory name
+/// carrying the server's pid, and the pool process.
+#[track_caller]
+fn assert_cleaned_up(server: u32, pool: u32, run_dir: &Path) {
+    assert!(!run_dir.exists(), "{} left behind", run_dir.display());
+    assert_eq!(
+        shm_files(server),
+        Vec::<String>::new(),
+        "shared memory left behind"
+    );
+    assert_exits(pool, "pool");
+}
+
+#[test]
+fn eof_exits_promptly_and_cleans_up() {
+    let mut s = Server::shapes().ready();
+    // The pool is up once a call has been answered.
+    assert_eq!(s.result("addOne", r#"{"_1":1}"#), text_result("2", false));
+    let server = s.proc.pid();
+    let (pool, run_dir) = pool_and_run_dir(server);
+    assert!(
+        run_dir.join("pipe-py").exists(),
+        "no socket in {}",
+        run_dir.display()
+    );
+    assert!(
+        !shm_files(server).is_empty(),
+        "no shared-memory volume for pid {server}"
+    );
+    let started = Instant::now();
+    let (status, stderr) = s.finish();
+    let took = started.elapsed();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(took < Duration::from_secs(3), "exit took {took:?}");
+    assert_cleaned_up(server, pool, &run_dir);
+}
+
+#[test]
+fn eof_waits_for_calls_in_flight() {
+    let mut s = Server::shapes().ready();
+    s.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slowEcho","arguments":{"_1":300}}}"#);
+    s.proc.close_stdin();
+    assert_eq!(
+        s.next(),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{}}}"#,
+            text_result("300", false)
+        )
+    );
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn terminating_signals_exit_128_plus_signal_and_clean_up() {
+    for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        let mut s = Server::shapes().ready();
+        // A large result: pools are told to reply inline, so the pool never
+        // creates a shared-memory volume of its own; only the server's
+        // volume 0 exists.
+        let big = s.result("bigList", r#"{"_1":20000}"#);
+        let list: Vec<u64> = (0..20000).collect();
+        assert_eq!(big, text_result(&json!(list).to_string(), false));
+        let server = s.proc.pid();
+        let (pool, run_dir) = pool_and_run_dir(server);
+        let shm = shm_files(server);
+        assert_eq!(shm.len(), 1, "{shm:?}");
+        assert!(shm[0].ends_with("_0"), "{shm:?}");
+        assert!(run_dir.join("pipe-py").exists());
+        // A call still running does not delay the exit.
+        s.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slowEcho","arguments":{"_1":10000}}}"#);
+        s.quiet();
+        let started = Instant::now();
+        s.proc.signal(signal);
+        let status = s.proc.wait(TIMEOUT);
+        let took = started.elapsed();
+        assert_eq!(
+            status.code(),
+            Some(128 + signal),
+            "signal {signal}: {}",
+            s.proc.stderr_now()
+        );
+        assert!(took < Duration::from_secs(3), "exit took {took:?}");
+        assert_eq!(
+            s.proc.stdout_rest(TIMEOUT),
+            "",
+            "no reply to the interrupted call"
+        );
+        assert_cleaned_up(server, pool, &run_dir);
+    }
+}
+
+// ---- the protocol stream stays clean -------------------------------------
+
+#[test]
+fn pool_output_never_reaches_the_protocol_stream() {
+    let mut s = Server::shapes().ready();
+    s.quiet();
+    let mut lines = Vec::new();
+    for x in [1, 2] {
+        s.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{x},"method":"tools/call","params":{{"name":"noisyAdd","arguments":{{"_1":{x}}}}}}}"#
+        ));
+        lines.push(s.next());
+    }
+    s.proc.close_stdin();
+    let status = s.proc.wait(TIMEOUT);
+    assert_eq!(status.code(), Some(0));
+    let rest = s.proc.stdout_rest(TIMEOUT);
+    assert_eq!(rest, "");
+    for line in &lines {
+        let v = parse(line);
+        assert_eq!(v["jsonrpc"], "2.0", "{line}");
+        assert!(v.get("result").is_some(), "{line}");
+    }
+    assert_eq!(
+        lines[0],
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{}}}"#,
+            text_result("2", false)
+        )
+    );
+    assert_eq!(
+        lines[1],
+        format!(
+            r#"{{"jsonrpc":"2.0","id":2,"result":{}}}"#,
+            text_result("3", false)
+        )
+    );
+    let stderr = s.proc.stderr_text(TIMEOUT);
+    for x in [1, 2] {
+        assert!(
+            stderr.contains(&format!("noisyAdd: adding one to {x}\n")),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains(&format!("noisyAdd: this line goes to stderr ({x})\n")),
+            "{stderr}"
+        );
+    }
+}
+
+// ---- tool results ----------------------------------------------------------
+
+#[test]
+fn pure_commands_run_in_process() {
+    let mut s = Server::shapes().ready();
+    assert_eq!(s.result("pureAnswer", "{}"), text_result("42", false));
+    assert_eq!(s.result("pureAnswer", "null"), text_result("42", false));
+    assert_eq!(
+        s.result("mustFail", r#"{"_1":1}"#),
+        text_result("intentional failure: boom", true)
+    );
+    // Arguments of pure commands are validated like any other.
+    assert_eq!(
+        s.result("mustFail", r#"{"_1":"one"}"#),
+        text_result("argument '_1': expected an integer, got \"one\"", true)
+    );
+}
+
+#[test]
+fn record_results_carry_structured_content() {
+    let mut s = Server::shapes().ready();
+    assert_eq!(
+        s.result("mkResult", r#"{"_1":5}"#),
+        r#"{"content":[{"type":"text","text":"{\"status\":\"ok\",\"value\":5}"}],"structuredContent":{"status":"ok","value":5},"isError":false}"#
+    );
+    assert_eq!(
+        s.result("sumPoints", r#"{"_1":[{"x":1,"y":2},{"x":3,"y":4}]}"#),
+        r#"{"content":[{"type":"text","text":"{\"x\":4,\"y\":6}"}],"structuredContent":{"x":4,"y":6},"isError":false}"#
+    );
+    // Non-record results have none.
+    assert_eq!(
+        s.result("swapPair", r#"{"_1":[1,"a"]}"#),
+        text_result(r#"["a",1]"#, false)
+    );
+}
+
+#[test]
+fn big_integers_are_exact() {
+    let mut s = Server::shapes().ready();
+    for (arg, out) in [
+        (
+            "123456789012345678901234567890",
+            "123456789012345678901234567891",
+        ),
+        (
+            "-123456789012345678901234567890",
+            "-123456789012345678901234567889",
+        ),
+        ("18446744073709551615", "18446744073709551616"),
+        ("9223372036854775807", "9223372036854775808"),
+        ("-9223372036854775809", "-9223372036854775808"),
+        // Digit strings are accepted for Int, as by the reference.
+        ("\"41\"", "42"),
+        (
+            "\"99999999999999999999999999999999\"",
+            "100000000000000000000000000000000",
+        ),
+    ] {
+        assert_eq!(
+            s.result("addOne", &format!(r#"{{"_1":{arg}}}"#)),
+            text_result(out, false),
+            "{arg}"
+        );
+    }
+    assert_eq!(
+        s.result("mkResult", r#"{"_1":1180591620717411303424}"#),
+        r#"{"content":[{"type":"text","text":"{\"status\":\"ok\",\"value\":1180591620717411303424}"}],"structuredContent":{"status":"ok","value":1180591620717411303424},"isError":false}"#
+    );
+    assert_eq!(
+        s.result(
+            "sumMany",
+            r#"{"_1":[18446744073709551615,18446744073709551615,1]}"#
+        ),
+        text_result("36893488147419103231", false)
+    );
+}
+
+#[test]
+fn strings_round_trip_intact() {
+    let mut s = Server::shapes().ready();
+    for input in [
+        "plain",
+        "",
+        "na\u{ef}ve \u{1f600} \u{4e2d}\u{6587}",
+        "\"quoted\" 'single'",
+        "C:\\temp\\new \\\\ \\n",
+        "line\nbreak\ttab\rcr\u{8}\u{c}",
+        "nul\0byte \u{1} \u{1f} \u{7f}",
+        "\u{2028}\u{2029} / </script>",
+        "{\"looks\":[\"like\",\"json\"]}",
+        "null",
+        "42",
+    ] {
+        let arguments = json!({"_1": input}).to_string();
+        let expected = serde_json::to_string(&format!("Hello, {input}!")).unwrap_or_default();
+        assert_eq!(
+            s.result("hello", &arguments),
+            text_result(&expected, false),
+            "{input:?}"
+        );
+    }
+    // Inside containers too.
+    let pairs = json!([["a\"b\\c\n", 1], ["\u{0}\u{1f600}", 2]]);
+    let expected = json!([["a\"b\\c\n", 2], ["\u{0}\u{1f600}", 3]]).to_string();
+    assert_eq!(
+        s.result("mapInc", &json!({"_1": pairs}).to_string()),
+        text_result(&expected, false)
+    );
+}
+
+#[test]
+fn floats_use_shortest_round_trip_text() {
+    let mut s = Server::shapes().ready();
+    for (a, b, out) in [
+        ("0.1", "3", "0.30000000000000004"),
+        ("2.0", "1", "2.0"),
+        ("1e15", "1", "1000000000000000.0"),
+        ("1e16", "1", "1e+16"),
+        ("1e-5", "1", "0.00001"),
+        ("1e-7", "1", "1e-7"),
+        ("-0.0", "1", "-0.0"),
+        ("0.1", "0.1", "0.010000000000000002"),
+        ("12345678901234567.0", "1", "1.2345678901234568e+16"),
+        ("1e308", "10", "\"inf\""),
+        ("-1e308", "10", "\"-inf\""),
+        ("\"nan\"", "1", "\"nan\""),
+    ] {
+        let arguments = format!(r#"{{"_1":{a},"_2":{b}}}"#);
+        assert_eq!(
+            s.result("scaleReal", &arguments),
+            text_result(out, false),
+            "{a} * {b}"
+        );
+    }
+}
+
+#[test]
+fn invalid_values_are_tool_errors_naming_the_argument() {
+    let mut s = Server::shapes().ready();
+    let cases: &[(&str, &str, &str)] = &[
+        // Wrong types.
+        ("addOne", r#"{"_1":41.5}"#, "argument '_1': expected an integer, got 41.5"),
+        ("addOne", r#"{"_1":null}"#, "argument '_1': expected an integer, got null"),
+        ("addOne", r#"{"_1":"4x"}"#, "argument '_1': expected an integer, got \"4x\""),
+        ("addOne", r#"{"_1":[1]}"#, "argument '_1': expected an integer, got an array"),
+        ("hello", r#"{"_1":5}"#, "argument '_1': expected a string, got 5"),
+        ("sumMany", r#"{"_1":5}"#, "argument '_1': expected an array, got 5"),
+        ("sumMany", r#"{"_1":[1,2,"x"]}"#, "argument '_1[2]': expected an integer, got \"x\""),
+        ("scaleReal", r#"{"_1":"x","_2":1}"#, "argument '_1': expected a number, got \"x\""),
+        ("configFlat", r#"{"removeCaches":"yes"}"#, "argument 'ConfigFlat.removeCaches': expected true or false, got \"yes\""),
+        ("configFlat", r#"{"numThreads":true}"#, "argument 'ConfigFlat.numThreads': expected an integer, got true"),
+        ("configWhole", r#"{"configwhole":5}"#, "argument 'configwhole': expected an object, got 5"),
+        ("configWhole", r#"{"configwhole":{"tmpDir":7}}"#, "argument 'configwhole.tmpDir': expected a string, got 7"),
+        ("maybeDouble", r#"{"_1":"x"}"#, "argument '_1': expected an integer, got \"x\""),
+        // Out of range.
+        ("scaleReal", r#"{"_1":1e400,"_2":1}"#, "argument '_1': 1e+400 is out of range for a 64-bit float"),
+        // Tuple length and members.
+        ("swapPair", r#"{"_1":[1,"a","extra"]}"#, "argument '_1': expected an array of exactly 2 items, got 3"),
+        ("swapPair", r#"{"_1":[1]}"#, "argument '_1': expected an array of exactly 2 items, got 1"),
+        ("swapPair", r#"{"_1":[1,2]}"#, "argument '_1[1]': expected a string, got 2"),
+        ("mapInc", r#"{"_1":[["a",1],["b"]]}"#, "argument '_1[1]': expected an array of exactly 2 items, got 1"),
+        // Unknown and missing record fields.
+        (
+            "configWhole",
+            r#"{"configwhole":{"tmpDir":"/z","bogus":1}}"#,
+            "argument 'configwhole': unknown field 'bogus' (expected tmpDir, numThreads, removeCaches)",
+        ),
+        ("sumPoints", r#"{"_1":[{"x":1,"y":2},{"x":3}]}"#, "argument '_1[1]': missing field 'y'"),
+        (
+            "sumPoints",
+            r#"{"_1":[{"x":1,"y":2,"z":3}]}"#,
+            "argument '_1[0]': unknown field 'z' (expected x, y)",
+        ),
+        ("sumPoints", r#"{"_1":[{"x":1,"y":true}]}"#, "argument '_1[0].y': expected an integer, got true"),
+    ];
+    for (tool, arguments, message) in cases {
+        assert_eq!(
+            s.result(tool, arguments),
+            text_result(message, true),
+            "{tool} {arguments}"
+        );
+    }
+    // Bounded integer widths (the pool-less `kinds` program).
+    let mut s = Server::kinds().ready();
+    for (value, message) in [
+        (
+            "300",
+            "argument 'option': 300 is out of range for an 8-bit unsigned integer (0 to 255)",
+        ),
+        (
+            "-1",
+            "argument 'option': -1 is out of range for an 8-bit unsigned integer (0 to 255)",
+        ),
+        ("1.5", "argument 'option': expected an integer, got 1.5"),
+    ] {
+        let arguments = format!(r#"{{"option":{value}}}"#);
+        assert_eq!(
+            s.result("options", &arguments),
+            text_result(message, true),
+            "{value}"
+        );
+    }
+}
+
+/// Adds pure commands that return their arguments, to observe how omitted
+/// arguments and record fields are filled.
+fn add_echo_commands(manifest: &mut Value) {
+    let bound = |schema: &str, var: &str| json!({"tag": "bound", "schema": schema, "var": var});
+    let lambda = |vars: &[&str], body: Value| json!({"tag": "lambda", "vars": vars, "body": body});
+    let rec = "m21aj1b?s";
+    let commands = [
+        json!({
+            "name": "echoRec", "type": "pure", "desc": ["Whole-object record next to a same-named positional"],
+            "args": [
+                {"kind": "pos", "schema": "j", "name": "a"},
+                {"kind": "grp", "schema": rec, "type": "Rec", "group_opt": {"long": "rec"}, "entries": [
+                    {"key": "a", "arg": {"kind": "opt", "long": "a", "default": "5"}},
+                    {"key": "b", "arg": {"kind": "opt", "long": "b"}}
+                ]}
+            ],
+            "return": {"schema": rec},
+            "expr": lambda(&["x", "r"], bound(rec, "r"))
+        }),
+        json!({
+            "name": "optNull", "type": "pure", "desc": [],
+            "args": [{"kind": "opt", "schema": "?j", "long": "q", "default": "null"}],
+            "return": {"schema": "?j"},
+            "expr": lambda(&["q"], bound("?j", "q"))
+        }),
+        json!({
+            "name": "optList", "type": "pure", "desc": [],
+            "args": [{"kind": "opt", "schema": "as", "long": "tags", "default": "", "many": true}],
+            "return": {"schema": "as"},
+            "expr": lambda(&["t"], bound("as", "t"))
+        }),
+        json!({
+            "name": "optBig", "type": "pure", "desc": [],
+            "args": [{"kind": "opt", "schema": "j", "long": "n", "default": "123456789012345678901234567890"}],
+            "return": {"schema": "j"},
+            "expr": lambda(&["n"], bound("j", "n"))
+        }),
+    ];
+    match manifest.get_mut("commands").and_then(Value::as_array_mut) {
+        Some(list) => list.extend(commands),
+        None => panic!("manifest has no commands"),
+    }
+}
+
+#[test]
+fn omitted_arguments_and_record_fields_get_their_defaults() {
+    let mut s = Server::shapes_with(&[], add_echo_commands).ready();
+    let record = |a: &str, b: &str| {
+        let text = format!(r#"{{"a":{a},"b":{b}}}"#);
+        format!(
+            r#"{{"content":[{{"type":"text","text":{}}}],"structuredContent":{text},"isError":false}}"#,
+            json!(text)
+        )
+    };
+    // The omitted field `a` takes its default, not the top-level `a`; the
+    // omitted optional field `b` is null.
+    assert_eq!(
+        s.result("echoRec", r#"{"a":1,"rec":{}}"#),
+        record("5", "null")
+    );
+    assert_eq!(s.result("echoRec", r#"{"a":1}"#), record("5", "null"));
+    assert_eq!(
+        s.result("echoRec", r#"{"a":1,"rec":{"a":2,"b":"x"}}"#),
+        record("2", "\"x\"")
+    );
+    assert_eq!(
+        s.result("echoRec", r#"{"a":1,"rec":{"b":null}}"#),
+        record("5", "null")
+    );
+    assert_eq!(
+        s.result("echoRec", r#"{"a":1,"rec":{"c":3}}"#),
+        text_result("argument 'rec': unknown field 'c' (expected a, b)", true)
+    );
+    // Typed defaults: `null` for an optional, empty for a list, big integers.
+    assert_eq!(s.result("optNull", "{}"), text_result("null", false));
+    assert_eq!(s.result("optNull", r#"{"q":3}"#), text_result("3", false));
+    assert_eq!(s.result("optList", "{}"), text_result("[]", false));
+    assert_eq!(
+        s.result("optList", r#"{"tags":["x"]}"#),
+        text_result(r#"["x"]"#, false)
+    );
+    assert_eq!(
+        s.result("optBig", "{}"),
+        text_result("123456789012345678901234567890", false)
+    );
+}
+
+#[test]
+fn concurrent_calls_and_prompt_ping() {
+    let mut s = Server::shapes().ready();
+    s.quiet();
+    s.send(r#"{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"slowEcho","arguments":{"_1":1500}}}"#);
+    s.send(r#"{"jsonrpc":"2.0","id":"fast","method":"tools/call","params":{"name":"addOne","arguments":{"_1":1}}}"#);
+    assert_eq!(
+        s.ask(r#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#),
+        r#"{"jsonrpc":"2.0","id":"p","result":{}}"#
+    );
+    // The fast call is answered first: it did not wait for the slow one.
+    assert_eq!(
+        s.next(),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":"fast","result":{}}}"#,
+            text_result("2", false)
+        )
+    );
+    assert_eq!(
+        s.next(),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":"slow","result":{}}}"#,
+            text_result("1500", false)
+        )
+    );
+}
+
+// ---- the reference's protocol edge cases ----------------------------------
+
+/// Cases of `protocol_edge_cases.jsonl` where this server deliberately
+/// answers differently: case index, our exact output lines, and why.
+const REFERENCE_DIFFERENCES: &[(usize, &[&str], &str)] = &[
+    (5, &[r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batch requests are not supported: send one JSON-RPC message per line"}}"#],
+        "a batch is an invalid message since 2025-06-18; the reference stays silent and the client waits forever"),
+    (8, &[r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request id null: MCP request ids must be strings or integers"}}"#],
+        "MCP ids must be strings or integers"),
+    (9, &[r#"{"jsonrpc":"2.0","id":4,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":false},"logging":{}},"serverInfo":{"name":"main","version":"0.98.2"}}}"#],
+        "we declare the logging capability"),
+    (12, &[r#"{"jsonrpc":"2.0","id":6,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":false},"logging":{}},"serverInfo":{"name":"main","version":"0.98.2"}}}"#],
+        "we declare the logging capability"),
+    (19, &[r#"{"jsonrpc":"2.0","id":13,"result":{"content":[{"type":"text","text":"argument '_1': expected an integer, got 41.5"}],"isError":true}}"#],
+        "our own validation message, naming the argument"),
+    (20, &[r#"{"jsonrpc":"2.0","id":14,"result":{"content":[{"type":"text","text":"argument '_1': expected an integer, got null"}],"isError":true}}"#],
+        "our own validation message, naming the argument"),
+    (21, &[r#"{"jsonrpc":"2.0","id":15,"result":{"content":[{"type":"text","text":"123456789012345678901234567891"}],"isError":false}}"#],
+        "big integers stay exact; the reference turns them into floats and fails"),
+    (23, &[r#"{"jsonrpc":"2.0","id":17,"result":{"content":[{"type":"text","text":"argument 'ConfigFlat.removeCaches': expected true or false, got \"yes\""}],"isError":true}}"#],
+        "our own validation message, naming the argument"),
+    (25, &[r#"{"jsonrpc":"2.0","id":19,"result":{"content":[{"type":"text","text":"argument 'configwhole': expected an object, got 5"}],"isError":true}}"#],
+        "our own validation message, naming the argument"),
+    (26, &[r#"{"jsonrpc":"2.0","id":20,"result":{"content":[{"type":"text","text":"0.30000000000000004"}],"isError":false}}"#],
+        "floats are printed shortest round-trip, not through %.15g"),
+    (28, &[r#"{"jsonrpc":"2.0","id":22,"result":{"content":[{"type":"text","text":"\"Hello, naïve 😀 \\\"q\\\" \\n!\""}],"isError":false}}"#],
+        "string arguments arrive intact; the reference re-quotes them without escaping"),
+    (29, &[r#"{"jsonrpc":"2.0","id":23,"result":{"content":[{"type":"text","text":"\"Hello, nul\\u0000byte!\""}],"isError":false}}"#],
+        "string arguments arrive intact, NUL included"),
+    (31, &[r#"{"jsonrpc":"2.0","id":25,"result":{"content":[{"type":"text","text":"argument '_1': expected an array, got 5"}],"isError":true}}"#],
+        "our own validation message, naming the argument"),
+    (34, &[r#"{"jsonrpc":"2.0","id":28,"result":{"content":[{"type":"text","text":"argument '_1': expected an array of exactly 2 items, got 3"}],"isError":true}}"#],
+        "our own validation message, naming the argument"),
+    (40, &[r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request id 34.5: MCP request ids must be strings or integers"}}"#],
+        "MCP ids must be strings or integers"),
+    (43, &[r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request id {\"a\":1}: MCP request ids must be strings or integers"}}"#],
+        "MCP ids must be strings or integers"),
+];
+
+/// Replays the reference's recorded session in order, in one server. Each
+/// case waits for its expected number of lines; lines within a case are
+/// compared as a set, because a ping sent behind a tool call is answered
+/// first here (calls run concurrently). After each case a ping proves that
+/// nothing more was sent.
+#[test]
+fn reference_protocol_edge_cases() {
+    let text = util::read(&util::data("reference/protocol_edge_cases.jsonl"));
+    let cases: Vec<Value> = text.lines().map(parse).collect();
+    let mut s = Server::shapes();
+    let mut used = Vec::new();
+    for (index, case) in cases.iter().enumerate() {
+        let Some(input) = case["in"].as_str() else {
+            panic!("case {index}: no input")
+        };
+        if input == "<stdin EOF>" {
+            assert_eq!(index, cases.len() - 1, "EOF must be the last case");
+            s.proc.close_stdin();
+            let status = s.proc.wait(TIMEOUT);
+            assert_eq!(
+                status.code(),
+                case["exit_code"].as_i64().map(|c| c as i32),
+                "case {index}"
+            );
+            assert_eq!(s.proc.stdout_rest(TIMEOUT), "", "case {index}");
+            assert_eq!(
+                s.proc.stderr_text(TIMEOUT),
+                case["stderr"].as_str().unwrap_or("?"),
+                "case {index}"
+            );
+            continue;
+        }
+        let reference: Vec<String> = case["out"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut expected = match REFERENCE_DIFFERENCES.iter().find(|(i, _, _)| *i == index) {
+            Some((_, ours, _)) => {
+                assert_ne!(
+                    reference, *ours,
+                    "case {index} is listed as a difference but matches the reference"
+                );
+                used.push(index);
+                ours.iter().map(|l| l.to_string()).collect()
+            }
+            None => reference,
+        };
+        s.proc.send_bytes(input.as_bytes());
+        let mut got: Vec<String> = (0..expected.len()).map(|_| s.next()).collect();
+        got.sort();
+        expected.sort();
+        assert_eq!(got, expected, "case {index}: {input}");
+        s.quiet();
+    }
+    assert_eq!(
+        used.len(),
+        REFERENCE_DIFFERENCES.len(),
+        "unused difference entries"
+    );
+}
+
+// ---- logging, cancellation, time limits, crashes ---------------------------
+
+#[test]
+fn logging_forwards_pool_output_as_notifications() {
+    let mut s = Server::shapes().ready();
+    assert_eq!(
+        s.ask(r#"{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"info"}}"#),
+        r#"{"jsonrpc":"2.0","id":1,"result":{}}"#
+    );
+    s.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"noisyAdd","arguments":{"_1":5}}}"#);
+    let mut got: Vec<String> = (0..3).map(|_| s.next()).collect();
+    got.sort();
+    let note = |data: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"level":"info","logger":"pool:py","data":"{data}"}}}}"#
+        )
+    };
+    let mut expected = vec![
+        format!(
+            r#"{{"jsonrpc":"2.0","id":2,"result":{}}}"#,
+            text_result("6", false)
+        ),
+        note("noisyAdd: adding one to 5"),
+        note("noisyAdd: this line goes to stderr (5)"),
+    ];
+    expected.sort();
+    assert_eq!(got, expected);
+    // Above the level of pool output: nothing is forwarded.
+    assert_eq!(
+        s.ask(
+            r#"{"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"warning"}}"#
+        ),
+        r#"{"jsonrpc":"2.0","id":3,"result":{}}"#
+    );
+    assert_eq!(s.result("noisyAdd", r#"{"_1":6}"#), text_result("7", false));
+    thread::sleep(Duration::from_millis(300));
+    s.quiet();
+    let (status, stderr) = s.finish();
+    assert_eq!(status.code(), Some(0));
+    assert!(stderr.contains("noisyAdd: adding one to 6\n"), "{stderr}");
+}
+
+#[test]
+fn a_cancelled_call_is_never_answered() {
+    let mut s = Server::shapes().ready();
+    s.quiet();
+    s.send(r#"{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"slowEcho","arguments":{"_1":2000}}}"#);
+    let sent = Instant::now();
+    s.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow","reason":"test"}}"#);
+    assert_eq!(
+        s.ask(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
+        r#"{"jsonrpc":"2.0","id":1,"result":{}}"#
+    );
+    // Well past the call's end: still nothing.
+    let silence = Duration::from_millis(2600).saturating_sub(sent.elapsed());
+    if let Some(line) = s.proc.try_read_line(silence) {
+        panic!("unexpected output after cancellation: {line}");
+    }
+    s.quiet();
+    // The pool still serves.
+    assert_eq!(s.result("addOne", r#"{"_1":1}"#), text_result("2", false));
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn a_call_over_the_time_limit_fails_and_the_pool_recovers() {
+    let mut s = Server::shapes_with(&["--call-timeout", "1"], |_| {}).ready();
+    let started = Instant::now();
+    assert_eq!(
+        s.result("slowEcho", r#"{"_1":5000}"#),
+        text_result("timed out after 1 s waiting for pool 'py'", true)
+    );
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(4),
+        "{took:?}"
+    );
+    assert_eq!(s.result("addOne", r#"{"_1":1}"#), text_result("2", false));
+}
+
+/// Adds `faultDie`, which makes the test pool exit (status 3) mid-call.
+fn add_fault_command(manifest: &mut Value) {
+    let fault = json!({
+        "name": "faultDie", "type": "remote", "mid": 92, "pool": 0, "needed_pools": [0],
+        "desc": ["Kills the pool mid-call"],
+        "args": [{"kind": "pos", "schema": "j"}],
+        "return": {"schema": "j"}
+    });
+    match manifest.get_mut("commands").and_then(Value::as_array_mut) {
+        Some(list) => list.push(fault),
+        None => panic!("manifest has no commands"),
+    }
+}
+
+#[test]
+fn a_crashed_pool_is_restarted() {
+    let mut s = Server::shapes_with(&[], add_fault_command).ready();
+    assert_eq!(s.result("addOne", r#"{"_1":1}"#), text_result("2", false));
+    let (old_pool, _) = pool_and_run_dir(s.proc.pid());
+    let reply = parse(&s.call("faultDie", r#"{"_1":1}"#));
+    assert_eq!(reply["result"]["isError"], json!(true), "{reply}");
+    let text = reply["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.starts_with("pool 'py' "), "{text}");
+    // Calls racing the restart may fail; within a short while they succeed.
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let result = s.result("addOne", r#"{"_1":2}"#);
+        if result == text_result("3", false) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the pool did not recover: {result}"
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+    assert_exits(old_pool, "crashed pool");
+    let (new_pool, _) = pool_and_run_dir(s.proc.pid());
+    assert_ne!(old_pool, new_pool);
+}
+
+#[test]
+fn manifests_of_other_versions_are_served_with_a_warning() {
+    let mut s = Server::shapes_with(&[], |m| m["build"]["morloc_version"] = json!("0.99.0"));
+    let reply = s.ask(INITIALIZE);
+    assert_eq!(reply, INITIALIZE_RESULT.replace("0.98.2", "0.99.0"));
+    s.send(INITIALIZED);
+    assert_eq!(s.result("addOne", r#"{"_1":1}"#), text_result("2", false));
+    let (status, stderr) = s.finish();
+    assert_eq!(status.code(), Some(0));
+    assert!(
+        stderr.contains(
+            "manifest built with morloc 0.99.0, this server implements 0.98.2; serving it anyway"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn long_calls_with_a_progress_token_get_progress_notifications() {
+    let mut s = Server::shapes().ready();
+    s.send(
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slowEcho","arguments":{"_1":5600},"_meta":{"progressToken":"tok"}}}"#,
+    );
+    // Milestones (accepted, finished) and a heartbeat every 5 s, all before
+    // the result, with strictly increasing progress.
+    let mut notes = Vec::new();
+    let result = loop {
+        let line = parse(&s.next());
+        if line.get("method").is_some() {
+            notes.push(line);
+        } else {
+            break line;
+        }
+    };
+    assert_eq!(result, parse(&format!(r#"{{"jsonrpc":"2.0","id":1,"result":{}}}"#, text_result("5600", false))));
+    let mut last = -1.0;
+    for note in &notes {
+        assert_eq!(note["method"], "notifications/progress", "{note}");
+        assert_eq!(note["params"]["progressToken"], "tok", "{note}");
+        let p = note["params"]["progress"].as_f64().unwrap_or(-1.0);
+        assert!(p > last, "progress must increase: {notes:?}");
+        last = p;
+    }
+    let message = |n: &Value| n["params"]["message"].as_str().unwrap_or("").to_string();
+    assert!(message(&notes[0]).starts_with("accepted"), "{notes:?}");
+    assert!(notes.iter().any(|n| message(n).starts_with("still running after 5")), "{notes:?}");
+    assert_eq!(message(notes.last().unwrap()), "finished", "{notes:?}");
+}
+
+#[test]
+fn the_call_after_a_pool_crash_succeeds() {
+    for server in 0..4 {
+        let mut s = Server::shapes_with(&[], add_fault_command).ready();
+        // Three rounds stay below the five-starts crash-loop guard.
+        for round in 0..3 {
+            assert_eq!(s.result("addOne", r#"{"_1":1}"#), text_result("2", false));
+            let reply = parse(&s.call("faultDie", r#"{"_1":1}"#));
+            assert_eq!(reply["result"]["isError"], json!(true), "{reply}");
+            assert_eq!(
+                s.result("addOne", r#"{"_1":2}"#),
+                text_result("3", false),
+                "server {server}, round {round}, the crash was reported as: {}",
+                reply["result"]["content"][0]["text"]
+            );
+        }
+    }
+}
+
+#[test]
+fn lazy_pools_start_on_first_use() {
+    let mut s = Server::shapes_with(&["--lazy-pools"], |_| {}).ready();
+    s.quiet();
+    thread::sleep(Duration::from_millis(300));
+    let pool_script = util::test_pool().to_string_lossy().into_owned();
+    let pools = children_of(s.proc.pid())
+        .into_iter()
+        .filter(|c| cmdline(*c).iter().any(|a| a.contains(&pool_script)))
+        .count();
+    assert_eq!(pools, 0, "a pool was started before any call");
+    assert_eq!(s.result("addOne", r#"{"_1":1}"#), text_result("2", false));
+}

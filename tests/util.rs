@@ -431,3 +431,32 @@ impl Proc {
         }
     }
 }
+
+/// The test pool script that stands in for a compiled language pool.
+pub fn test_pool() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pool/testpool.py")
+}
+
+/// A runnable copy of the `shapes` program in `dir`: its manifest with the
+/// pool's command replaced by `python3 <absolute path of the test pool>`.
+/// Returns the path of the written manifest.
+#[track_caller]
+pub fn shapes_manifest(dir: &TempDir) -> PathBuf {
+    shapes_manifest_with(dir, |_| {})
+}
+
+/// [`shapes_manifest`], with `edit` applied to the manifest JSON before it
+/// is written (to add commands or change fields).
+#[track_caller]
+pub fn shapes_manifest_with(dir: &TempDir, edit: impl FnOnce(&mut serde_json::Value)) -> PathBuf {
+    let text = read(&data("shapes/manifest.json"));
+    let mut manifest: serde_json::Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("shapes/manifest.json is not JSON: {e}"));
+    let exec = serde_json::json!(["python3", test_pool().to_string_lossy()]);
+    match manifest.pointer_mut("/pools/0/exec") {
+        Some(slot) => *slot = exec,
+        None => panic!("shapes/manifest.json has no pools[0].exec"),
+    }
+    edit(&mut manifest);
+    dir.write("manifest.json", manifest.to_string())
+}
