@@ -937,11 +937,11 @@ fn long_calls_with_a_progress_token_get_heartbeats() {
     let mut s = Server::owning(Program::shapes(), &[]);
     let id = s.request(
         "tools/call",
-        json!({"name": "slowEcho", "arguments": {"_1": 6000},
+        json!({"name": "slowEcho", "arguments": {"_1": 2500},
                "_meta": {"progressToken": "beat-1"}}),
     );
     let result = s.result_within(id, TIMEOUT);
-    assert_eq!(text_of(&result), "6000");
+    assert_eq!(text_of(&result), "2500");
     // Everything that came before the result was stashed, in order.
     let beats: Vec<&Json> = s
         .stash

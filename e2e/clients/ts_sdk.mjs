@@ -38,8 +38,8 @@ const INVALID_PARAMS = -32602;
 const MK_RESULT = { status: "ok", value: 7 };
 const NEEDED = ["addOne", "mkResult", "maybeDouble", "pureAnswer", "pyFail", "slowEcho"];
 // The server reports progress on a 5 s heartbeat: a 5.5 s call gets one.
-const PROGRESS_MS = Number(process.env.E2E_PROGRESS_MS ?? 5500);
-const PROGRESS_MIN = Number(process.env.E2E_PROGRESS_MIN ?? 1);
+const PROGRESS_MS = Number(process.env.E2E_PROGRESS_MS ?? 2500);
+const PROGRESS_MIN = Number(process.env.E2E_PROGRESS_MIN ?? 3);
 const CANCEL_CALL_MS = 1500;
 
 let failed = false;

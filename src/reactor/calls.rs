@@ -23,7 +23,9 @@ use crate::packet::{self, Reply};
 use crate::value::Value;
 use crate::voidstar;
 
-/// Progress heartbeat period for calls that carry a progress token.
+/// Progress heartbeats for calls that carry a progress token: after 1 s and
+/// 2 s (so short calls show life), then every 5 s.
+const PROGRESS_FIRST: Duration = Duration::from_secs(1);
 const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 /// The largest reply accepted from a pool (header + metadata + payload).
 const MAX_REPLY: u64 = 4 << 30;
@@ -106,7 +108,7 @@ impl Reactor {
             id,
             Call {
                 client,
-                next_progress: request.progress_token.as_ref().map(|_| now + PROGRESS_EVERY),
+                next_progress: request.progress_token.as_ref().map(|_| now + PROGRESS_FIRST),
                 request,
                 program,
                 pool,
@@ -122,9 +124,11 @@ impl Reactor {
             },
         );
         let lang = self.pool_lang(program, pool).to_string();
-        self.send_progress(id, &format!("accepted; running in pool '{lang}'"));
         match self.ensure_pool(program, pool) {
-            Ok(true) => self.connect_call(id),
+            Ok(true) => {
+                self.send_progress(id, &format!("running in pool '{lang}'"));
+                self.connect_call(id);
+            }
             Ok(false) => self.send_progress(id, &format!("waiting for pool '{lang}' to start")),
             Err(message) => self.finish_call(id, Err(message)),
         }
@@ -148,11 +152,7 @@ impl Reactor {
                     call.stream = Some((token, stream));
                     call.stage = CallStage::Sending;
                 }
-                if self.calls.get(&id).is_some_and(|c| c.last_progress.is_some_and(|p| p > 0.0)) {
-                    // It waited for the pool: say that it runs now.
-                    let lang = self.pool_lang(program, pool).to_string();
-                    self.send_progress(id, &format!("sent to pool '{lang}'"));
-                }
+
                 // Unix sockets take the write at once; sending now saves a turn.
                 self.advance_call(id);
             }
@@ -316,8 +316,9 @@ impl Reactor {
             // Lines the pool printed before replying go out before the reply.
             self.read_pool_output(program, pool);
         }
-        let failed = outcome.is_err();
-        self.send_progress(id, if failed { "failed" } else { "finished" });
+        // No progress notification goes right before the reply: some clients
+        // handle notifications after the response of the same read and
+        // would then report an unknown progress token.
         let Some(call) = self.take_call(id) else { return };
         let result = outcome.unwrap_or_else(|message| mcp::error_result(&message));
         let reply = jsonrpc::result_response(&call.request.id, result);
@@ -417,8 +418,13 @@ impl Reactor {
             self.calls.iter().filter(|(_, c)| c.next_progress.is_some_and(|t| t <= now)).map(|(id, _)| *id).collect();
         for id in due {
             let Some(call) = self.calls.get_mut(&id) else { continue };
-            call.next_progress = Some(now + PROGRESS_EVERY);
-            let elapsed = now.duration_since(call.started).as_secs_f64();
+            let since = now.duration_since(call.started);
+            call.next_progress = Some(if since < 2 * PROGRESS_FIRST {
+                call.started + 2 * PROGRESS_FIRST
+            } else {
+                now + PROGRESS_EVERY
+            });
+            let elapsed = since.as_secs_f64();
             self.send_progress(id, &format!("still running after {elapsed:.0} s"));
         }
         let lost: Vec<CallId> =

@@ -1335,12 +1335,13 @@ def _conformance_logging() -> str:
 
 
 def _conformance_progress() -> str:
-    # The suite expects the call to take a little while (0, 50, 100 of 100
-    # with ~50 ms between); the server, not the pool, reports progress.
-    # TESTPOOL_PROGRESS_MS stretches the call for servers that report
-    # progress on a timer.
+    # Morloc functions cannot report progress themselves: the server does,
+    # when it accepts the call and then on a timer (after 1 s and 2 s, then
+    # every 5 s). The suite wants three notifications before the result, so
+    # this function runs long enough for two heartbeats.
+    # TESTPOOL_PROGRESS_MS overrides the duration.
     total = _env_ms(dict(os.environ), "TESTPOOL_PROGRESS_MS")
-    time.sleep(0.1 if total is None else total)
+    time.sleep(2.4 if total is None else total)
     return "Tool with progress executed successfully"
 
 
