@@ -12,7 +12,7 @@ help: ## List the targets
 build: ## Build the release binary
 	$(CARGO) build --release
 
-test: test-pool test-rust ## Run every test (what CI runs)
+test: test-pool test-rust e2e ## Run every test (what CI runs)
 
 test-rust: ## Unit, golden and end-to-end tests of the server
 	$(CARGO) test --all-targets
