@@ -401,7 +401,9 @@ pub fn prepare(raw: RawArgs, env: &Env, warnings: &mut Vec<String>) -> Result<Ac
                 call_timeout,
                 lazy_pools: serve.lazy_pools,
                 plain_tool_names: serve.plain_tool_names,
-                pool_start_timeout: serve.pool_start_timeout.unwrap_or(DEFAULT_POOL_START_TIMEOUT),
+                pool_start_timeout: serve
+                    .pool_start_timeout
+                    .unwrap_or(DEFAULT_POOL_START_TIMEOUT),
             }))
         }
     }

@@ -844,7 +844,8 @@ impl<'a> Machine<'a, '_> {
             Node::Show { child, .. } => {
                 let value = self.eval(child)?;
                 let schema = checked_schema("@show", child, &value)?;
-                let text = codec::to_json(schema, &value).map_err(|e| EvalError::internal(format!("@show: {e}")))?;
+                let text = codec::to_json(schema, &value)
+                    .map_err(|e| EvalError::internal(format!("@show: {e}")))?;
                 self.budget.charge_bytes(text.len())?;
                 Ok(Value::Str(text.into_bytes()))
             }
@@ -1253,7 +1254,9 @@ mod tests {
             args.iter().map(|(s, j)| arg(s, j)).unzip();
         let ret = parse_schema(ret);
         match run_with_limits(&compiled, &schemas, values, &ret, host, limits) {
-            Ok(value) => codec::to_json(&ret, &value).unwrap_or_else(|e| format!("render error: {e}")),
+            Ok(value) => {
+                codec::to_json(&ret, &value).unwrap_or_else(|e| format!("render error: {e}"))
+            }
             Err(e) => format!("{:?}: {}", e.kind, e.message),
         }
     }
@@ -2551,7 +2554,8 @@ mod tests {
                 .map(|(s, j)| codec::from_json(s, &serde_json::from_str(j).unwrap()).unwrap())
                 .collect();
             let ret = cmd.ret.schema.schema().unwrap();
-            run(&expr, &schemas, values, ret, &mut NoFiles).map(|v| codec::to_json(ret, &v).unwrap_or_default())
+            run(&expr, &schemas, values, ret, &mut NoFiles)
+                .map(|v| codec::to_json(ret, &v).unwrap_or_default())
         };
         assert_eq!(call("pureAnswer", &[]), Ok("42".to_string()));
         let err = call("mustFail", &["5"]).unwrap_err();

@@ -44,7 +44,8 @@ impl RequestId {
             Value::Number(n) => {
                 let text = n.to_string();
                 let digits = text.strip_prefix('-').unwrap_or(&text);
-                (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())).then_some(RequestId::Int(text))
+                (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+                    .then_some(RequestId::Int(text))
             }
             _ => None,
         }
@@ -71,8 +72,15 @@ impl fmt::Display for RequestId {
 /// One decoded inbound message.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Incoming {
-    Request { id: RequestId, method: String, params: Option<Value> },
-    Notification { method: String, params: Option<Value> },
+    Request {
+        id: RequestId,
+        method: String,
+        params: Option<Value>,
+    },
+    Notification {
+        method: String,
+        params: Option<Value>,
+    },
     /// A response sent by the client (to a server request); ignored.
     Response,
     /// Blank line: nothing to do.
@@ -84,7 +92,11 @@ pub enum Incoming {
 /// Classifies one line or HTTP body.
 pub fn decode(bytes: &[u8]) -> Incoming {
     let Ok(text) = std::str::from_utf8(bytes) else {
-        return Incoming::Invalid(error_response(None, ErrorCode::ParseError, "invalid JSON: message is not valid UTF-8"));
+        return Incoming::Invalid(error_response(
+            None,
+            ErrorCode::ParseError,
+            "invalid JSON: message is not valid UTF-8",
+        ));
     };
     let text = text.trim_matches(|c: char| c.is_whitespace());
     if text.is_empty() {
@@ -92,7 +104,9 @@ pub fn decode(bytes: &[u8]) -> Incoming {
     }
     let value: Value = match serde_json::from_str(text) {
         Ok(v) => v,
-        Err(_) => return Incoming::Invalid(error_response(None, ErrorCode::ParseError, "invalid JSON")),
+        Err(_) => {
+            return Incoming::Invalid(error_response(None, ErrorCode::ParseError, "invalid JSON"))
+        }
     };
     classify(value)
 }
@@ -127,7 +141,11 @@ pub fn classify(value: Value) -> Incoming {
             if obj.contains_key("result") || obj.contains_key("error") {
                 Incoming::Response
             } else {
-                Incoming::Invalid(error_response(None, ErrorCode::InvalidRequest, "invalid request: missing 'method'"))
+                Incoming::Invalid(error_response(
+                    None,
+                    ErrorCode::InvalidRequest,
+                    "invalid request: missing 'method'",
+                ))
             }
         }
         (None, Some(id)) => {
@@ -135,7 +153,11 @@ pub fn classify(value: Value) -> Incoming {
                 return Incoming::Response;
             }
             let echo = RequestId::from_json(&id);
-            Incoming::Invalid(error_response(echo.as_ref(), ErrorCode::InvalidRequest, "missing 'method'"))
+            Incoming::Invalid(error_response(
+                echo.as_ref(),
+                ErrorCode::InvalidRequest,
+                "missing 'method'",
+            ))
         }
         (Some(method), None) => Incoming::Notification { method, params },
         (Some(method), Some(id)) => match RequestId::from_json(&id) {
@@ -222,7 +244,13 @@ impl Default for LineFramer {
 
 impl LineFramer {
     pub fn with_max_line(max_line: usize) -> Self {
-        LineFramer { buf: Vec::new(), start: 0, scanned: 0, skipping: false, max_line }
+        LineFramer {
+            buf: Vec::new(),
+            start: 0,
+            scanned: 0,
+            skipping: false,
+            max_line,
+        }
     }
 
     pub fn push(&mut self, bytes: &[u8]) {
@@ -241,39 +269,29 @@ impl LineFramer {
     /// The next complete line (without its LF), or `None` if more bytes are
     /// needed. At end of input call [`LineFramer::finish`] for the last line.
     pub fn next_line(&mut self) -> Option<Frame<'_>> {
-        loop {
-            let pending = &self.buf[self.scanned..];
-            match pending.iter().position(|&b| b == b'\n') {
-                Some(i) => {
-                    let end = self.scanned + i;
-                    let line_start = self.start;
-                    self.start = end + 1;
-                    self.scanned = self.start;
-                    if self.skipping {
-                        self.skipping = false;
-                        return Some(Frame::TooLong);
-                    }
-                    if end - line_start > self.max_line {
-                        return Some(Frame::TooLong);
-                    }
-                    return Some(Frame::Line(&self.buf[line_start..end]));
-                }
-                None => {
-                    self.scanned = self.buf.len();
-                    if !self.skipping && self.buf.len() - self.start > self.max_line {
-                        // Drop what we hold of the over-long line and skip the
-                        // rest as it arrives, so memory stays bounded.
-                        self.skipping = true;
-                    }
-                    if self.skipping {
-                        self.buf.clear();
-                        self.start = 0;
-                        self.scanned = 0;
-                    }
-                    return None;
-                }
+        let pending = &self.buf[self.scanned..];
+        let Some(i) = memchr_lf(pending) else {
+            self.scanned = self.buf.len();
+            if !self.skipping && self.buf.len() - self.start > self.max_line {
+                // Drop what we hold of the over-long line and skip the rest
+                // as it arrives, so memory stays bounded.
+                self.skipping = true;
             }
+            if self.skipping {
+                self.buf.clear();
+                self.start = 0;
+                self.scanned = 0;
+            }
+            return None;
+        };
+        let end = self.scanned + i;
+        let line_start = self.start;
+        self.start = end + 1;
+        self.scanned = self.start;
+        if std::mem::take(&mut self.skipping) || end - line_start > self.max_line {
+            return Some(Frame::TooLong);
         }
+        Some(Frame::Line(&self.buf[line_start..end]))
     }
 
     /// At end of input: the final line if it had no LF.
@@ -298,10 +316,18 @@ impl LineFramer {
     }
 }
 
+fn memchr_lf(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| b == b'\n')
+}
+
 /// The reply to an over-long line.
 pub fn too_long_response() -> Value {
     // The reference answers -32600 here; an unreadable line is a parse error.
-    error_response(None, ErrorCode::ParseError, "request line exceeds the maximum size")
+    error_response(
+        None,
+        ErrorCode::ParseError,
+        "request line exceeds the maximum size",
+    )
 }
 
 #[cfg(test)]
@@ -312,7 +338,10 @@ mod tests {
     fn check(line: &str, expected: &str) {
         let got = match decode(line.as_bytes()) {
             Incoming::Request { id, method, params } => {
-                format!("request {id} {method} {}", params.map_or("-".into(), |p| p.to_string()))
+                format!(
+                    "request {id} {method} {}",
+                    params.map_or("-".into(), |p| p.to_string())
+                )
             }
             Incoming::Notification { method, .. } => format!("notification {method}"),
             Incoming::Response => "response".into(),
@@ -324,24 +353,57 @@ mod tests {
 
     #[test]
     fn classification() {
-        check(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#, "request 1 ping -");
-        check(r#"{"jsonrpc":"2.0","id":"a","method":"x","params":{}}"#, r#"request "a" x {}"#);
-        check(r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#, "request 0 ping -");
-        check(r#"{"id":123456789012345678901234567890,"method":"ping"}"#, "request 123456789012345678901234567890 ping -");
-        check(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#, "notification notifications/initialized");
+        check(
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+            "request 1 ping -",
+        );
+        check(
+            r#"{"jsonrpc":"2.0","id":"a","method":"x","params":{}}"#,
+            r#"request "a" x {}"#,
+        );
+        check(
+            r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#,
+            "request 0 ping -",
+        );
+        check(
+            r#"{"id":123456789012345678901234567890,"method":"ping"}"#,
+            "request 123456789012345678901234567890 ping -",
+        );
+        check(
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            "notification notifications/initialized",
+        );
         check(r#"{"jsonrpc":"2.0","id":5,"result":{}}"#, "response");
-        check(r#"{"jsonrpc":"2.0","id":5,"error":{"code":1,"message":"x"}}"#, "response");
+        check(
+            r#"{"jsonrpc":"2.0","id":5,"error":{"code":1,"message":"x"}}"#,
+            "response",
+        );
         check("   ", "empty");
         check("", "empty");
-        check("not json", r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"invalid JSON"}}"#);
-        check(r#"{"a":1} {"b":2}"#, r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"invalid JSON"}}"#);
-        check("\u{feff}{}", r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"invalid JSON"}}"#);
+        check(
+            "not json",
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"invalid JSON"}}"#,
+        );
+        check(
+            r#"{"a":1} {"b":2}"#,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"invalid JSON"}}"#,
+        );
+        check(
+            "\u{feff}{}",
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"invalid JSON"}}"#,
+        );
         check(
             r#"[{"jsonrpc":"2.0","id":2,"method":"ping"}]"#,
             r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batch requests are not supported: send one JSON-RPC message per line"}}"#,
         );
-        check(r#"{"jsonrpc":"2.0","id":3}"#, r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32600,"message":"missing 'method'"}}"#);
-        check(r#"{"id":3,"method":7}"#, r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32600,"message":"missing 'method'"}}"#);
+        check(
+            r#"{"jsonrpc":"2.0","id":3}"#,
+            r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32600,"message":"missing 'method'"}}"#,
+        );
+        check(
+            r#"{"id":3,"method":7}"#,
+            r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32600,"message":"missing 'method'"}}"#,
+        );
         check(
             r#"{"jsonrpc":"2.0","id":34.5,"method":"ping"}"#,
             r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request id 34.5: MCP request ids must be strings or integers"}}"#,
@@ -350,13 +412,26 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
             r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request id null: MCP request ids must be strings or integers"}}"#,
         );
-        check("5", r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: expected a JSON-RPC message object"}}"#);
-        assert!(matches!(decode(b"{\"id\":1,\"method\":\"\xff\"}"), Incoming::Invalid(_)));
+        check(
+            "5",
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: expected a JSON-RPC message object"}}"#,
+        );
+        assert!(matches!(
+            decode(b"{\"id\":1,\"method\":\"\xff\"}"),
+            Incoming::Invalid(_)
+        ));
     }
 
     #[test]
     fn ids_round_trip_exactly() {
-        for text in ["1", "0", "-7", "123456789012345678901234567890", "\"abc\"", "\"\""] {
+        for text in [
+            "1",
+            "0",
+            "-7",
+            "123456789012345678901234567890",
+            "\"abc\"",
+            "\"\"",
+        ] {
             let v: Value = serde_json::from_str(text).unwrap();
             let id = RequestId::from_json(&v).unwrap();
             assert_eq!(id.to_json().to_string(), text);
@@ -390,7 +465,11 @@ mod tests {
             if let Some(Frame::Line(l)) = f.finish() {
                 got.push(String::from_utf8_lossy(l).into_owned());
             }
-            assert_eq!(got, vec!["{\"a\":1}", "", "  ", "xyz", "last"], "split {split}");
+            assert_eq!(
+                got,
+                vec!["{\"a\":1}", "", "  ", "xyz", "last"],
+                "split {split}"
+            );
         }
     }
 

@@ -7,24 +7,24 @@
 //! then the I/O edge (processes, shared memory, the reactor).
 
 // Data formats: pure, no I/O.
-pub mod schema;
-pub mod manifest;
-pub mod value;
+pub mod eval;
 pub mod json;
-pub mod voidstar;
+pub mod manifest;
 pub mod msgpack;
 pub mod packet;
-pub mod eval;
+pub mod schema;
+pub mod value;
+pub mod voidstar;
 
 // The MCP surface and protocol state machines: pure, no I/O.
-pub mod tools;
 pub mod args;
+pub mod http;
 pub mod jsonrpc;
 pub mod mcp;
-pub mod http;
+pub mod tools;
 
 // The I/O edge.
 pub mod cli;
 pub mod proc;
-pub mod shm;
 pub mod reactor;
+pub mod shm;

@@ -91,7 +91,10 @@ pub struct SchemaText {
 
 impl SchemaText {
     pub fn new(text: &str) -> SchemaText {
-        SchemaText { text: text.to_string(), parsed: schema::parse(text) }
+        SchemaText {
+            text: text.to_string(),
+            parsed: schema::parse(text),
+        }
     }
 
     pub fn schema(&self) -> Option<&Schema> {
@@ -187,7 +190,8 @@ impl Arg {
 impl Manifest {
     /// Parses manifest text. `warnings` receives non-fatal notes (version).
     pub fn from_json(text: &str, warnings: &mut Vec<String>) -> Result<Manifest, ManifestError> {
-        let root: Value = serde_json::from_str(text).map_err(|e| ManifestError::new("", format!("not valid JSON: {e}")))?;
+        let root: Value = serde_json::from_str(text)
+            .map_err(|e| ManifestError::new("", format!("not valid JSON: {e}")))?;
         let obj = Obj::new(&root, "")?;
         let build_obj = obj.required_obj("build")?;
         let build = Build {
@@ -207,7 +211,10 @@ impl Manifest {
         }
         let mut commands = Vec::new();
         for (i, c) in obj.array("commands")?.iter().enumerate() {
-            commands.push(parse_command(&Obj::new(c, &format!("commands[{i}]"))?, pools.len())?);
+            commands.push(parse_command(
+                &Obj::new(c, &format!("commands[{i}]"))?,
+                pools.len(),
+            )?);
         }
         Ok(Manifest {
             name: obj.required_str("name")?,
@@ -231,7 +238,9 @@ impl Manifest {
 
 /// True for the versions whose wire format this server implements (0.98.x).
 pub fn version_compatible(version: &str) -> bool {
-    version.strip_prefix("0.98.").is_some_and(|patch| !patch.is_empty() && patch.bytes().all(|b| b.is_ascii_digit()))
+    version
+        .strip_prefix("0.98.")
+        .is_some_and(|patch| !patch.is_empty() && patch.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// A manifest that could not be loaded.
@@ -244,7 +253,10 @@ pub struct ManifestError {
 
 impl ManifestError {
     fn new(field: &str, message: String) -> ManifestError {
-        ManifestError { field: field.to_string(), message }
+        ManifestError {
+            field: field.to_string(),
+            message,
+        }
     }
 }
 
@@ -276,7 +288,9 @@ pub enum LoadErrorKind {
 impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
-            LoadErrorKind::Read(e) => write!(f, "cannot read manifest '{}': {e}", self.path.display()),
+            LoadErrorKind::Read(e) => {
+                write!(f, "cannot read manifest '{}': {e}", self.path.display())
+            }
             LoadErrorKind::Parse(e) => write!(f, "invalid manifest '{}': {e}", self.path.display()),
         }
     }
@@ -296,12 +310,23 @@ pub struct Loaded {
 
 /// Reads and parses the manifest at `path`.
 pub fn load(path: &Path, warnings: &mut Vec<String>) -> Result<Loaded, LoadError> {
-    let fail = |kind| LoadError { path: path.to_path_buf(), kind };
+    let fail = |kind| LoadError {
+        path: path.to_path_buf(),
+        kind,
+    };
     let text = std::fs::read_to_string(path).map_err(|e| fail(LoadErrorKind::Read(e)))?;
-    let manifest = Manifest::from_json(&text, warnings).map_err(|e| fail(LoadErrorKind::Parse(e)))?;
+    let manifest =
+        Manifest::from_json(&text, warnings).map_err(|e| fail(LoadErrorKind::Parse(e)))?;
     let canonical = std::fs::canonicalize(path).map_err(|e| fail(LoadErrorKind::Read(e)))?;
-    let dir = canonical.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("/"));
-    Ok(Loaded { manifest, path: canonical, dir })
+    let dir = canonical
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("/"));
+    Ok(Loaded {
+        manifest,
+        path: canonical,
+        dir,
+    })
 }
 
 fn parse_pool(o: &Obj<'_>) -> Result<Pool, ManifestError> {
@@ -322,16 +347,31 @@ fn parse_command(o: &Obj<'_>, n_pools: usize) -> Result<Command, ManifestError> 
     let kind = match o.required_str("type")?.as_str() {
         "remote" => CommandKind::Remote,
         "pure" => CommandKind::Pure,
-        other => return Err(o.error("type", format!("unknown command type '{other}' (expected remote or pure)"))),
+        other => {
+            return Err(o.error(
+                "type",
+                format!("unknown command type '{other}' (expected remote or pure)"),
+            ))
+        }
     };
     let pool = o.u64_or("pool", 0)? as usize;
-    let needed_pools: Vec<usize> = o.u64s("needed_pools")?.into_iter().map(|n| n as usize).collect();
+    let needed_pools: Vec<usize> = o
+        .u64s("needed_pools")?
+        .into_iter()
+        .map(|n| n as usize)
+        .collect();
     if kind == CommandKind::Remote {
         if pool >= n_pools {
-            return Err(o.error("pool", format!("pool index {pool} out of range ({n_pools} pools)")));
+            return Err(o.error(
+                "pool",
+                format!("pool index {pool} out of range ({n_pools} pools)"),
+            ));
         }
         if let Some(bad) = needed_pools.iter().find(|&&p| p >= n_pools) {
-            return Err(o.error("needed_pools", format!("pool index {bad} out of range ({n_pools} pools)")));
+            return Err(o.error(
+                "needed_pools",
+                format!("pool index {bad} out of range ({n_pools} pools)"),
+            ));
         }
     }
     let mut args = Vec::new();
@@ -339,10 +379,16 @@ fn parse_command(o: &Obj<'_>, n_pools: usize) -> Result<Command, ManifestError> 
         args.push(parse_arg(&Obj::new(a, &o.sub(&format!("args[{i}]")))?)?);
     }
     let ret = match o.get("return") {
-        None => Return { schema: SchemaText::new(""), mime: None },
+        None => Return {
+            schema: SchemaText::new(""),
+            mime: None,
+        },
         Some(v) => {
             let r = Obj::new(v, &o.sub("return"))?;
-            Return { schema: SchemaText::new(&r.str_or("schema", "")?), mime: r.opt_str("mime")? }
+            Return {
+                schema: SchemaText::new(&r.str_or("schema", "")?),
+                mime: r.opt_str("mime")?,
+            }
         }
     };
     let mut terminals = Vec::new();
@@ -350,10 +396,16 @@ fn parse_command(o: &Obj<'_>, n_pools: usize) -> Result<Command, ManifestError> 
         let t = Obj::new(t, &o.sub(&format!("terminals[{i}]")))?;
         if let Some(short) = t.opt_str("short")? {
             if short.chars().count() != 1 {
-                return Err(t.error("short", format!("expected a single character, got '{short}'")));
+                return Err(t.error(
+                    "short",
+                    format!("expected a single character, got '{short}'"),
+                ));
             }
         }
-        terminals.push(Terminal { long: t.required_str("long")?, entry: t.required_str("entry")? });
+        terminals.push(Terminal {
+            long: t.required_str("long")?,
+            entry: t.required_str("entry")?,
+        });
     }
     let expr = match o.get("expr") {
         None | Some(Value::Null) => None,
@@ -362,7 +414,8 @@ fn parse_command(o: &Obj<'_>, n_pools: usize) -> Result<Command, ManifestError> 
     Ok(Command {
         name: o.required_str("name")?,
         kind,
-        mid: u32::try_from(o.u64_or("mid", 0)?).map_err(|_| o.error("mid", "does not fit in 32 bits".into()))?,
+        mid: u32::try_from(o.u64_or("mid", 0)?)
+            .map_err(|_| o.error("mid", "does not fit in 32 bits".into()))?,
         pool,
         needed_pools,
         desc: o.strings("desc")?,
@@ -381,7 +434,13 @@ fn parse_schema_field(o: &Obj<'_>) -> Result<Option<SchemaText>, ManifestError> 
 fn check_enum(o: &Obj<'_>, key: &str, allowed: &[&str]) -> Result<(), ManifestError> {
     if let Some(v) = o.opt_str(key)? {
         if !allowed.contains(&v.as_str()) {
-            return Err(o.error(key, format!("unknown value '{v}' (expected one of {})", allowed.join(", "))));
+            return Err(o.error(
+                key,
+                format!(
+                    "unknown value '{v}' (expected one of {})",
+                    allowed.join(", ")
+                ),
+            ));
         }
     }
     Ok(())
@@ -424,7 +483,10 @@ fn parse_arg(o: &Obj<'_>) -> Result<Arg, ManifestError> {
                 None | Some(Value::Null) => None,
                 Some(v) => {
                     let g = Obj::new(v, &o.sub("group_opt"))?;
-                    Some(GroupOpt { short: g.opt_str("short")?, long: g.opt_str("long")? })
+                    Some(GroupOpt {
+                        short: g.opt_str("short")?,
+                        long: g.opt_str("long")?,
+                    })
                 }
             };
             let mut entries = Vec::new();
@@ -445,7 +507,10 @@ fn parse_arg(o: &Obj<'_>) -> Result<Arg, ManifestError> {
                 desc: o.strings("desc")?,
             }))
         }
-        other => Err(o.error("kind", format!("unknown argument kind '{other}' (expected pos, opt, flag or grp)"))),
+        other => Err(o.error(
+            "kind",
+            format!("unknown argument kind '{other}' (expected pos, opt, flag or grp)"),
+        )),
     }
 }
 
@@ -469,8 +534,14 @@ fn type_name(v: &Value) -> &'static str {
 impl<'a> Obj<'a> {
     fn new(v: &'a Value, path: &str) -> Result<Obj<'a>, ManifestError> {
         match v {
-            Value::Object(map) => Ok(Obj { map, path: path.to_string() }),
-            other => Err(ManifestError::new(path, format!("expected an object, got {}", type_name(other)))),
+            Value::Object(map) => Ok(Obj {
+                map,
+                path: path.to_string(),
+            }),
+            other => Err(ManifestError::new(
+                path,
+                format!("expected an object, got {}", type_name(other)),
+            )),
         }
     }
 
@@ -536,7 +607,9 @@ impl<'a> Obj<'a> {
     fn required_i64(&self, key: &str) -> Result<i64, ManifestError> {
         match self.get(key) {
             None => Err(self.error(key, "missing field".into())),
-            Some(Value::Number(n)) => n.as_i64().ok_or_else(|| self.error(key, format!("expected an integer, got {n}"))),
+            Some(Value::Number(n)) => n
+                .as_i64()
+                .ok_or_else(|| self.error(key, format!("expected an integer, got {n}"))),
             Some(other) => Err(self.wrong(key, "an integer", other)),
         }
     }
@@ -544,9 +617,10 @@ impl<'a> Obj<'a> {
     fn opt_i64(&self, key: &str) -> Result<Option<i64>, ManifestError> {
         match self.get(key) {
             None | Some(Value::Null) => Ok(None),
-            Some(Value::Number(n)) => {
-                n.as_i64().map(Some).ok_or_else(|| self.error(key, format!("expected an integer, got {n}")))
-            }
+            Some(Value::Number(n)) => n
+                .as_i64()
+                .map(Some)
+                .ok_or_else(|| self.error(key, format!("expected an integer, got {n}"))),
             Some(other) => Err(self.wrong(key, "an integer or null", other)),
         }
     }
@@ -554,9 +628,9 @@ impl<'a> Obj<'a> {
     fn u64_or(&self, key: &str, default: u64) -> Result<u64, ManifestError> {
         match self.get(key) {
             None => Ok(default),
-            Some(Value::Number(n)) => {
-                n.as_u64().ok_or_else(|| self.error(key, format!("expected a non-negative integer, got {n}")))
-            }
+            Some(Value::Number(n)) => n.as_u64().ok_or_else(|| {
+                self.error(key, format!("expected a non-negative integer, got {n}"))
+            }),
             Some(other) => Err(self.wrong(key, "a non-negative integer", other)),
         }
     }
@@ -574,7 +648,12 @@ impl<'a> Obj<'a> {
         for (i, v) in self.array(key)?.iter().enumerate() {
             match v {
                 Value::String(s) => out.push(s.clone()),
-                other => return Err(self.error(&format!("{key}[{i}]"), format!("expected a string, got {}", type_name(other)))),
+                other => {
+                    return Err(self.error(
+                        &format!("{key}[{i}]"),
+                        format!("expected a string, got {}", type_name(other)),
+                    ))
+                }
             }
         }
         Ok(out)
@@ -593,7 +672,10 @@ impl<'a> Obj<'a> {
             match v.as_u64() {
                 Some(n) => out.push(n),
                 None => {
-                    return Err(self.error(&format!("{key}[{i}]"), format!("expected a non-negative integer, got {v}")))
+                    return Err(self.error(
+                        &format!("{key}[{i}]"),
+                        format!("expected a non-negative integer, got {v}"),
+                    ))
                 }
             }
         }
@@ -633,8 +715,13 @@ mod tests {
         let add = m.command("addOne").unwrap();
         assert_eq!((add.kind, add.mid), (CommandKind::Remote, 1));
         assert!(m.command("pureAnswer").unwrap().expr.is_some());
-        let Arg::Grp(g) = &m.command("configWhole").unwrap().args[0] else { panic!() };
-        assert_eq!(g.group_opt.as_ref().unwrap().long.as_deref(), Some("config"));
+        let Arg::Grp(g) = &m.command("configWhole").unwrap().args[0] else {
+            panic!()
+        };
+        assert_eq!(
+            g.group_opt.as_ref().unwrap().long.as_deref(),
+            Some("config")
+        );
         assert_eq!(g.entries.len(), 3);
     }
 
@@ -642,23 +729,50 @@ mod tests {
     fn bad_manifests_name_the_problem() {
         check_err("nope", "not valid JSON: expected ident at line 1 column 2");
         check_err("[]", "expected an object, got an array");
-        check_err(r#"{"build":{"path":".","time":1,"morloc_version":"0.98.2"}}"#, "field 'name': missing field");
+        check_err(
+            r#"{"build":{"path":".","time":1,"morloc_version":"0.98.2"}}"#,
+            "field 'name': missing field",
+        );
         check_err(r#"{"name":"m"}"#, "field 'build': missing field");
-        check_err(r#"{"name":5,"build":{"path":".","time":1,"morloc_version":"0.98.2"}}"#, "field 'name': expected a string, got a number");
-        check_err(r#"{"name":"m","build":{"path":".","time":"x","morloc_version":"0.98.2"}}"#, "field 'build.time': expected an integer, got a string");
-        check_err(&minimal(r#"[{"name":"f","type":"magic"}]"#), "field 'commands[0].type': unknown command type 'magic' (expected remote or pure)");
-        check_err(&minimal(r#"[{"name":"f","type":"pure","desc":null}]"#), "field 'commands[0].desc': expected an array, got null");
+        check_err(
+            r#"{"name":5,"build":{"path":".","time":1,"morloc_version":"0.98.2"}}"#,
+            "field 'name': expected a string, got a number",
+        );
+        check_err(
+            r#"{"name":"m","build":{"path":".","time":"x","morloc_version":"0.98.2"}}"#,
+            "field 'build.time': expected an integer, got a string",
+        );
+        check_err(
+            &minimal(r#"[{"name":"f","type":"magic"}]"#),
+            "field 'commands[0].type': unknown command type 'magic' (expected remote or pure)",
+        );
+        check_err(
+            &minimal(r#"[{"name":"f","type":"pure","desc":null}]"#),
+            "field 'commands[0].desc': expected an array, got null",
+        );
         check_err(&minimal(r#"[{"name":"f","type":"pure","args":[{"kind":"weird"}]}]"#), "field 'commands[0].args[0].kind': unknown argument kind 'weird' (expected pos, opt, flag or grp)");
         check_err(&minimal(r#"[{"name":"f","type":"pure","args":[{"kind":"pos","source":"web"}]}]"#), "field 'commands[0].args[0].source': unknown value 'web' (expected one of auto, inline, file)");
-        check_err(&minimal(r#"[{"name":"f","type":"remote","pool":3}]"#), "field 'commands[0].pool': pool index 3 out of range (1 pools)");
-        check_err(&minimal(r#"[{"name":"f","type":"pure","terminals":[{"short":"ab","long":"x","entry":"y"}]}]"#), "field 'commands[0].terminals[0].short': expected a single character, got 'ab'");
+        check_err(
+            &minimal(r#"[{"name":"f","type":"remote","pool":3}]"#),
+            "field 'commands[0].pool': pool index 3 out of range (1 pools)",
+        );
+        check_err(
+            &minimal(
+                r#"[{"name":"f","type":"pure","terminals":[{"short":"ab","long":"x","entry":"y"}]}]"#,
+            ),
+            "field 'commands[0].terminals[0].short': expected a single character, got 'ab'",
+        );
     }
 
     #[test]
     fn unknown_keys_are_ignored_and_schemas_kept_with_errors() {
-        let text = minimal(r#"[{"name":"f","type":"pure","extra":1,"args":[{"kind":"pos","schema":"*","x":[]}],"return":{"schema":"j"}}]"#);
+        let text = minimal(
+            r#"[{"name":"f","type":"pure","extra":1,"args":[{"kind":"pos","schema":"*","x":[]}],"return":{"schema":"j"}}]"#,
+        );
         let m = Manifest::from_json(&text, &mut Vec::new()).unwrap();
-        let Arg::Pos(p) = &m.commands[0].args[0] else { panic!() };
+        let Arg::Pos(p) = &m.commands[0].args[0] else {
+            panic!()
+        };
         assert!(p.schema.as_ref().unwrap().parsed.is_err());
     }
 

@@ -48,7 +48,11 @@ pub struct ProgramError {
 
 impl std::fmt::Display for ProgramError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "pure command '{}' has an invalid expression: {}", self.command, self.error)
+        write!(
+            f,
+            "pure command '{}' has an invalid expression: {}",
+            self.command, self.error
+        )
     }
 }
 
@@ -59,13 +63,20 @@ impl Program {
         let mut exprs = Vec::with_capacity(loaded.manifest.commands.len());
         for cmd in &loaded.manifest.commands {
             exprs.push(match (&cmd.kind, &cmd.expr) {
-                (CommandKind::Pure, Some(expr)) => Some(
-                    eval::compile(expr).map_err(|error| ProgramError { command: cmd.name.clone(), error })?,
-                ),
+                (CommandKind::Pure, Some(expr)) => {
+                    Some(eval::compile(expr).map_err(|error| ProgramError {
+                        command: cmd.name.clone(),
+                        error,
+                    })?)
+                }
                 _ => None,
             });
         }
-        Ok(Program { loaded, surface, exprs })
+        Ok(Program {
+            loaded,
+            surface,
+            exprs,
+        })
     }
 
     pub fn command(&self, index: usize) -> &Command {
@@ -103,12 +114,17 @@ impl Catalog {
     pub fn single(program: Program) -> Catalog {
         let server_name = program.loaded.manifest.name.clone();
         let server_version = program.loaded.manifest.build.morloc_version.clone();
-        Catalog::build(vec![program], server_name, server_version).expect("one program has no cross-program collisions")
+        Catalog::build(vec![program], server_name, server_version)
+            .expect("one program has no cross-program collisions")
     }
 
     /// Several programs; with `namespaced`, every tool is renamed
     /// `<module>__<command>`. A duplicate module or tool name is an error.
-    pub fn multi(mut programs: Vec<Program>, namespaced: bool, router: bool) -> Result<Catalog, CatalogError> {
+    pub fn multi(
+        mut programs: Vec<Program>,
+        namespaced: bool,
+        router: bool,
+    ) -> Result<Catalog, CatalogError> {
         let mut modules: HashMap<String, usize> = HashMap::new();
         for (i, p) in programs.iter().enumerate() {
             if let Some(j) = modules.insert(p.loaded.manifest.name.clone(), i) {
@@ -130,14 +146,24 @@ impl Catalog {
             }
         }
         let (server_name, server_version) = match (router, programs.first()) {
-            (false, Some(p)) => (p.loaded.manifest.name.clone(), p.loaded.manifest.build.morloc_version.clone()),
-            (true, Some(p)) => ("morloc".to_string(), p.loaded.manifest.build.morloc_version.clone()),
+            (false, Some(p)) => (
+                p.loaded.manifest.name.clone(),
+                p.loaded.manifest.build.morloc_version.clone(),
+            ),
+            (true, Some(p)) => (
+                "morloc".to_string(),
+                p.loaded.manifest.build.morloc_version.clone(),
+            ),
             (_, None) => ("morloc".to_string(), "unknown".to_string()),
         };
         Catalog::build(programs, server_name, server_version)
     }
 
-    fn build(programs: Vec<Program>, server_name: String, server_version: String) -> Result<Catalog, CatalogError> {
+    fn build(
+        programs: Vec<Program>,
+        server_name: String,
+        server_version: String,
+    ) -> Result<Catalog, CatalogError> {
         let mut tool_index = HashMap::new();
         let mut tools = Vec::new();
         for (i, p) in programs.iter().enumerate() {
@@ -155,7 +181,13 @@ impl Catalog {
         }
         let mut list = Map::new();
         list.insert("tools".into(), Json::Array(tools));
-        Ok(Catalog { programs, server_name, server_version, tool_index, list: Json::Object(list) })
+        Ok(Catalog {
+            programs,
+            server_name,
+            server_version,
+            tool_index,
+            list: Json::Object(list),
+        })
     }
 
     pub fn program_of(&self, tool_name: &str) -> Option<usize> {
@@ -164,7 +196,16 @@ impl Catalog {
 }
 
 /// MCP log levels (RFC 5424 severities), least severe first.
-pub const LOG_LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+pub const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
 
 /// Per-client protocol state.
 #[derive(Clone, Debug, Default)]
@@ -209,7 +250,11 @@ pub fn handle(catalog: &Catalog, session: &mut Session, msg: Incoming) -> Step {
             match method.as_str() {
                 "notifications/initialized" => session.initialized = true,
                 "notifications/cancelled" => {
-                    if let Some(id) = params.as_ref().and_then(|p| p.get("requestId")).and_then(RequestId::from_json) {
+                    if let Some(id) = params
+                        .as_ref()
+                        .and_then(|p| p.get("requestId"))
+                        .and_then(RequestId::from_json)
+                    {
                         return Step::Cancel(id);
                     }
                 }
@@ -223,12 +268,23 @@ pub fn handle(catalog: &Catalog, session: &mut Session, msg: Incoming) -> Step {
     }
 }
 
-fn request(catalog: &Catalog, session: &mut Session, id: RequestId, method: &str, params: Option<Json>) -> Step {
+fn request(
+    catalog: &Catalog,
+    session: &mut Session,
+    id: RequestId,
+    method: &str,
+    params: Option<Json>,
+) -> Step {
     let reply = |result: Json| Step::Reply(jsonrpc::result_response(&id, result));
-    let fail = |code: ErrorCode, message: &str| Step::Reply(jsonrpc::error_response(Some(&id), code, message));
+    let fail = |code: ErrorCode, message: &str| {
+        Step::Reply(jsonrpc::error_response(Some(&id), code, message))
+    };
     match method {
         "initialize" => {
-            let asked = params.as_ref().and_then(|p| p.get("protocolVersion")).and_then(Json::as_str);
+            let asked = params
+                .as_ref()
+                .and_then(|p| p.get("protocolVersion"))
+                .and_then(Json::as_str);
             let version = match asked {
                 Some(v) if SUPPORTED_VERSIONS.contains(&v) => v,
                 _ => DEFAULT_VERSION,
@@ -244,7 +300,10 @@ fn request(catalog: &Catalog, session: &mut Session, id: RequestId, method: &str
             Step::Nothing
         }
         "logging/setLevel" => {
-            let level = params.as_ref().and_then(|p| p.get("level")).and_then(Json::as_str);
+            let level = params
+                .as_ref()
+                .and_then(|p| p.get("level"))
+                .and_then(Json::as_str);
             match level.and_then(|l| LOG_LEVELS.iter().position(|x| *x == l)) {
                 Some(i) => {
                     session.log_level = Some(i);
@@ -252,47 +311,65 @@ fn request(catalog: &Catalog, session: &mut Session, id: RequestId, method: &str
                 }
                 None => fail(
                     ErrorCode::InvalidParams,
-                    &format!("invalid log level {}: expected one of {}", level.map_or("(missing)".into(), |l| format!("'{l}'")), LOG_LEVELS.join(", ")),
+                    &format!(
+                        "invalid log level {}: expected one of {}",
+                        level.map_or("(missing)".into(), |l| format!("'{l}'")),
+                        LOG_LEVELS.join(", ")
+                    ),
                 ),
             }
         }
-        "tools/list" | "tools/call" if !session.initialized => {
-            fail(ErrorCode::InvalidRequest, &format!("received {method} before initialization completed"))
-        }
+        "tools/list" | "tools/call" if !session.initialized => fail(
+            ErrorCode::InvalidRequest,
+            &format!("received {method} before initialization completed"),
+        ),
         "tools/list" => reply(catalog.list.clone()),
         "tools/call" => {
-            let name = params.as_ref().and_then(|p| p.get("name")).and_then(Json::as_str);
+            let name = params
+                .as_ref()
+                .and_then(|p| p.get("name"))
+                .and_then(Json::as_str);
             // Unknown names fall through to the first program so that the
             // argument layer produces its usual error.
             let program = name.and_then(|n| catalog.program_of(n)).unwrap_or(0);
             let Some(prog) = catalog.programs.get(program) else {
-                return fail(ErrorCode::InvalidParams, &format!("unknown tool '{}'", name.unwrap_or("")));
+                return fail(
+                    ErrorCode::InvalidParams,
+                    &format!("unknown tool '{}'", name.unwrap_or("")),
+                );
             };
             tools_call(prog, program, id, params)
         }
-        other => fail(ErrorCode::MethodNotFound, &format!("unknown method '{other}'")),
+        other => fail(
+            ErrorCode::MethodNotFound,
+            &format!("unknown method '{other}'"),
+        ),
     }
 }
 
 fn tools_call(prog: &Program, program: usize, id: RequestId, params: Option<Json>) -> Step {
     let reply = |result: Json| Step::Reply(jsonrpc::result_response(&id, result));
     match args::resolve(&prog.surface, params.as_ref()) {
-            Ok(call) => match call.command {
-                Ok(command) => Step::Call(CallRequest {
-                    program,
-                    progress_token: params
-                        .as_ref()
-                        .and_then(|p| p.get("_meta"))
-                        .and_then(|m| m.get("progressToken"))
-                        .cloned(),
-                    id,
-                    command,
-                    args: call.args,
-                }),
-                // A `_render` projection whose entry command does not exist.
-                Err(entry) => reply(error_result(&format!("Unknown command: {entry}"))),
-            },
-            Err(e) => Step::Reply(jsonrpc::error_response(Some(&id), ErrorCode::InvalidParams, &e.message)),
+        Ok(call) => match call.command {
+            Ok(command) => Step::Call(CallRequest {
+                program,
+                progress_token: params
+                    .as_ref()
+                    .and_then(|p| p.get("_meta"))
+                    .and_then(|m| m.get("progressToken"))
+                    .cloned(),
+                id,
+                command,
+                args: call.args,
+            }),
+            // A `_render` projection whose entry command does not exist.
+            Err(entry) => reply(error_result(&format!("Unknown command: {entry}"))),
+        },
+        Err(e) => Step::Reply(jsonrpc::error_response(
+            Some(&id),
+            ErrorCode::InvalidParams,
+            &e.message,
+        )),
     }
 }
 
@@ -304,7 +381,10 @@ fn initialize_result(catalog: &Catalog, version: &str) -> Json {
     caps.insert("logging".into(), Json::Object(Map::new()));
     let mut info = Map::new();
     info.insert("name".into(), Json::String(catalog.server_name.clone()));
-    info.insert("version".into(), Json::String(catalog.server_version.clone()));
+    info.insert(
+        "version".into(),
+        Json::String(catalog.server_version.clone()),
+    );
     let mut result = Map::new();
     result.insert("protocolVersion".into(), Json::String(version.into()));
     result.insert("capabilities".into(), Json::Object(caps));
@@ -323,11 +403,26 @@ pub fn slot_name(command: &Command, slot: usize) -> String {
             continue;
         }
         return match arg {
-            Arg::Pos(p) => p.name.clone().filter(|n| !n.is_empty()).unwrap_or_else(|| format!("_{positional}")),
-            Arg::Opt(o) => o.long.clone().or_else(|| o.short.clone()).unwrap_or_else(|| "option".into()),
-            Arg::Flag(f) => f.long.clone().or_else(|| f.short.clone()).unwrap_or_else(|| "option".into()),
+            Arg::Pos(p) => p
+                .name
+                .clone()
+                .filter(|n| !n.is_empty())
+                .unwrap_or_else(|| format!("_{positional}")),
+            Arg::Opt(o) => o
+                .long
+                .clone()
+                .or_else(|| o.short.clone())
+                .unwrap_or_else(|| "option".into()),
+            Arg::Flag(f) => f
+                .long
+                .clone()
+                .or_else(|| f.short.clone())
+                .unwrap_or_else(|| "option".into()),
             Arg::Grp(g) => match &g.group_opt {
-                Some(_) => g.type_name.as_deref().map_or_else(|| "group".into(), str::to_lowercase),
+                Some(_) => g
+                    .type_name
+                    .as_deref()
+                    .map_or_else(|| "group".into(), str::to_lowercase),
                 None => g.type_name.clone().unwrap_or_else(|| "group".into()),
             },
         };
@@ -341,7 +436,10 @@ pub fn slot_schema(arg: &Arg) -> Result<Schema, String> {
         Arg::Flag(_) => Ok(Schema::Bool),
         other => match other.schema_text() {
             None => Err("it has no schema in the manifest".into()),
-            Some(st) => st.parsed.clone().map_err(|e| format!("its schema '{}' does not parse: {e}", st.text)),
+            Some(st) => st
+                .parsed
+                .clone()
+                .map_err(|e| format!("its schema '{}' does not parse: {e}", st.text)),
         },
     }
 }
@@ -351,12 +449,17 @@ pub fn slot_schema(arg: &Arg) -> Result<Schema, String> {
 pub fn prepare(program: &Program, call: &CallRequest) -> Result<Vec<Value>, String> {
     let command = program.command(call.command);
     if call.args.len() != command.args.len() {
-        return Err(format!("expected {} arguments, got {}", command.args.len(), call.args.len()));
+        return Err(format!(
+            "expected {} arguments, got {}",
+            command.args.len(),
+            call.args.len()
+        ));
     }
     let mut values = Vec::with_capacity(call.args.len());
     for (slot, (arg, json)) in command.args.iter().zip(&call.args).enumerate() {
         let name = slot_name(command, slot);
-        let schema = slot_schema(arg).map_err(|why| format!("argument '{name}' cannot be passed: {why}"))?;
+        let schema =
+            slot_schema(arg).map_err(|why| format!("argument '{name}' cannot be passed: {why}"))?;
         values.push(value::from_json(&schema, json, &name).map_err(|e| e.to_string())?);
     }
     Ok(values)
@@ -376,14 +479,20 @@ pub fn error_result(message: &str) -> Json {
 /// Shapes a successful value of `command` (mcp-surface §4.1, §4.3).
 pub fn success_result(command: &Command, value: &Value) -> Json {
     let ret_schema = command.ret.schema.schema();
-    if let (Some(mime), Some(bytes)) = (&command.ret.mime, ret_schema.and_then(|s| media_bytes(s, value))) {
+    if let (Some(mime), Some(bytes)) = (
+        &command.ret.mime,
+        ret_schema.and_then(|s| media_bytes(s, value)),
+    ) {
         return media_result(mime, &bytes);
     }
     let mut text = String::new();
     match ret_schema {
         Some(s) => {
             if let Err(e) = value::to_json(s, value, &mut text) {
-                return error_result(&format!("cannot render the result of '{}': {e}", command.name));
+                return error_result(&format!(
+                    "cannot render the result of '{}': {e}",
+                    command.name
+                ));
             }
         }
         None => text.push_str("null"),
@@ -414,14 +523,20 @@ fn media_bytes(schema: &Schema, value: &Value) -> Option<Vec<u8>> {
                 true
             }
             (Schema::List { elem, .. }, Value::List(items)) => match elem.peel_named() {
-                Schema::Int { bytes: 1, signed: false } => items.iter().all(|v| match v {
+                Schema::Int {
+                    bytes: 1,
+                    signed: false,
+                } => items.iter().all(|v| match v {
                     Value::UInt(b) => {
                         out.push(*b as u8);
                         true
                     }
                     _ => false,
                 }),
-                Schema::Int { bytes: 1, signed: true } => items.iter().all(|v| match v {
+                Schema::Int {
+                    bytes: 1,
+                    signed: true,
+                } => items.iter().all(|v| match v {
                     Value::Int(b) => {
                         out.push(*b as u8);
                         true
@@ -449,7 +564,10 @@ fn media_result(mime: &str, bytes: &[u8]) -> Json {
         }
         "text" => {
             block.insert("type".into(), Json::String("text".into()));
-            block.insert("text".into(), Json::String(String::from_utf8_lossy(bytes).into_owned()));
+            block.insert(
+                "text".into(),
+                Json::String(String::from_utf8_lossy(bytes).into_owned()),
+            );
         }
         _ => {
             let mut res = Map::new();
@@ -471,7 +589,11 @@ pub fn base64(bytes: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
         for i in 0..4 {
             if i <= chunk.len() {
@@ -488,7 +610,10 @@ pub fn base64(bytes: &[u8]) -> String {
 pub fn progress_notification(token: &Json, elapsed_secs: f64, message: &str) -> Json {
     let mut p = Map::new();
     p.insert("progressToken".into(), token.clone());
-    p.insert("progress".into(), serde_json::Number::from_f64(elapsed_secs).map_or(Json::from(0), Json::Number));
+    p.insert(
+        "progress".into(),
+        serde_json::Number::from_f64(elapsed_secs).map_or(Json::from(0), Json::Number),
+    );
     p.insert("message".into(), Json::String(message.into()));
     jsonrpc::notification("notifications/progress", Json::Object(p))
 }
@@ -504,17 +629,31 @@ pub fn log_notification(session: &Session, level: usize, logger: &str, line: &st
     p.insert("level".into(), Json::String(LOG_LEVELS[level].into()));
     p.insert("logger".into(), Json::String(logger.into()));
     p.insert("data".into(), Json::String(line.into()));
-    Some(jsonrpc::notification("notifications/message", Json::Object(p)))
+    Some(jsonrpc::notification(
+        "notifications/message",
+        Json::Object(p),
+    ))
 }
 
 /// Runs a pure command in-process.
-pub fn run_pure(program: &Program, command: usize, values: Vec<Value>, host: &mut dyn eval::Host) -> Result<Value, String> {
+pub fn run_pure(
+    program: &Program,
+    command: usize,
+    values: Vec<Value>,
+    host: &mut dyn eval::Host,
+) -> Result<Value, String> {
     let cmd = program.command(command);
     let Some(expr) = program.exprs.get(command).and_then(Option::as_ref) else {
-        return Err(format!("command '{}' has no expression to evaluate", cmd.name));
+        return Err(format!(
+            "command '{}' has no expression to evaluate",
+            cmd.name
+        ));
     };
     let Some(ret) = cmd.ret.schema.schema() else {
-        return Err(format!("command '{}' has an unusable return schema '{}'", cmd.name, cmd.ret.schema.text));
+        return Err(format!(
+            "command '{}' has an unusable return schema '{}'",
+            cmd.name, cmd.ret.schema.text
+        ));
     };
     let mut schemas = Vec::with_capacity(cmd.args.len());
     for arg in &cmd.args {
@@ -525,9 +664,17 @@ pub fn run_pure(program: &Program, command: usize, values: Vec<Value>, host: &mu
 
 /// The return schema of a command, if it parses.
 pub fn return_schema(command: &Command) -> Result<&Schema, String> {
-    command.ret.schema.parsed.as_ref().map_err(|e: &schema::SchemaError| {
-        format!("command '{}' has an unusable return schema '{}': {e}", command.name, command.ret.schema.text)
-    })
+    command
+        .ret
+        .schema
+        .parsed
+        .as_ref()
+        .map_err(|e: &schema::SchemaError| {
+            format!(
+                "command '{}' has an unusable return schema '{}': {e}",
+                command.name, command.ret.schema.text
+            )
+        })
 }
 
 #[cfg(test)]
@@ -536,7 +683,16 @@ mod tests {
 
     #[test]
     fn base64_matches_rfc4648_vectors() {
-        for (input, out) in [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("fooba", "Zm9vYmE="), ("foobar", "Zm9vYmFy"), ("<svg/>", "PHN2Zy8+")] {
+        for (input, out) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+            ("<svg/>", "PHN2Zy8+"),
+        ] {
             assert_eq!(base64(input.as_bytes()), out);
         }
     }

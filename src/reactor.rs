@@ -102,17 +102,22 @@ pub fn serve(config: ServeConfig) -> Result<i32, StartError> {
             // user asked for the reference's plain single-program names.
             let namespaced = config.router || !config.plain_tool_names;
             let namespaced = namespaced && !(config.plain_tool_names && programs.len() == 1);
-            let catalog = Catalog::multi(programs, namespaced, config.router).map_err(|e| StartError(e.to_string()))?;
+            let catalog = Catalog::multi(programs, namespaced, config.router)
+                .map_err(|e| StartError(e.to_string()))?;
             run_server(catalog, options, Some(http))
         }
     }
 }
 
-fn run_server(catalog: Catalog, options: Options, http: Option<HttpConfig>) -> Result<i32, StartError> {
+fn run_server(
+    catalog: Catalog,
+    options: Options,
+    http: Option<HttpConfig>,
+) -> Result<i32, StartError> {
     // Before anything can print: the protocol stream gets a private fd and
     // fd 1 becomes stderr, so no stray write ever reaches the client.
-    let protocol_out =
-        proc::rehome_stdout().map_err(|e| StartError(format!("cannot set up the protocol stream: {e}")))?;
+    let protocol_out = proc::rehome_stdout()
+        .map_err(|e| StartError(format!("cannot set up the protocol stream: {e}")))?;
     std::env::set_var("MORLOC_QUIET", "1");
     proc::ignore_sigpipe().map_err(|e| StartError(format!("cannot ignore SIGPIPE: {e}")))?;
     // Orphaned pool workers are re-parented to us so they can be reaped.
@@ -129,7 +134,10 @@ enum Client {
     Stdio,
     /// An HTTP connection whose current request is the call; `session` is its
     /// `Mcp-Session-Id`.
-    Http { conn: Token, session: String },
+    Http {
+        conn: Token,
+        session: String,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -186,9 +194,14 @@ impl Reactor {
     ) -> Result<Reactor, StartError> {
         let io_err = |what: &str, e: io::Error| StartError(format!("{what}: {e}"));
         let poll = Poll::new().map_err(|e| io_err("cannot create the poller", e))?;
-        let signals = proc::SignalPipe::new().map_err(|e| io_err("cannot install signal handlers", e))?;
+        let signals =
+            proc::SignalPipe::new().map_err(|e| io_err("cannot install signal handlers", e))?;
         poll.registry()
-            .register(&mut SourceFd(&signals.as_raw_fd()), SIGNALS, Interest::READABLE)
+            .register(
+                &mut SourceFd(&signals.as_raw_fd()),
+                SIGNALS,
+                Interest::READABLE,
+            )
             .map_err(|e| io_err("cannot watch signals", e))?;
 
         let stdio = if http.is_none() {
@@ -206,7 +219,10 @@ impl Reactor {
 
         let mut runtimes = Vec::new();
         for program in &catalog.programs {
-            runtimes.push(Runtime::new(program).map_err(|e| io_err("cannot prepare the pools' run directory", e))?);
+            runtimes.push(
+                Runtime::new(program)
+                    .map_err(|e| io_err("cannot prepare the pools' run directory", e))?,
+            );
         }
         let mut reactor = Reactor {
             poll,
@@ -247,15 +263,18 @@ impl Reactor {
             }
             let now = Instant::now();
             if let Some(stdio) = &self.stdio {
-                if !stdio.stdin_open && (self.calls.is_empty() || stdio.eof_deadline.is_some_and(|d| now >= d)) {
+                if !stdio.stdin_open
+                    && (self.calls.is_empty() || stdio.eof_deadline.is_some_and(|d| now >= d))
+                {
                     return 0;
                 }
             }
-            let mut timeout = self.next_deadline().map(|d| d.saturating_duration_since(now));
-            let read_stdin_directly = self
-                .stdio
-                .as_ref()
-                .is_some_and(|s| s.stdin_open && !s.stdin_pollable && s.queue.len() < MAX_PENDING_OUTPUT);
+            let mut timeout = self
+                .next_deadline()
+                .map(|d| d.saturating_duration_since(now));
+            let read_stdin_directly = self.stdio.as_ref().is_some_and(|s| {
+                s.stdin_open && !s.stdin_pollable && s.queue.len() < MAX_PENDING_OUTPUT
+            });
             if read_stdin_directly || self.pools_pending {
                 timeout = Some(Duration::ZERO);
             }
@@ -274,10 +293,14 @@ impl Reactor {
                     SIGNALS => self.handle_signals(),
                     LISTENER => self.accept_http(),
                     token => match self.sources.get(&token).copied() {
-                        Some(Source::PoolOutput { program, pool }) => self.read_pool_output(program, pool),
+                        Some(Source::PoolOutput { program, pool }) => {
+                            self.read_pool_output(program, pool)
+                        }
                         Some(Source::Probe { program, pool }) => self.advance_probe(program, pool),
                         Some(Source::Call(id)) => self.advance_call(id),
-                        Some(Source::Conn) => self.http_event(token, event.is_readable(), event.is_writable()),
+                        Some(Source::Conn) => {
+                            self.http_event(token, event.is_readable(), event.is_writable())
+                        }
                         None => {}
                     },
                 }
@@ -358,7 +381,10 @@ impl Reactor {
     /// Whether pool output should be forwarded to this client now.
     fn client_wants_logs(&self, client: &Client) -> bool {
         match client {
-            Client::Stdio => self.stdio.as_ref().is_some_and(|s| s.session.log_level.is_some()),
+            Client::Stdio => self
+                .stdio
+                .as_ref()
+                .is_some_and(|s| s.session.log_level.is_some()),
             Client::Http { conn, .. } => self.http_streaming(*conn),
         }
     }
@@ -371,8 +397,13 @@ impl Reactor {
         // keeps the File from closing it.
         let mut stdin = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(0) });
         loop {
-            let Some(stdio) = self.stdio.as_mut() else { return };
-            if stdio.queue.len() >= MAX_PENDING_OUTPUT || self.exit_code.is_some() || !stdio.stdin_open {
+            let Some(stdio) = self.stdio.as_mut() else {
+                return;
+            };
+            if stdio.queue.len() >= MAX_PENDING_OUTPUT
+                || self.exit_code.is_some()
+                || !stdio.stdin_open
+            {
                 return;
             }
             match stdin.read(&mut buf) {
@@ -391,7 +422,11 @@ impl Reactor {
                 Ok(n) => {
                     stdio.framer.push(&buf[..n]);
                     let pollable = stdio.stdin_pollable;
-                    while let Some(msg) = self.stdio.as_mut().and_then(|s| s.framer.next_line().map(frame_message)) {
+                    while let Some(msg) = self
+                        .stdio
+                        .as_mut()
+                        .and_then(|s| s.framer.next_line().map(frame_message))
+                    {
                         self.dispatch_stdio(msg);
                     }
                     // Regular file: one chunk per loop turn, so pool events
@@ -416,7 +451,9 @@ impl Reactor {
     }
 
     fn dispatch_stdio(&mut self, msg: jsonrpc::Incoming) {
-        let Some(stdio) = self.stdio.as_mut() else { return };
+        let Some(stdio) = self.stdio.as_mut() else {
+            return;
+        };
         match mcp::handle(&self.catalog, &mut stdio.session, msg) {
             Step::Nothing => {}
             Step::Reply(reply) => self.send_stdio(&reply),
@@ -426,13 +463,17 @@ impl Reactor {
     }
 
     fn send_stdio(&mut self, msg: &Json) {
-        let Some(stdio) = self.stdio.as_mut() else { return };
+        let Some(stdio) = self.stdio.as_mut() else {
+            return;
+        };
         jsonrpc::write_line(&mut stdio.queue, msg);
         self.flush_stdout();
     }
 
     fn flush_stdout(&mut self) {
-        let Some(stdio) = self.stdio.as_mut() else { return };
+        let Some(stdio) = self.stdio.as_mut() else {
+            return;
+        };
         let fd = stdio.out.as_raw_fd();
         while stdio.written < stdio.queue.len() {
             let pending = &stdio.queue[stdio.written..];
@@ -449,7 +490,11 @@ impl Reactor {
                 io::ErrorKind::Interrupted => continue,
                 io::ErrorKind::WouldBlock => {
                     if stdio.out_pollable && !stdio.writable_interest {
-                        let _ = self.poll.registry().register(&mut SourceFd(&fd), STDOUT, Interest::WRITABLE);
+                        let _ = self.poll.registry().register(
+                            &mut SourceFd(&fd),
+                            STDOUT,
+                            Interest::WRITABLE,
+                        );
                         stdio.writable_interest = true;
                     }
                     return;
@@ -485,8 +530,16 @@ impl Reactor {
         let at_eof = self.exit_code.is_none_or(|c| c == 0);
         let ids: Vec<CallId> = self.calls.keys().copied().collect();
         for id in ids {
-            if at_eof && self.calls.get(&id).is_some_and(|c| c.client == Client::Stdio) {
-                self.finish_call(id, Err("the server is shutting down; the call was abandoned".into()));
+            if at_eof
+                && self
+                    .calls
+                    .get(&id)
+                    .is_some_and(|c| c.client == Client::Stdio)
+            {
+                self.finish_call(
+                    id,
+                    Err("the server is shutting down; the call was abandoned".into()),
+                );
             } else {
                 self.drop_call(id);
             }
@@ -512,25 +565,33 @@ impl Stdio {
     fn new(poll: &Poll, out: OwnedFd) -> io::Result<Stdio> {
         // stdin: a pipe or tty is polled; epoll refuses regular files and
         // /dev/null (EPERM), which are then read directly: they never block.
-        let stdin_pollable = match poll.registry().register(&mut SourceFd(&0), STDIN, Interest::READABLE) {
-            Ok(()) => {
-                proc::set_nonblocking(borrow_fd(0))?;
-                true
-            }
-            Err(e) if e.raw_os_error() == Some(libc::EPERM) => false,
-            Err(e) => return Err(e),
-        };
+        let stdin_pollable =
+            match poll
+                .registry()
+                .register(&mut SourceFd(&0), STDIN, Interest::READABLE)
+            {
+                Ok(()) => {
+                    proc::set_nonblocking(borrow_fd(0))?;
+                    true
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EPERM) => false,
+                Err(e) => return Err(e),
+            };
         let out_fd = out.as_raw_fd();
-        let out_pollable = match poll.registry().register(&mut SourceFd(&out_fd), STDOUT, Interest::WRITABLE) {
-            Ok(()) => {
-                proc::set_nonblocking(out.as_fd())?;
-                // Registered again only while there is something to write.
-                poll.registry().deregister(&mut SourceFd(&out_fd))?;
-                true
-            }
-            Err(e) if e.raw_os_error() == Some(libc::EPERM) => false,
-            Err(e) => return Err(e),
-        };
+        let out_pollable =
+            match poll
+                .registry()
+                .register(&mut SourceFd(&out_fd), STDOUT, Interest::WRITABLE)
+            {
+                Ok(()) => {
+                    proc::set_nonblocking(out.as_fd())?;
+                    // Registered again only while there is something to write.
+                    poll.registry().deregister(&mut SourceFd(&out_fd))?;
+                    true
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EPERM) => false,
+                Err(e) => return Err(e),
+            };
         Ok(Stdio {
             session: Session::default(),
             out,

@@ -87,7 +87,9 @@ impl fmt::Display for SchemaError {
         use SchemaErrorKind::*;
         match &self.kind {
             UnexpectedEnd => f.write_str("unexpected end of schema"),
-            UnknownChar { ch, pos } => write!(f, "unknown schema character '{ch}' at position {pos}"),
+            UnknownChar { ch, pos } => {
+                write!(f, "unknown schema character '{ch}' at position {pos}")
+            }
             BadBase62(c) => write!(f, "invalid base-62 size character '{c}'"),
             BadIntSize(n) => write!(f, "invalid integer size {n}"),
             BadFloatSize(n) => write!(f, "invalid float size {n}"),
@@ -130,7 +132,11 @@ fn base62_char(n: usize) -> char {
 
 /// Parses a complete schema string.
 pub fn parse(text: &str) -> Result<Schema, SchemaError> {
-    let mut p = Parser { bytes: text.as_bytes(), pos: 0, scope: Vec::new() };
+    let mut p = Parser {
+        bytes: text.as_bytes(),
+        pos: 0,
+        scope: Vec::new(),
+    };
     let schema = p.schema(0)?;
     if p.pos != p.bytes.len() {
         return err(SchemaErrorKind::Trailing { pos: p.pos });
@@ -174,8 +180,9 @@ impl Parser<'_> {
         if end > self.bytes.len() {
             return err(SchemaErrorKind::KeyPastEnd);
         }
-        let key = std::str::from_utf8(&self.bytes[self.pos..end])
-            .map_err(|_| SchemaError { kind: SchemaErrorKind::KeyNotUtf8 })?;
+        let key = std::str::from_utf8(&self.bytes[self.pos..end]).map_err(|_| SchemaError {
+            kind: SchemaErrorKind::KeyNotUtf8,
+        })?;
         self.pos = end;
         Ok(key.to_string())
     }
@@ -225,7 +232,10 @@ impl Parser<'_> {
                 if !matches!(n, 1 | 2 | 4 | 8) {
                     return err(SchemaErrorKind::BadIntSize(n));
                 }
-                Schema::Int { signed: c == b'i', bytes: n as u8 }
+                Schema::Int {
+                    signed: c == b'i',
+                    bytes: n as u8,
+                }
             }
             b'f' => {
                 let n = self.b62(SchemaErrorKind::UnexpectedEnd)? as u32;
@@ -242,12 +252,18 @@ impl Parser<'_> {
                     while self.bytes.get(self.pos).is_some_and(u8::is_ascii_digit) {
                         self.pos += 1;
                     }
-                    let digits = std::str::from_utf8(&self.bytes[digits_start..self.pos]).unwrap_or("");
-                    let n: u64 = digits.parse().map_err(|_| SchemaError { kind: SchemaErrorKind::BadLength })?;
+                    let digits =
+                        std::str::from_utf8(&self.bytes[digits_start..self.pos]).unwrap_or("");
+                    let n: u64 = digits.parse().map_err(|_| SchemaError {
+                        kind: SchemaErrorKind::BadLength,
+                    })?;
                     // `a:0` is how the reference stores "no fixed length".
                     len = (n != 0).then_some(n);
                 }
-                Schema::List { len, elem: Box::new(self.schema(depth + 1)?) }
+                Schema::List {
+                    len,
+                    elem: Box::new(self.schema(depth + 1)?),
+                }
             }
             b't' => {
                 let n = self.b62(SchemaErrorKind::ExpectedTupleSize)?;
@@ -279,11 +295,14 @@ impl Parser<'_> {
                 self.scope.push(name.clone());
                 let body = self.schema(depth + 1);
                 self.scope.pop();
-                Schema::Named { name, body: Box::new(body?) }
+                Schema::Named {
+                    name,
+                    body: Box::new(body?),
+                }
             }
             b'^' => {
                 let name = self.key()?;
-                if !self.scope.iter().any(|n| *n == name) {
+                if !self.scope.contains(&name) {
                     return err(SchemaErrorKind::UndeclaredName(name));
                 }
                 Schema::Recur(name)
@@ -483,23 +502,35 @@ pub fn shape(schema: &Schema, scope: &Scope<'_>) -> Result<Shape, LayoutError> {
     shape_in(schema, &mut scope, 0)
 }
 
-fn shape_in<'a>(schema: &'a Schema, scope: &mut Scope<'a>, depth: usize) -> Result<Shape, LayoutError> {
+fn shape_in<'a>(
+    schema: &'a Schema,
+    scope: &mut Scope<'a>,
+    depth: usize,
+) -> Result<Shape, LayoutError> {
     if depth > MAX_DEPTH {
         return Err(LayoutError("recursive schema has no finite width".into()));
     }
     let mark = scope.depth();
     let Some(node) = scope.enter(schema) else {
-        return Err(LayoutError(format!("unresolved back-reference in {schema}")));
+        return Err(LayoutError(format!(
+            "unresolved back-reference in {schema}"
+        )));
     };
     let res = match node {
         Schema::Nil => Shape { width: 0, align: 1 },
         Schema::Bool => Shape { width: 1, align: 1 },
-        Schema::Int { bytes, .. } | Schema::Float { bytes } => {
-            Shape { width: *bytes as usize, align: *bytes as usize }
-        }
-        Schema::Str | Schema::BigInt | Schema::List { .. } | Schema::Table(_) | Schema::Handle(_) => {
-            Shape { width: 16, align: 8 }
-        }
+        Schema::Int { bytes, .. } | Schema::Float { bytes } => Shape {
+            width: *bytes as usize,
+            align: *bytes as usize,
+        },
+        Schema::Str
+        | Schema::BigInt
+        | Schema::List { .. }
+        | Schema::Table(_)
+        | Schema::Handle(_) => Shape {
+            width: 16,
+            align: 8,
+        },
         Schema::Optional(_) => Shape { width: 8, align: 8 },
         Schema::Tuple(items) => {
             let (width, align, _) = struct_layout(items.iter(), scope, depth)?;
@@ -577,7 +608,10 @@ mod tests {
 
     #[test]
     fn every_code_parses_and_renders() {
-        for code in ["z", "b", "s", "j", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f4", "f8", "F", "O", "I", "T"] {
+        for code in [
+            "z", "b", "s", "j", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f4", "f8", "F",
+            "O", "I", "T",
+        ] {
             check_ok(code, code);
         }
         check_ok("aj", "aj");
@@ -587,12 +621,18 @@ mod tests {
         check_ok("t0", "t0");
         check_ok("?j", "?j");
         check_ok("m21xj1yj", "m21xj1yj");
-        check_ok("<dict>m36tmpDirsanumThreadsjcremoveCachesb", "m36tmpDirsanumThreadsjcremoveCachesb");
+        check_ok(
+            "<dict>m36tmpDirsanumThreadsjcremoveCachesb",
+            "m36tmpDirsanumThreadsjcremoveCachesb",
+        );
         check_ok("<dict>at2sj", "at2sj");
         check_ok("a<dict>m21xj1yj", "am21xj1yj");
         check_ok("<std::vector<$1>>ai4", "ai4");
         check_ok("T:21xj1ys", "T:21xj1ys");
-        check_ok("&4Treem25valuej8childrena^4Tree", "&4Treem25valuej8childrena^4Tree");
+        check_ok(
+            "&4Treem25valuej8childrena^4Tree",
+            "&4Treem25valuej8childrena^4Tree",
+        );
     }
 
     #[test]
@@ -612,7 +652,10 @@ mod tests {
         check_err("^4Tree", "back-reference to undeclared name 'Tree'");
         check_err("m11xé", "unknown schema character 'é' at position 4");
         check_err("a:xj", "invalid fixed array length");
-        check_err(&"?".repeat(1000), &format!("schema nesting exceeds {MAX_DEPTH} levels"));
+        check_err(
+            &"?".repeat(1000),
+            &format!("schema nesting exceeds {MAX_DEPTH} levels"),
+        );
     }
 
     #[track_caller]
@@ -644,8 +687,12 @@ mod tests {
         let s = parse("&4Treem25valuej8childrena^4Tree").unwrap();
         let mut scope = Scope::new();
         let node = scope.enter(&s).unwrap();
-        let Schema::Record(fields) = node else { panic!() };
-        let Schema::List { elem, .. } = &fields[1].1 else { panic!() };
+        let Schema::Record(fields) = node else {
+            panic!()
+        };
+        let Schema::List { elem, .. } = &fields[1].1 else {
+            panic!()
+        };
         let elem_shape = shape(elem, &scope).unwrap();
         assert_eq!(elem_shape.width, 32);
         // A direct self-inclusion has no finite width.

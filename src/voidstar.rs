@@ -500,12 +500,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn bytes(
-        region: &[u8],
-        base: u64,
-        pos: usize,
-        len: usize,
-    ) -> Result<&[u8], DecodeError> {
+    fn bytes(region: &[u8], base: u64, pos: usize, len: usize) -> Result<&[u8], DecodeError> {
         match pos.checked_add(len).and_then(|end| region.get(pos..end)) {
             Some(b) => Ok(b),
             None => Err(DecodeError::new(

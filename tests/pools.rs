@@ -990,7 +990,10 @@ fn strict_pool_exit_mid_call_names_how_it_died() {
         let mut s = Server::owning(Program::shapes(), &[]);
         assert_eq!(s.call_ok("addOne", json!({"_1": 1})), "2");
         let text = error_text(&s.call_result("poolExit", json!({"_1": 1})));
-        assert!(text.contains("exited with status 3"), "round {round}: {text}");
+        assert!(
+            text.contains("exited with status 3"),
+            "round {round}: {text}"
+        );
         assert_eq!(s.finish(), 0);
     }
 }

@@ -1411,7 +1411,13 @@ fn long_calls_with_a_progress_token_get_progress_notifications() {
             break line;
         }
     };
-    assert_eq!(result, parse(&format!(r#"{{"jsonrpc":"2.0","id":1,"result":{}}}"#, text_result("2600", false))));
+    assert_eq!(
+        result,
+        parse(&format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{}}}"#,
+            text_result("2600", false)
+        ))
+    );
     let mut last = -1.0;
     for note in &notes {
         assert_eq!(note["method"], "notifications/progress", "{note}");
@@ -1427,7 +1433,11 @@ fn long_calls_with_a_progress_token_get_progress_notifications() {
         ["running in pool 'py'", "waiting for pool 'py' to start"].contains(&messages[0].as_str()),
         "{notes:?}"
     );
-    assert_eq!(messages[1..], ["still running after 1 s", "still running after 2 s"], "{notes:?}");
+    assert_eq!(
+        messages[1..],
+        ["still running after 1 s", "still running after 2 s"],
+        "{notes:?}"
+    );
 }
 
 #[test]

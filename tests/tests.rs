@@ -1,10 +1,10 @@
 //! The one integration-test binary: each module spawns the real binary or
 //! drives the library through its public API.
 
-mod util;
-mod golden_tools;
 mod cli;
-mod wire;
-mod stdio;
-mod pools;
+mod golden_tools;
 mod http;
+mod pools;
+mod stdio;
+mod util;
+mod wire;

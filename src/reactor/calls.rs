@@ -44,7 +44,10 @@ pub(super) enum CallStage {
     Receiving,
     /// The connection broke; the call fails with `message` at `until`
     /// unless the pool's death is noticed first.
-    Lost { message: String, until: Instant },
+    Lost {
+        message: String,
+        until: Instant,
+    },
 }
 
 pub(super) struct Call {
@@ -91,7 +94,11 @@ impl Reactor {
                 Ok(v) => mcp::success_result(command, &v),
                 Err(message) => mcp::error_result(&message),
             };
-            return self.deliver(&client, &jsonrpc::result_response(&request.id, result), true);
+            return self.deliver(
+                &client,
+                &jsonrpc::result_response(&request.id, result),
+                true,
+            );
         }
         let packet = match encode_call(prog, request.command, &values) {
             Ok(p) => p,
@@ -108,7 +115,10 @@ impl Reactor {
             id,
             Call {
                 client,
-                next_progress: request.progress_token.as_ref().map(|_| now + PROGRESS_FIRST),
+                next_progress: request
+                    .progress_token
+                    .as_ref()
+                    .map(|_| now + PROGRESS_FIRST),
                 request,
                 program,
                 pool,
@@ -135,7 +145,9 @@ impl Reactor {
     }
 
     pub(super) fn connect_call(&mut self, id: CallId) {
-        let Some(call) = self.calls.get(&id) else { return };
+        let Some(call) = self.calls.get(&id) else {
+            return;
+        };
         let (program, pool) = (call.program, call.pool);
         let path = self.runtimes[program].pools[pool].socket_path.clone();
         match UnixStream::connect(&path) {
@@ -143,9 +155,16 @@ impl Reactor {
                 let token = self.token(Source::Call(id));
                 // Readable only: the packet is written at once below, and a
                 // writable wake-up would cost a turn for nothing.
-                if let Err(e) = self.poll.registry().register(&mut stream, token, Interest::READABLE) {
+                if let Err(e) =
+                    self.poll
+                        .registry()
+                        .register(&mut stream, token, Interest::READABLE)
+                {
                     self.sources.remove(&token);
-                    let message = format!("cannot watch the connection to pool '{}': {e}", self.pool_lang(program, pool));
+                    let message = format!(
+                        "cannot watch the connection to pool '{}': {e}",
+                        self.pool_lang(program, pool)
+                    );
                     return self.finish_call(id, Err(message));
                 }
                 if let Some(call) = self.calls.get_mut(&id) {
@@ -161,7 +180,9 @@ impl Reactor {
                 // or stopped listening: wait for it to answer a ping again
                 // instead of failing the call.
                 self.check_children();
-                let Some(call) = self.calls.get_mut(&id) else { return };
+                let Some(call) = self.calls.get_mut(&id) else {
+                    return;
+                };
                 call.stage = CallStage::WaitingForPool;
                 let lang = self.pool_lang(program, pool).to_string();
                 match self.ensure_pool(program, pool) {
@@ -178,8 +199,12 @@ impl Reactor {
     }
 
     pub(super) fn advance_call(&mut self, id: CallId) {
-        let Some(call) = self.calls.get_mut(&id) else { return };
-        let Some((_, stream)) = call.stream.as_mut() else { return };
+        let Some(call) = self.calls.get_mut(&id) else {
+            return;
+        };
+        let Some((_, stream)) = call.stream.as_mut() else {
+            return;
+        };
         let lang = &self.runtimes[call.program].pools[call.pool].lang;
         if call.stage == CallStage::Sending {
             // The pool parses the header from its first read, so the whole
@@ -189,7 +214,11 @@ impl Reactor {
                     Ok(n) => call.written += n,
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                         if let Some((token, stream)) = call.stream.as_mut() {
-                            let _ = self.poll.registry().reregister(stream, *token, Interest::READABLE | Interest::WRITABLE);
+                            let _ = self.poll.registry().reregister(
+                                stream,
+                                *token,
+                                Interest::READABLE | Interest::WRITABLE,
+                            );
                         }
                         return;
                     }
@@ -236,10 +265,12 @@ impl Reactor {
                             Ok(total) if total <= MAX_REPLY => {
                                 let total = total as usize;
                                 if call.reply.len() > total {
-                                    let message = format!("pool '{lang}' sent bytes after its reply packet");
+                                    let message =
+                                        format!("pool '{lang}' sent bytes after its reply packet");
                                     return self.finish_call(id, Err(message));
                                 }
-                                call.reply.reserve(total.saturating_sub(call.reply.len()).min(1 << 30));
+                                call.reply
+                                    .reserve(total.saturating_sub(call.reply.len()).min(1 << 30));
                                 call.expected = Some(total);
                             }
                             Ok(total) => {
@@ -268,15 +299,23 @@ impl Reactor {
         self.finish_call(id, outcome);
     }
 
-    fn decode_reply(&mut self, program: usize, command: usize, bytes: &[u8]) -> Result<Json, String> {
+    fn decode_reply(
+        &mut self,
+        program: usize,
+        command: usize,
+        bytes: &[u8],
+    ) -> Result<Json, String> {
         let cmd = self.catalog.programs[program].command(command);
         let lang = &self.runtimes[program].pools[cmd.pool].lang;
         let reply = packet::parse_reply(bytes).map_err(|e| format!("{e} (pool '{lang}')"))?;
         let schema = mcp::return_schema(cmd)?;
-        let decode_failed = |e: &dyn std::fmt::Display| format!("cannot decode the result of '{}': {e}", cmd.name);
+        let decode_failed =
+            |e: &dyn std::fmt::Display| format!("cannot decode the result of '{}': {e}", cmd.name);
         let value: Value = match reply {
             Reply::Fail(message) => return Ok(mcp::error_result(&message)),
-            Reply::Voidstar(blob) => voidstar::decode_flat(schema, blob).map_err(|e| decode_failed(&e))?,
+            Reply::Voidstar(blob) => {
+                voidstar::decode_flat(schema, blob).map_err(|e| decode_failed(&e))?
+            }
             Reply::Msgpack(data) => msgpack::decode(schema, data).map_err(|e| decode_failed(&e))?,
             Reply::Rptr(relptr) => {
                 let reader = &mut self.runtimes[program].shm_reader;
@@ -287,7 +326,8 @@ impl Reactor {
                 decoded.map_err(|e| decode_failed(&e))?
             }
             Reply::File(path) => {
-                let data = std::fs::read(&path).map_err(|e| format!("cannot read the result file {}: {e}", path.display()))?;
+                let data = std::fs::read(&path)
+                    .map_err(|e| format!("cannot read the result file {}: {e}", path.display()))?;
                 // Pools never delete their result files; the server owns them now.
                 let _ = std::fs::remove_file(&path);
                 msgpack::decode(schema, &data).map_err(|e| decode_failed(&e))?
@@ -301,16 +341,23 @@ impl Reactor {
     /// short grace (see [`LOST_GRACE`]).
     fn lost_connection(&mut self, id: CallId, message: String) {
         self.check_children();
-        let Some(call) = self.calls.get_mut(&id) else { return };
+        let Some(call) = self.calls.get_mut(&id) else {
+            return;
+        };
         if let Some((token, mut stream)) = call.stream.take() {
             let _ = self.poll.registry().deregister(&mut stream);
             self.sources.remove(&token);
         }
-        call.stage = CallStage::Lost { message, until: Instant::now() + LOST_GRACE };
+        call.stage = CallStage::Lost {
+            message,
+            until: Instant::now() + LOST_GRACE,
+        };
     }
 
     pub(super) fn finish_call(&mut self, id: CallId, outcome: Result<Json, String>) {
-        let Some(call) = self.calls.get(&id) else { return };
+        let Some(call) = self.calls.get(&id) else {
+            return;
+        };
         let (program, pool) = (call.program, call.pool);
         if self.client_wants_logs(&call.client) {
             // Lines the pool printed before replying go out before the reply.
@@ -319,7 +366,9 @@ impl Reactor {
         // No progress notification goes right before the reply: some clients
         // handle notifications after the response of the same read and
         // would then report an unknown progress token.
-        let Some(call) = self.take_call(id) else { return };
+        let Some(call) = self.take_call(id) else {
+            return;
+        };
         let result = outcome.unwrap_or_else(|message| mcp::error_result(&message));
         let reply = jsonrpc::result_response(&call.request.id, result);
         self.deliver(&call.client, &reply, true);
@@ -328,8 +377,12 @@ impl Reactor {
     /// Sends `notifications/progress` for a call that carries a progress
     /// token: elapsed seconds as the (strictly increasing) progress, no total.
     fn send_progress(&mut self, id: CallId, message: &str) {
-        let Some(call) = self.calls.get_mut(&id) else { return };
-        let Some(token) = call.request.progress_token.clone() else { return };
+        let Some(call) = self.calls.get_mut(&id) else {
+            return;
+        };
+        let Some(token) = call.request.progress_token.clone() else {
+            return;
+        };
         let elapsed = (call.started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
         let progress = match call.last_progress {
             Some(last) if elapsed <= last => last + 0.001,
@@ -377,7 +430,10 @@ impl Reactor {
             .filter(|(_, c)| matches!(&c.client, Client::Http { session: s, .. } if s == session))
             .map(|(id, _)| *id)
             .collect();
-        ids.into_iter().filter_map(|id| self.take_call(id)).map(|c| c.client).collect()
+        ids.into_iter()
+            .filter_map(|id| self.take_call(id))
+            .map(|c| c.client)
+            .collect()
     }
 
     /// Calls waiting on an HTTP connection that went away.
@@ -395,7 +451,13 @@ impl Reactor {
 
     /// Fails calls on pool `pool`: all of them, or (`include_waiting` false)
     /// only those already sent, leaving waiting calls for the restarted pool.
-    pub(super) fn fail_pool_calls(&mut self, program: usize, pool: usize, message: &str, include_waiting: bool) {
+    pub(super) fn fail_pool_calls(
+        &mut self,
+        program: usize,
+        pool: usize,
+        message: &str,
+        include_waiting: bool,
+    ) {
         let ids: Vec<CallId> = self
             .calls
             .iter()
@@ -409,15 +471,25 @@ impl Reactor {
     }
 
     pub(super) fn call_timers(&mut self, now: Instant) {
-        let expired: Vec<CallId> =
-            self.calls.iter().filter(|(_, c)| c.deadline.is_some_and(|d| d <= now)).map(|(id, _)| *id).collect();
+        let expired: Vec<CallId> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.deadline.is_some_and(|d| d <= now))
+            .map(|(id, _)| *id)
+            .collect();
         for id in expired {
             self.time_out(id);
         }
-        let due: Vec<CallId> =
-            self.calls.iter().filter(|(_, c)| c.next_progress.is_some_and(|t| t <= now)).map(|(id, _)| *id).collect();
+        let due: Vec<CallId> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.next_progress.is_some_and(|t| t <= now))
+            .map(|(id, _)| *id)
+            .collect();
         for id in due {
-            let Some(call) = self.calls.get_mut(&id) else { continue };
+            let Some(call) = self.calls.get_mut(&id) else {
+                continue;
+            };
             let since = now.duration_since(call.started);
             call.next_progress = Some(if since < 2 * PROGRESS_FIRST {
                 call.started + 2 * PROGRESS_FIRST
@@ -427,13 +499,19 @@ impl Reactor {
             let elapsed = since.as_secs_f64();
             self.send_progress(id, &format!("still running after {elapsed:.0} s"));
         }
-        let lost: Vec<CallId> =
-            self.calls.iter().filter(|(_, c)| c.lost_until().is_some_and(|t| t <= now)).map(|(id, _)| *id).collect();
+        let lost: Vec<CallId> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.lost_until().is_some_and(|t| t <= now))
+            .map(|(id, _)| *id)
+            .collect();
         if !lost.is_empty() {
             self.check_children();
         }
         for id in lost {
-            let Some(call) = self.calls.get(&id) else { continue };
+            let Some(call) = self.calls.get(&id) else {
+                continue;
+            };
             if let CallStage::Lost { message, .. } = &call.stage {
                 let message = message.clone();
                 self.finish_call(id, Err(message));
@@ -442,12 +520,19 @@ impl Reactor {
     }
 
     fn time_out(&mut self, id: CallId) {
-        let Some(call) = self.calls.get(&id) else { return };
+        let Some(call) = self.calls.get(&id) else {
+            return;
+        };
         let (program, pool) = (call.program, call.pool);
         let secs = self.options.call_timeout.map_or(0.0, |t| t.as_secs_f64());
         let lang = self.pool_lang(program, pool).to_string();
         let was_running = call.stage != CallStage::WaitingForPool;
-        self.finish_call(id, Err(format!("timed out after {secs} s waiting for pool '{lang}'")));
+        self.finish_call(
+            id,
+            Err(format!(
+                "timed out after {secs} s waiting for pool '{lang}'"
+            )),
+        );
         if was_running {
             // A stuck worker would hold up every later call (a Python pool
             // serves one call at a time), so the pool is restarted.
@@ -470,9 +555,14 @@ fn encode_call(program: &Program, command: usize, values: &[Value]) -> Result<Ve
     let mut args = Vec::with_capacity(values.len());
     for (slot, (arg, value)) in cmd.args.iter().zip(values).enumerate() {
         let name = || mcp::slot_name(cmd, slot);
-        let schema = mcp::slot_schema(arg).map_err(|why| format!("argument '{}' cannot be passed: {why}", name()))?;
-        let blob = voidstar::encode_flat(&schema, value).map_err(|e| format!("cannot encode argument '{}': {e}", name()))?;
-        args.push(packet::data_packet_voidstar(&schema.to_wire_string(), &blob));
+        let schema = mcp::slot_schema(arg)
+            .map_err(|why| format!("argument '{}' cannot be passed: {why}", name()))?;
+        let blob = voidstar::encode_flat(&schema, value)
+            .map_err(|e| format!("cannot encode argument '{}': {e}", name()))?;
+        args.push(packet::data_packet_voidstar(
+            &schema.to_wire_string(),
+            &blob,
+        ));
     }
     Ok(packet::call_packet(cmd.mid, &args))
 }
@@ -487,8 +577,14 @@ impl crate::eval::Host for FsHost {
 
     fn write_file_atomic(&mut self, path: &str, bytes: &[u8]) -> io::Result<()> {
         let target = std::path::Path::new(path);
-        let dir = target.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-        let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let dir = target
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
         std::fs::write(&tmp, bytes)?;
         std::fs::rename(&tmp, target).inspect_err(|_| {

@@ -53,7 +53,10 @@ pub(super) enum PoolStatus {
     Starting,
     Ready,
     /// Not running and not being restarted (crash loop or spawn failure).
-    Failed { message: String, at: Instant },
+    Failed {
+        message: String,
+        at: Instant,
+    },
 }
 
 struct Probe {
@@ -133,16 +136,28 @@ impl Runtime {
                 // with concurrent calls it could be reused before we read it.
                 // Inline replies make that race impossible (ARCHITECTURE.md).
                 ("MORLOC_INLINE_SIZE".into(), i64::MAX.to_string().into()),
-                ("MORLOC_NEXUS_PATH".into(), self_exe.clone().into_os_string()),
-                ("MORLOC_MANIFEST_PATH".into(), loaded.path.clone().into_os_string()),
+                (
+                    "MORLOC_NEXUS_PATH".into(),
+                    self_exe.clone().into_os_string(),
+                ),
+                (
+                    "MORLOC_MANIFEST_PATH".into(),
+                    loaded.path.clone().into_os_string(),
+                ),
                 ("MORLOC_QUIET".into(), "1".into()),
             ];
             if manifest.no_shm {
                 spawn.env.push(("MORLOC_NO_SHM".into(), "1".into()));
             }
             // Result files go inside the run directory so they are cleaned up.
-            let file_dir = manifest.tmpdir.clone().map(PathBuf::from).unwrap_or_else(|| tmpdir.clone());
-            spawn.env.push(("MORLOC_TMPDIR".into(), file_dir.into_os_string()));
+            let file_dir = manifest
+                .tmpdir
+                .clone()
+                .map(PathBuf::from)
+                .unwrap_or_else(|| tmpdir.clone());
+            spawn
+                .env
+                .push(("MORLOC_TMPDIR".into(), file_dir.into_os_string()));
             pools.push(Pool {
                 lang: pool.lang.clone(),
                 socket_path,
@@ -160,10 +175,20 @@ impl Runtime {
             });
         }
         let shm_reader = shm::ShmReader::new(&basename, &tmpdir);
-        Ok(Runtime { pools, tmpdir: Some(tmpdir), basename, volume0, shm_reader })
+        Ok(Runtime {
+            pools,
+            tmpdir: Some(tmpdir),
+            basename,
+            volume0,
+            shm_reader,
+        })
     }
 
-    pub(super) fn deadlines(&self, start_timeout: Duration, consider: &mut impl FnMut(Option<Instant>)) {
+    pub(super) fn deadlines(
+        &self,
+        start_timeout: Duration,
+        consider: &mut impl FnMut(Option<Instant>),
+    ) {
         for pool in &self.pools {
             consider(pool.next_probe);
             if matches!(pool.status, PoolStatus::Starting) {
@@ -241,7 +266,11 @@ impl Reactor {
     pub(super) fn start_pool(&mut self, program: usize, i: usize) {
         let now = Instant::now();
         let pool = &mut self.runtimes[program].pools[i];
-        while pool.starts.front().is_some_and(|t| now.duration_since(*t) > RESTART_WINDOW) {
+        while pool
+            .starts
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > RESTART_WINDOW)
+        {
             pool.starts.pop_front();
         }
         pool.starts.push_back(now);
@@ -261,7 +290,11 @@ impl Reactor {
                 let fd = spawned.output;
                 let raw = fd.as_raw_fd();
                 let token = self.token(Source::PoolOutput { program, pool: i });
-                if let Err(e) = self.poll.registry().register(&mut SourceFd(&raw), token, Interest::READABLE) {
+                if let Err(e) =
+                    self.poll
+                        .registry()
+                        .register(&mut SourceFd(&raw), token, Interest::READABLE)
+                {
                     eprintln!("morloc-mcp: cannot watch the output of a pool: {e}");
                 }
                 self.runtimes[program].pools[i].output = Some((token, fd));
@@ -269,7 +302,10 @@ impl Reactor {
             Err(e) => {
                 let message = format!("cannot start pool '{}': {e}", pool.lang);
                 eprintln!("morloc-mcp: {message}");
-                pool.status = PoolStatus::Failed { message: message.clone(), at: now };
+                pool.status = PoolStatus::Failed {
+                    message: message.clone(),
+                    at: now,
+                };
                 self.fail_pool_calls(program, i, &message, true);
             }
         }
@@ -294,7 +330,10 @@ impl Reactor {
                     );
                     eprintln!("morloc-mcp: {message}");
                     self.stop_pool(program, i);
-                    self.runtimes[program].pools[i].status = PoolStatus::Failed { message: message.clone(), at: now };
+                    self.runtimes[program].pools[i].status = PoolStatus::Failed {
+                        message: message.clone(),
+                        at: now,
+                    };
                     self.fail_pool_calls(program, i, &message, true);
                 }
             }
@@ -309,11 +348,21 @@ impl Reactor {
         match UnixStream::connect(&pool.socket_path) {
             Ok(mut stream) => {
                 let token = self.token(Source::Probe { program, pool: i });
-                if self.poll.registry().register(&mut stream, token, Interest::READABLE | Interest::WRITABLE).is_err() {
+                if self
+                    .poll
+                    .registry()
+                    .register(&mut stream, token, Interest::READABLE | Interest::WRITABLE)
+                    .is_err()
+                {
                     self.sources.remove(&token);
                     return self.schedule_probe(program, i);
                 }
-                self.runtimes[program].pools[i].probe = Some(Probe { stream, token, written: 0, read: Vec::new() });
+                self.runtimes[program].pools[i].probe = Some(Probe {
+                    stream,
+                    token,
+                    written: 0,
+                    read: Vec::new(),
+                });
                 self.advance_probe(program, i);
             }
             // Not bound or not listening yet.
@@ -336,7 +385,9 @@ impl Reactor {
 
     pub(super) fn advance_probe(&mut self, program: usize, i: usize) {
         let ping = packet::ping();
-        let Some(probe) = self.runtimes[program].pools[i].probe.as_mut() else { return };
+        let Some(probe) = self.runtimes[program].pools[i].probe.as_mut() else {
+            return;
+        };
         let mut failed = false;
         while probe.written < ping.len() {
             match probe.stream.write(&ping[probe.written..]) {
@@ -369,7 +420,9 @@ impl Reactor {
         let waiting: Vec<CallId> = self
             .calls
             .iter()
-            .filter(|(_, c)| c.program == program && c.pool == i && c.stage == CallStage::WaitingForPool)
+            .filter(|(_, c)| {
+                c.program == program && c.pool == i && c.stage == CallStage::WaitingForPool
+            })
             .map(|(id, _)| *id)
             .collect();
         for id in waiting {
@@ -378,7 +431,9 @@ impl Reactor {
     }
 
     pub(super) fn read_pool_output(&mut self, program: usize, i: usize) {
-        let Some((_, fd)) = self.runtimes[program].pools[i].output.as_ref() else { return };
+        let Some((_, fd)) = self.runtimes[program].pools[i].output.as_ref() else {
+            return;
+        };
         let raw = fd.as_raw_fd();
         let mut buf = [0u8; 16 * 1024];
         let mut closed = false;
@@ -387,7 +442,9 @@ impl Reactor {
             // output pipe, owned by the pool's `output` field.
             let n = unsafe { libc::read(raw, buf.as_mut_ptr().cast(), buf.len()) };
             if n > 0 {
-                self.runtimes[program].pools[i].output_buf.extend_from_slice(&buf[..n as usize]);
+                self.runtimes[program].pools[i]
+                    .output_buf
+                    .extend_from_slice(&buf[..n as usize]);
                 // Bound the buffer even if a pool writes without newlines.
                 if self.runtimes[program].pools[i].output_buf.len() > 4 * MAX_LOG_LINE {
                     self.emit_pool_lines(program, i, false);
@@ -454,7 +511,8 @@ impl Reactor {
     /// with a log level that are streaming events.
     fn forward_log(&mut self, logger: &str, line: &str) {
         if let Some(stdio) = &self.stdio {
-            if let Some(note) = mcp::log_notification(&stdio.session, POOL_LOG_LEVEL, logger, line) {
+            if let Some(note) = mcp::log_notification(&stdio.session, POOL_LOG_LEVEL, logger, line)
+            {
                 self.send_stdio(&note);
             }
         }
@@ -465,7 +523,10 @@ impl Reactor {
 
     fn close_pool_output(&mut self, program: usize, i: usize) {
         if let Some((token, fd)) = self.runtimes[program].pools[i].output.take() {
-            let _ = self.poll.registry().deregister(&mut SourceFd(&fd.as_raw_fd()));
+            let _ = self
+                .poll
+                .registry()
+                .deregister(&mut SourceFd(&fd.as_raw_fd()));
             self.sources.remove(&token);
         }
     }
@@ -474,7 +535,10 @@ impl Reactor {
     pub(super) fn check_children(&mut self) {
         for (pid, status) in proc::reap_any() {
             let found = self.runtimes.iter().enumerate().find_map(|(p, rt)| {
-                rt.pools.iter().position(|pool| pool.pid == Some(pid)).map(|i| (p, i))
+                rt.pools
+                    .iter()
+                    .position(|pool| pool.pid == Some(pid))
+                    .map(|i| (p, i))
             });
             // Otherwise: an orphaned worker re-parented to us, now reaped.
             let Some((program, i)) = found else { continue };
@@ -489,13 +553,20 @@ impl Reactor {
             let starting = matches!(self.runtimes[program].pools[i].status, PoolStatus::Starting);
             eprintln!("morloc-mcp: pool '{lang}' (pid {pid}) {status}");
             let message = if starting {
-                format!("pool '{lang}' {status} during start-up{}", self.runtimes[program].tail_note(i))
+                format!(
+                    "pool '{lang}' {status} during start-up{}",
+                    self.runtimes[program].tail_note(i)
+                )
             } else {
                 format!("pool '{lang}' died ({status}) while the call was running; it is being restarted")
             };
             let now = Instant::now();
             let pool = &self.runtimes[program].pools[i];
-            let recent = pool.starts.iter().filter(|t| now.duration_since(**t) <= RESTART_WINDOW).count();
+            let recent = pool
+                .starts
+                .iter()
+                .filter(|t| now.duration_since(**t) <= RESTART_WINDOW)
+                .count();
             if starting || recent >= MAX_RESTARTS {
                 // A pool that cannot start, or keeps dying, is not restarted
                 // in a loop; calls fail with the reason and a later call may
@@ -509,7 +580,10 @@ impl Reactor {
                         self.runtimes[program].tail_note(i)
                     )
                 };
-                self.runtimes[program].pools[i].status = PoolStatus::Failed { message: message.clone(), at: now };
+                self.runtimes[program].pools[i].status = PoolStatus::Failed {
+                    message: message.clone(),
+                    at: now,
+                };
                 self.fail_pool_calls(program, i, &message, true);
             } else {
                 self.fail_pool_calls(program, i, &message, false);
