@@ -49,6 +49,7 @@ WIRE = os.path.join(REPO, "tests", "data", "wire")
 
 # Iteration counts: (full run, --quick).
 COUNTS = {
+    "tools_cmd": (100, 5),
     "startup": (60, 5),
     "tools_list": (1000, 50),
     "pure": (5000, 200),
@@ -324,6 +325,28 @@ def bench_startup(binary: str, manifest: str, runs: int) -> Sample:
                 raise BenchError(f"server exited with status {status}: {server.stderr_tail()}")
         finally:
             server.kill()
+    return Sample(times)
+
+
+def bench_tools_cmd(binary: str, manifest: str, runs: int) -> Sample:
+    """`morloc-mcp tools <manifest>`: process start to exit, output read."""
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter_ns()
+        done = subprocess.run([binary, "tools", manifest], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        times.append(time.perf_counter_ns() - t0)
+        if done.returncode != 0 or not done.stdout.startswith(b'{\n  "tools": ['):
+            raise BenchError(f"tools: exit {done.returncode}, output {done.stdout[:100]!r}")
+    return Sample(times)
+
+
+def bench_true(runs: int) -> Sample:
+    """Spawning `true`: the process-creation floor of the measurement."""
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter_ns()
+        subprocess.run(["true"])
+        times.append(time.perf_counter_ns() - t0)
     return Sample(times)
 
 
@@ -860,7 +883,7 @@ def render(results: Results, binary: str, quick: bool, elapsed_s: float) -> str:
 
 # --- main --------------------------------------------------------------------------------
 
-ALL = ["startup", "tools_list", "pure", "remote", "concurrency", "rss", "size", "exit", "http"]
+ALL = ["tools_cmd", "startup", "tools_list", "pure", "remote", "concurrency", "rss", "size", "exit", "http"]
 
 
 def main(argv: list[str]) -> int:
@@ -900,6 +923,14 @@ def main(argv: list[str]) -> int:
     results = Results(machine=machine())
     S, L, C, M = SECTION_ORDER[:4]
     try:
+        if "tools_cmd" in only:
+            print("tools subcommand", flush=True)
+            with Timer():
+                sample = bench_tools_cmd(binary, SHAPES, count("tools_cmd"))
+                floor = bench_true(count("tools_cmd"))
+            results.add(S, latency_row("`morloc-mcp tools` on the shapes manifest, spawn to exit", sample,
+                                       "target < 5 ms"))
+            results.add(S, latency_row("spawning `true` the same way (process-creation floor)", floor))
         if "startup" in only:
             print("process start -> initialize answered", flush=True)
             with Timer():

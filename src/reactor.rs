@@ -50,6 +50,9 @@ const MAX_PENDING_OUTPUT: usize = 16 * 1024 * 1024;
 /// After stdin closes, calls still running get this long to finish (so a
 /// piped script gets its answers); then they are abandoned and we exit.
 const EOF_GRACE: Duration = Duration::from_secs(5);
+/// How long eager pools wait for the client's first message (see
+/// `Reactor::new`).
+const SPAWN_WAIT: Duration = Duration::from_millis(5);
 
 /// A start-up failure, already phrased for the user.
 #[derive(Debug)]
@@ -161,6 +164,8 @@ struct Stdio {
     stdin_open: bool,
     /// Set when stdin reaches EOF: the latest time to exit.
     eof_deadline: Option<Instant>,
+    /// A message has been handled (eager pools may start).
+    answered_any: bool,
     framer: LineFramer,
 }
 
@@ -180,7 +185,7 @@ struct Reactor {
     next_call: u64,
     exit_code: Option<i32>,
     /// Eager pools not yet spawned (see `Reactor::new`).
-    pools_pending: bool,
+    pools_pending: Option<Instant>,
     /// Stale shared memory of dead runs has been removed.
     swept: bool,
 }
@@ -237,12 +242,16 @@ impl Reactor {
             calls: HashMap::new(),
             next_call: 0,
             exit_code: None,
-            pools_pending: false,
+            pools_pending: None,
             swept: false,
         };
-        // Pools are spawned after the first look at the client's input, so
-        // an `initialize` already waiting is answered before any fork.
-        reactor.pools_pending = !reactor.options.lazy_pools;
+        // Pools are spawned once the client's first message has been
+        // answered (or after a few milliseconds without one): a client's
+        // `initialize` is not held up by forking interpreters.
+        if !reactor.options.lazy_pools {
+            let wait = if reactor.stdio.is_some() { SPAWN_WAIT } else { Duration::ZERO };
+            reactor.pools_pending = Some(Instant::now() + wait);
+        }
         Ok(reactor)
     }
 
@@ -275,8 +284,12 @@ impl Reactor {
             let read_stdin_directly = self.stdio.as_ref().is_some_and(|s| {
                 s.stdin_open && !s.stdin_pollable && s.queue.len() < MAX_PENDING_OUTPUT
             });
-            if read_stdin_directly || self.pools_pending {
+            if read_stdin_directly {
                 timeout = Some(Duration::ZERO);
+            }
+            if let Some(at) = self.pools_pending {
+                let left = at.saturating_duration_since(now);
+                timeout = Some(timeout.map_or(left, |t| t.min(left)));
             }
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 // A signal interrupts epoll_wait even with SA_RESTART.
@@ -308,9 +321,13 @@ impl Reactor {
             if read_stdin_directly {
                 self.read_stdin();
             }
-            if std::mem::take(&mut self.pools_pending) {
-                for program in 0..self.runtimes.len() {
-                    self.start_all_pools(program);
+            if let Some(at) = self.pools_pending {
+                let answered = self.stdio.as_ref().is_some_and(|s| s.answered_any);
+                if answered || Instant::now() >= at {
+                    self.pools_pending = None;
+                    for program in 0..self.runtimes.len() {
+                        self.start_all_pools(program);
+                    }
                 }
             }
             self.run_timers();
@@ -454,6 +471,7 @@ impl Reactor {
         let Some(stdio) = self.stdio.as_mut() else {
             return;
         };
+        stdio.answered_any = true;
         match mcp::handle(&self.catalog, &mut stdio.session, msg) {
             Step::Nothing => {}
             Step::Reply(reply) => self.send_stdio(&reply),
@@ -602,6 +620,7 @@ impl Stdio {
             stdin_pollable,
             stdin_open: true,
             eof_deadline: None,
+            answered_any: false,
             framer: LineFramer::default(),
         })
     }
