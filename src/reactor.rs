@@ -166,6 +166,8 @@ struct Stdio {
     eof_deadline: Option<Instant>,
     /// A message has been handled (eager pools may start).
     answered_any: bool,
+    /// Input was left unread while too much output was queued.
+    stdin_paused: bool,
     framer: LineFramer,
 }
 
@@ -301,7 +303,10 @@ impl Reactor {
             }
             for event in events.iter() {
                 match event.token() {
-                    STDIN => self.read_stdin(),
+                    STDIN => {
+                        let hup = event.is_read_closed();
+                        self.read_stdin_until(hup)
+                    }
                     STDOUT => self.flush_stdout(),
                     SIGNALS => self.handle_signals(),
                     LISTENER => self.accept_http(),
@@ -409,7 +414,15 @@ impl Reactor {
     // ---- stdio ----------------------------------------------------------
 
     fn read_stdin(&mut self) {
-        let mut buf = [0u8; 64 * 1024];
+        self.read_stdin_until(true);
+    }
+
+    /// Reads stdin. `to_eagain` false allows stopping after a short read:
+    /// the poller said no EOF came with this data, and further data brings
+    /// a new event, so the read that would only say EAGAIN is skipped.
+    fn read_stdin_until(&mut self, to_eagain: bool) {
+        // Small enough that zeroing it per wake-up costs nothing noticeable.
+        let mut buf = [0u8; 16 * 1024];
         // SAFETY: fd 0 stays open for the life of the process; ManuallyDrop
         // keeps the File from closing it.
         let mut stdin = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(0) });
@@ -417,10 +430,12 @@ impl Reactor {
             let Some(stdio) = self.stdio.as_mut() else {
                 return;
             };
-            if stdio.queue.len() >= MAX_PENDING_OUTPUT
-                || self.exit_code.is_some()
-                || !stdio.stdin_open
-            {
+            if stdio.queue.len() >= MAX_PENDING_OUTPUT {
+                // Resumed by `flush_stdout` once the client reads again.
+                stdio.stdin_paused = true;
+                return;
+            }
+            if self.exit_code.is_some() || !stdio.stdin_open {
                 return;
             }
             match stdin.read(&mut buf) {
@@ -447,11 +462,11 @@ impl Reactor {
                         self.dispatch_stdio(msg);
                     }
                     // Regular file: one chunk per loop turn, so pool events
-                    // interleave with a long input file. A pipe is read until
-                    // EAGAIN even after a short read: with edge-triggered
-                    // polling, an EOF that arrived with the data would
+                    // interleave with a long input file. A pipe may stop at
+                    // a short read unless the event also reported a closed
+                    // writer: with edge-triggered polling that EOF would
                     // otherwise never be seen.
-                    if !pollable {
+                    if !pollable || (!to_eagain && n < buf.len()) {
                         return;
                     }
                 }
@@ -537,6 +552,9 @@ impl Reactor {
             let _ = self.poll.registry().deregister(&mut SourceFd(&fd));
             stdio.writable_interest = false;
         }
+        if std::mem::take(&mut stdio.stdin_paused) {
+            self.read_stdin();
+        }
     }
 
     // ---- shutdown -------------------------------------------------------
@@ -621,6 +639,7 @@ impl Stdio {
             stdin_open: true,
             eof_deadline: None,
             answered_any: false,
+            stdin_paused: false,
             framer: LineFramer::default(),
         })
     }

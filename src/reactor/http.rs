@@ -238,7 +238,7 @@ impl Reactor {
     }
 
     fn conn_readable(&mut self, token: Token) {
-        let mut buf = [0u8; 64 * 1024];
+        let mut buf = [0u8; 16 * 1024];
         loop {
             let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
                 return;
