@@ -16,7 +16,11 @@ fn take(frame: Frame<'_>, max_line: usize) -> Line {
     match frame {
         Frame::Line(line) => {
             assert!(!line.contains(&b'\n'), "line holds an LF");
-            assert!(line.len() <= max_line, "line of {} bytes over cap {max_line}", line.len());
+            assert!(
+                line.len() <= max_line,
+                "line of {} bytes over cap {max_line}",
+                line.len()
+            );
             Some(line.to_vec())
         }
         Frame::TooLong => None,
@@ -44,10 +48,17 @@ fn frame(pieces: &[&[u8]], max_line: usize) -> Vec<Line> {
 fn check_decode(line: &[u8]) {
     match decode(line) {
         Incoming::Request { id, .. } => {
-            assert_eq!(RequestId::from_json(&id.to_json()).as_ref(), Some(&id), "id {id}");
+            assert_eq!(
+                RequestId::from_json(&id.to_json()).as_ref(),
+                Some(&id),
+                "id {id}"
+            );
         }
         Incoming::Invalid(reply) => {
-            assert!(reply.get("error").is_some_and(|e| e.get("code").is_some()), "{reply}");
+            assert!(
+                reply.get("error").is_some_and(|e| e.get("code").is_some()),
+                "{reply}"
+            );
         }
         Incoming::Notification { .. } | Incoming::Response | Incoming::Empty => {}
     }
