@@ -58,7 +58,10 @@ fn read(path: &Path) -> String {
 }
 
 fn rel(path: &Path) -> String {
-    path.strip_prefix(root()).unwrap_or(path).display().to_string()
+    path.strip_prefix(root())
+        .unwrap_or(path)
+        .display()
+        .to_string()
 }
 
 /// Fails listing every offender, if there are any.
@@ -79,7 +82,10 @@ fn source_files_start_with_a_module_doc() {
         .filter(|p| !read(p).starts_with("//!"))
         .map(|p| rel(&p))
         .collect();
-    check("every src file must start with a `//!` paragraph", offenders);
+    check(
+        "every src file must start with a `//!` paragraph",
+        offenders,
+    );
 }
 
 #[test]
@@ -123,7 +129,10 @@ fn no_oversized_source_files() {
             (lines > MAX_LINES).then(|| format!("{}: {lines} lines", rel(&p)))
         })
         .collect();
-    check(&format!("src files must not exceed {MAX_LINES} lines"), offenders);
+    check(
+        &format!("src files must not exceed {MAX_LINES} lines"),
+        offenders,
+    );
 }
 
 /// The committed files under [`PORTABLE`], or every file there when the
@@ -150,7 +159,10 @@ fn committed_files() -> Vec<PathBuf> {
     while let Some(path) = stack.pop() {
         if path.is_dir() {
             let skip = ["target", "corpus", "artifacts", "__pycache__"];
-            if path.file_name().is_some_and(|n| skip.iter().any(|s| n == *s)) {
+            if path
+                .file_name()
+                .is_some_and(|n| skip.iter().any(|s| n == *s))
+            {
                 continue;
             }
             if let Ok(entries) = fs::read_dir(&path) {
@@ -175,7 +187,10 @@ fn no_machine_specific_paths() {
     let mut offenders = Vec::new();
     for path in committed_files() {
         let name = rel(&path);
-        if NOT_PORTABLE_CHECKED.iter().any(|prefix| name.starts_with(prefix)) {
+        if NOT_PORTABLE_CHECKED
+            .iter()
+            .any(|prefix| name.starts_with(prefix))
+        {
             continue;
         }
         // Binary files are not text; a missing file is a deletion not yet committed.
