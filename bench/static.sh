@@ -112,19 +112,30 @@ EOF
     echo "$big"
 }
 
-# Median wall time in milliseconds of `runs` runs of the workload.
-time_ms() {
-    bin=$1
-    big=$2
-    python3 - "$bin" "$big" <<'EOF'
-import statistics, subprocess, sys, time
-bin, big = sys.argv[1], sys.argv[2]
-times = []
-for _ in range(15):
-    t = time.perf_counter()
-    subprocess.run([bin, "tools", big], stdout=subprocess.DEVNULL, check=True)
-    times.append((time.perf_counter() - t) * 1000)
-print(f"{statistics.median(times):.1f}")
+# Times every build on the workload, taking turns so that load from other
+# processes falls on all of them alike, and prints the table. Input lines:
+# "<opt> <lto> <cgu> <panic> <strip> <binary>". CPU time (user + system) is
+# reported as the best and the median of the rounds.
+compare() {
+    python3 - "$1" "$2" <<'EOF'
+import os, resource, statistics, subprocess, sys
+rows = [line.split() for line in open(sys.argv[1]) if line.strip()]
+big = sys.argv[2]
+rounds = int(os.environ.get("ROUNDS", "30"))
+times = {i: [] for i in range(len(rows))}
+for _ in range(rounds):
+    for i, row in enumerate(rows):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run([row[5], "tools", big], stdout=subprocess.DEVNULL, check=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        times[i].append((after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000)
+mib = os.path.getsize(big) / 2**20
+print(f"| opt-level | lto | codegen-units | panic | strip | size (bytes) | CPU ms, best | CPU ms, median |")
+print("| --- | --- | --- | --- | --- | ---: | ---: | ---: |")
+for i, row in enumerate(rows):
+    size = os.path.getsize(row[5])
+    print(f"| {' | '.join(row[:5])} | {size} | {min(times[i]):.0f} | {statistics.median(times[i]):.0f} |")
+print(f"\nworkload: `morloc-mcp tools` on a {mib:.1f} MiB manifest, {rounds} rounds")
 EOF
 }
 
@@ -139,11 +150,11 @@ smoke "$bin"
 
 command -v python3 >/dev/null 2>&1 || die "--profiles needs python3"
 big=$(big_manifest)
-echo
-echo "| opt-level | lto | codegen-units | panic | strip | size (bytes) | tools on $(du -h "$big" | cut -f1) manifest (ms, median of 15) |"
-echo "| --- | --- | --- | --- | --- | --- | --- |"
-# opt lto cgu panic strip
+list="$root/target/static-bench/builds.txt"
+: >"$list"
+# opt-level lto codegen-units panic strip
 while read -r opt lto cgu panic strip; do
+    echo "static: building opt-level=$opt lto=$lto codegen-units=$cgu panic=$panic strip=$strip" >&2
     dir="$root/target/static-bench/o$opt-$lto-$cgu-$panic-$strip"
     bin=$(
         CARGO_PROFILE_RELEASE_OPT_LEVEL=$opt CARGO_PROFILE_RELEASE_LTO=$lto \
@@ -151,7 +162,7 @@ while read -r opt lto cgu panic strip; do
             CARGO_PROFILE_RELEASE_STRIP=$strip build "$dir"
     )
     verify_static "$bin"
-    echo "| $opt | $lto | $cgu | $panic | $strip | $(size_of "$bin") | $(time_ms "$bin" "$big") |"
+    echo "$opt $lto $cgu $panic $strip $bin" >>"$list"
 done <<'EOF'
 3 false 16 unwind none
 3 false 16 unwind symbols
@@ -162,3 +173,5 @@ s fat 1 abort symbols
 z fat 1 abort symbols
 s thin 16 abort symbols
 EOF
+echo
+compare "$list" "$big"
