@@ -1,1 +1,61 @@
-fn main() {}
+//! The `morloc-mcp` binary: parse the command line, then print or serve.
+//!
+//! Everything with logic lives in the library (`cli` for the command line);
+//! this file only maps outcomes to output and exit statuses. A closed stdout
+//! (`morloc-mcp tools prog | head`) counts as success.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use morloc_mcp::cli::{self, Action, CliError, ServeConfig};
+
+fn main() -> ExitCode {
+    let mut argv = std::env::args_os();
+    let argv0 = argv.next();
+    let raw = match cli::parse_args(argv0.as_deref(), argv) {
+        Ok(raw) => raw,
+        Err(e) => return fail(&e),
+    };
+    let mut warnings = Vec::new();
+    let action = cli::prepare(raw, &cli::Env::from_process(), &mut warnings);
+    for warning in &warnings {
+        eprintln!("morloc-mcp: warning: {warning}");
+    }
+    match action {
+        Err(e) => fail(&e),
+        Ok(Action::Print { stdout, stderr }) => {
+            for line in &stderr {
+                eprintln!("{line}");
+            }
+            print(&stdout)
+        }
+        Ok(Action::Serve(config)) => serve(config),
+    }
+}
+
+fn fail(error: &CliError) -> ExitCode {
+    eprintln!("morloc-mcp: {error}");
+    ExitCode::from(error.exit_code())
+}
+
+fn print(text: &str) -> ExitCode {
+    let mut stdout = io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("morloc-mcp: cannot write to stdout: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+// ---- Serving (`mcp`, `router`): wired to the reactor by the lead. ----
+fn serve(config: ServeConfig) -> ExitCode {
+    let _ = config;
+    eprintln!("morloc-mcp: serving is not available in this build");
+    ExitCode::FAILURE
+}

@@ -1,12 +1,33 @@
 //! The logical value model shared by the codecs and the pure evaluator.
 //!
-//! A Morloc value is only meaningful together with its [`Schema`](crate::schema::Schema):
-//! none of the binary formats is self-describing. [`Value`] is the in-memory form
-//! every codec converts to and from (JSON arguments, flat voidstar blobs, shared
+//! A Morloc value is only meaningful together with its [`Schema`]: none of the
+//! binary formats is self-describing. [`Value`] is the in-memory form every
+//! codec converts to and from (JSON arguments, flat voidstar blobs, shared
 //! memory, msgpack) and the form the pure evaluator computes on. Records keep
 //! their field values in schema order; the keys live in the schema.
 //!
+//! Besides the types, this module holds the pieces every codec shares:
+//!
+//! * [`BigInt`]: Morloc's arbitrary-precision `Int`, as two's-complement limbs
+//!   (the voidstar representation), with exact decimal conversion.
+//! * [`Layout`]: a schema compiled once for walking values. Back-references
+//!   (`^name`) become node indices, and the voidstar head layout (width,
+//!   alignment, member offsets) is precomputed, so the codecs never juggle a
+//!   scope stack or recompute a layout per element.
+//! * [`from_json`]: the validating conversion of MCP tool arguments. It is
+//!   deliberately stricter than the reference runtime (unknown record fields
+//!   and out-of-range numbers are rejected with a message naming the argument
+//!   path) and fixes two of its defects: big integers stay exact, and omitted
+//!   optional record fields become absent instead of failing.
+//! * [`to_json`]: the compact JSON text of a result, exact for big integers
+//!   and with shortest round-trip floats (see [`crate::json`]).
+//!
 //! Architecture Invariant: pure; no I/O.
+
+use std::fmt;
+
+use crate::json;
+use crate::schema::{HandleKind, Schema};
 
 /// A typed Morloc value. Which variant is legal is decided by the schema.
 #[derive(Clone, Debug, PartialEq)]
@@ -37,6 +58,26 @@ pub enum Value {
     Handle(Vec<u8>),
 }
 
+impl Value {
+    /// A short noun phrase for error messages ("a string", "a list").
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Value::Nil => "nil",
+            Value::Bool(_) => "a boolean",
+            Value::Int(_) => "a signed integer",
+            Value::UInt(_) => "an unsigned integer",
+            Value::Float(_) => "a float",
+            Value::BigInt(_) => "a big integer",
+            Value::Str(_) => "a string",
+            Value::List(_) => "a list",
+            Value::Tuple(_) => "a tuple",
+            Value::Record(_) => "a record",
+            Value::Optional(_) => "an optional",
+            Value::Handle(_) => "a file handle",
+        }
+    }
+}
+
 /// An arbitrary-precision integer as little-endian two's-complement 64-bit
 /// limbs, exactly the voidstar `j` representation.
 ///
@@ -45,4 +86,1621 @@ pub enum Value {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct BigInt {
     pub limbs: Vec<u64>,
+}
+
+/// Why a decimal string is not a [`BigInt`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParseBigIntError {
+    /// Not `-?[0-9]+`.
+    Invalid,
+    /// More than [`BigInt::MAX_DIGITS`] digits.
+    TooLong,
+}
+
+impl BigInt {
+    /// The most limbs a decoder accepts. Decimal conversion is quadratic in
+    /// the limb count, so this bounds the work a hostile value can cause;
+    /// 8192 limbs are about 158,000 decimal digits.
+    pub const MAX_LIMBS: usize = 8192;
+
+    /// The most decimal digits [`BigInt::parse_decimal`] accepts (fits in
+    /// [`BigInt::MAX_LIMBS`]).
+    pub const MAX_DIGITS: usize = 150_000;
+
+    pub fn zero() -> BigInt {
+        BigInt { limbs: vec![0] }
+    }
+
+    pub fn from_i64(v: i64) -> BigInt {
+        BigInt {
+            limbs: vec![v as u64],
+        }
+    }
+
+    pub fn from_u64(v: u64) -> BigInt {
+        if v >> 63 == 0 {
+            BigInt { limbs: vec![v] }
+        } else {
+            BigInt { limbs: vec![v, 0] }
+        }
+    }
+
+    /// Builds a value from any two's-complement limbs (empty means zero),
+    /// dropping redundant sign-extension limbs.
+    pub fn from_limbs(mut limbs: Vec<u64>) -> BigInt {
+        if limbs.is_empty() {
+            limbs.push(0);
+        }
+        while limbs.len() > 1 {
+            let top = limbs[limbs.len() - 1];
+            let below_negative = limbs[limbs.len() - 2] >> 63 == 1;
+            if (top == 0 && !below_negative) || (top == u64::MAX && below_negative) {
+                limbs.pop();
+            } else {
+                break;
+            }
+        }
+        BigInt { limbs }
+    }
+
+    pub fn is_negative(&self) -> bool {
+        self.limbs.last().is_some_and(|l| l >> 63 == 1)
+    }
+
+    /// The value as an `i64`, if it fits.
+    pub fn to_i64(&self) -> Option<i64> {
+        match self.limbs.as_slice() {
+            [v] => Some(*v as i64),
+            _ => None,
+        }
+    }
+
+    /// The value as a `u64`, if it fits.
+    pub fn to_u64(&self) -> Option<u64> {
+        match self.limbs.as_slice() {
+            [v] if v >> 63 == 0 => Some(*v),
+            [v, 0] => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// Parses `-?[0-9]+` exactly (leading zeros allowed, `-0` is zero).
+    pub fn parse_decimal(text: &str) -> Result<BigInt, ParseBigIntError> {
+        let (negative, digits) = match text.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, text),
+        };
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(ParseBigIntError::Invalid);
+        }
+        if digits.len() > Self::MAX_DIGITS {
+            return Err(ParseBigIntError::TooLong);
+        }
+        // Magnitude, base 2^64, built 19 decimal digits at a time.
+        let mut magnitude: Vec<u64> = vec![0];
+        let bytes = digits.as_bytes();
+        let first = bytes.len() % 19;
+        let mut chunks: Vec<&[u8]> = Vec::with_capacity(bytes.len() / 19 + 1);
+        if first > 0 {
+            chunks.push(&bytes[..first]);
+        }
+        chunks.extend(bytes[first..].chunks(19));
+        for chunk in chunks {
+            let mut chunk_value: u64 = 0;
+            for &b in chunk {
+                chunk_value = chunk_value * 10 + u64::from(b - b'0');
+            }
+            let scale = 10u64.pow(chunk.len() as u32);
+            let mut carry = chunk_value as u128;
+            for limb in magnitude.iter_mut() {
+                let wide = (*limb as u128) * (scale as u128) + carry;
+                *limb = wide as u64;
+                carry = wide >> 64;
+            }
+            if carry > 0 {
+                magnitude.push(carry as u64);
+            }
+        }
+        // One spare limb so the sign bit has room, then normalise.
+        magnitude.push(0);
+        if negative {
+            negate_in_place(&mut magnitude);
+        }
+        Ok(BigInt::from_limbs(magnitude))
+    }
+
+    /// The exact decimal text (`-` for negatives, no leading zeros).
+    pub fn to_decimal(&self) -> String {
+        if let Some(v) = self.to_i64() {
+            return v.to_string();
+        }
+        let negative = self.is_negative();
+        let mut magnitude = self.limbs.clone();
+        if negative {
+            negate_in_place(&mut magnitude);
+        }
+        // Repeated division by 10^19 yields base-10^19 digits, least
+        // significant first.
+        const CHUNK: u64 = 10_000_000_000_000_000_000;
+        let mut chunks = Vec::new();
+        while magnitude.len() > 1 || magnitude[0] != 0 {
+            let mut rem: u128 = 0;
+            for limb in magnitude.iter_mut().rev() {
+                let cur = (rem << 64) | (*limb as u128);
+                *limb = (cur / CHUNK as u128) as u64;
+                rem = cur % CHUNK as u128;
+            }
+            chunks.push(rem as u64);
+            while magnitude.len() > 1 && magnitude[magnitude.len() - 1] == 0 {
+                magnitude.pop();
+            }
+        }
+        let mut out = String::with_capacity(chunks.len() * 19 + 1);
+        if negative {
+            out.push('-');
+        }
+        let mut iter = chunks.iter().rev();
+        if let Some(top) = iter.next() {
+            out.push_str(&top.to_string());
+        }
+        for chunk in iter {
+            out.push_str(&format!("{chunk:019}"));
+        }
+        out
+    }
+}
+
+/// Two's-complement negation of little-endian limbs, in place.
+fn negate_in_place(limbs: &mut [u64]) {
+    let mut carry = true;
+    for limb in limbs.iter_mut() {
+        let (sum, overflow) = (!*limb).overflowing_add(u64::from(carry));
+        *limb = sum;
+        carry = overflow;
+    }
+}
+
+impl fmt::Display for BigInt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_decimal())
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Layout: a schema compiled for walking values.
+
+/// Index of a node in a [`Layout`].
+pub type NodeId = usize;
+
+/// The deepest value nesting any codec accepts. Recursive types (trees,
+/// linked lists) nest as deep as their data, so this is a data limit, not a
+/// schema limit; it keeps hostile input from exhausting the stack.
+pub const MAX_VALUE_DEPTH: usize = 256;
+
+/// A schema compiled for walking values: every node knows its voidstar head
+/// width and alignment, tuples and records know their member offsets, and
+/// back-references point at the node of their declaration (so the node
+/// graph may be cyclic).
+#[derive(Clone, Debug)]
+pub struct Layout {
+    nodes: Vec<Node>,
+    root: NodeId,
+}
+
+/// One compiled schema node.
+#[derive(Clone, Debug)]
+pub struct Node {
+    pub kind: NodeKind,
+    /// Width of the voidstar head in bytes.
+    pub width: usize,
+    /// Alignment of the head inside a container.
+    pub align: usize,
+    /// True when the value has no out-of-line data (reference
+    /// `is_fixed_width`: Nil, Bool, fixed numbers, tuples of those).
+    pub fixed: bool,
+}
+
+#[derive(Clone, Debug)]
+pub enum NodeKind {
+    Nil,
+    Bool,
+    Int {
+        signed: bool,
+        bytes: u8,
+    },
+    Float {
+        bytes: u8,
+    },
+    BigInt,
+    Str,
+    List {
+        len: Option<u64>,
+        elem: NodeId,
+    },
+    Tuple(Vec<Member>),
+    Record(Vec<Member>),
+    Optional(NodeId),
+    Handle(HandleKind),
+    Table,
+    /// A declaration whose body is still being compiled.
+    Pending,
+}
+
+/// A tuple or record member: its key (empty for tuples), head offset and node.
+#[derive(Clone, Debug)]
+pub struct Member {
+    pub key: String,
+    pub offset: usize,
+    pub node: NodeId,
+}
+
+/// A schema that cannot be compiled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LayoutError(pub String);
+
+impl fmt::Display for LayoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for LayoutError {}
+
+impl Layout {
+    pub fn new(schema: &Schema) -> Result<Layout, LayoutError> {
+        let mut layout = Layout {
+            nodes: Vec::new(),
+            root: 0,
+        };
+        let mut scope = Vec::new();
+        layout.root = layout.compile(schema, &mut scope, 0)?;
+        Ok(layout)
+    }
+
+    pub fn root(&self) -> NodeId {
+        self.root
+    }
+
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id]
+    }
+
+    /// Alignment of the data region of a list whose elements are `elem`:
+    /// 64 for fixed-size numbers (the reference aligns them for SIMD), the
+    /// element's own alignment otherwise.
+    pub fn list_data_align(&self, elem: NodeId) -> usize {
+        let node = &self.nodes[elem];
+        match node.kind {
+            NodeKind::Int { .. } | NodeKind::Float { .. } => 64.max(node.align),
+            _ => node.align,
+        }
+    }
+
+    fn push(&mut self, kind: NodeKind, width: usize, align: usize, fixed: bool) -> NodeId {
+        self.nodes.push(Node {
+            kind,
+            width,
+            align,
+            fixed,
+        });
+        self.nodes.len() - 1
+    }
+
+    fn compile<'s>(
+        &mut self,
+        schema: &'s Schema,
+        scope: &mut Vec<(&'s str, NodeId)>,
+        depth: usize,
+    ) -> Result<NodeId, LayoutError> {
+        if depth > crate::schema::MAX_DEPTH {
+            return Err(LayoutError(format!(
+                "schema nesting exceeds {} levels",
+                crate::schema::MAX_DEPTH
+            )));
+        }
+        let id = match schema {
+            Schema::Nil => self.push(NodeKind::Nil, 0, 1, true),
+            Schema::Bool => self.push(NodeKind::Bool, 1, 1, true),
+            Schema::Int { signed, bytes } => {
+                let b = *bytes as usize;
+                self.push(
+                    NodeKind::Int {
+                        signed: *signed,
+                        bytes: *bytes,
+                    },
+                    b,
+                    b,
+                    true,
+                )
+            }
+            Schema::Float { bytes } => {
+                let b = *bytes as usize;
+                self.push(NodeKind::Float { bytes: *bytes }, b, b, true)
+            }
+            Schema::BigInt => self.push(NodeKind::BigInt, 16, 8, false),
+            Schema::Str => self.push(NodeKind::Str, 16, 8, false),
+            Schema::Table(_) => self.push(NodeKind::Table, 16, 8, false),
+            Schema::Handle(kind) => self.push(NodeKind::Handle(*kind), 16, 8, false),
+            Schema::List { len, elem } => {
+                let elem = self.compile(elem, scope, depth + 1)?;
+                self.push(NodeKind::List { len: *len, elem }, 16, 8, false)
+            }
+            Schema::Optional(inner) => {
+                let inner = self.compile(inner, scope, depth + 1)?;
+                self.push(NodeKind::Optional(inner), 8, 8, false)
+            }
+            Schema::Tuple(items) => {
+                let mut ids = Vec::with_capacity(items.len());
+                for item in items {
+                    ids.push((String::new(), self.compile(item, scope, depth + 1)?));
+                }
+                let (members, width, align, all_fixed) = self.struct_layout(ids)?;
+                self.push(NodeKind::Tuple(members), width, align, all_fixed)
+            }
+            Schema::Record(fields) => {
+                let mut ids = Vec::with_capacity(fields.len());
+                for (key, field) in fields {
+                    ids.push((key.clone(), self.compile(field, scope, depth + 1)?));
+                }
+                let (members, width, _, _) = self.struct_layout(ids)?;
+                // A record always reports alignment 8 to its container, and is
+                // never fixed width (reference behaviour).
+                self.push(NodeKind::Record(members), width, 8, false)
+            }
+            Schema::Named { name, body } => {
+                let id = self.push(NodeKind::Pending, 0, 8, false);
+                scope.push((name.as_str(), id));
+                let body_id = self.compile(body, scope, depth + 1);
+                scope.pop();
+                let body_id = body_id?;
+                self.nodes[id] = self.nodes[body_id].clone();
+                id
+            }
+            Schema::Recur(name) => match scope.iter().rev().find(|(n, _)| *n == name) {
+                Some((_, id)) => *id,
+                None => {
+                    return Err(LayoutError(format!(
+                        "back-reference to undeclared name '{name}'"
+                    )))
+                }
+            },
+        };
+        Ok(id)
+    }
+
+    fn struct_layout(
+        &self,
+        ids: Vec<(String, NodeId)>,
+    ) -> Result<(Vec<Member>, usize, usize, bool), LayoutError> {
+        let mut offset = 0usize;
+        let mut max_align = 1usize;
+        let mut all_fixed = true;
+        let mut members = Vec::with_capacity(ids.len());
+        for (key, id) in ids {
+            let node = &self.nodes[id];
+            if matches!(node.kind, NodeKind::Pending) {
+                return Err(LayoutError("recursive schema has no finite width".into()));
+            }
+            offset = offset.div_ceil(node.align) * node.align;
+            members.push(Member {
+                key,
+                offset,
+                node: id,
+            });
+            offset += node.width;
+            max_align = max_align.max(node.align);
+            all_fixed &= node.fixed;
+        }
+        Ok((
+            members,
+            offset.div_ceil(max_align) * max_align,
+            max_align,
+            all_fixed,
+        ))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Errors shared by the encoders.
+
+/// A value that cannot be encoded with its schema. Values built by
+/// [`from_json`] or decoded by a codec always encode; these errors mean a
+/// value was built for another schema, or the schema cannot carry values.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EncodeError {
+    pub kind: EncodeErrorKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EncodeErrorKind {
+    /// The value's variant does not fit the schema node.
+    Mismatch {
+        expected: &'static str,
+        got: &'static str,
+    },
+    /// An integer that does not fit the schema's width.
+    OutOfRange {
+        value: String,
+        expected: &'static str,
+    },
+    /// A list whose length differs from the schema's fixed length.
+    Length {
+        expected: u64,
+        got: usize,
+    },
+    /// A tuple or record with the wrong number of members.
+    Members {
+        expected: usize,
+        got: usize,
+    },
+    /// Tables travel as Arrow buffers, which this server does not handle.
+    Table,
+    /// The schema itself cannot be compiled.
+    Layout(String),
+    TooDeep,
+}
+
+impl EncodeError {
+    pub(crate) fn new(kind: EncodeErrorKind) -> EncodeError {
+        EncodeError { kind }
+    }
+}
+
+impl fmt::Display for EncodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("cannot encode value: ")?;
+        match &self.kind {
+            EncodeErrorKind::Mismatch { expected, got } => {
+                write!(f, "expected {expected}, got {got}")
+            }
+            EncodeErrorKind::OutOfRange { value, expected } => {
+                write!(f, "{value} does not fit {expected}")
+            }
+            EncodeErrorKind::Length { expected, got } => {
+                write!(
+                    f,
+                    "the schema requires exactly {expected} list items, got {got}"
+                )
+            }
+            EncodeErrorKind::Members { expected, got } => {
+                write!(f, "expected {expected} members, got {got}")
+            }
+            EncodeErrorKind::Table => f.write_str("tables are not supported"),
+            EncodeErrorKind::Layout(msg) => write!(f, "invalid schema: {msg}"),
+            EncodeErrorKind::TooDeep => write!(f, "nesting exceeds {MAX_VALUE_DEPTH} levels"),
+        }
+    }
+}
+
+impl std::error::Error for EncodeError {}
+
+impl From<LayoutError> for EncodeError {
+    fn from(e: LayoutError) -> EncodeError {
+        EncodeError::new(EncodeErrorKind::Layout(e.0))
+    }
+}
+
+/// A noun phrase for a schema node ("a string", "an 8-bit unsigned integer").
+pub fn describe(kind: &NodeKind) -> &'static str {
+    match kind {
+        NodeKind::Nil => "null",
+        NodeKind::Bool => "a boolean",
+        NodeKind::Int {
+            signed: true,
+            bytes: 1,
+        } => "an 8-bit signed integer",
+        NodeKind::Int {
+            signed: true,
+            bytes: 2,
+        } => "a 16-bit signed integer",
+        NodeKind::Int {
+            signed: true,
+            bytes: 4,
+        } => "a 32-bit signed integer",
+        NodeKind::Int { signed: true, .. } => "a 64-bit signed integer",
+        NodeKind::Int {
+            signed: false,
+            bytes: 1,
+        } => "an 8-bit unsigned integer",
+        NodeKind::Int {
+            signed: false,
+            bytes: 2,
+        } => "a 16-bit unsigned integer",
+        NodeKind::Int {
+            signed: false,
+            bytes: 4,
+        } => "a 32-bit unsigned integer",
+        NodeKind::Int { signed: false, .. } => "a 64-bit unsigned integer",
+        NodeKind::Float { bytes: 4 } => "a 32-bit float",
+        NodeKind::Float { .. } => "a 64-bit float",
+        NodeKind::BigInt => "an integer",
+        NodeKind::Str => "a string",
+        NodeKind::List { .. } => "a list",
+        NodeKind::Tuple(_) => "a tuple",
+        NodeKind::Record(_) => "a record",
+        NodeKind::Optional(_) => "an optional",
+        NodeKind::Handle(_) => "a file path",
+        NodeKind::Table => "a table",
+        NodeKind::Pending => "a recursive type",
+    }
+}
+
+/// The inclusive range of a fixed-width integer type.
+pub fn int_range(signed: bool, bytes: u8) -> (i128, i128) {
+    let bits = u32::from(bytes) * 8;
+    if signed {
+        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+    } else {
+        (0, (1i128 << bits) - 1)
+    }
+}
+
+/// The value of an integer [`Value`] (fixed or big) as `i128`, if it fits.
+pub(crate) fn int_value(value: &Value) -> Option<i128> {
+    match value {
+        Value::Int(v) => Some(i128::from(*v)),
+        Value::UInt(v) => Some(i128::from(*v)),
+        Value::BigInt(b) => match b.limbs.as_slice() {
+            [v] => Some(i128::from(*v as i64)),
+            [lo, hi] => Some(((*hi as i64 as i128) << 64) | (*lo as i128)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Checks an integer value against a fixed-width integer node.
+pub(crate) fn check_int(
+    value: &Value,
+    signed: bool,
+    bytes: u8,
+    kind: &NodeKind,
+) -> Result<i128, EncodeError> {
+    let Some(v) = int_value(value) else {
+        return Err(EncodeError::new(EncodeErrorKind::Mismatch {
+            expected: describe(kind),
+            got: value.kind_name(),
+        }));
+    };
+    let (lo, hi) = int_range(signed, bytes);
+    if v < lo || v > hi {
+        return Err(EncodeError::new(EncodeErrorKind::OutOfRange {
+            value: v.to_string(),
+            expected: describe(kind),
+        }));
+    }
+    Ok(v)
+}
+
+/// The [`BigInt`] of an integer value (`Int`/`UInt` are accepted for `j`).
+pub(crate) fn big_value(value: &Value) -> Option<BigInt> {
+    match value {
+        Value::BigInt(b) => Some(b.clone()),
+        Value::Int(v) => Some(BigInt::from_i64(*v)),
+        Value::UInt(v) => Some(BigInt::from_u64(*v)),
+        _ => None,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// JSON -> Value: validation of tool arguments.
+
+/// A JSON argument that does not match its schema. Displays as
+/// `argument '<path>': <problem>`, where the path uses `name`, `name[3]` and
+/// `name.field` steps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ValueError {
+    pub path: String,
+    pub kind: ValueErrorKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ValueErrorKind {
+    /// `expected <what>, got <JSON>`.
+    Expected {
+        what: &'static str,
+        got: String,
+    },
+    /// `<literal> is out of range for <type> (<lo> to <hi>)`.
+    OutOfRange {
+        literal: String,
+        ty: &'static str,
+        range: Option<(String, String)>,
+    },
+    /// An array of the wrong length for a tuple, fixed-length list or
+    /// positional record.
+    Length {
+        expected: u64,
+        got: usize,
+    },
+    UnknownField {
+        field: String,
+        expected: Vec<String>,
+    },
+    MissingField(String),
+    TooManyDigits(usize),
+    Table,
+    TooDeep,
+    Schema(String),
+}
+
+impl fmt::Display for ValueError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "argument '{}': ", self.path)?;
+        match &self.kind {
+            ValueErrorKind::Expected { what, got } => write!(f, "expected {what}, got {got}"),
+            ValueErrorKind::OutOfRange { literal, ty, range } => {
+                write!(f, "{literal} is out of range for {ty}")?;
+                if let Some((lo, hi)) = range {
+                    write!(f, " ({lo} to {hi})")?;
+                }
+                Ok(())
+            }
+            ValueErrorKind::Length { expected, got } => {
+                let items = if *expected == 1 { "item" } else { "items" };
+                write!(
+                    f,
+                    "expected an array of exactly {expected} {items}, got {got}"
+                )
+            }
+            ValueErrorKind::UnknownField { field, expected } => {
+                write!(
+                    f,
+                    "unknown field '{field}' (expected {})",
+                    expected.join(", ")
+                )
+            }
+            ValueErrorKind::MissingField(field) => write!(f, "missing field '{field}'"),
+            ValueErrorKind::TooManyDigits(n) => {
+                write!(
+                    f,
+                    "integer has {n} digits, more than the {} supported",
+                    BigInt::MAX_DIGITS
+                )
+            }
+            ValueErrorKind::Table => f.write_str("tables cannot be passed as JSON"),
+            ValueErrorKind::TooDeep => write!(f, "nesting exceeds {MAX_VALUE_DEPTH} levels"),
+            ValueErrorKind::Schema(msg) => write!(f, "invalid schema: {msg}"),
+        }
+    }
+}
+
+impl std::error::Error for ValueError {}
+
+/// Where in an argument a value sits; rendered only when an error occurs.
+enum Path<'a> {
+    Root(&'a str),
+    Index(&'a Path<'a>, usize),
+    Field(&'a Path<'a>, &'a str),
+}
+
+impl Path<'_> {
+    fn render(&self) -> String {
+        match self {
+            Path::Root(name) => name.to_string(),
+            Path::Index(parent, i) => format!("{}[{i}]", parent.render()),
+            Path::Field(parent, key) => format!("{}.{key}", parent.render()),
+        }
+    }
+
+    fn err<T>(&self, kind: ValueErrorKind) -> Result<T, ValueError> {
+        Err(ValueError {
+            path: self.render(),
+            kind,
+        })
+    }
+
+    fn expected<T>(&self, what: &'static str, got: &serde_json::Value) -> Result<T, ValueError> {
+        self.err(ValueErrorKind::Expected {
+            what,
+            got: show_json(got),
+        })
+    }
+}
+
+/// A short rendering of a JSON value for error messages: scalars as JSON
+/// text (long ones cut), containers by kind.
+fn show_json(v: &serde_json::Value) -> String {
+    const MAX: usize = 40;
+    match v {
+        serde_json::Value::Array(_) => "an array".into(),
+        serde_json::Value::Object(_) => "an object".into(),
+        serde_json::Value::String(s) if s.chars().count() > MAX => {
+            let cut: String = s.chars().take(MAX).collect();
+            let mut out = String::new();
+            json::write_str(&mut out, &cut);
+            out.pop();
+            out.push_str("...\"");
+            out
+        }
+        serde_json::Value::String(s) => {
+            let mut out = String::new();
+            json::write_str(&mut out, s);
+            out
+        }
+        other => {
+            let text = other.to_string();
+            if text.len() > MAX {
+                format!("{}...", &text[..MAX])
+            } else {
+                text
+            }
+        }
+    }
+}
+
+/// True for a JSON number literal without fraction or exponent.
+fn is_integer_literal(lit: &str) -> bool {
+    !lit.bytes().any(|b| matches!(b, b'.' | b'e' | b'E'))
+}
+
+/// Converts a JSON tool argument to a [`Value`] of `schema`, validating it.
+/// `path` names the argument in error messages.
+pub fn from_json(schema: &Schema, v: &serde_json::Value, path: &str) -> Result<Value, ValueError> {
+    let root = Path::Root(path);
+    let layout = match Layout::new(schema) {
+        Ok(layout) => layout,
+        Err(e) => return root.err(ValueErrorKind::Schema(e.0)),
+    };
+    convert(&layout, layout.root(), v, &root, 0)
+}
+
+fn convert(
+    layout: &Layout,
+    id: NodeId,
+    v: &serde_json::Value,
+    path: &Path<'_>,
+    depth: usize,
+) -> Result<Value, ValueError> {
+    use serde_json::Value as J;
+    if depth > MAX_VALUE_DEPTH {
+        return path.err(ValueErrorKind::TooDeep);
+    }
+    let kind = &layout.node(id).kind;
+    match kind {
+        NodeKind::Nil => match v {
+            J::Null => Ok(Value::Nil),
+            other => path.expected("null", other),
+        },
+        NodeKind::Bool => match v {
+            J::Bool(b) => Ok(Value::Bool(*b)),
+            other => path.expected("true or false", other),
+        },
+        NodeKind::Int { signed, bytes } => {
+            let J::Number(n) = v else {
+                return path.expected("an integer", v);
+            };
+            let lit = n.to_string();
+            if !is_integer_literal(&lit) {
+                return path.expected("an integer", v);
+            }
+            let (lo, hi) = int_range(*signed, *bytes);
+            let out_of_range = || {
+                path.err(ValueErrorKind::OutOfRange {
+                    literal: lit.clone(),
+                    ty: describe(kind),
+                    range: Some((lo.to_string(), hi.to_string())),
+                })
+            };
+            // Literals too long for i128 are out of range for every width.
+            let Ok(value) = lit.parse::<i128>() else {
+                return out_of_range();
+            };
+            if value < lo || value > hi {
+                return out_of_range();
+            }
+            Ok(if *signed {
+                Value::Int(value as i64)
+            } else {
+                Value::UInt(value as u64)
+            })
+        }
+        NodeKind::BigInt => {
+            let text = match v {
+                J::Number(n) => {
+                    let lit = n.to_string();
+                    if !is_integer_literal(&lit) {
+                        return path.expected("an integer", v);
+                    }
+                    lit
+                }
+                // The reference accepts big integers as strings of digits;
+                // clients that cannot send big numbers rely on that.
+                J::String(s) => s.clone(),
+                other => return path.expected("an integer", other),
+            };
+            match BigInt::parse_decimal(&text) {
+                Ok(b) => Ok(Value::BigInt(b)),
+                Err(ParseBigIntError::TooLong) => {
+                    path.err(ValueErrorKind::TooManyDigits(text.len()))
+                }
+                Err(ParseBigIntError::Invalid) => path.expected("an integer", v),
+            }
+        }
+        NodeKind::Float { bytes } => {
+            let x = match v {
+                J::Number(n) => {
+                    let lit = n.to_string();
+                    let x: f64 = match lit.parse() {
+                        Ok(x) => x,
+                        Err(_) => return path.expected("a number", v),
+                    };
+                    let narrowed = if *bytes == 4 { f64::from(x as f32) } else { x };
+                    if !narrowed.is_finite() {
+                        return path.err(ValueErrorKind::OutOfRange {
+                            literal: lit,
+                            ty: describe(kind),
+                            range: None,
+                        });
+                    }
+                    narrowed
+                }
+                // Non-finite values cannot be JSON numbers; the reference
+                // accepts (and emits) them as strings.
+                J::String(s) => match s.as_str() {
+                    "nan" | "NaN" => f64::NAN,
+                    "inf" | "Infinity" => f64::INFINITY,
+                    "-inf" | "-Infinity" => f64::NEG_INFINITY,
+                    _ => return path.expected("a number", v),
+                },
+                other => return path.expected("a number", other),
+            };
+            Ok(Value::Float(x))
+        }
+        NodeKind::Str => match v {
+            J::String(s) => Ok(Value::Str(s.as_bytes().to_vec())),
+            other => path.expected("a string", other),
+        },
+        NodeKind::Handle(_) => match v {
+            J::String(s) => Ok(Value::Handle(s.as_bytes().to_vec())),
+            other => path.expected("a file path string", other),
+        },
+        NodeKind::List { len, elem } => {
+            let J::Array(items) = v else {
+                return path.expected("an array", v);
+            };
+            if let Some(n) = len {
+                if items.len() as u64 != *n {
+                    return path.err(ValueErrorKind::Length {
+                        expected: *n,
+                        got: items.len(),
+                    });
+                }
+            }
+            let mut out = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                out.push(convert(
+                    layout,
+                    *elem,
+                    item,
+                    &Path::Index(path, i),
+                    depth + 1,
+                )?);
+            }
+            Ok(Value::List(out))
+        }
+        NodeKind::Tuple(members) => {
+            let J::Array(items) = v else {
+                return path.expected("an array", v);
+            };
+            if items.len() != members.len() {
+                return path.err(ValueErrorKind::Length {
+                    expected: members.len() as u64,
+                    got: items.len(),
+                });
+            }
+            let mut out = Vec::with_capacity(items.len());
+            for (i, (item, m)) in items.iter().zip(members).enumerate() {
+                out.push(convert(
+                    layout,
+                    m.node,
+                    item,
+                    &Path::Index(path, i),
+                    depth + 1,
+                )?);
+            }
+            Ok(Value::Tuple(out))
+        }
+        NodeKind::Record(members) => match v {
+            J::Object(map) => {
+                if let Some(unknown) = map.keys().find(|k| !members.iter().any(|m| &m.key == *k)) {
+                    return path.err(ValueErrorKind::UnknownField {
+                        field: unknown.clone(),
+                        expected: members.iter().map(|m| m.key.clone()).collect(),
+                    });
+                }
+                let mut out = Vec::with_capacity(members.len());
+                for m in members {
+                    match map.get(&m.key) {
+                        Some(item) => out.push(convert(
+                            layout,
+                            m.node,
+                            item,
+                            &Path::Field(path, &m.key),
+                            depth + 1,
+                        )?),
+                        // An omitted optional field is absent (the reference
+                        // fails here although its tool schema allows it).
+                        None if matches!(layout.node(m.node).kind, NodeKind::Optional(_)) => {
+                            out.push(Value::Optional(None))
+                        }
+                        None => return path.err(ValueErrorKind::MissingField(m.key.clone())),
+                    }
+                }
+                Ok(Value::Record(out))
+            }
+            // Positional form, accepted by the reference.
+            J::Array(items) => {
+                if items.len() != members.len() {
+                    return path.err(ValueErrorKind::Length {
+                        expected: members.len() as u64,
+                        got: items.len(),
+                    });
+                }
+                let mut out = Vec::with_capacity(items.len());
+                for (item, m) in items.iter().zip(members) {
+                    out.push(convert(
+                        layout,
+                        m.node,
+                        item,
+                        &Path::Field(path, &m.key),
+                        depth + 1,
+                    )?);
+                }
+                Ok(Value::Record(out))
+            }
+            other => path.expected("an object", other),
+        },
+        NodeKind::Optional(inner) => match v {
+            J::Null => Ok(Value::Optional(None)),
+            other => Ok(Value::Optional(Some(Box::new(convert(
+                layout,
+                *inner,
+                other,
+                path,
+                depth + 1,
+            )?)))),
+        },
+        NodeKind::Table => path.err(ValueErrorKind::Table),
+        NodeKind::Pending => path.err(ValueErrorKind::Schema(
+            "recursive schema has no finite width".into(),
+        )),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Value -> JSON text.
+
+/// Appends the compact JSON text of `value` (typed by `schema`) to `out`.
+///
+/// Integers (fixed and big) are exact decimals; floats use the shortest
+/// round-trip digits ([`json::write_f64`], [`json::write_f32`] for `f4`).
+/// NaN and infinities become the strings `"nan"`, `"inf"` and `"-inf"`,
+/// as in the reference. Records are objects in schema field order. String
+/// bytes that are not UTF-8 are replaced with U+FFFD (the reference prints
+/// an empty string instead).
+pub fn to_json(schema: &Schema, value: &Value, out: &mut String) -> Result<(), EncodeError> {
+    let layout = Layout::new(schema)?;
+    write_json(&layout, layout.root(), value, out, 0)
+}
+
+/// [`to_json`] with an already compiled layout.
+pub fn to_json_with(layout: &Layout, value: &Value, out: &mut String) -> Result<(), EncodeError> {
+    write_json(layout, layout.root(), value, out, 0)
+}
+
+fn write_json(
+    layout: &Layout,
+    id: NodeId,
+    value: &Value,
+    out: &mut String,
+    depth: usize,
+) -> Result<(), EncodeError> {
+    if depth > MAX_VALUE_DEPTH {
+        return Err(EncodeError::new(EncodeErrorKind::TooDeep));
+    }
+    let kind = &layout.node(id).kind;
+    let mismatch = || {
+        EncodeError::new(EncodeErrorKind::Mismatch {
+            expected: describe(kind),
+            got: value.kind_name(),
+        })
+    };
+    match (kind, value) {
+        (NodeKind::Nil, Value::Nil) => out.push_str("null"),
+        (NodeKind::Bool, Value::Bool(b)) => out.push_str(if *b { "true" } else { "false" }),
+        (NodeKind::Int { signed, bytes }, v) => {
+            out.push_str(&check_int(v, *signed, *bytes, kind)?.to_string())
+        }
+        (NodeKind::BigInt, v) => out.push_str(&big_value(v).ok_or_else(mismatch)?.to_decimal()),
+        (NodeKind::Float { bytes }, Value::Float(x)) => {
+            if x.is_nan() {
+                out.push_str("\"nan\"");
+            } else if x.is_infinite() {
+                out.push_str(if *x > 0.0 { "\"inf\"" } else { "\"-inf\"" });
+            } else if *bytes == 4 {
+                json::write_f32(out, *x as f32);
+            } else {
+                json::write_f64(out, *x);
+            }
+        }
+        (NodeKind::Str, Value::Str(bytes)) | (NodeKind::Handle(_), Value::Handle(bytes)) => {
+            json::write_str(out, &String::from_utf8_lossy(bytes));
+        }
+        (NodeKind::List { len, elem }, Value::List(items)) => {
+            if let Some(n) = len {
+                if items.len() as u64 != *n {
+                    return Err(EncodeError::new(EncodeErrorKind::Length {
+                        expected: *n,
+                        got: items.len(),
+                    }));
+                }
+            }
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_json(layout, *elem, item, out, depth + 1)?;
+            }
+            out.push(']');
+        }
+        (NodeKind::Tuple(members), Value::Tuple(items)) => {
+            if items.len() != members.len() {
+                return Err(EncodeError::new(EncodeErrorKind::Members {
+                    expected: members.len(),
+                    got: items.len(),
+                }));
+            }
+            out.push('[');
+            for (i, (item, m)) in items.iter().zip(members).enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_json(layout, m.node, item, out, depth + 1)?;
+            }
+            out.push(']');
+        }
+        (NodeKind::Record(members), Value::Record(items)) => {
+            if items.len() != members.len() {
+                return Err(EncodeError::new(EncodeErrorKind::Members {
+                    expected: members.len(),
+                    got: items.len(),
+                }));
+            }
+            out.push('{');
+            for (i, (item, m)) in items.iter().zip(members).enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                json::write_str(out, &m.key);
+                out.push(':');
+                write_json(layout, m.node, item, out, depth + 1)?;
+            }
+            out.push('}');
+        }
+        (NodeKind::Optional(_), Value::Optional(None)) => out.push_str("null"),
+        (NodeKind::Optional(inner), Value::Optional(Some(v))) => {
+            write_json(layout, *inner, v, out, depth + 1)?
+        }
+        (NodeKind::Table, _) => return Err(EncodeError::new(EncodeErrorKind::Table)),
+        _ => return Err(mismatch()),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::parse;
+
+    fn big(text: &str) -> BigInt {
+        BigInt::parse_decimal(text).unwrap_or_else(|e| panic!("{text}: {e:?}"))
+    }
+
+    #[track_caller]
+    fn check_big(text: &str, limbs: &[u64]) {
+        let b = big(text);
+        assert_eq!(b.limbs, limbs, "{text}");
+        let canonical = text.trim_start_matches('-').trim_start_matches('0');
+        let canonical = match (text.starts_with('-'), canonical.is_empty()) {
+            (_, true) => "0".to_string(),
+            (true, false) => format!("-{canonical}"),
+            (false, false) => canonical.to_string(),
+        };
+        assert_eq!(b.to_decimal(), canonical, "{text}");
+        assert_eq!(BigInt::from_limbs(limbs.to_vec()), b);
+    }
+
+    #[test]
+    fn bigint_limbs_are_minimal_and_exact() {
+        check_big("0", &[0]);
+        check_big("-0", &[0]);
+        check_big("000", &[0]);
+        check_big("-000", &[0]);
+        check_big("1", &[1]);
+        check_big("-1", &[u64::MAX]);
+        check_big("41", &[41]);
+        check_big("9223372036854775807", &[i64::MAX as u64]);
+        check_big("9223372036854775808", &[1 << 63, 0]);
+        check_big("-9223372036854775808", &[1 << 63]);
+        check_big("-9223372036854775809", &[(1 << 63) - 1, u64::MAX]);
+        check_big("18446744073709551615", &[u64::MAX, 0]);
+        check_big("18446744073709551616", &[0, 1]);
+        check_big("-18446744073709551616", &[0, u64::MAX]);
+        check_big("340282366920938463463374607431768211456", &[0, 0, 1]);
+        check_big(
+            "123456789012345678901234567890",
+            &[14083847773837265618, 6692605942],
+        );
+        // A long number survives the round trip digit for digit.
+        let long: String = (0..500)
+            .map(|i| char::from(b'0' + (i * 7 % 10) as u8))
+            .collect();
+        let long = format!("9{long}");
+        assert_eq!(big(&long).to_decimal(), long);
+        assert_eq!(big(&format!("-{long}")).to_decimal(), format!("-{long}"));
+    }
+
+    #[test]
+    fn bigint_conversions() {
+        assert_eq!(BigInt::from_i64(-5).to_i64(), Some(-5));
+        assert_eq!(BigInt::from_u64(u64::MAX).limbs, vec![u64::MAX, 0]);
+        assert_eq!(BigInt::from_u64(u64::MAX).to_u64(), Some(u64::MAX));
+        assert_eq!(BigInt::from_u64(u64::MAX).to_i64(), None);
+        assert_eq!(BigInt::from_i64(-1).to_u64(), None);
+        assert_eq!(BigInt::from_limbs(vec![]).limbs, vec![0]);
+        assert_eq!(BigInt::from_limbs(vec![5, 0, 0]).limbs, vec![5]);
+        assert_eq!(
+            BigInt::from_limbs(vec![u64::MAX, u64::MAX]).limbs,
+            vec![u64::MAX]
+        );
+        assert_eq!(
+            BigInt::from_limbs(vec![1 << 63, 0, 0]).limbs,
+            vec![1 << 63, 0]
+        );
+        for bad in ["", "-", "+1", "1.0", "1e3", " 1", "0x10", "--1", "1-"] {
+            assert_eq!(
+                BigInt::parse_decimal(bad),
+                Err(ParseBigIntError::Invalid),
+                "{bad:?}"
+            );
+        }
+        let too_long = "1".repeat(BigInt::MAX_DIGITS + 1);
+        assert_eq!(
+            BigInt::parse_decimal(&too_long),
+            Err(ParseBigIntError::TooLong)
+        );
+        assert!(
+            BigInt::parse_decimal(&"9".repeat(BigInt::MAX_DIGITS))
+                .unwrap()
+                .limbs
+                .len()
+                <= BigInt::MAX_LIMBS
+        );
+    }
+
+    #[test]
+    fn layout_agrees_with_schema_shape() {
+        for text in [
+            "m36tmpDirsanumThreadsjcremoveCachesb",
+            "t2i4s",
+            "t3i2saf4",
+            "m21ai11bi1",
+            "m11xb",
+            "t2i1m11xb",
+            "m21pt2i1i41q?m11xb",
+            "&4Treem25valuej8childrena^4Tree",
+            "z",
+            "t0",
+            "m0",
+            "at2i1f8",
+            "?t2i2i1",
+        ] {
+            let schema = parse(text).unwrap();
+            let layout = Layout::new(&schema).unwrap();
+            let node = layout.node(layout.root());
+            let shape = crate::schema::shape(&schema, &crate::schema::Scope::new()).unwrap();
+            assert_eq!(
+                (node.width, node.align),
+                (shape.width, shape.align),
+                "{text}"
+            );
+            assert_eq!(node.fixed, crate::schema::is_fixed_width(&schema), "{text}");
+        }
+        assert!(Layout::new(&parse("&1Am11x^1A").unwrap()).is_err());
+        let s = parse("t3i2saf4").unwrap();
+        let layout = Layout::new(&s).unwrap();
+        let NodeKind::Tuple(members) = &layout.node(layout.root()).kind else {
+            panic!()
+        };
+        assert_eq!(
+            members.iter().map(|m| m.offset).collect::<Vec<_>>(),
+            vec![0, 8, 24]
+        );
+    }
+
+    #[track_caller]
+    fn check_json(schema: &str, input: &str, output: &str) {
+        let schema = parse(schema).unwrap();
+        let json: serde_json::Value = serde_json::from_str(input).unwrap();
+        let value = from_json(&schema, &json, "x").unwrap_or_else(|e| panic!("{input}: {e}"));
+        let mut out = String::new();
+        to_json(&schema, &value, &mut out).unwrap();
+        assert_eq!(out, output, "{input}");
+    }
+
+    #[test]
+    fn json_round_trips() {
+        check_json("z", "null", "null");
+        check_json("b", "true", "true");
+        check_json("i1", "-128", "-128");
+        check_json("u8", "18446744073709551615", "18446744073709551615");
+        check_json("i8", "-9223372036854775808", "-9223372036854775808");
+        check_json(
+            "j",
+            "123456789012345678901234567890",
+            "123456789012345678901234567890",
+        );
+        check_json(
+            "j",
+            "\"-123456789012345678901234567890\"",
+            "-123456789012345678901234567890",
+        );
+        check_json("j", "-0", "0");
+        check_json("f8", "2", "2.0");
+        check_json("f8", "0.1", "0.1");
+        check_json("f8", "1e16", "1e+16");
+        check_json("f8", "-0.0", "-0.0");
+        check_json("f8", "\"nan\"", "\"nan\"");
+        check_json("f8", "\"Infinity\"", "\"inf\"");
+        check_json("f8", "\"-inf\"", "\"-inf\"");
+        check_json("f4", "0.1", "0.1");
+        check_json("f4", "16777217", "16777216.0");
+        check_json("f4", "3.14159265358979", "3.1415927");
+        check_json(
+            "s",
+            "\"a\\\"b\\\\c\\n\\u0001/\u{7f}é\"",
+            "\"a\\\"b\\\\c\\n\\u0001/\u{7f}é\"",
+        );
+        check_json("ai4", "[1,2,3]", "[1,2,3]");
+        check_json("a:2f8", "[1.5,2]", "[1.5,2.0]");
+        check_json("t2js", "[1,\"x\"]", "[1,\"x\"]");
+        check_json(
+            "m36tmpDirsanumThreadsjcremoveCachesb",
+            "{\"removeCaches\":true,\"tmpDir\":\"/t\",\"numThreads\":4}",
+            "{\"tmpDir\":\"/t\",\"numThreads\":4,\"removeCaches\":true}",
+        );
+        check_json("m21xj1yj", "[1,2]", "{\"x\":1,\"y\":2}");
+        check_json("m21xj1y?j", "{\"x\":1}", "{\"x\":1,\"y\":null}");
+        check_json("?j", "null", "null");
+        check_json("?j", "5", "5");
+        check_json(
+            "m22\"ks2\\\nb",
+            "{\"\\\"k\":\"v\",\"\\\\\\n\":false}",
+            "{\"\\\"k\":\"v\",\"\\\\\\n\":false}",
+        );
+        check_json(
+            "&4Treem25valuej8childrena^4Tree",
+            "{\"value\":1,\"children\":[{\"value\":2,\"children\":[]}]}",
+            "{\"value\":1,\"children\":[{\"value\":2,\"children\":[]}]}",
+        );
+        check_json("F", "\"/tmp/x\"", "\"/tmp/x\"");
+    }
+
+    #[track_caller]
+    fn check_err(schema: &str, path: &str, input: &str, msg: &str) {
+        let schema = parse(schema).unwrap();
+        let json: serde_json::Value = serde_json::from_str(input).unwrap();
+        match from_json(&schema, &json, path) {
+            Ok(v) => panic!("{input} accepted as {v:?}"),
+            Err(e) => assert_eq!(e.to_string(), msg, "{input}"),
+        }
+    }
+
+    #[test]
+    fn json_errors_name_the_path() {
+        check_err("z", "a", "0", "argument 'a': expected null, got 0");
+        check_err(
+            "b",
+            "flag",
+            "1",
+            "argument 'flag': expected true or false, got 1",
+        );
+        check_err(
+            "b",
+            "flag",
+            "\"true\"",
+            "argument 'flag': expected true or false, got \"true\"",
+        );
+        check_err(
+            "am11xj",
+            "_1",
+            "[{\"x\":1},{\"x\":2},{\"x\":\"abc\"}]",
+            "argument '_1[2].x': expected an integer, got \"abc\"",
+        );
+        check_err(
+            "u1",
+            "factor",
+            "300",
+            "argument 'factor': 300 is out of range for an 8-bit unsigned integer (0 to 255)",
+        );
+        check_err(
+            "u1",
+            "factor",
+            "-1",
+            "argument 'factor': -1 is out of range for an 8-bit unsigned integer (0 to 255)",
+        );
+        check_err(
+            "i1",
+            "n",
+            "128",
+            "argument 'n': 128 is out of range for an 8-bit signed integer (-128 to 127)",
+        );
+        check_err(
+            "i8",
+            "n",
+            "99999999999999999999999999999999999999999999",
+            "argument 'n': 99999999999999999999999999999999999999999999 is out of range for a 64-bit signed integer \
+             (-9223372036854775808 to 9223372036854775807)",
+        );
+        check_err(
+            "u8",
+            "n",
+            "18446744073709551616",
+            "argument 'n': 18446744073709551616 is out of range for a 64-bit unsigned integer (0 to 18446744073709551615)",
+        );
+        check_err(
+            "i4",
+            "n",
+            "1.0",
+            "argument 'n': expected an integer, got 1.0",
+        );
+        check_err(
+            "i4",
+            "n",
+            "1e3",
+            "argument 'n': expected an integer, got 1e+3",
+        );
+        check_err(
+            "i4",
+            "n",
+            "\"5\"",
+            "argument 'n': expected an integer, got \"5\"",
+        );
+        check_err(
+            "j",
+            "n",
+            "1.5",
+            "argument 'n': expected an integer, got 1.5",
+        );
+        check_err(
+            "j",
+            "n",
+            "\"12a\"",
+            "argument 'n': expected an integer, got \"12a\"",
+        );
+        check_err(
+            "j",
+            "n",
+            "null",
+            "argument 'n': expected an integer, got null",
+        );
+        check_err(
+            "j",
+            "n",
+            "[1]",
+            "argument 'n': expected an integer, got an array",
+        );
+        check_err(
+            "j",
+            "n",
+            "{}",
+            "argument 'n': expected an integer, got an object",
+        );
+        check_err(
+            "j",
+            "n",
+            &format!("\"{}\"", "1".repeat(BigInt::MAX_DIGITS + 1)),
+            &format!(
+                "argument 'n': integer has {} digits, more than the 150000 supported",
+                BigInt::MAX_DIGITS + 1
+            ),
+        );
+        check_err(
+            "f8",
+            "r",
+            "\"x\"",
+            "argument 'r': expected a number, got \"x\"",
+        );
+        check_err(
+            "f8",
+            "r",
+            "\"2.5\"",
+            "argument 'r': expected a number, got \"2.5\"",
+        );
+        check_err(
+            "f8",
+            "r",
+            "1e400",
+            "argument 'r': 1e+400 is out of range for a 64-bit float",
+        );
+        check_err(
+            "f4",
+            "r",
+            "1e39",
+            "argument 'r': 1e+39 is out of range for a 32-bit float",
+        );
+        check_err(
+            "af8",
+            "r",
+            "[1,\"x\"]",
+            "argument 'r[1]': expected a number, got \"x\"",
+        );
+        check_err(
+            "s",
+            "name",
+            "5",
+            "argument 'name': expected a string, got 5",
+        );
+        check_err(
+            "s",
+            "name",
+            &format!("[\"{}\"]", "y".repeat(50)),
+            "argument 'name': expected a string, got an array",
+        );
+        check_err(
+            "j",
+            "n",
+            &format!("\"{}\"", "y".repeat(50)),
+            &format!(
+                "argument 'n': expected an integer, got \"{}...\"",
+                "y".repeat(40)
+            ),
+        );
+        check_err(
+            "F",
+            "path",
+            "1",
+            "argument 'path': expected a file path string, got 1",
+        );
+        check_err(
+            "aj",
+            "xs",
+            "{\"a\":1}",
+            "argument 'xs': expected an array, got an object",
+        );
+        check_err(
+            "a:3f8",
+            "v",
+            "[1,2]",
+            "argument 'v': expected an array of exactly 3 items, got 2",
+        );
+        check_err(
+            "t2js",
+            "_1",
+            "[1,\"a\",3]",
+            "argument '_1': expected an array of exactly 2 items, got 3",
+        );
+        check_err(
+            "t1j",
+            "_1",
+            "[]",
+            "argument '_1': expected an array of exactly 1 item, got 0",
+        );
+        check_err(
+            "m36tmpDirsanumThreadsjcremoveCachesb",
+            "config",
+            "{\"tmpDir\":\"/t\",\"extra\":1}",
+            "argument 'config': unknown field 'extra' (expected tmpDir, numThreads, removeCaches)",
+        );
+        check_err(
+            "m21xj1yj",
+            "config",
+            "{\"y\":1}",
+            "argument 'config': missing field 'x'",
+        );
+        check_err(
+            "m21xj1yj",
+            "p",
+            "[1]",
+            "argument 'p': expected an array of exactly 2 items, got 1",
+        );
+        check_err(
+            "m21xj1yj",
+            "p",
+            "5",
+            "argument 'p': expected an object, got 5",
+        );
+        check_err(
+            "m21xj1yj",
+            "p",
+            "null",
+            "argument 'p': expected an object, got null",
+        );
+        check_err(
+            "m11xm11yj",
+            "p",
+            "{\"x\":{\"y\":true}}",
+            "argument 'p.x.y': expected an integer, got true",
+        );
+        check_err(
+            "T",
+            "t",
+            "[]",
+            "argument 't': tables cannot be passed as JSON",
+        );
+        check_err(
+            "?T",
+            "t",
+            "[]",
+            "argument 't': tables cannot be passed as JSON",
+        );
+        let recursive = parse("&1Ra^1R").unwrap();
+        let mut nested = serde_json::Value::Array(Vec::new());
+        for _ in 0..MAX_VALUE_DEPTH + 1 {
+            nested = serde_json::Value::Array(vec![nested]);
+        }
+        let err = from_json(&recursive, &nested, "r").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "argument 'r{}': nesting exceeds 256 levels",
+                "[0]".repeat(MAX_VALUE_DEPTH + 1)
+            )
+        );
+        check_err(
+            "&1Am11x^1A",
+            "x",
+            "{}",
+            "argument 'x': invalid schema: recursive schema has no finite width",
+        );
+        let deep = format!("{}1{}", "[".repeat(100), "]".repeat(100));
+        let schema = format!("{}j", "a".repeat(100));
+        let value = from_json(
+            &parse(&schema).unwrap(),
+            &serde_json::from_str(&deep).unwrap(),
+            "d",
+        );
+        assert!(value.is_ok());
+    }
+
+    #[test]
+    fn json_output_rejects_mismatched_values() {
+        let schema = parse("ai4").unwrap();
+        let mut out = String::new();
+        let err = to_json(&schema, &Value::Str(b"x".to_vec()), &mut out).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "cannot encode value: expected a list, got a string"
+        );
+        let err = to_json(&parse("u1").unwrap(), &Value::Int(300), &mut out).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "cannot encode value: 300 does not fit an 8-bit unsigned integer"
+        );
+        let err = to_json(&parse("T").unwrap(), &Value::Nil, &mut out).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "cannot encode value: tables are not supported"
+        );
+        // Non-UTF-8 bytes are replaced, not dropped.
+        let mut out = String::new();
+        to_json(
+            &parse("s").unwrap(),
+            &Value::Str(vec![b'a', 0xff, b'b']),
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(out, "\"a\u{fffd}b\"");
+        // Fixed ints accept either integer variant when it fits.
+        let mut out = String::new();
+        to_json(
+            &parse("t2u2j").unwrap(),
+            &Value::Tuple(vec![Value::Int(7), Value::UInt(u64::MAX)]),
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(out, "[7,18446744073709551615]");
+    }
 }
