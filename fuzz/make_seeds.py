@@ -96,39 +96,65 @@ def wire_packets():
     return [p.read_bytes() for p in sorted(wire.glob("*.bin")) + sorted((wire / "variants").glob("*.bin"))]
 
 
+def schema_table(target):
+    """The `SCHEMAS` table of a target whose first byte picks a schema."""
+    src = (ROOT / "fuzz" / "fuzz_targets" / f"{target}.rs").read_text()
+    table = re.search(r"const SCHEMAS: &\[&str\] = &\[(.*?)\];", src, re.S)
+    return re.findall(r'"((?:[^"\\]|\\.)*)"', table.group(1)) if table else []
+
+
+def pick(table, schema):
+    """The leading byte that selects `schema`, or None if the table lacks it."""
+    return bytes([table.index(schema)]) if schema in table else None
+
+
 def voidstar_seeds():
-    """Schema, NUL, then the flat payload of each inline voidstar data packet."""
+    """The flat payload of each inline voidstar data packet, behind the byte
+    that picks its schema (packets whose schema is not in the table are skipped)."""
+    table = schema_table("voidstar_decode")
     seeds = []
     txts = sorted((DATA / "wire").glob("*.txt")) + sorted((DATA / "wire" / "variants").glob("*.txt"))
     for txt in txts:
+        voidstar = False
         schema = None
         for line in txt.read_text().splitlines():
+            if "DATA source=" in line:
+                voidstar = "format=voidstar" in line
+                schema = None
             m = re.search(r"metadata magic='mmh' type=1 size=\d+ value=b'([^']*)'", line)
             if m:
-                schema = m.group(1).replace("\\x00", "").encode()
+                schema = m.group(1).replace("\\x00", "")
             m = re.search(r"payload\(\d+ bytes\)=([0-9a-f]+)$", line)
-            if m and schema is not None:
-                seeds.append(schema + b"\0" + bytes.fromhex(m.group(1)))
+            if m and voidstar and schema is not None and pick(table, schema) is not None:
+                seeds.append(pick(table, schema) + bytes.fromhex(m.group(1)))
                 schema = None
     return seeds
 
 
 def msgpack_seeds():
-    seeds = [p.read_bytes() for p in sorted((DATA / "wire" / "variants").glob("*.mpk"))]
-    seeds += [
-        b"\xc0",  # nil
-        b"\xc3",  # true
-        b"\x2a",  # 42
-        b"\xd3\x80\x00\x00\x00\x00\x00\x00\x00",  # i64 min
-        b"\xcf\xff\xff\xff\xff\xff\xff\xff\xff",  # u64 max
-        b"\xcb\x3f\xb9\x99\x99\x99\x99\x99\x9a",  # 0.1
-        b"\xa5hello",  # fixstr
-        b"\x93\x01\x02\x03",  # [1,2,3]
-        b"\x82\xa1x\x01\xa1y\x02",  # {"x":1,"y":2}
-        b"\x92\xa1a\x92\x01\xc2",  # ["a",[1,false]]
-        b"\xdd\xff\xff\xff\xff",  # array32 claiming 4 billion elements
+    """Msgpack values behind the byte that picks their schema."""
+    table = schema_table("msgpack_decode")
+    cases = [(p.read_bytes(), "aj") for p in sorted((DATA / "wire" / "variants").glob("*.mpk"))]
+    cases += [
+        (b"\xc0", "?j"),  # nil
+        (b"\x2a", "?j"),  # 42
+        (b"\x2a", "j"),
+        (b"\xd3\x80\x00\x00\x00\x00\x00\x00\x00", "j"),  # i64 min
+        (b"\xcf\xff\xff\xff\xff\xff\xff\xff\xff", "u8"),  # u64 max
+        (b"\xd0\x80", "i1"),  # -128
+        (b"\xca\x3d\xcc\xcc\xcd", "f4"),  # 0.1f
+        (b"\x92\xcb\x3f\xb9\x99\x99\x99\x99\x99\x9a\xcb\x7f\xf8\x00\x00\x00\x00\x00\x00", "af8"),  # [0.1, NaN]
+        (b"\xa5hello", "s"),  # fixstr
+        (b"\x93\x01\x02\x03", "aj"),  # [1,2,3]
+        (b"\x93\xc3\xc2\xc3", "ab"),  # [true,false,true]
+        (b"\x92\x01\xa1a", "t2js"),  # (1,"a")
+        (b"\x92\x92\xa1a\x01\x92\xa1b\x02", "at2sj"),  # [("a",1),("b",2)]
+        (b"\x91\x92\x01\x02", "am21xj1yj"),  # [{x:1,y:2}] as a positional record
+        (b"\x82\xa1x\x01\xa1y\x02", "am21xj1yj"),  # a map where a record is expected
+        (b"\x92\x01\x92\x92\x02\x90\x90", "&4Treem25valuej8childrena^4Tree"),
+        (b"\xdd\xff\xff\xff\xff", "aj"),  # array32 claiming 4 billion elements
     ]
-    return seeds
+    return [pick(table, schema) + data for data, schema in cases if pick(table, schema) is not None]
 
 
 def manifest_seeds():
