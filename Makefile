@@ -7,7 +7,7 @@ PYTHON ?= python3
 .PHONY: help build test test-rust test-pool lint demo bench fuzz-smoke static e2e
 
 help: ## List the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
 
 build: ## Build the release binary
 	$(CARGO) build --release
@@ -32,6 +32,9 @@ bench: build ## Benchmarks; results go to bench/RESULTS.md
 
 fuzz-smoke: ## Run every fuzz target briefly (needs nightly + cargo-fuzz)
 	sh fuzz/smoke.sh
+
+e2e: ## Real MCP clients and the conformance suite against the server (installs them into .cache/)
+	sh e2e/run.sh
 
 static: ## Fully static, size-optimized binary
 	sh bench/static.sh

@@ -79,8 +79,9 @@ Options:
       --call-timeout <seconds>  fail a tool call that runs longer than this
                                 (0 for no limit) [default: 600]
       --lazy-pools              start language pools on first use, not at start-up
-      --plain-tool-names        name tools <command>, without the <module>__ prefix
-                                (router only; single programs are never prefixed)
+      --plain-tool-names        over HTTP, name a single program's tools <command>
+                                instead of <module>__<command> (stdio never
+                                prefixes; the router always does)
   -h, --help                    print this help
 "
     };
@@ -172,6 +173,8 @@ pub struct RawServe {
     pub allow_origins: Vec<String>,
     pub call_timeout: Option<Duration>,
     pub session_ttl: Option<Duration>,
+    /// Hidden, for tests: how long a pool may take to answer its first ping.
+    pub pool_start_timeout: Option<Duration>,
     pub plain_tool_names: bool,
     pub lazy_pools: bool,
 }
@@ -221,7 +224,12 @@ pub struct ServeConfig {
     pub lazy_pools: bool,
     /// Router: name tools `<command>` instead of `<module>__<command>`.
     pub plain_tool_names: bool,
+    /// How long a pool may take to answer its first ping.
+    pub pool_start_timeout: Duration,
 }
+
+/// How long a pool may take to become ready, unless changed (hidden flag).
+pub const DEFAULT_POOL_START_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// HTTP transport options.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -393,6 +401,7 @@ pub fn prepare(raw: RawArgs, env: &Env, warnings: &mut Vec<String>) -> Result<Ac
                 call_timeout,
                 lazy_pools: serve.lazy_pools,
                 plain_tool_names: serve.plain_tool_names,
+                pool_start_timeout: serve.pool_start_timeout.unwrap_or(DEFAULT_POOL_START_TIMEOUT),
             }))
         }
     }
@@ -586,6 +595,10 @@ fn parse_serve(
             Long("session-ttl") => {
                 let text = string_value(&mut parser, "--session-ttl", command)?;
                 raw.session_ttl = Some(seconds(&text, "--session-ttl")?);
+            }
+            Long("pool-start-timeout") => {
+                let text = string_value(&mut parser, "--pool-start-timeout", command)?;
+                raw.pool_start_timeout = Some(seconds(&text, "--pool-start-timeout")?);
             }
             Long("plain-tool-names") => raw.plain_tool_names = true,
             Long("lazy-pools") => raw.lazy_pools = true,

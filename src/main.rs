@@ -53,9 +53,12 @@ fn print(text: &str) -> ExitCode {
     }
 }
 
-// ---- Serving (`mcp`, `router`): wired to the reactor by the lead. ----
 fn serve(config: ServeConfig) -> ExitCode {
-    let _ = config;
-    eprintln!("morloc-mcp: serving is not available in this build");
-    ExitCode::FAILURE
+    match morloc_mcp::reactor::serve(config) {
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Err(e) => {
+            eprintln!("morloc-mcp: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -803,6 +803,18 @@ fn with_path(err: io::Error, path: &Path) -> io::Error {
     io::Error::new(err.kind(), format!("{}: {err}", path.display()))
 }
 
+/// Lets the voidstar decoder follow shared-memory relptrs directly.
+impl crate::voidstar::Memory for ShmReader {
+    fn resolve(&self, relptr: i64) -> Result<&[u8], crate::voidstar::DecodeError> {
+        use crate::voidstar::{DecodeError, DecodeErrorKind};
+        ShmReader::resolve(self, relptr).map_err(|e| {
+            // The decoder's error carries no text; the reason goes to stderr.
+            eprintln!("morloc-mcp: shared memory: {e}");
+            DecodeError::new(relptr as u64, DecodeErrorKind::BadPointer(relptr))
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -405,3 +405,29 @@ pub fn check_golden(expected_path: &Path, actual: &str) {
         ),
     );
 }
+
+// ---- additions for tests/pools.rs -------------------------------------------
+
+impl Proc {
+    /// Like [`Proc::wait`], but keeps stdin open, so that an exit caused by a
+    /// signal is not mistaken for (or raced by) an exit at EOF.
+    #[track_caller]
+    pub fn wait_keeping_stdin(&mut self, timeout: Duration) -> ExitStatus {
+        let deadline = Instant::now() + timeout;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => return status,
+                Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(2)),
+                Ok(None) => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    panic!(
+                        "process did not exit within {timeout:?}; stderr:\n{}",
+                        self.stderr_now()
+                    );
+                }
+                Err(e) => panic!("cannot wait for the child: {e}"),
+            }
+        }
+    }
+}

@@ -12,10 +12,10 @@ use crate::value::{self, Value};
 use crate::{msgpack, voidstar};
 
 /// JSON text of a value (`schema-and-data.md` §10.2).
-pub(super) fn to_json(schema: &Schema, value: &Value) -> String {
+pub(super) fn to_json(schema: &Schema, value: &Value) -> Result<String, String> {
     let mut out = String::new();
-    value::to_json(schema, value, &mut out);
-    out
+    value::to_json(schema, value, &mut out).map_err(|e| e.to_string())?;
+    Ok(out)
 }
 
 /// A parsed JSON document converted with a schema (§10.1).

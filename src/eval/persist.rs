@@ -77,7 +77,7 @@ pub(super) fn save(
 ) -> Result<(), EvalError> {
     let fail = |e: String| EvalError::user(format!("@save({}): {e}", format.name()));
     let bytes = match format {
-        SaveFormat::Json => codec::to_json(schema, value).into_bytes(),
+        SaveFormat::Json => codec::to_json(schema, value).map_err(fail)?.into_bytes(),
         SaveFormat::Msgpack => codec::msgpack_encode(schema, value).map_err(fail)?,
         SaveFormat::Voidstar => {
             if level > 0 {

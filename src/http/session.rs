@@ -45,6 +45,8 @@ pub struct Session {
     pub protocol_version: String,
     /// Whether `notifications/initialized` has arrived.
     pub initialized: bool,
+    /// The level set by `logging/setLevel` (an index into the MCP levels).
+    pub log_level: Option<usize>,
     last_used: Instant,
     /// Tie-breaker making the key in `Sessions::by_use` unique.
     serial: u64,
@@ -105,6 +107,7 @@ impl Sessions {
             Session {
                 protocol_version: protocol_version.to_string(),
                 initialized: false,
+                log_level: None,
                 last_used: now,
                 serial,
             },

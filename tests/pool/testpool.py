@@ -1285,8 +1285,78 @@ FAULTS: dict[int, Function] = {
     94: Function("faultTruncated", None, "j", _fault("truncated")),
 }
 
+# The tools the official MCP conformance suite calls in server mode
+# (tests/data/programs/conformance). None takes an argument. Media returns
+# are shaped by the server from the manifest's `return.mime`; these functions
+# only produce the bytes or text.
+
+CONFORMANCE_TEXT = "This is a simple text response for testing."
+CONFORMANCE_ERROR = "This tool intentionally returns an error for testing"
+CONFORMANCE_LOG_LINES = ("Tool execution started", "Tool processing data", "Tool execution completed")
+
+
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    import zlib
+    body = kind + data
+    return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+
+def _red_pixel_png() -> list[int]:
+    """A 1x1 red PNG, as the list of bytes a [UInt8] return carries."""
+    import zlib
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)  # 1x1, 8-bit RGB
+    pixels = zlib.compress(b"\x00\xff\x00\x00")  # filter byte, then one red pixel
+    png = (b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", header)
+           + _png_chunk(b"IDAT", pixels) + _png_chunk(b"IEND", b""))
+    return list(png)
+
+
+def _silent_wav() -> list[int]:
+    """A tiny WAV file: 8 samples of 8-bit mono silence at 8 kHz."""
+    samples = b"\x80" * 8
+    fmt = struct.pack("<HHIIHH", 1, 1, 8000, 8000, 1, 8)
+    body = (b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt
+            + b"data" + struct.pack("<I", len(samples)) + samples)
+    return list(b"RIFF" + struct.pack("<I", len(body)) + body)
+
+
+def _conformance_fail() -> str:
+    raise RuntimeError(CONFORMANCE_ERROR)
+
+
+def _conformance_logging() -> str:
+    # Three stderr lines ~50 ms apart; the server forwards pool output as
+    # notifications/message to clients that asked for logs.
+    for i, line in enumerate(CONFORMANCE_LOG_LINES):
+        if i:
+            time.sleep(0.05)
+        print(line, file=sys.stderr, flush=True)
+    return "Tool with logging executed successfully"
+
+
+def _conformance_progress() -> str:
+    # The suite expects the call to take a little while (0, 50, 100 of 100
+    # with ~50 ms between); the server, not the pool, reports progress.
+    # TESTPOOL_PROGRESS_MS stretches the call for servers that report
+    # progress on a timer.
+    total = _env_ms(dict(os.environ), "TESTPOOL_PROGRESS_MS")
+    time.sleep(0.1 if total is None else total)
+    return "Tool with progress executed successfully"
+
+
+CONFORMANCE: dict[int, Function] = {
+    1: Function("test_simple_text", (), "s", lambda: CONFORMANCE_TEXT),
+    2: Function("test_image_content", (), "au1", _red_pixel_png),
+    3: Function("test_audio_content", (), "au1", _silent_wav),
+    4: Function("test_embedded_resource", (), "s", lambda: '{"test":"data","value":123}'),
+    5: Function("test_error_handling", (), "s", _conformance_fail),
+    6: Function("test_tool_with_logging", (), "s", _conformance_logging),
+    7: Function("test_tool_with_progress", (), "s", _conformance_progress),
+}
+
 PROGRAMS: dict[str, dict[int, Function]] = {
     "shapes": {**SHAPES, **FAULTS},
+    "conformance": {**CONFORMANCE, **FAULTS},
 }
 
 

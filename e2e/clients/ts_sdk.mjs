@@ -1,0 +1,209 @@
+// Drives the server with the official TypeScript MCP SDK (1.x) client.
+//
+//   node ts_sdk.mjs --stdio CMD [ARG...]
+//   node ts_sdk.mjs --url http://127.0.0.1:PORT/mcp
+//
+// Same steps and checks as the Python drivers (checks.py), plus two that
+// only this client exercises:
+//   cancel    a slow call aborted through an AbortSignal: the SDK sends
+//             notifications/cancelled; the server must then not answer the
+//             cancelled request (a late answer reaches client.onerror as a
+//             response for an unknown message id) and must stay usable.
+//   progress  a slow call with an onprogress callback: the SDK sets
+//             _meta.progressToken to the request id; every notification must
+//             carry that token (anything else reaches client.onerror) and
+//             progress must never decrease. E2E_PROGRESS_MS sets how long the
+//             call runs and E2E_PROGRESS_MIN how many notifications it needs.
+//
+// The SDK is loaded from the project-local cache (E2E_NODE_MODULES, default
+// .cache/node/node_modules beside this repository's e2e folder).
+
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const modules = process.env.E2E_NODE_MODULES ?? join(here, "..", "..", ".cache", "node", "node_modules");
+const require = createRequire(join(modules, "noop.js"));
+const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
+const { StdioClientTransport } = require("@modelcontextprotocol/sdk/client/stdio.js");
+const { StreamableHTTPClientTransport } = require("@modelcontextprotocol/sdk/client/streamableHttp.js");
+const { McpError } = require("@modelcontextprotocol/sdk/types.js");
+const sdkVersion = JSON.parse(
+  readFileSync(join(modules, "@modelcontextprotocol", "sdk", "package.json"), "utf8")).version;
+
+const UNKNOWN_TOOL = "noSuchTool";
+const INVALID_PARAMS = -32602;
+const MK_RESULT = { status: "ok", value: 7 };
+const NEEDED = ["addOne", "mkResult", "maybeDouble", "pureAnswer", "pyFail", "slowEcho"];
+// The server reports progress on a 5 s heartbeat: a 5.5 s call gets one.
+const PROGRESS_MS = Number(process.env.E2E_PROGRESS_MS ?? 5500);
+const PROGRESS_MIN = Number(process.env.E2E_PROGRESS_MIN ?? 1);
+const CANCEL_CALL_MS = 1500;
+
+let failed = false;
+function step(name, error, detail = "") {
+  const ok = error == null;
+  failed ||= !ok;
+  console.log(JSON.stringify({ step: name, ok, detail: ok ? detail : error }));
+  return ok;
+}
+const crash = (name, e) => step(name, `${e?.constructor?.name ?? "Error"}: ${e?.message ?? e}`);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
+function firstText(result) {
+  const block = Array.isArray(result?.content) ? result.content[0] : undefined;
+  return block?.type === "text" && typeof block.text === "string" ? block.text : undefined;
+}
+const textIs = (expected) => (r) =>
+  r.isError ? `unexpected isError result: ${firstText(r)}`
+  : firstText(r) !== expected ? `expected text ${JSON.stringify(expected)}, got ${JSON.stringify(firstText(r))}`
+  : null;
+const structuredIs = (expected) => (r) => {
+  if (r.isError) return `unexpected isError result: ${firstText(r)}`;
+  if (!same(r.structuredContent, expected)) return `expected structuredContent ${JSON.stringify(expected)}, got ${JSON.stringify(r.structuredContent)}`;
+  let parsed;
+  try { parsed = JSON.parse(firstText(r)); } catch { parsed = undefined; }
+  return same(parsed, expected) ? null : `text block ${JSON.stringify(firstText(r))} does not hold the same value as structuredContent`;
+};
+const errorMentions = (fragment) => (r) =>
+  r.isError !== true ? `expected isError: true, got ${JSON.stringify(r.isError)}`
+  : !(firstText(r) ?? "").includes(fragment) ? `expected an error text mentioning ${JSON.stringify(fragment)}, got ${JSON.stringify(firstText(r))}`
+  : null;
+
+const CALLS = [
+  ["call addOne", "addOne", { _1: 41 }, textIs("42")],
+  ["call mkResult", "mkResult", { _1: 7 }, structuredIs(MK_RESULT)],
+  ["call maybeDouble", "maybeDouble", {}, textIs("null")],
+  ["call pureAnswer", "pureAnswer", {}, textIs("42")],
+  ["call pyFail", "pyFail", { _1: 1 }, errorMentions("boom")],
+];
+
+function parseArgs(argv) {
+  if (argv[0] === "--stdio" && argv.length >= 2) return { kind: "stdio", target: argv.slice(1) };
+  if (argv[0] === "--url" && argv.length === 2) return { kind: "http", target: argv[1] };
+  console.error("usage: ts_sdk.mjs --stdio CMD [ARG...] | --url URL");
+  process.exit(2);
+}
+
+async function main() {
+  const { kind, target } = parseArgs(process.argv.slice(2));
+  step("client", null, `@modelcontextprotocol/sdk ${sdkVersion} (node ${process.version})`);
+  const transport = kind === "stdio"
+    ? new StdioClientTransport({ command: target[0], args: target.slice(1), stderr: "inherit" })
+    : new StreamableHTTPClientTransport(new URL(target));
+  const client = new Client({ name: "morloc-mcp-e2e", version: "1.0.0" });
+  const clientErrors = [];
+  client.onerror = (e) => clientErrors.push(String(e?.message ?? e));
+
+  try {
+    await client.connect(transport);
+  } catch (e) {
+    crash("initialize", e);
+    return;
+  }
+  const info = client.getServerVersion();
+  step("initialize", null, `protocol ${transport.protocolVersion ?? "(not exposed on stdio)"}; server ${info?.name}`);
+
+  let names;
+  try {
+    const { tools } = await client.listTools();
+    const listed = tools.map((t) => t.name);
+    names = {};
+    for (const base of NEEDED) {
+      const name = listed.find((n) => n === base || n.endsWith(`__${base}`));
+      if (name) names[base] = name;
+    }
+    const missing = NEEDED.filter((b) => !(b in names));
+    const mk = tools.find((t) => t.name === names.mkResult);
+    const error = missing.length ? `tools missing from tools/list: ${missing.join(", ")}`
+      : !mk?.outputSchema ? "mkResult has no outputSchema" : null;
+    if (!step("tools/list", error, `${tools.length} tools`)) return close(client);
+  } catch (e) {
+    crash("tools/list", e);
+    return close(client);
+  }
+
+  for (const [name, base, args, check] of CALLS) {
+    try {
+      const result = await client.callTool({ name: names[base], arguments: args });
+      step(name, check(result), JSON.stringify(result.content).slice(0, 200));
+    } catch (e) {
+      crash(name, e);
+    }
+  }
+
+  try {
+    const result = await client.callTool({ name: UNKNOWN_TOOL, arguments: {} });
+    step("protocol error", `expected a JSON-RPC error, got a result: ${JSON.stringify(result)}`);
+  } catch (e) {
+    const error = !(e instanceof McpError) ? `expected an McpError, got ${e}`
+      : e.code !== INVALID_PARAMS ? `expected JSON-RPC error ${INVALID_PARAMS}, got ${e.code}: ${e.message}`
+      : !e.message.includes(UNKNOWN_TOOL) ? `error message does not name the tool: ${e.message}`
+      : null;
+    step("protocol error", error, e.message);
+  }
+
+  await cancelStep(client, names, clientErrors);
+  await progressStep(client, names, clientErrors);
+  await close(client);
+}
+
+async function cancelStep(client, names, clientErrors) {
+  const before = clientErrors.length;
+  const controller = new AbortController();
+  const started = Date.now();
+  const call = client.callTool(
+    { name: names.slowEcho, arguments: { _1: CANCEL_CALL_MS } }, undefined, { signal: controller.signal });
+  setTimeout(() => controller.abort("e2e: cancelled on purpose"), 200);
+  try {
+    await call;
+    step("cancel", "the aborted call resolved with a result");
+    return;
+  } catch {
+    // expected: the SDK rejects the call and sends notifications/cancelled
+  }
+  // Wait until the pool would have answered the cancelled call.
+  await sleep(Math.max(0, CANCEL_CALL_MS + 500 - (Date.now() - started)));
+  try {
+    const result = await client.callTool({ name: names.addOne, arguments: { _1: 1 } });
+    const late = clientErrors.slice(before).filter((m) => /unknown message ID/i.test(m));
+    const error = late.length ? `the server answered the cancelled request: ${late[0]}` : textIs("2")(result);
+    step("cancel", error, "no answer to the cancelled request; next call fine");
+  } catch (e) {
+    crash("cancel", e);
+  }
+}
+
+async function progressStep(client, names, clientErrors) {
+  const before = clientErrors.length;
+  const updates = [];
+  try {
+    const result = await client.callTool(
+      { name: names.slowEcho, arguments: { _1: PROGRESS_MS } }, undefined,
+      { onprogress: (p) => updates.push(p), timeout: PROGRESS_MS + 30000 });
+    await sleep(100);
+    const stray = clientErrors.slice(before).filter((m) => /progress/i.test(m));
+    const values = updates.map((u) => u.progress);
+    const decreasing = values.some((v, i) => i > 0 && v < values[i - 1]);
+    const error = textIs(String(PROGRESS_MS))(result)
+      ?? (stray.length ? `progress notification the SDK could not match: ${stray[0]}` : null)
+      ?? (updates.length < PROGRESS_MIN ? `expected at least ${PROGRESS_MIN} progress notifications in ${PROGRESS_MS} ms, got ${updates.length}` : null)
+      ?? (decreasing ? `progress decreased: ${JSON.stringify(values)}` : null);
+    step("progress", error, `${updates.length} notifications: ${JSON.stringify(updates).slice(0, 200)}`);
+  } catch (e) {
+    crash("progress", e);
+  }
+}
+
+async function close(client) {
+  try {
+    await client.close();
+  } catch (e) {
+    crash("shutdown", e);
+  }
+}
+
+main().then(() => process.exit(failed ? 1 : 0), (e) => { crash("driver", e); process.exit(1); });

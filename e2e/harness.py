@@ -1,0 +1,389 @@
+"""Runs real MCP clients against morloc-mcp and reports what failed where.
+
+    python3 e2e/harness.py [--bin PATH] [PATTERN...]
+
+Usually started by e2e/run.sh, which installs the clients into .cache/ and
+builds the server first. Each job is one client on one transport, or one
+run of the official conformance suite:
+
+    clients     python-sdk-1, python-sdk-2, fastmcp, typescript-sdk, inspector
+    transports  stdio   (`morloc-mcp mcp PROGRAM`, started by the client
+                         through e2e/stdio_tap.py, which records the wire)
+                http    (`morloc-mcp mcp PROGRAM --http-port 0`)
+                router  (`morloc-mcp router --http-port 0 PROGRAM`)
+    conformance conformance:2025-06-18 and conformance:all, against
+                tests/data/programs/conformance over HTTP
+
+A PATTERN selects jobs by name prefix (`typescript-sdk`, `inspector:stdio`,
+`conformance`). Each client driver prints one JSON line per step (see
+e2e/clients/checks.py); a job passes when every expected step passed. A
+failure names the client, transport and step, then shows the driver's
+stderr, the server's stderr and, on stdio, the end of the wire transcript.
+The last line is the count: `e2e: N passed, M failed`.
+
+Environment: E2E_JOBS (parallel jobs, default 2), E2E_CACHE (default
+.cache), E2E_TRANSPORTS (comma list, default stdio,http,router),
+E2E_PROGRESS_MS (how long the TypeScript progress call runs).
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+E2E = ROOT / "e2e"
+CACHE = Path(os.environ.get("E2E_CACHE", ROOT / ".cache"))
+NODE_BIN = CACHE / "node" / "node_modules" / ".bin"
+RESULTS = CACHE / "e2e-results"
+
+sys.path.insert(0, str(E2E / "clients"))
+from checks import STEPS  # noqa: E402
+
+CLIENT_TIMEOUT = 180  # seconds for one client run
+BANNER_TIMEOUT = 30  # seconds for an HTTP server to print its address
+URL_RE = re.compile(r"(http://\S+/mcp)\b")
+TAIL = 60  # lines of a log shown with a failure
+
+
+@dataclass
+class Client:
+    name: str
+    argv: list[str]
+    steps: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def clients() -> list[Client]:
+    node = str(NODE_BIN / "node")
+    clients_dir = E2E / "clients"
+    return [
+        Client("python-sdk-1", [str(CACHE / "py-mcp1/bin/python"), str(clients_dir / "python_sdk.py")], STEPS),
+        Client("python-sdk-2", [str(CACHE / "py-mcp2/bin/python"), str(clients_dir / "python_sdk.py")], STEPS),
+        Client("fastmcp", [str(CACHE / "py-fastmcp/bin/python"), str(clients_dir / "fastmcp_client.py")], STEPS),
+        Client("typescript-sdk", [node, str(clients_dir / "ts_sdk.mjs")], [*STEPS, "cancel", "progress"],
+               {"E2E_NODE_MODULES": str(CACHE / "node" / "node_modules")}),
+        Client("inspector", [sys.executable, str(clients_dir / "inspector.py")], STEPS,
+               {"E2E_INSPECTOR": str(NODE_BIN / "mcp-inspector"), "E2E_NODE_BIN": str(NODE_BIN),
+                "HOME": str(CACHE / "inspector-home")}),
+    ]
+
+
+@dataclass
+class Outcome:
+    job: str
+    ok: bool
+    seconds: float
+    summary: str
+    report: str = ""
+
+
+def tail(text: str, lines: int = TAIL) -> str:
+    rows = text.rstrip("\n").splitlines()
+    cut = rows[-lines:]
+    head = [f"... ({len(rows) - lines} earlier lines)"] if len(rows) > lines else []
+    return "\n".join(head + cut) if rows else "(empty)"
+
+
+def indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines())
+
+
+class HttpServer:
+    """A morloc-mcp HTTP server on an OS-chosen port; stderr kept in memory."""
+
+    def __init__(self, argv: list[str], log_path: Path, env: dict[str, str] | None = None):
+        self.argv = argv
+        self.lines: list[str] = []
+        self.url: str | None = None
+        self.log_path = log_path
+        self._seen = threading.Event()
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            env={**os.environ, **(env or {})}, cwd=ROOT, start_new_session=True)
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        with open(self.log_path, "w", encoding="utf-8") as log:
+            for raw in self.proc.stderr:
+                line = raw.decode("utf-8", "replace").rstrip("\n")
+                self.lines.append(line)
+                log.write(line + "\n")
+                log.flush()
+                match = URL_RE.search(line)
+                if self.url is None and match:
+                    self.url = match.group(1)
+                    self._seen.set()
+        self._seen.set()
+
+    def wait_url(self) -> str | None:
+        self._seen.wait(BANNER_TIMEOUT)
+        return self.url
+
+    def stderr(self) -> str:
+        return "\n".join(self.lines)
+
+    def stop(self) -> str:
+        """Stops the server; returns a note if it had died or would not stop."""
+        note = ""
+        status = self.proc.poll()
+        if status is not None:
+            note = f"the server had exited with status {status}"
+        else:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                note = "the server did not stop within 10 s of SIGTERM"
+        return note
+
+
+def server_argv(binary: str, transport: str, manifest: Path, extra: list[str] | None = None) -> list[str]:
+    extra = extra or []
+    if transport == "http":
+        return [binary, "mcp", str(manifest), "--http-port", "0", *extra]
+    if transport == "router":
+        return [binary, "router", "--http-port", "0", *extra, str(manifest)]
+    return [binary, "mcp", str(manifest), *extra]
+
+
+def parse_steps(stdout: str) -> dict[str, tuple[bool, str]]:
+    steps: dict[str, tuple[bool, str]] = {}
+    for line in stdout.splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict) and "step" in item:
+            steps[str(item["step"])] = (bool(item.get("ok")), str(item.get("detail", "")))
+    return steps
+
+
+def discover_note(wire_log: str) -> tuple[str | None, str]:
+    """For the 2.x Python clients on stdio: what they sent first, and
+    whether they fell back to initialize. Returns (error, description)."""
+    sent = []
+    answers: dict[object, str] = {}
+    for line in wire_log.splitlines():
+        prefix, _, body = line.partition("> ")
+        try:
+            msg = json.loads(body)
+        except ValueError:
+            continue
+        if prefix == "client" and isinstance(msg, dict) and "method" in msg:
+            sent.append(msg)
+        elif prefix == "server" and isinstance(msg, dict) and "id" in msg:
+            answers[json.dumps(msg["id"])] = json.dumps(msg.get("error") or msg.get("result"))[:160]
+    methods = [m["method"] for m in sent]
+    if not methods or methods[0] != "server/discover":
+        return f"expected server/discover first, the client sent {methods[:3]}", ""
+    if "initialize" not in methods:
+        return "the client never fell back to initialize", ""
+    probe = sent[0]
+    init = sent[methods.index("initialize")]
+    version = (probe.get("params") or {}).get("_meta", {}).get("io.modelcontextprotocol/protocolVersion")
+    answer = answers.get(json.dumps(probe.get("id")), "no answer")
+    asked = (init.get("params") or {}).get("protocolVersion")
+    return None, (f"sent server/discover (protocol {version}), server answered {answer}; "
+                  f"then initialize asking {asked}")
+
+
+def run_client(binary: str, manifest: Path, client: Client, transport: str) -> Outcome:
+    job = f"{client.name}:{transport}"
+    started = time.monotonic()
+    logs = RESULTS / job.replace(":", "-")
+    logs.mkdir(parents=True, exist_ok=True)
+    server_log = logs / "server.log"
+    server_log.unlink(missing_ok=True)
+    env = {**os.environ, **client.env}
+    http: HttpServer | None = None
+    if transport == "stdio":
+        target = ["--stdio", sys.executable, str(E2E / "stdio_tap.py"), str(server_log), "--",
+                  *server_argv(binary, "stdio", manifest)]
+    else:
+        http = HttpServer(server_argv(binary, transport, manifest), server_log)
+        url = http.wait_url()
+        if url is None:
+            note = http.stop()
+            return Outcome(job, False, time.monotonic() - started, "server did not start",
+                           f"no 'http://.../mcp' address on the server's stderr within {BANNER_TIMEOUT} s"
+                           f"{'; ' + note if note else ''}\n  server stderr:\n{indent(tail(http.stderr()))}")
+        target = ["--url", url]
+    try:
+        done = subprocess.run([*client.argv, *target], capture_output=True, text=True, env=env,
+                              timeout=CLIENT_TIMEOUT, cwd=ROOT, check=False)
+        stdout, stderr, status = done.stdout, done.stderr, done.returncode
+    except subprocess.TimeoutExpired as e:
+        stdout = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        stderr = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
+        status = None
+    note = http.stop() if http else ""
+    steps = parse_steps(stdout)
+    problems = []
+    for name in client.steps:
+        if name not in steps:
+            problems.append(f"step '{name}' never ran")
+            break
+        ok, detail = steps[name]
+        if not ok:
+            problems.append(f"step '{name}' failed: {detail}")
+    for name, (ok, detail) in steps.items():
+        if not ok and name not in client.steps:
+            problems.append(f"step '{name}' failed: {detail}")
+    server_text = http.stderr() if http else (server_log.read_text("utf-8", "replace") if server_log.exists() else "")
+    extra = ""
+    if transport == "stdio" and client.name in ("python-sdk-2", "fastmcp") and not problems:
+        error, extra = discover_note(server_text)
+        if error:
+            problems.append(f"discover fallback: {error}")
+    if status is None:
+        problems.append(f"the client did not finish within {CLIENT_TIMEOUT} s")
+    elif status != 0 and not problems:
+        problems.append(f"the client exited with status {status}")
+    if note and not problems and transport != "stdio" and "exited" in note:
+        problems.append(note)
+    seconds = time.monotonic() - started
+    (logs / "client.out").write_text(stdout)
+    (logs / "client.err").write_text(stderr)
+    if not problems:
+        detail = steps.get("initialize", (True, ""))[1]
+        return Outcome(job, True, seconds, f"{len(client.steps)} steps ({detail}){'; ' + extra if extra else ''}")
+    label = "server stderr and wire (client> / server>)" if transport == "stdio" else "server stderr"
+    report = "\n".join([
+        *(f"  {p}" for p in problems),
+        *([f"  {note}"] if note else []),
+        "  client stderr:", indent(tail(stderr, 30)),
+        f"  {label}:", indent(tail(server_text)),
+        f"  logs: {logs}",
+    ])
+    return Outcome(job, False, seconds, problems[0], report)
+
+
+def failed_checks(logs: Path, skip: set[str]) -> list[str]:
+    """`scenario: check: message` for every failed or warning check the suite
+    saved under `logs` (one folder per scenario, `server-<name>-<time>`),
+    leaving out the scenarios in `skip`."""
+    found = []
+    for path in sorted(logs.glob("server-*/checks.json")):
+        scenario = re.sub(r"-\d{4}-\d\d-\d\dT[\d-]+Z$", "", path.parent.name)[len("server-"):]
+        if scenario in skip:
+            continue
+        try:
+            checks = json.loads(path.read_text("utf-8"))
+        except (OSError, ValueError):
+            continue
+        for check in checks if isinstance(checks, list) else []:
+            if isinstance(check, dict) and check.get("status") in ("FAILURE", "WARNING"):
+                found.append(f"{scenario}: {check.get('id')}: {check.get('status')}: {check.get('errorMessage')}")
+    return found
+
+
+def baseline() -> set[str]:
+    path = E2E / "conformance-baseline.yml"
+    return set(re.findall(r"^\s*-\s*([\w./-]+)", path.read_text("utf-8"), re.M))
+
+
+def run_conformance(binary: str, spec: str | None) -> Outcome:
+    job = f"conformance:{spec or 'all'}"
+    started = time.monotonic()
+    logs = RESULTS / job.replace(":", "-")
+    shutil.rmtree(logs, ignore_errors=True)
+    logs.mkdir(parents=True)
+    manifest = ROOT / "tests/data/programs/conformance/manifest.json"
+    http = HttpServer(server_argv(binary, "http", manifest, ["--plain-tool-names"]), logs / "server.log")
+    url = http.wait_url()
+    if url is None:
+        note = http.stop()
+        return Outcome(job, False, time.monotonic() - started, "server did not start",
+                       f"  no address on the server's stderr{'; ' + note if note else ''}\n"
+                       f"  server stderr:\n{indent(tail(http.stderr()))}")
+    suite = CACHE / "node/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+    argv = [str(NODE_BIN / "node"), str(suite), "server", "--url", url,
+            "--expected-failures", str(E2E / "conformance-baseline.yml"), "-o", str(logs)]
+    if spec:
+        argv += ["--spec-version", spec]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=logs, check=False)
+        output, status = done.stdout + done.stderr, done.returncode
+    except subprocess.TimeoutExpired as e:
+        output, status = str(e.stdout or ""), None
+    note = http.stop()
+    (logs / "suite.out").write_text(output)
+    seconds = time.monotonic() - started
+    totals = [line.strip() for line in output.splitlines() if re.search(r"\bTotal\b|passed|failed", line)]
+    summary = totals[-1] if totals else f"exit status {status}"
+    if status == 0:
+        expected = re.findall(r"^\s+~ (\S+)", output, re.M)
+        return Outcome(job, True, seconds, f"{summary}; expected failures: {', '.join(expected) or 'none'}")
+    report = "\n".join([
+        f"  the suite exited with status {status}" if status is not None else "  the suite did not finish in 600 s",
+        *([f"  {note}"] if note else []),
+        "  failed checks outside the baseline:",
+        indent("\n".join(failed_checks(logs, baseline())) or "(none: see the suite output)"),
+        "  suite output:", indent(tail(output, 50)),
+        "  server stderr:", indent(tail(http.stderr())),
+        f"  logs: {logs}",
+    ])
+    return Outcome(job, False, seconds, summary, report)
+
+
+def main(argv: list[str]) -> int:
+    binary = str(ROOT / "target/debug/morloc-mcp")
+    patterns = []
+    args = iter(argv)
+    for arg in args:
+        if arg == "--bin":
+            binary = str(Path(next(args, "")).resolve())
+        else:
+            patterns.append(arg)
+    manifest = ROOT / "examples/shapes/manifest.json"
+    if not manifest.exists():
+        manifest = E2E / "shapes/manifest.json"
+    transports = [t for t in os.environ.get("E2E_TRANSPORTS", "stdio,http,router").split(",") if t]
+    jobs: list[tuple[str, object]] = []
+    for client in clients():
+        for transport in transports:
+            jobs.append((f"{client.name}:{transport}",
+                         lambda c=client, t=transport: run_client(binary, manifest, c, t)))
+    for spec in ("2025-06-18", None):
+        jobs.append((f"conformance:{spec or 'all'}", lambda s=spec: run_conformance(binary, s)))
+    if patterns:
+        jobs = [(n, f) for n, f in jobs if any(n.startswith(p) for p in patterns)]
+    if not jobs:
+        print(f"e2e: no job matches {' '.join(patterns)}", file=sys.stderr)
+        return 2
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    print(f"e2e: {len(jobs)} jobs against {binary} serving {manifest.relative_to(ROOT)}", flush=True)
+    width = max(len(n) for n, _ in jobs)
+    outcomes: list[Outcome] = []
+    with ThreadPoolExecutor(max_workers=int(os.environ.get("E2E_JOBS", "2"))) as pool:
+        for outcome in pool.map(lambda job: job[1](), jobs):
+            outcomes.append(outcome)
+            mark = "ok  " if outcome.ok else "FAIL"
+            print(f"{mark} {outcome.job:<{width}} {outcome.seconds:5.1f}s  {outcome.summary}", flush=True)
+    failed = [o for o in outcomes if not o.ok]
+    for o in failed:
+        client, _, transport = o.job.partition(":")
+        if client == "conformance":
+            print(f"\n=== FAILED: conformance suite (spec version {transport}) over HTTP\n{o.report}")
+        else:
+            print(f"\n=== FAILED: client {client}, transport {transport}\n{o.report}")
+    print(f"\ne2e: {len(outcomes) - len(failed)} passed, {len(failed)} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

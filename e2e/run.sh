@@ -1,0 +1,18 @@
+#!/bin/sh
+# `make e2e`: installs the real MCP clients (e2e/install.sh; nothing when
+# they are already there), builds the server, then runs every client on
+# every transport and the official conformance suite (e2e/harness.py).
+#
+#   sh e2e/run.sh                      # everything
+#   sh e2e/run.sh typescript-sdk:stdio conformance   # jobs by name prefix
+#
+# E2E_BIN=path uses that server binary instead of building one.
+set -eu
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+sh "$ROOT/e2e/install.sh"
+if [ -z "${E2E_BIN:-}" ]; then
+    (cd "$ROOT" && ${CARGO:-cargo} build --quiet --bin morloc-mcp)
+    E2E_BIN=${CARGO_TARGET_DIR:-$ROOT/target}/debug/morloc-mcp
+fi
+exec "${PYTHON:-python3}" "$ROOT/e2e/harness.py" --bin "$E2E_BIN" "$@"

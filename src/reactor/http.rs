@@ -1,0 +1,572 @@
+//! The Streamable HTTP transport inside the reactor.
+//!
+//! A non-blocking listener and its connections live in the same poll loop as
+//! the pools, so a slow or idle client never delays anyone else. Each
+//! connection feeds its bytes to the pure `http::Parser`; a complete request
+//! goes through the checks (Host, Origin, CORS preflight, bearer token, path,
+//! method), then its JSON-RPC body through the session's `mcp::handle`.
+//! Requests on one connection are answered in order: while a tool call runs,
+//! later pipelined requests wait in the connection's buffer. A call whose
+//! client accepts `text/event-stream` and asked for progress (or logs) gets
+//! an event stream carrying its notifications and then its response.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::net::ToSocketAddrs;
+use std::time::{Duration, Instant};
+
+use mio::net::{TcpListener, TcpStream};
+use mio::{Interest, Poll, Token};
+use serde_json::Value as Json;
+
+use super::{Client, Reactor, Source, StartError, LISTENER};
+use crate::cli::HttpConfig;
+use crate::http::{self, OriginPolicy, Parser, Progress, Request, SessionLimits, Sessions};
+use crate::jsonrpc::{self, Incoming};
+use crate::mcp::{self, Catalog, Step};
+
+/// Most open connections; one more gets 503 and is closed.
+const MAX_CONNECTIONS: usize = 1024;
+/// A request's head and body must arrive within this time of its first byte.
+const REQUEST_DEADLINE: Duration = Duration::from_secs(30);
+/// An idle keep-alive connection is closed after this long.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+/// Buffered bytes of pipelined requests kept while a call runs; beyond this
+/// the connection is not read until the call finishes.
+const MAX_BUFFERED: usize = 1024 * 1024;
+
+pub(super) struct HttpFront {
+    listener: TcpListener,
+    token: Option<String>,
+    policy: OriginPolicy,
+    sessions: Sessions,
+    conns: HashMap<Token, Conn>,
+    random: Option<File>,
+}
+
+/// A request waiting for its tool call.
+struct Busy {
+    session: String,
+    /// Streaming `text/event-stream` (head already written).
+    sse: bool,
+    keep_alive: bool,
+    cors: Vec<(String, String)>,
+}
+
+struct Conn {
+    stream: TcpStream,
+    parser: Parser,
+    inbuf: Vec<u8>,
+    out: Vec<u8>,
+    written: usize,
+    busy: Option<Busy>,
+    close_after_write: bool,
+    /// When the first byte of the request being read arrived.
+    request_started: Option<Instant>,
+    last_active: Instant,
+    writable_interest: bool,
+    /// The peer closed its side; answer what is pending, then close.
+    peer_closed: bool,
+}
+
+impl HttpFront {
+    pub(super) fn bind(poll: &Poll, config: HttpConfig, catalog: &Catalog) -> Result<HttpFront, StartError> {
+        let text = if config.host.contains(':') && !config.host.starts_with('[') {
+            format!("[{}]:{}", config.host, config.port)
+        } else {
+            format!("{}:{}", config.host, config.port)
+        };
+        let addr = text
+            .to_socket_addrs()
+            .map_err(|e| StartError(format!("cannot resolve --http-host '{}': {e}", config.host)))?
+            .next()
+            .ok_or_else(|| StartError(format!("--http-host '{}' resolves to no address", config.host)))?;
+        // Judge the address, not its spelling: 127.0.0.2 and [::1] are loopback too.
+        let loopback = match addr.ip() {
+            std::net::IpAddr::V4(ip) => ip.is_loopback(),
+            std::net::IpAddr::V6(ip) => ip.is_loopback() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
+        };
+        if !loopback && config.auth_token.is_none() && !config.allow_no_auth {
+            return Err(StartError(format!(
+                "refusing to serve on {addr} with no auth token (the address is not loopback); set --auth-token or MORLOC_MCP_TOKEN, or pass --allow-no-auth"
+            )));
+        }
+        let mut listener =
+            TcpListener::bind(addr).map_err(|e| StartError(format!("cannot listen on {addr}: {e}")))?;
+        let addr = listener.local_addr().map_err(|e| StartError(format!("cannot read the bound address: {e}")))?;
+        poll.registry()
+            .register(&mut listener, LISTENER, Interest::READABLE)
+            .map_err(|e| StartError(format!("cannot watch the listener: {e}")))?;
+        eprintln!("morloc mcp: serving \"{}\" over HTTP at http://{addr}/mcp", catalog.server_name);
+        let policy = OriginPolicy::new(&config.host, config.allow_origins.iter());
+        let sessions = Sessions::new(SessionLimits { ttl: config.session_ttl, ..SessionLimits::default() });
+        Ok(HttpFront {
+            listener,
+            token: config.auth_token,
+            policy,
+            sessions,
+            conns: HashMap::new(),
+            random: File::open("/dev/urandom").ok(),
+        })
+    }
+
+    pub(super) fn next_deadline(&self) -> Option<Instant> {
+        let mut best: Option<Instant> = None;
+        for conn in self.conns.values() {
+            let t = match (conn.busy.is_some(), conn.request_started) {
+                (true, _) => continue,
+                (false, Some(start)) => start + REQUEST_DEADLINE,
+                (false, None) => conn.last_active + IDLE_TIMEOUT,
+            };
+            best = Some(best.map_or(t, |b| b.min(t)));
+        }
+        best
+    }
+
+    fn random_id(&mut self) -> io::Result<[u8; 16]> {
+        let mut bytes = [0u8; 16];
+        match self.random.as_mut() {
+            Some(f) => f.read_exact(&mut bytes)?,
+            // Session ids must not be guessable: no weak fallback.
+            None => return Err(io::Error::new(io::ErrorKind::NotFound, "/dev/urandom is not available")),
+        }
+        Ok(bytes)
+    }
+}
+
+fn json_error(message: &str) -> Vec<u8> {
+    let mut m = serde_json::Map::new();
+    m.insert("error".into(), Json::String(message.into()));
+    serde_json::to_vec(&Json::Object(m)).unwrap_or_default()
+}
+
+impl Reactor {
+    pub(super) fn accept_http(&mut self) {
+        loop {
+            let Some(front) = self.http.as_mut() else { return };
+            match front.listener.accept() {
+                Ok((mut stream, _)) => {
+                    if front.conns.len() >= MAX_CONNECTIONS {
+                        let mut out = Vec::new();
+                        http::write_response(&mut out, 503, Some("application/json"), &[("Retry-After", "1")], &json_error("too many connections"), false);
+                        let _ = stream.write(&out);
+                        continue;
+                    }
+                    // Small request/response exchanges: don't wait for Nagle.
+                    let _ = stream.set_nodelay(true);
+                    let token = self.token(Source::Conn);
+                    if self.poll.registry().register(&mut stream, token, Interest::READABLE).is_err() {
+                        self.sources.remove(&token);
+                        continue;
+                    }
+                    let conn = Conn {
+                        stream,
+                        parser: Parser::new(http::Limits::default()),
+                        inbuf: Vec::new(),
+                        out: Vec::new(),
+                        written: 0,
+                        busy: None,
+                        close_after_write: false,
+                        request_started: None,
+                        last_active: Instant::now(),
+                        writable_interest: false,
+                        peer_closed: false,
+                    };
+                    if let Some(front) = self.http.as_mut() {
+                        front.conns.insert(token, conn);
+                    }
+                    // Edge-triggered: data may already be waiting.
+                    self.conn_readable(token);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    // Out of fds and the like: log and keep serving.
+                    eprintln!("morloc-mcp: accept failed: {e}");
+                    return;
+                }
+            }
+        }
+    }
+
+    pub(super) fn http_event(&mut self, token: Token, readable: bool, writable: bool) {
+        if writable {
+            self.flush_conn(token);
+        }
+        if readable {
+            self.conn_readable(token);
+        }
+    }
+
+    fn conn_readable(&mut self, token: Token) {
+        let mut buf = [0u8; 64 * 1024];
+        loop {
+            let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else { return };
+            if conn.peer_closed || (conn.busy.is_some() && conn.inbuf.len() >= MAX_BUFFERED) {
+                break;
+            }
+            match conn.stream.read(&mut buf) {
+                Ok(0) => {
+                    conn.peer_closed = true;
+                    break;
+                }
+                Ok(n) => {
+                    conn.inbuf.extend_from_slice(&buf[..n]);
+                    conn.last_active = Instant::now();
+                    if conn.busy.is_none() {
+                        // Parse as we go so limits apply before buffering more.
+                        self.process_conn(token);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    conn.peer_closed = true;
+                    conn.inbuf.clear();
+                    break;
+                }
+            }
+        }
+        self.process_conn(token);
+        let Some(conn) = self.http.as_ref().and_then(|f| f.conns.get(&token)) else { return };
+        if conn.peer_closed && conn.busy.is_none() && conn.written >= conn.out.len() {
+            self.close_conn(token);
+        } else if conn.peer_closed && conn.busy.is_some() && !conn.busy.as_ref().is_some_and(|b| b.sse) {
+            // The client gave up on its request: stop the call.
+            self.cancel_conn(token);
+            self.close_conn(token);
+        }
+    }
+
+    /// Parses and handles buffered requests, one at a time, in order.
+    fn process_conn(&mut self, token: Token) {
+        loop {
+            let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else { return };
+            if conn.busy.is_some() || conn.written < conn.out.len() || conn.close_after_write || conn.inbuf.is_empty() {
+                return;
+            }
+            let result = conn.parser.advance(&conn.inbuf);
+            match result {
+                Ok((Progress::NeedMore, used)) => {
+                    conn.inbuf.drain(..used);
+                    if !conn.parser.is_idle() && conn.request_started.is_none() {
+                        conn.request_started = Some(Instant::now());
+                    }
+                    return;
+                }
+                Ok((Progress::Continue, used)) => {
+                    conn.inbuf.drain(..used);
+                    conn.request_started.get_or_insert_with(Instant::now);
+                    http::write_continue(&mut conn.out);
+                    self.flush_conn(token);
+                }
+                Ok((Progress::Done(request), used)) => {
+                    conn.inbuf.drain(..used);
+                    conn.request_started = None;
+                    self.handle_request(token, request);
+                    self.flush_conn(token);
+                }
+                Err(e) => {
+                    conn.inbuf.clear();
+                    let status = e.status();
+                    self.respond(token, status, &[], &json_error(&e.to_string()), false);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn respond(&mut self, token: Token, status: u16, headers: &[(String, String)], body: &[u8], keep_alive: bool) {
+        let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else { return };
+        let refs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let content_type = (!body.is_empty()).then_some("application/json");
+        http::write_response(&mut conn.out, status, content_type, &refs, body, keep_alive);
+        if !keep_alive {
+            conn.close_after_write = true;
+        }
+        self.flush_conn(token);
+    }
+
+    fn flush_conn(&mut self, token: Token) {
+        let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else { return };
+        while conn.written < conn.out.len() {
+            match conn.stream.write(&conn.out[conn.written..]) {
+                Ok(0) => break,
+                Ok(n) => conn.written += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if !conn.writable_interest {
+                        let _ = self.poll.registry().reregister(&mut conn.stream, token, Interest::READABLE | Interest::WRITABLE);
+                        conn.writable_interest = true;
+                    }
+                    return;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    self.cancel_conn(token);
+                    return self.close_conn(token);
+                }
+            }
+        }
+        conn.out.clear();
+        conn.written = 0;
+        if conn.writable_interest {
+            let _ = self.poll.registry().reregister(&mut conn.stream, token, Interest::READABLE);
+            conn.writable_interest = false;
+        }
+        if conn.close_after_write || (conn.peer_closed && conn.busy.is_none()) {
+            return self.close_conn(token);
+        }
+        if conn.busy.is_none() && !conn.inbuf.is_empty() {
+            self.process_conn(token);
+        }
+    }
+
+    fn close_conn(&mut self, token: Token) {
+        let Some(front) = self.http.as_mut() else { return };
+        if let Some(mut conn) = front.conns.remove(&token) {
+            let _ = self.poll.registry().deregister(&mut conn.stream);
+        }
+        self.sources.remove(&token);
+    }
+
+    pub(super) fn http_timers(&mut self, now: Instant) {
+        let Some(front) = self.http.as_ref() else { return };
+        let mut late = Vec::new();
+        let mut idle = Vec::new();
+        for (token, conn) in &front.conns {
+            if conn.busy.is_some() {
+                continue;
+            }
+            match conn.request_started {
+                Some(start) if now >= start + REQUEST_DEADLINE => late.push(*token),
+                None if now >= conn.last_active + IDLE_TIMEOUT => idle.push(*token),
+                _ => {}
+            }
+        }
+        for token in late {
+            if let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) {
+                conn.inbuf.clear();
+                conn.request_started = None;
+            }
+            self.respond(token, 408, &[], &json_error("request not received in time"), false);
+        }
+        for token in idle {
+            self.close_conn(token);
+        }
+    }
+
+    fn handle_request(&mut self, token: Token, req: Request) {
+        let Some(front) = self.http.as_mut() else { return };
+        let keep_alive = req.keep_alive;
+        let origin = req.header("origin").map(str::to_string);
+        if !front.policy.host_ok(req.header("host")) {
+            let msg = format!("forbidden: Host '{}' is not a name of this server", req.header("host").unwrap_or(""));
+            return self.respond(token, 403, &[], &json_error(&msg), false);
+        }
+        if !front.policy.origin_ok(origin.as_deref()) {
+            let msg = format!("forbidden: Origin '{}' is not allowed", origin.as_deref().unwrap_or(""));
+            return self.respond(token, 403, &[], &json_error(&msg), keep_alive);
+        }
+        let cors: Vec<(String, String)> = match &origin {
+            Some(o) => http::cors_headers(o).iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            None => Vec::new(),
+        };
+        if req.method == "OPTIONS" {
+            let headers: Vec<(String, String)> = match &origin {
+                Some(o) => http::cors_preflight_headers(o).iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+                None => vec![("Allow".into(), "POST, DELETE, OPTIONS".into())],
+            };
+            return self.respond(token, 204, &headers, &[], keep_alive);
+        }
+        if let Some(expected) = &front.token {
+            if !http::bearer_ok(req.header("authorization"), expected) {
+                let mut headers = cors.clone();
+                headers.push(("WWW-Authenticate".into(), "Bearer realm=\"morloc-mcp\"".into()));
+                return self.respond(token, 401, &headers, &json_error("unauthorized"), keep_alive);
+            }
+        }
+        if req.path != "/mcp" {
+            return self.respond(token, 404, &cors, &json_error("not found"), keep_alive);
+        }
+        match req.method.as_str() {
+            "POST" => self.http_post(token, req, cors),
+            "DELETE" => self.http_delete(token, &req, cors),
+            _ => {
+                let mut headers = cors;
+                headers.push(("Allow".into(), "POST, DELETE, OPTIONS".into()));
+                self.respond(token, 405, &headers, &json_error("method not allowed"), keep_alive)
+            }
+        }
+    }
+
+    fn http_delete(&mut self, token: Token, req: &Request, cors: Vec<(String, String)>) {
+        let keep_alive = req.keep_alive;
+        let Some(front) = self.http.as_mut() else { return };
+        let Some(id) = req.header("mcp-session-id").map(str::to_string) else {
+            return self.respond(token, 400, &cors, &json_error("missing Mcp-Session-Id header"), keep_alive);
+        };
+        if !front.sessions.remove(&id) {
+            return self.respond(token, 404, &cors, &json_error("unknown or expired session"), keep_alive);
+        }
+        // The session's running calls are cancelled; their requests are
+        // answered with an error so no client waits forever.
+        for client in self.cancel_session(&id) {
+            if let Client::Http { conn, .. } = client {
+                if conn != token {
+                    let msg = jsonrpc::error_response(None, jsonrpc::ErrorCode::InvalidRequest, "session terminated by DELETE");
+                    self.http_reply(conn, &msg);
+                }
+            }
+        }
+        self.respond(token, 200, &cors, br#"{"ok":true}"#, keep_alive);
+    }
+
+    fn http_post(&mut self, token: Token, req: Request, cors: Vec<(String, String)>) {
+        let keep_alive = req.keep_alive;
+        let accepts_sse = req.header("accept").is_some_and(|a| a.contains("text/event-stream"));
+        let msg = jsonrpc::decode(&req.body);
+        let now = Instant::now();
+        let Some(front) = self.http.as_mut() else { return };
+        let body = |v: &Json| serde_json::to_vec(v).unwrap_or_default();
+        match &msg {
+            Incoming::Invalid(reply) => {
+                // Unparseable bodies and batches are HTTP errors; a well-formed
+                // request with a bad shape still gets its JSON-RPC error.
+                let status = if reply.get("id").is_none_or(Json::is_null) { 400 } else { 200 };
+                return self.respond(token, status, &cors, &body(reply), keep_alive);
+            }
+            Incoming::Empty => {
+                let reply = jsonrpc::error_response(None, jsonrpc::ErrorCode::ParseError, "invalid JSON: empty body");
+                return self.respond(token, 400, &cors, &body(&reply), keep_alive);
+            }
+            Incoming::Request { method, .. } if method == "initialize" => {
+                let mut session = mcp::Session::default();
+                let step = mcp::handle(&self.catalog, &mut session, msg);
+                let version = session.protocol_version.clone().unwrap_or_else(|| mcp::DEFAULT_VERSION.to_string());
+                let id = loop {
+                    let random = match front.random_id() {
+                        Ok(r) => r,
+                        Err(e) => {
+                            let m = format!("cannot create a session: {e}");
+                            return self.respond(token, 500, &cors, &json_error(&m), keep_alive);
+                        }
+                    };
+                    if let Some(id) = front.sessions.create(random, &version, now) {
+                        break id;
+                    }
+                };
+                let mut headers = cors;
+                headers.push(("Mcp-Session-Id".into(), id));
+                let Step::Reply(reply) = step else {
+                    return self.respond(token, 500, &headers, &json_error("initialize produced no reply"), keep_alive);
+                };
+                return self.respond(token, 200, &headers, &body(&reply), keep_alive);
+            }
+            _ => {}
+        }
+        let Some(session_id) = req.header("mcp-session-id").map(str::to_string) else {
+            return self.respond(token, 400, &cors, &json_error("missing Mcp-Session-Id header"), keep_alive);
+        };
+        let Some(stored) = front.sessions.get(&session_id, now) else {
+            return self.respond(token, 404, &cors, &json_error("unknown or expired session; re-initialize"), keep_alive);
+        };
+        if let Some(v) = req.header("mcp-protocol-version") {
+            // Any revision we speak is accepted (clients may send another
+            // supported one than the session's); anything else is refused.
+            if !mcp::SUPPORTED_VERSIONS.contains(&v) {
+                let m = format!(
+                    "unsupported MCP-Protocol-Version '{v}' (supported: {}; this session uses {})",
+                    mcp::SUPPORTED_VERSIONS.join(", "),
+                    stored.protocol_version
+                );
+                return self.respond(token, 400, &cors, &json_error(&m), keep_alive);
+            }
+        }
+        let mut session = mcp::Session {
+            initialized: stored.initialized,
+            protocol_version: Some(stored.protocol_version.clone()),
+            log_level: stored.log_level,
+        };
+        let step = mcp::handle(&self.catalog, &mut session, msg);
+        stored.initialized = session.initialized;
+        stored.log_level = session.log_level;
+        front.sessions.touch(&session_id, now);
+        match step {
+            Step::Nothing => self.respond(token, 202, &cors, &[], keep_alive),
+            Step::Reply(reply) => self.respond(token, 200, &cors, &body(&reply), keep_alive),
+            Step::Cancel(id) => {
+                self.cancel(&Client::Http { conn: token, session: session_id }, &id);
+                self.respond(token, 202, &cors, &[], keep_alive)
+            }
+            Step::Call(request) => {
+                let sse = accepts_sse && req.minor_version >= 1 && (request.progress_token.is_some() || session.log_level.is_some());
+                let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else { return };
+                if sse {
+                    let refs: Vec<(&str, &str)> = cors.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+                    http::write_sse_head(&mut conn.out, &refs, keep_alive);
+                }
+                conn.busy = Some(Busy { session: session_id.clone(), sse, keep_alive, cors });
+                self.flush_conn(token);
+                self.start_call(Client::Http { conn: token, session: session_id }, request);
+            }
+        }
+    }
+
+    /// Completes the request waiting on `conn` with a JSON-RPC response.
+    pub(super) fn http_reply(&mut self, token: Token, msg: &Json) {
+        let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else { return };
+        let Some(busy) = conn.busy.take() else { return };
+        let text = serde_json::to_string(msg).unwrap_or_default();
+        if busy.sse {
+            http::write_sse_message(&mut conn.out, &text);
+            http::write_last_chunk(&mut conn.out);
+            if !busy.keep_alive {
+                conn.close_after_write = true;
+            }
+            self.flush_conn(token);
+        } else {
+            self.respond(token, 200, &busy.cors, text.as_bytes(), busy.keep_alive);
+        }
+        // Pipelined requests that waited behind this one.
+        self.process_conn(token);
+    }
+
+    /// A notification for the request waiting on `conn`, if it streams.
+    pub(super) fn http_notify(&mut self, token: Token, msg: &Json) {
+        let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else { return };
+        if !conn.busy.as_ref().is_some_and(|b| b.sse) {
+            return;
+        }
+        let text = serde_json::to_string(msg).unwrap_or_default();
+        http::write_sse_message(&mut conn.out, &text);
+        self.flush_conn(token);
+    }
+
+    /// Whether the request waiting on `conn` is an event stream.
+    pub(super) fn http_streaming(&self, token: Token) -> bool {
+        self.http.as_ref().and_then(|f| f.conns.get(&token)).is_some_and(|c| c.busy.as_ref().is_some_and(|b| b.sse))
+    }
+
+    /// Pool output for streaming requests of sessions that asked for logs.
+    pub(super) fn http_forward_log(&mut self, level: usize, logger: &str, line: &str) {
+        let Some(front) = self.http.as_mut() else { return };
+        let now = Instant::now();
+        let mut targets = Vec::new();
+        let streaming: Vec<(Token, String)> = front
+            .conns
+            .iter()
+            .filter_map(|(t, c)| c.busy.as_ref().filter(|b| b.sse).map(|b| (*t, b.session.clone())))
+            .collect();
+        for (token, session) in streaming {
+            let Some(stored) = front.sessions.get(&session, now) else { continue };
+            let s = mcp::Session { log_level: stored.log_level, ..mcp::Session::default() };
+            if let Some(note) = mcp::log_notification(&s, level, logger, line) {
+                targets.push((token, note));
+            }
+        }
+        for (token, note) in targets {
+            self.http_notify(token, &note);
+        }
+    }
+}
