@@ -8,9 +8,10 @@
 #                                       build per row)
 #
 # musl is used when its Rust target is already installed; otherwise glibc is
-# linked statically (`+crt-static`, static libraries from libc6-dev). The
-# server resolves no host names and loads no NSS modules, so a static glibc
-# binary behaves like a dynamic one.
+# linked statically (`+crt-static`, static libraries from libc6-dev). A static
+# glibc binary behaves like a dynamic one except for NSS: resolving a host
+# name (getaddrinfo) still loads the system's libnss modules at run time, and
+# fails if they are missing or from another glibc version.
 set -eu
 
 cd "$(dirname "$0")/.."
