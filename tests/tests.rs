@@ -6,5 +6,6 @@ mod golden_tools;
 mod http;
 mod pools;
 mod stdio;
+mod tidy;
 mod util;
 mod wire;

@@ -1,0 +1,213 @@
+//! Tidy checks: house rules from the style guide that a compiler does not
+//! enforce, run as ordinary tests so `cargo test` is the whole gate.
+//!
+//! Each check collects every offender before failing, so one run lists all
+//! that needs fixing. Needles that would trip a check on this file itself are
+//! assembled with `concat!`.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Source files above this many lines should be split.
+const MAX_LINES: usize = 1200;
+
+/// Committed paths scanned for machine-specific absolute paths.
+const PORTABLE: &[&str] = &[
+    "src",
+    "tests",
+    "examples",
+    "bench",
+    "fuzz",
+    "README.md",
+    "ARCHITECTURE.md",
+    "Makefile",
+    ".ci",
+];
+
+/// Under [`PORTABLE`] but exempt: reference bytes and seeds derived from them.
+const NOT_PORTABLE_CHECKED: &[&str] = &["tests/data/", "fuzz/seeds/"];
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every `.rs` file under `dir` (relative to the crate root), sorted.
+fn rust_files(dir: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root().join(dir)];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn read(path: &Path) -> String {
+    fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+}
+
+fn rel(path: &Path) -> String {
+    path.strip_prefix(root())
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+/// Fails listing every offender, if there are any.
+#[track_caller]
+fn check(rule: &str, offenders: Vec<String>) {
+    assert!(
+        offenders.is_empty(),
+        "{rule}; {} offender(s):\n  {}",
+        offenders.len(),
+        offenders.join("\n  ")
+    );
+}
+
+#[test]
+fn source_files_start_with_a_module_doc() {
+    let offenders = rust_files("src")
+        .into_iter()
+        .filter(|p| !read(p).starts_with("//!"))
+        .map(|p| rel(&p))
+        .collect();
+    check(
+        "every src file must start with a `//!` paragraph",
+        offenders,
+    );
+}
+
+#[test]
+fn no_trailing_whitespace_or_tabs() {
+    let mut offenders = Vec::new();
+    for path in rust_files("src").into_iter().chain(rust_files("tests")) {
+        for (n, line) in read(&path).lines().enumerate() {
+            if line.contains('\t') {
+                offenders.push(format!("{}:{}: tab", rel(&path), n + 1));
+            } else if line.ends_with(char::is_whitespace) {
+                offenders.push(format!("{}:{}: trailing whitespace", rel(&path), n + 1));
+            }
+        }
+    }
+    check("no trailing whitespace or tabs in Rust files", offenders);
+}
+
+#[test]
+fn no_should_panic_or_ignore() {
+    let needles = [concat!("#[", "should_panic"), concat!("#[", "ignore")];
+    let mut offenders = Vec::new();
+    for path in rust_files("src").into_iter().chain(rust_files("tests")) {
+        for (n, line) in read(&path).lines().enumerate() {
+            if let Some(needle) = needles.iter().find(|needle| line.contains(*needle)) {
+                offenders.push(format!("{}:{}: {needle}]", rel(&path), n + 1));
+            }
+        }
+    }
+    check(
+        "tests must not be ignored or expect a panic: assert on the Err or the current behaviour",
+        offenders,
+    );
+}
+
+#[test]
+fn no_oversized_source_files() {
+    // Unit-test modules kept in their own `tests.rs` are data tables; the
+    // limit is about code a reader has to hold in mind.
+    let offenders = rust_files("src")
+        .into_iter()
+        .filter(|p| p.file_name().is_none_or(|n| n != "tests.rs"))
+        .filter_map(|p| {
+            let lines = read(&p).lines().count();
+            (lines > MAX_LINES).then(|| format!("{}: {lines} lines", rel(&p)))
+        })
+        .collect();
+    check(
+        &format!("src files must not exceed {MAX_LINES} lines"),
+        offenders,
+    );
+}
+
+/// The committed files under [`PORTABLE`], or every file there when the
+/// tree is not a git checkout.
+fn committed_files() -> Vec<PathBuf> {
+    let listed = Command::new("git")
+        .arg("-C")
+        .arg(root())
+        .args(["ls-files", "-z", "--"])
+        .args(PORTABLE)
+        .output();
+    if let Ok(out) = listed {
+        if out.status.success() {
+            return out
+                .stdout
+                .split(|&b| b == 0)
+                .filter(|name| !name.is_empty())
+                .map(|name| root().join(String::from_utf8_lossy(name).as_ref()))
+                .collect();
+        }
+    }
+    let mut out = Vec::new();
+    let mut stack: Vec<PathBuf> = PORTABLE.iter().map(|p| root().join(p)).collect();
+    while let Some(path) = stack.pop() {
+        if path.is_dir() {
+            let skip = ["target", "corpus", "artifacts", "__pycache__"];
+            if path
+                .file_name()
+                .is_some_and(|n| skip.iter().any(|s| n == *s))
+            {
+                continue;
+            }
+            if let Ok(entries) = fs::read_dir(&path) {
+                stack.extend(entries.flatten().map(|e| e.path()));
+            }
+        } else if path.is_file() {
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn no_machine_specific_paths() {
+    let needles = [
+        concat!("/", "work/"),
+        concat!("/", "home/"),
+        concat!("/", "root/"),
+        concat!("/", "Users/"),
+    ];
+    let mut offenders = Vec::new();
+    for path in committed_files() {
+        let name = rel(&path);
+        if NOT_PORTABLE_CHECKED
+            .iter()
+            .any(|prefix| name.starts_with(prefix))
+        {
+            continue;
+        }
+        // Binary files are not text; a missing file is a deletion not yet committed.
+        let Ok(text) = fs::read_to_string(&path) else {
+            continue;
+        };
+        for (n, line) in text.lines().enumerate() {
+            if let Some(needle) = needles.iter().find(|needle| line.contains(*needle)) {
+                offenders.push(format!("{name}:{}: {needle}", n + 1));
+            }
+        }
+    }
+    check(
+        "committed files must not name paths of one machine; locate files from the crate root",
+        offenders,
+    );
+}
