@@ -296,6 +296,21 @@ def baseline() -> set[str]:
     return set(re.findall(r"^\s*-\s*([\w./-]+)", path.read_text("utf-8"), re.M))
 
 
+def run_readme(binary: str, manifest: Path) -> Outcome:
+    """The README's "Use it with your MCP client" commands, as written."""
+    import readme_check
+    started = time.monotonic()
+    env = dict(os.environ)
+    env["PATH"] = str(NODE_BIN) + os.pathsep + env.get("PATH", "")
+    env["HOME"] = str(CACHE / "inspector-home")
+    try:
+        done = readme_check.run(ROOT / "README.md", binary, manifest, str(NODE_BIN / "mcp-inspector"), env)
+        return Outcome("readme", True, time.monotonic() - started, "; ".join(done))
+    except Exception as e:  # any failure is this job's failure
+        return Outcome("readme", False, time.monotonic() - started, f"README snippet failed: {e}",
+                       f"  {type(e).__name__}: {e}")
+
+
 def run_conformance(binary: str, spec: str | None) -> Outcome:
     job = f"conformance:{spec or 'all'}"
     started = time.monotonic()
@@ -360,6 +375,7 @@ def main(argv: list[str]) -> int:
                          lambda c=client, t=transport: run_client(binary, manifest, c, t)))
     for spec in ("2025-06-18", None):
         jobs.append((f"conformance:{spec or 'all'}", lambda s=spec: run_conformance(binary, s)))
+    jobs.append(("readme", lambda: run_readme(binary, manifest)))
     if patterns:
         jobs = [(n, f) for n, f in jobs if any(n.startswith(p) for p in patterns)]
     if not jobs:
