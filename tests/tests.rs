@@ -8,3 +8,4 @@ mod wire;
 mod stdio;
 mod pools;
 mod http;
+mod faults;
