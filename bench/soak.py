@@ -417,7 +417,7 @@ def load_average() -> str:
         return "n/a"
 
 
-def report(args, started: datetime.datetime, elapsed: float, load_start: str,
+def report(args, commit: str, started: datetime.datetime, elapsed: float, load_start: str,
            stdio: StdioClient, http: HttpClient, rounds: int, http_rounds: int,
            samples: dict[str, list[tuple[float, int, int]]], exits: dict[str, int]) -> str:
     binary = os.path.relpath(os.path.abspath(args.binary), REPO)
@@ -429,7 +429,7 @@ def report(args, started: datetime.datetime, elapsed: float, load_start: str,
         f"sampled every {SAMPLE_EVERY:.0f} s.",
         "",
         f"- date: {started.strftime('%Y-%m-%d %H:%M UTC')}",
-        f"- binary: `{binary}`, commit {git_commit()}",
+        f"- binary: `{binary}`, commit {commit} (at the start of the run)",
         f"- duration: {elapsed / 60:.1f} min; machine: {os.cpu_count()} CPUs, "
         f"{platform.system()} {platform.release()}",
         f"- load average at start / end (1/5/15 min): {load_start} / {load_average()}",
@@ -492,6 +492,7 @@ def main() -> int:
 
     started = datetime.datetime.now(datetime.timezone.utc)
     load_start = load_average()
+    commit = git_commit()
     stdio = StdioClient(args.binary)
     http = HttpClient(args.binary)
     stdio.handshake()
@@ -567,7 +568,7 @@ def main() -> int:
         for failure in failures:
             print(f"soak failed: {failure}", file=sys.stderr)
         return 1
-    section = report(args, started, elapsed, load_start, stdio, http, counters["rounds"],
+    section = report(args, commit, started, elapsed, load_start, stdio, http, counters["rounds"],
                      counters["http_rounds"], samples, exits)
     print(section)
     if not args.no_write:
