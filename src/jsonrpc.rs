@@ -104,6 +104,15 @@ pub fn decode(bytes: &[u8]) -> Incoming {
     }
     let value: Value = match serde_json::from_str(text) {
         Ok(v) => v,
+        // serde_json stops at 128 levels of nesting; say so rather than
+        // call valid JSON invalid.
+        Err(e) if e.to_string().starts_with("recursion limit exceeded") => {
+            return Incoming::Invalid(error_response(
+                None,
+                ErrorCode::ParseError,
+                "invalid JSON: nested more than 128 levels deep",
+            ))
+        }
         Err(_) => {
             return Incoming::Invalid(error_response(None, ErrorCode::ParseError, "invalid JSON"))
         }

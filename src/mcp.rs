@@ -300,11 +300,11 @@ fn request(
             Step::Nothing
         }
         "logging/setLevel" => {
-            let level = params
-                .as_ref()
-                .and_then(|p| p.get("level"))
-                .and_then(Json::as_str);
-            match level.and_then(|l| LOG_LEVELS.iter().position(|x| *x == l)) {
+            let level = params.as_ref().and_then(|p| p.get("level"));
+            let known = level
+                .and_then(Json::as_str)
+                .and_then(|l| LOG_LEVELS.iter().position(|x| *x == l));
+            match known {
                 Some(i) => {
                     session.log_level = Some(i);
                     reply(Json::Object(Map::new()))
@@ -313,7 +313,11 @@ fn request(
                     ErrorCode::InvalidParams,
                     &format!(
                         "invalid log level {}: expected one of {}",
-                        level.map_or("(missing)".into(), |l| format!("'{l}'")),
+                        match level {
+                            None => "(missing)".to_string(),
+                            Some(Json::String(l)) => format!("'{l}'"),
+                            Some(other) => other.to_string(),
+                        },
                         LOG_LEVELS.join(", ")
                     ),
                 ),
@@ -349,15 +353,27 @@ fn request(
 
 fn tools_call(prog: &Program, program: usize, id: RequestId, params: Option<Json>) -> Step {
     let reply = |result: Json| Step::Reply(jsonrpc::result_response(&id, result));
+    // MCP progress tokens are strings or integers; `null` means none.
+    let progress_token = match params
+        .as_ref()
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get("progressToken"))
+    {
+        None | Some(Json::Null) => None,
+        Some(t @ (Json::String(_) | Json::Number(_))) => Some(t.clone()),
+        Some(other) => {
+            return Step::Reply(jsonrpc::error_response(
+                Some(&id),
+                ErrorCode::InvalidParams,
+                &format!("'_meta.progressToken' must be a string or a number, got {other}"),
+            ))
+        }
+    };
     match args::resolve(&prog.surface, params.as_ref()) {
         Ok(call) => match call.command {
             Ok(command) => Step::Call(CallRequest {
                 program,
-                progress_token: params
-                    .as_ref()
-                    .and_then(|p| p.get("_meta"))
-                    .and_then(|m| m.get("progressToken"))
-                    .cloned(),
+                progress_token,
                 id,
                 command,
                 args: call.args,

@@ -1,0 +1,1017 @@
+//! Fault injection: a corpus of bad inputs with their exact answers, and
+//! checks that signals and long runs leave nothing behind.
+//!
+//! The corpus lives in `tests/data/faults` (its README describes the file
+//! formats). Each transport runs every case, in name order, against ONE
+//! long-lived server, and after each case asks that server for a `ping` and
+//! a real `addOne` call: a bad input must get its exact answer and must not
+//! disturb anything that follows. Mismatches are collected and reported
+//! together; a server that stops answering ends the test at once.
+//!
+//! A case without an expected file is a failure, unless `UPDATE_GOLDEN` is
+//! set: then what the server answered is written as the expectation, to be
+//! reviewed by hand before it is committed.
+
+use std::fs;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::util::{self, Proc, TempDir, TIMEOUT};
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"faults","version":"1"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+/// The `tools/call addOne 41` result every health check expects.
+const ADD_ONE_RESULT: &str = r#"{"content":[{"type":"text","text":"42"}],"isError":false}"#;
+
+/// How long a recording waits for late lines after the sync ping's reply.
+const RECORD_QUIET: Duration = Duration::from_millis(1500);
+
+// ---- the corpus on disk ----------------------------------------------------
+
+/// One case: its name (the file stem) and the file holding its input.
+struct Case {
+    name: String,
+    input: PathBuf,
+}
+
+impl Case {
+    /// Where its expectation lives: `<name>.out`, or `<name>.out.rep` for
+    /// one too large to keep as bytes.
+    fn expected_path(&self) -> PathBuf {
+        let dir = self.input.parent().unwrap_or(Path::new("."));
+        let rep = dir.join(format!("{}.out.rep", self.name));
+        if rep.exists() {
+            rep
+        } else {
+            dir.join(format!("{}.out", self.name))
+        }
+    }
+
+    fn expected(&self) -> Option<Vec<u8>> {
+        let path = self.expected_path();
+        path.exists().then(|| load(&path))
+    }
+
+    /// Writes the expectation under `UPDATE_GOLDEN`; fails otherwise.
+    #[track_caller]
+    fn record(&self, actual: &[u8]) {
+        let path = self.expected_path();
+        if std::env::var_os("UPDATE_GOLDEN").is_none() {
+            panic!(
+                "{} is missing (rerun with UPDATE_GOLDEN=1 to record, then review it); the server answered:\n{}",
+                path.display(),
+                shorten(actual)
+            );
+        }
+        fs::write(&path, actual).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+    }
+}
+
+/// The cases of `tests/data/faults/<transport>`: files ending in `.<ext>` or
+/// `.<ext>.rep`, sorted by name.
+#[track_caller]
+fn cases(transport: &str, ext: &str) -> Vec<Case> {
+    let dir = util::data(&format!("faults/{transport}"));
+    let entries =
+        fs::read_dir(&dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        let stem = file
+            .strip_suffix(&format!(".{ext}"))
+            .or_else(|| file.strip_suffix(&format!(".{ext}.rep")));
+        if let Some(stem) = stem {
+            out.push(Case {
+                name: stem.to_string(),
+                input: entry.path(),
+            });
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    for pair in out.windows(2) {
+        assert_ne!(pair[0].name, pair[1].name, "two inputs for one case");
+    }
+    out
+}
+
+/// A file's bytes; a `.rep` file is expanded (see [`expand`]).
+#[track_caller]
+fn load(path: &Path) -> Vec<u8> {
+    let bytes = fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    if path.extension().is_some_and(|e| e == "rep") {
+        expand(&String::from_utf8_lossy(&bytes), path)
+    } else {
+        bytes
+    }
+}
+
+/// Expands a `.rep` file: each line is `= TEXT` (TEXT as is), `* N UNIT`
+/// (UNIT repeated N times), or `LF` (one line feed); the pieces are joined
+/// with nothing between them.
+#[track_caller]
+fn expand(text: &str, path: &Path) -> Vec<u8> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if let Some(literal) = line.strip_prefix("= ") {
+            out.extend_from_slice(literal.as_bytes());
+        } else if let Some(rest) = line.strip_prefix("* ") {
+            let (count, unit) = rest.split_once(' ').unwrap_or((rest, ""));
+            let count: usize = count
+                .parse()
+                .unwrap_or_else(|_| panic!("{}: bad count in {line:?}", path.display()));
+            out.extend_from_slice(unit.repeat(count).as_bytes());
+        } else if line == "LF" {
+            out.push(b'\n');
+        } else {
+            panic!("{}: unknown line {line:?}", path.display());
+        }
+    }
+    out
+}
+
+/// The first 400 bytes of a text, for messages.
+fn shorten(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    match text.char_indices().nth(400) {
+        Some((at, _)) => format!("{}... ({} bytes)", &text[..at], bytes.len()),
+        None => text.into_owned(),
+    }
+}
+
+/// A mismatch report around the first differing byte.
+fn difference(expected: &[u8], actual: &[u8]) -> String {
+    let at = expected
+        .iter()
+        .zip(actual)
+        .position(|(e, a)| e != a)
+        .unwrap_or(expected.len().min(actual.len()));
+    let from = at.saturating_sub(120);
+    let window = |b: &[u8]| shorten(&b[from.min(b.len())..b.len().min(at + 200)]);
+    format!(
+        "first difference at byte {at} (expected {} bytes, got {})\n  expected: {}\n  actual:   {}",
+        expected.len(),
+        actual.len(),
+        window(expected),
+        window(actual)
+    )
+}
+
+/// Mismatches collected over a corpus run.
+#[derive(Default)]
+struct Failures(Vec<String>);
+
+impl Failures {
+    fn add(&mut self, case: &str, what: String) {
+        self.0.push(format!("{case}: {what}"));
+    }
+
+    #[track_caller]
+    fn assert_none(&self, transport: &str, total: usize) {
+        if !self.0.is_empty() {
+            panic!(
+                "{} of {total} {transport} cases failed:\n\n{}",
+                self.0.len(),
+                self.0.join("\n\n")
+            );
+        }
+    }
+}
+
+// ---- programs ----------------------------------------------------------------
+
+/// Adds pure commands with argument types `shapes` lacks (unsigned and
+/// narrow integers, a 32-bit float); each returns its argument.
+fn add_narrow_types(manifest: &mut Value) {
+    let echo = |name: &str, schema: &str| {
+        json!({
+            "name": name, "type": "pure", "desc": [format!("Return the argument ({schema})")],
+            "args": [{"kind": "pos", "schema": schema}],
+            "return": {"schema": schema},
+            "expr": {"tag": "lambda", "vars": ["x"], "body": {"tag": "bound", "schema": schema, "var": "x"}}
+        })
+    };
+    let commands = [
+        echo("echoU8", "u1"),
+        echo("echoU64", "u8"),
+        echo("echoI8", "i1"),
+        echo("echoF32", "f4"),
+    ];
+    match manifest.get_mut("commands").and_then(Value::as_array_mut) {
+        Some(list) => list.extend(commands),
+        None => panic!("the shapes manifest has no commands"),
+    }
+}
+
+fn manifest(dir: &TempDir) -> PathBuf {
+    util::shapes_manifest_with(dir, add_narrow_types)
+}
+
+// ---- stdio -------------------------------------------------------------------
+
+/// A stdio server after the handshake.
+struct Stdio {
+    proc: Proc,
+    _dir: TempDir,
+}
+
+impl Stdio {
+    #[track_caller]
+    fn start() -> Stdio {
+        let dir = TempDir::new();
+        let mut command = util::cmd(["mcp"]);
+        command.arg(manifest(&dir));
+        let mut s = Stdio {
+            proc: Proc::spawn(&mut command),
+            _dir: dir,
+        };
+        s.proc.send_line(INITIALIZE);
+        let reply = s.line();
+        assert!(
+            reply.starts_with(r#"{"jsonrpc":"2.0","id":0,"result":"#),
+            "{reply}"
+        );
+        s.proc.send_line(INITIALIZED);
+        s
+    }
+
+    /// The next line, without its LF; fails the test on EOF or silence.
+    #[track_caller]
+    fn line(&mut self) -> String {
+        match self.proc.read_line(TIMEOUT) {
+            Some(line) => match line.strip_suffix('\n') {
+                Some(body) => body.to_string(),
+                None => panic!("line without LF: {}", shorten(line.as_bytes())),
+            },
+            None => panic!(
+                "the server closed stdout; stderr:\n{}",
+                self.proc.stderr_now()
+            ),
+        }
+    }
+
+    /// Sends `request` and reads lines until the one that starts with
+    /// `{"jsonrpc":"2.0","id":<id>,`; returns it and the lines before it.
+    #[track_caller]
+    fn exchange(&mut self, request: &str, id: &str) -> (String, Vec<String>) {
+        self.proc.send_line(request);
+        let prefix = format!(r#"{{"jsonrpc":"2.0","id":{id},"#);
+        let mut before = Vec::new();
+        loop {
+            let line = self.line();
+            if line.starts_with(&prefix) {
+                return (line, before);
+            }
+            before.push(line);
+        }
+    }
+
+    /// A `ping` and an `addOne` must both be answered correctly, and nothing
+    /// else may arrive meanwhile. Returns what was wrong.
+    #[track_caller]
+    fn health(&mut self, n: usize) -> Option<String> {
+        let mut problems = Vec::new();
+        let id = format!("\"ping-{n}\"");
+        let (reply, stray) = self.exchange(
+            &format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#),
+            &id,
+        );
+        if !stray.is_empty() {
+            problems.push(format!("unexpected lines before the ping reply: {stray:?}"));
+        }
+        let want = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#);
+        if reply != want {
+            problems.push(format!("ping answered {reply}"));
+        }
+        let id = format!("\"call-{n}\"");
+        let (reply, stray) = self.exchange(
+            &format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"addOne","arguments":{{"_1":41}}}}}}"#
+            ),
+            &id,
+        );
+        if !stray.is_empty() {
+            problems.push(format!(
+                "unexpected lines before the addOne reply: {stray:?}"
+            ));
+        }
+        let want = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{ADD_ONE_RESULT}}}"#);
+        if reply != want {
+            problems.push(format!("addOne answered {}", shorten(reply.as_bytes())));
+        }
+        (!problems.is_empty()).then(|| problems.join("; "))
+    }
+
+    /// Records what a case produces: every line until a sync ping is
+    /// answered, and then until the server is quiet for a while.
+    #[track_caller]
+    fn record(&mut self, n: usize) -> Vec<u8> {
+        let id = format!("\"record-{n}\"");
+        let (_, mut lines) = self.exchange(
+            &format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#),
+            &id,
+        );
+        while let Some(line) = self.proc.try_read_line(RECORD_QUIET) {
+            lines.push(line.trim_end_matches('\n').to_string());
+        }
+        lines
+            .iter()
+            .flat_map(|l| format!("{l}\n").into_bytes())
+            .collect()
+    }
+}
+
+#[test]
+fn stdio_corpus() {
+    let corpus = cases("stdio", "in");
+    assert!(corpus.len() >= 70, "only {} stdio cases", corpus.len());
+    let mut s = Stdio::start();
+    let mut failures = Failures::default();
+    for (n, case) in corpus.iter().enumerate() {
+        let mut input = load(&case.input);
+        assert!(
+            !input.contains(&b'\n'),
+            "{}: a stdio case is one line without its LF",
+            case.name
+        );
+        input.push(b'\n');
+        s.proc.send_bytes(&input);
+        match case.expected() {
+            Some(expected) => {
+                let mut actual = Vec::new();
+                for _ in 0..expected.split(|&b| b == b'\n').count() - 1 {
+                    actual.extend_from_slice(s.line().as_bytes());
+                    actual.push(b'\n');
+                }
+                if actual != expected {
+                    failures.add(&case.name, difference(&expected, &actual));
+                }
+            }
+            None => {
+                let actual = s.record(n);
+                case.record(&actual);
+            }
+        }
+        if let Some(problem) = s.health(n) {
+            failures.add(&case.name, format!("afterwards: {problem}"));
+        }
+    }
+    // Still the same process, and it exits cleanly at EOF.
+    s.proc.close_stdin();
+    let status = s.proc.wait(TIMEOUT);
+    assert_eq!(status.code(), Some(0), "{}", s.proc.stderr_now());
+    failures.assert_none("stdio", corpus.len());
+}
+
+// ---- HTTP --------------------------------------------------------------------
+
+/// A server on `--http-port 0` with one initialized session.
+struct Http {
+    proc: Proc,
+    addr: SocketAddr,
+    session: String,
+    _dir: TempDir,
+}
+
+/// One parsed response.
+struct Response {
+    status_line: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Response {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn status(&self) -> u16 {
+        self.status_line
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// The corpus form: the status line, then the body if there is one.
+    fn corpus_text(&self) -> Vec<u8> {
+        let mut out = format!("{}\n", self.status_line).into_bytes();
+        if !self.body.is_empty() {
+            out.extend_from_slice(&self.body);
+            out.push(b'\n');
+        }
+        out
+    }
+}
+
+/// Reads from a socket with a buffer, for one or more responses.
+struct Reader {
+    stream: TcpStream,
+    buf: Vec<u8>,
+    eof: bool,
+}
+
+impl Reader {
+    fn new(stream: TcpStream) -> Reader {
+        let _ = stream.set_read_timeout(Some(TIMEOUT));
+        Reader {
+            stream,
+            buf: Vec::new(),
+            eof: false,
+        }
+    }
+
+    /// Reads more bytes; false at EOF (a reset counts as EOF).
+    fn fill(&mut self) -> Result<bool, String> {
+        if self.eof {
+            return Ok(false);
+        }
+        let mut chunk = [0u8; 65536];
+        match self.stream.read(&mut chunk) {
+            Ok(0) => {
+                self.eof = true;
+                Ok(false)
+            }
+            Ok(n) => {
+                self.buf.extend_from_slice(&chunk[..n]);
+                Ok(true)
+            }
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => {
+                self.eof = true;
+                Ok(false)
+            }
+            Err(e) => Err(format!("read failed: {e}")),
+        }
+    }
+
+    /// A line ending in CRLF, without it.
+    fn line(&mut self) -> Result<String, String> {
+        loop {
+            if let Some(at) = self.buf.windows(2).position(|w| w == b"\r\n") {
+                let line = String::from_utf8_lossy(&self.buf[..at]).into_owned();
+                self.buf.drain(..at + 2);
+                return Ok(line);
+            }
+            if !self.fill()? {
+                return Err(format!(
+                    "connection closed inside a line: {}",
+                    shorten(&self.buf)
+                ));
+            }
+        }
+    }
+
+    fn take(&mut self, n: usize) -> Result<Vec<u8>, String> {
+        while self.buf.len() < n {
+            if !self.fill()? {
+                return Err(format!(
+                    "connection closed after {} of {n} body bytes",
+                    self.buf.len()
+                ));
+            }
+        }
+        Ok(self.buf.drain(..n).collect())
+    }
+
+    /// The next final response (interim 1xx responses are skipped), or
+    /// `None` when the connection closes before a byte of it arrives.
+    fn response(&mut self) -> Result<Option<Response>, String> {
+        loop {
+            if self.buf.is_empty() && !self.fill()? {
+                return Ok(None);
+            }
+            let status_line = self.line()?;
+            let mut headers = Vec::new();
+            loop {
+                let line = self.line()?;
+                if line.is_empty() {
+                    break;
+                }
+                let (name, value) = line
+                    .split_once(':')
+                    .ok_or_else(|| format!("bad response header {line:?}"))?;
+                headers.push((name.trim().to_string(), value.trim().to_string()));
+            }
+            let mut response = Response {
+                status_line,
+                headers,
+                body: Vec::new(),
+            };
+            let status = response.status();
+            if (100..200).contains(&status) {
+                continue;
+            }
+            if response
+                .header("transfer-encoding")
+                .is_some_and(|v| v.eq_ignore_ascii_case("chunked"))
+            {
+                loop {
+                    let size = self.line()?;
+                    let size = usize::from_str_radix(size.trim(), 16)
+                        .map_err(|_| format!("bad chunk size {size:?}"))?;
+                    let data = self.take(size)?;
+                    response.body.extend_from_slice(&data);
+                    self.line()?;
+                    if size == 0 {
+                        break;
+                    }
+                }
+            } else if let Some(length) = response.header("content-length") {
+                let length: usize = length
+                    .parse()
+                    .map_err(|_| format!("bad Content-Length {length:?}"))?;
+                response.body = self.take(length)?;
+            }
+            return Ok(Some(response));
+        }
+    }
+
+    /// Whether the server closes the connection (within [`TIMEOUT`]) without
+    /// sending anything more.
+    fn closes(&mut self) -> Result<(), String> {
+        if self.buf.is_empty() && !self.fill()? {
+            return Ok(());
+        }
+        Err(format!(
+            "more bytes after the response: {}",
+            shorten(&self.buf)
+        ))
+    }
+}
+
+impl Http {
+    #[track_caller]
+    fn start(extra: &[&str]) -> Http {
+        let dir = TempDir::new();
+        let mut command = util::cmd(["mcp"]);
+        command
+            .arg(manifest(&dir))
+            .args(["--http-port", "0"])
+            .args(extra);
+        let proc = Proc::spawn(&mut command);
+        let addr = banner(&proc);
+        let mut http = Http {
+            proc,
+            addr,
+            session: String::new(),
+            _dir: dir,
+        };
+        http.session = http.new_session();
+        http
+    }
+
+    #[track_caller]
+    fn connect(&self) -> Reader {
+        let stream = TcpStream::connect(self.addr)
+            .unwrap_or_else(|e| panic!("cannot connect to {}: {e}", self.addr));
+        Reader::new(stream)
+    }
+
+    /// `initialize` and `notifications/initialized`; returns the session id.
+    #[track_caller]
+    fn new_session(&self) -> String {
+        let mut conn = self.connect();
+        let reply = post(&mut conn, None, INITIALIZE);
+        assert_eq!(reply.status(), 200, "{}", shorten(&reply.body));
+        let session = reply
+            .header("mcp-session-id")
+            .unwrap_or_else(|| panic!("no session id: {:?}", reply.headers))
+            .to_string();
+        let reply = post(&mut conn, Some(&session), INITIALIZED);
+        assert_eq!(reply.status(), 202, "{}", shorten(&reply.body));
+        session
+    }
+
+    /// On a fresh connection of the corpus session: a `ping` and an `addOne`.
+    fn health(&self, n: usize) -> Option<String> {
+        let mut conn = self.connect();
+        let mut problems = Vec::new();
+        let ping = format!(r#"{{"jsonrpc":"2.0","id":"ping-{n}","method":"ping"}}"#);
+        let reply = post(&mut conn, Some(&self.session), &ping);
+        let want = format!(r#"{{"jsonrpc":"2.0","id":"ping-{n}","result":{{}}}}"#);
+        if reply.status() != 200 || reply.body != want.as_bytes() {
+            problems.push(format!("ping: {}", shorten(&reply.corpus_text())));
+        }
+        let call = format!(
+            r#"{{"jsonrpc":"2.0","id":"call-{n}","method":"tools/call","params":{{"name":"main__addOne","arguments":{{"_1":41}}}}}}"#
+        );
+        let reply = post(&mut conn, Some(&self.session), &call);
+        let want = format!(r#"{{"jsonrpc":"2.0","id":"call-{n}","result":{ADD_ONE_RESULT}}}"#);
+        if reply.status() != 200 || reply.body != want.as_bytes() {
+            problems.push(format!("addOne: {}", shorten(&reply.corpus_text())));
+        }
+        (!problems.is_empty()).then(|| problems.join("; "))
+    }
+}
+
+/// The address from the `serving ... over HTTP at http://ADDR/mcp` line.
+#[track_caller]
+fn banner(proc: &Proc) -> SocketAddr {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let stderr = proc.stderr_now();
+        let found = stderr
+            .lines()
+            .find_map(|l| l.split(" over HTTP at http://").nth(1))
+            .and_then(|rest| rest.strip_suffix("/mcp"))
+            .and_then(|addr| addr.parse().ok());
+        if let Some(addr) = found {
+            return addr;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no HTTP banner; stderr:\n{stderr}"
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// POSTs one JSON-RPC message on a keep-alive connection.
+#[track_caller]
+fn post(conn: &mut Reader, session: Option<&str>, body: &str) -> Response {
+    let session = session.map_or(String::new(), |s| format!("Mcp-Session-Id: {s}\r\n"));
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{session}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    if let Err(e) = conn.stream.write_all(request.as_bytes()) {
+        panic!("cannot send a request: {e}");
+    }
+    match conn.response() {
+        Ok(Some(reply)) => reply,
+        Ok(None) => panic!("connection closed instead of answering {body}"),
+        Err(e) => panic!("no answer to {body}: {e}"),
+    }
+}
+
+/// Replaces `{{SID}}` with the session id.
+fn substitute(bytes: &[u8], session: &str) -> Vec<u8> {
+    const MARK: &[u8] = b"{{SID}}";
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut rest = bytes;
+    while let Some(at) = rest.windows(MARK.len()).position(|w| w == MARK) {
+        out.extend_from_slice(&rest[..at]);
+        out.extend_from_slice(session.as_bytes());
+        rest = &rest[at + MARK.len()..];
+    }
+    out.extend_from_slice(rest);
+    out
+}
+
+/// Sends one case on a fresh connection and returns its corpus text (empty
+/// when the server closed without answering).
+fn run_http_case(server: &Http, case: &Case) -> Result<Vec<u8>, String> {
+    let request = substitute(&load(&case.input), &server.session);
+    let mut conn = server.connect();
+    // The server may answer and close before taking every byte; what it
+    // says is what counts, so a failed write is not an error here.
+    let _ = conn.stream.write_all(&request);
+    if case.name.ends_with("_then_close") {
+        let _ = conn.stream.shutdown(Shutdown::Write);
+    }
+    let Some(response) = conn.response()? else {
+        return Ok(Vec::new());
+    };
+    let closing = response
+        .header("connection")
+        .is_some_and(|v| v.eq_ignore_ascii_case("close"));
+    if closing {
+        conn.closes().map_err(|e| {
+            format!(
+                "answered {:?} with Connection: close, but {e}",
+                response.status_line
+            )
+        })?;
+    }
+    Ok(response.corpus_text())
+}
+
+#[test]
+fn http_corpus() {
+    let corpus = cases("http", "req");
+    assert!(corpus.len() >= 40, "only {} HTTP cases", corpus.len());
+    let server = Http::start(&[]);
+    let mut failures = Failures::default();
+    for (n, case) in corpus.iter().enumerate() {
+        match run_http_case(&server, case) {
+            Err(e) => failures.add(&case.name, e),
+            Ok(actual) => match case.expected() {
+                Some(expected) if actual != expected => {
+                    failures.add(&case.name, difference(&expected, &actual));
+                }
+                Some(_) => {}
+                None => case.record(&actual),
+            },
+        }
+        if let Some(problem) = server.health(n) {
+            failures.add(&case.name, format!("afterwards: {problem}"));
+        }
+    }
+    failures.assert_none("HTTP", corpus.len());
+}
+
+// ---- processes, descriptors and files ---------------------------------------
+
+/// Fields of `/proc/<pid>/stat` after the command name: (state, ppid, pgrp).
+fn stat_of(pid: i32) -> Option<(String, i32, i32)> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    let mut fields = after.split_whitespace();
+    let state = fields.next()?.to_string();
+    let ppid = fields.next()?.parse().ok()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some((state, ppid, pgrp))
+}
+
+fn all_pids() -> Vec<i32> {
+    fs::read_dir("/proc")
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn cmdline(pid: i32) -> Vec<String> {
+    fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|bytes| {
+            bytes
+                .split(|&b| b == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The test pool under `server`: its process group and the run directory
+/// (`/tmp/morloc.*`) it was given. Waits for it to appear.
+#[track_caller]
+fn pool_of(server: i32) -> (i32, PathBuf) {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        for pid in all_pids() {
+            let Some((_, ppid, pgrp)) = stat_of(pid) else {
+                continue;
+            };
+            if ppid != server {
+                continue;
+            }
+            let argv = cmdline(pid);
+            if !argv.iter().any(|a| a.ends_with("testpool.py")) {
+                continue;
+            }
+            let dir = argv.iter().find(|a| {
+                let p = Path::new(a.as_str());
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("morloc."))
+            });
+            if let Some(dir) = dir {
+                return (pgrp, PathBuf::from(dir));
+            }
+        }
+        assert!(Instant::now() < deadline, "no test pool under pid {server}");
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Live (not zombie) processes in process group `pgrp`.
+fn group_members(pgrp: i32) -> Vec<(i32, Vec<String>)> {
+    all_pids()
+        .into_iter()
+        .filter(|&pid| stat_of(pid).is_some_and(|(state, _, g)| g == pgrp && state != "Z"))
+        .map(|pid| (pid, cmdline(pid)))
+        .collect()
+}
+
+/// `/dev/shm/morloc-<pid>-*`.
+fn shm_files(pid: i32) -> Vec<String> {
+    let prefix = format!("morloc-{pid}-");
+    fs::read_dir("/dev/shm")
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| e.file_name().to_str().map(str::to_string))
+                .filter(|n| n.starts_with(&prefix))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn fd_count(pid: i32) -> usize {
+    fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or_else(|e| panic!("cannot list the descriptors of {pid}: {e}"))
+}
+
+/// Waits (up to [`TIMEOUT`]) for the server's descriptor count to come back
+/// to `expected`: closing a connection is noticed a moment later.
+#[track_caller]
+fn assert_fds_settle(pid: i32, expected: usize, what: &str) {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let now = fd_count(pid);
+        if now == expected {
+            return;
+        }
+        if Instant::now() >= deadline {
+            let listing: Vec<String> = fs::read_dir(format!("/proc/{pid}/fd"))
+                .map(|d| {
+                    d.flatten()
+                        .map(|e| {
+                            let target = fs::read_link(e.path()).unwrap_or_default();
+                            format!(
+                                "{} -> {}",
+                                e.file_name().to_string_lossy(),
+                                target.display()
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            panic!(
+                "{what}: {now} open descriptors, {expected} before:\n{}",
+                listing.join("\n")
+            );
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// After the server exited: nothing left in the pool's process group, no
+/// run directory, no shared memory of the server's pid.
+#[track_caller]
+fn assert_no_leftovers(server: i32, pgrp: i32, run_dir: &Path) {
+    let deadline = Instant::now() + TIMEOUT;
+    while !group_members(pgrp).is_empty() && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(10));
+    }
+    let members = group_members(pgrp);
+    assert!(
+        members.is_empty(),
+        "pool processes left behind: {members:?}"
+    );
+    assert!(!run_dir.exists(), "{} left behind", run_dir.display());
+    let shm = shm_files(server);
+    assert!(shm.is_empty(), "shared memory left behind: {shm:?}");
+}
+
+#[test]
+fn sighup_over_stdio_exits_129_and_leaves_nothing() {
+    let mut s = Stdio::start();
+    let (reply, _) = s.exchange(
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"addOne","arguments":{"_1":1}}}"#,
+        "1",
+    );
+    assert!(reply.contains(r#""text":"2""#), "{reply}");
+    let server = s.proc.pid() as i32;
+    let (pgrp, run_dir) = pool_of(server);
+    assert!(run_dir.exists());
+    assert!(
+        !shm_files(server).is_empty(),
+        "no shared memory to clean up"
+    );
+    // A call in flight must not hold the exit up.
+    s.proc.send_line(
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slowEcho","arguments":{"_1":20000}}}"#,
+    );
+    let (reply, _) = s.exchange(r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#, "3");
+    assert_eq!(reply, r#"{"jsonrpc":"2.0","id":3,"result":{}}"#);
+    s.proc.signal(libc::SIGHUP);
+    let status = s.proc.wait_keeping_stdin(TIMEOUT);
+    assert_eq!(
+        status.code(),
+        Some(128 + libc::SIGHUP),
+        "{}",
+        s.proc.stderr_now()
+    );
+    assert_eq!(s.proc.stdout_rest(TIMEOUT), "", "output after SIGHUP");
+    assert_no_leftovers(server, pgrp, &run_dir);
+}
+
+#[test]
+fn sighup_over_http_exits_129_and_leaves_nothing() {
+    let mut server = Http::start(&[]);
+    let pid = server.proc.pid() as i32;
+    assert_eq!(server.health(0), None);
+    let (pgrp, run_dir) = pool_of(pid);
+    // A call in flight on one connection, an idle connection beside it.
+    let mut busy = server.connect();
+    let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"main__slowEcho","arguments":{"_1":20000}}}"#;
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nMcp-Session-Id: {}\r\nContent-Length: {}\r\n\r\n{call}",
+        server.session,
+        call.len()
+    );
+    busy.stream
+        .write_all(request.as_bytes())
+        .unwrap_or_else(|e| panic!("cannot send the call: {e}"));
+    let mut idle = server.connect();
+    assert_eq!(server.health(1), None);
+    server.proc.signal(libc::SIGHUP);
+    let status = server.proc.wait_keeping_stdin(TIMEOUT);
+    assert_eq!(
+        status.code(),
+        Some(128 + libc::SIGHUP),
+        "{}",
+        server.proc.stderr_now()
+    );
+    assert_eq!(busy.closes(), Ok(()), "the busy connection");
+    assert_eq!(idle.closes(), Ok(()), "the idle connection");
+    assert_no_leftovers(pid, pgrp, &run_dir);
+}
+
+#[test]
+fn descriptors_do_not_grow_over_1000_stdio_calls() {
+    let mut s = Stdio::start();
+    let pid = s.proc.pid() as i32;
+    let call = |n: usize| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{n},"method":"tools/call","params":{{"name":"addOne","arguments":{{"_1":{n}}}}}}}"#
+        )
+    };
+    for n in 1..=10 {
+        s.exchange(&call(n), &n.to_string());
+    }
+    let before = fd_count(pid);
+    for n in 11..=1010 {
+        let (reply, stray) = s.exchange(&call(n), &n.to_string());
+        assert!(stray.is_empty(), "{stray:?}");
+        let want = format!(
+            r#"{{"jsonrpc":"2.0","id":{n},"result":{{"content":[{{"type":"text","text":"{}"}}],"isError":false}}}}"#,
+            n + 1
+        );
+        assert_eq!(reply, want);
+    }
+    assert_fds_settle(pid, before, "after 1000 stdio calls");
+}
+
+#[test]
+fn descriptors_do_not_grow_over_1000_http_sessions_and_200_connections() {
+    let server = Http::start(&[]);
+    let pid = server.proc.pid() as i32;
+    // Warm up: the pool is running and one connection has come and gone
+    // (its close is noticed a moment later: wait for a steady count).
+    assert_eq!(server.health(0), None);
+    let mut before = fd_count(pid);
+    loop {
+        thread::sleep(Duration::from_millis(100));
+        let now = fd_count(pid);
+        if now == before {
+            break;
+        }
+        before = now;
+    }
+
+    let mut conn = server.connect();
+    for n in 1..=1000 {
+        let reply = post(&mut conn, None, INITIALIZE);
+        assert_eq!(reply.status(), 200);
+        let session = reply
+            .header("mcp-session-id")
+            .unwrap_or_else(|| panic!("no session id"))
+            .to_string();
+        assert_eq!(post(&mut conn, Some(&session), INITIALIZED).status(), 202);
+        let call = format!(
+            r#"{{"jsonrpc":"2.0","id":{n},"method":"tools/call","params":{{"name":"main__addOne","arguments":{{"_1":{n}}}}}}}"#
+        );
+        let reply = post(&mut conn, Some(&session), &call);
+        let want = format!(
+            r#"{{"jsonrpc":"2.0","id":{n},"result":{{"content":[{{"type":"text","text":"{}"}}],"isError":false}}}}"#,
+            n + 1
+        );
+        assert_eq!(String::from_utf8_lossy(&reply.body), want);
+        let delete =
+            format!("DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nMcp-Session-Id: {session}\r\n\r\n");
+        conn.stream
+            .write_all(delete.as_bytes())
+            .unwrap_or_else(|e| panic!("cannot send DELETE: {e}"));
+        match conn.response() {
+            Ok(Some(reply)) => assert_eq!(reply.status(), 200, "{}", shorten(&reply.body)),
+            other => panic!("DELETE: {:?}", other.map(|r| r.map(|r| r.status_line))),
+        }
+    }
+    drop(conn);
+    assert_fds_settle(pid, before, "after 1000 sessions on one connection");
+
+    for n in 0..200 {
+        let mut conn = server.connect();
+        // Every other connection sends a request first; the rest say nothing.
+        if n % 2 == 0 {
+            let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+            assert_eq!(post(&mut conn, Some(&server.session), ping).status(), 200);
+        }
+    }
+    assert_fds_settle(pid, before, "after 200 connections");
+}
