@@ -1472,3 +1472,48 @@ fn lazy_pools_start_on_first_use() {
     assert_eq!(pools, 0, "a pool was started before any call");
     assert_eq!(s.result("addOne", r#"{"_1":1}"#), text_result("2", false));
 }
+
+/// The server's own fd 1 is its stderr, and the protocol goes out on a
+/// private close-on-exec descriptor: a stray print from inside the process
+/// (ours, a library's, an inherited one) can never reach the client.
+#[test]
+fn fd_1_of_the_server_is_its_stderr_and_the_protocol_fd_is_private() {
+    let mut s = Server::shapes().ready();
+    s.quiet();
+    let pid = s.proc.pid();
+    let link = |fd: &str| fs::read_link(format!("/proc/{pid}/fd/{fd}")).ok();
+    assert!(link("2").is_some());
+    assert_eq!(link("1"), link("2"), "fd 1 must point where fd 2 does");
+    // The pipe the client reads: held by this test process too, and not
+    // the server's stdin or stderr. Exactly one server fd holds it, and it
+    // is close-on-exec (pools do not inherit it).
+    let ours: Vec<_> = fs::read_dir("/proc/self/fd")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| fs::read_link(e.path()).ok())
+        .collect();
+    let (stdin_pipe, stderr_pipe) = (link("0"), link("2"));
+    let stdout_pipe = fs::read_dir(format!("/proc/{pid}/fd"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| fs::read_link(e.path()).ok())
+        .find(|l| ours.contains(l) && Some(l) != stdin_pipe.as_ref() && Some(l) != stderr_pipe.as_ref());
+    assert!(stdout_pipe.is_some(), "no protocol pipe found");
+    let mut holders = Vec::new();
+    for entry in fs::read_dir(format!("/proc/{pid}/fd")).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if fs::read_link(entry.path()).ok() == stdout_pipe {
+            holders.push(name);
+        }
+    }
+    assert_eq!(holders.len(), 1, "protocol fds: {holders:?}");
+    let fdinfo = fs::read_to_string(format!("/proc/{pid}/fdinfo/{}", holders[0])).unwrap_or_default();
+    let flags = fdinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("flags:"))
+        .map(|f| u32::from_str_radix(f.trim(), 8).unwrap_or(0))
+        .unwrap_or(0);
+    assert_ne!(flags & 0o2000000, 0, "protocol fd is not close-on-exec: {fdinfo}");
+}
