@@ -996,7 +996,7 @@ fn idle_sessions_expire() {
 fn other_methods_on_mcp_get_405() {
     let server = Server::start(&[]);
     let (mut client, sid) = server.session();
-    for method in ["GET", "PUT", "PATCH"] {
+    for method in ["GET", "PUT", "PATCH", "HEAD"] {
         let extra = format!("Mcp-Session-Id: {sid}\r\nAccept: text/event-stream\r\n");
         client.send(&simple_request(method, "/mcp", server.addr, &extra));
         let reply = if method == "HEAD" {

@@ -68,6 +68,8 @@ struct Conn {
     writable_interest: bool,
     /// The peer closed its side; answer what is pending, then close.
     peer_closed: bool,
+    /// The request being answered is a HEAD: its response has no body.
+    head_request: bool,
 }
 
 impl HttpFront {
@@ -210,6 +212,7 @@ impl Reactor {
                         last_active: Instant::now(),
                         writable_interest: false,
                         peer_closed: false,
+                        head_request: false,
                     };
                     if let Some(front) = self.http.as_mut() {
                         front.conns.insert(token, conn);
@@ -315,11 +318,13 @@ impl Reactor {
                 Ok((Progress::Done(request), used)) => {
                     conn.inbuf.drain(..used);
                     conn.request_started = None;
+                    conn.head_request = request.method == "HEAD";
                     self.handle_request(token, request);
                     self.flush_conn(token);
                 }
                 Err(e) => {
                     conn.inbuf.clear();
+                    conn.head_request = false;
                     let status = e.status();
                     self.respond(token, status, &[], &json_error(&e.to_string()), false);
                     return;
@@ -344,7 +349,19 @@ impl Reactor {
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
         let content_type = (!body.is_empty()).then_some("application/json");
-        http::write_response(&mut conn.out, status, content_type, &refs, body, keep_alive);
+        if conn.head_request {
+            // RFC 9110 section 9.3.2: the same head as for GET, no content.
+            http::write_head(
+                &mut conn.out,
+                status,
+                content_type,
+                Some(body.len()),
+                &refs,
+                keep_alive,
+            );
+        } else {
+            http::write_response(&mut conn.out, status, content_type, &refs, body, keep_alive);
+        }
         if !keep_alive {
             conn.close_after_write = true;
         }
@@ -424,6 +441,7 @@ impl Reactor {
             if let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) {
                 conn.inbuf.clear();
                 conn.request_started = None;
+                conn.head_request = false;
             }
             self.respond(
                 token,
