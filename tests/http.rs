@@ -1546,6 +1546,64 @@ fn progress_streams_as_server_sent_events() {
 
 // ---- DELETE and cancellation -----------------------------------------------------
 
+#[test]
+fn delete_cancels_the_sessions_running_calls() {
+    let server = Server::start(&[]);
+    let (mut a, sid) = server.session();
+    let (mut other, other_sid) = server.session();
+    a.post(Some(&sid), &tool_call(1, "main__addOne", json!({"_1": 1})))
+        .expect(200);
+    let slow = |id: u64, sid: &str| {
+        post_request(
+            server.addr,
+            Some(sid),
+            tool_call(id, "main__slowEcho", json!({"_1": 3000}))
+                .to_string()
+                .as_bytes(),
+            &[],
+        )
+    };
+    // A call of this session on its own connection, one of another session.
+    let mut running = server.connect();
+    running.send(&slow(41, &sid));
+    other.send(&slow(42, &other_sid));
+    thread::sleep(Duration::from_millis(300));
+
+    let t = Instant::now();
+    let delete = simple_request(
+        "DELETE",
+        "/mcp",
+        server.addr,
+        &format!("Mcp-Session-Id: {sid}\r\n"),
+    );
+    a.roundtrip(&delete).expect(200);
+    let reply = running.read_response().expect(200).json();
+    assert!(
+        t.elapsed() < Duration::from_secs(1),
+        "the call was not cancelled"
+    );
+    assert!(reply.get("result").is_none(), "{reply}");
+    assert_eq!(
+        reply["id"],
+        json!(41),
+        "the error must answer the request it ends: {reply}"
+    );
+    assert!(
+        reply["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("DELETE")),
+        "{reply}"
+    );
+    // The other session's call is untouched.
+    let reply = other.read_response().expect(200).json();
+    assert_eq!(result_text(&reply), "3000");
+    assert!(t.elapsed() >= Duration::from_millis(2500));
+    // The cancelled connection still works for a new session.
+    let fresh = running.initialize();
+    running.post(Some(&fresh), &request(5, "ping")).expect(200);
+    a.post(Some(&sid), &request(6, "ping")).expect(404);
+}
+
 // ---- binding rules -------------------------------------------------------------
 
 #[test]

@@ -553,18 +553,17 @@ impl Reactor {
             );
         }
         // The session's running calls are cancelled; their requests are
-        // answered with an error so no client waits forever.
-        for client in self.cancel_session(&id) {
-            if let Client::Http { conn, .. } = client {
-                if conn != token {
-                    let msg = jsonrpc::error_response(
-                        None,
-                        jsonrpc::ErrorCode::InvalidRequest,
-                        "session terminated by DELETE",
-                    );
-                    self.http_reply(conn, &msg);
-                }
-            }
+        // answered with an error (naming the request, so the client can match
+        // it) so no client waits forever.
+        let waiting = self.waiting_requests(&id, None);
+        self.cancel_session(&id);
+        for (conn, request_id) in waiting {
+            let msg = jsonrpc::error_response(
+                Some(&request_id),
+                jsonrpc::ErrorCode::InvalidRequest,
+                "session terminated by DELETE",
+            );
+            self.http_reply(conn, &msg);
         }
         self.respond(token, 200, &cors, br#"{"ok":true}"#, keep_alive);
     }
@@ -713,6 +712,25 @@ impl Reactor {
                 );
             }
         }
+    }
+
+    /// The connections waiting for running calls of `session` (only the call
+    /// with request id `only`, if given), with the request ids.
+    fn waiting_requests(
+        &self,
+        session: &str,
+        only: Option<&jsonrpc::RequestId>,
+    ) -> Vec<(Token, jsonrpc::RequestId)> {
+        self.calls
+            .values()
+            .filter(|c| only.is_none_or(|id| &c.request.id == id))
+            .filter_map(|c| match &c.client {
+                Client::Http { conn, session: s } if s == session => {
+                    Some((*conn, c.request.id.clone()))
+                }
+                _ => None,
+            })
+            .collect()
     }
 
     /// Completes the request waiting on `conn` with a JSON-RPC response.
