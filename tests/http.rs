@@ -1604,6 +1604,66 @@ fn delete_cancels_the_sessions_running_calls() {
     a.post(Some(&sid), &request(6, "ping")).expect(404);
 }
 
+#[test]
+fn a_cancelled_call_still_completes_its_http_request() {
+    let server = Server::start(&[]);
+    let (mut a, sid) = server.session();
+    a.post(Some(&sid), &tool_call(1, "main__addOne", json!({"_1": 1})))
+        .expect(200);
+    let mut running = server.connect();
+    let slow = tool_call(7, "main__slowEcho", json!({"_1": 3000})).to_string();
+    running.send(&post_request(server.addr, Some(&sid), slow.as_bytes(), &[]));
+    thread::sleep(Duration::from_millis(300));
+    let t = Instant::now();
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7, "reason": "user"}});
+    a.post(Some(&sid), &cancel).expect(202);
+    // The POST that carried the call is finished promptly, with an error
+    // naming the request (which the client ignores) and no result; the
+    // connection stays usable.
+    let reply = running.read_response().expect(200).json();
+    assert!(
+        t.elapsed() < Duration::from_secs(1),
+        "the request was left hanging"
+    );
+    assert_eq!(reply["id"], json!(7), "{reply}");
+    assert!(
+        reply.get("result").is_none() && reply.get("error").is_some(),
+        "{reply}"
+    );
+    running.post(Some(&sid), &request(8, "ping")).expect(200);
+
+    // The same for a call streaming its progress: the stream ends.
+    let mut call = tool_call(9, "main__slowEcho", json!({"_1": 3000}));
+    call["params"]["_meta"] = json!({"progressToken": "p"});
+    running.send(&post_request(
+        server.addr,
+        Some(&sid),
+        call.to_string().as_bytes(),
+        &[],
+    ));
+    let head = running.read_head().expect(200);
+    assert_eq!(head.header("content-type"), Some("text/event-stream"));
+    thread::sleep(Duration::from_millis(200));
+    let t = Instant::now();
+    let cancel =
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}});
+    a.post(Some(&sid), &cancel).expect(202);
+    let mut text = String::new();
+    while let Some(chunk) = running.read_chunk() {
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(
+        t.elapsed() < Duration::from_secs(1),
+        "the stream was left open"
+    );
+    let messages = sse_messages(&text);
+    assert!(
+        messages.iter().all(|m| m.get("result").is_none()),
+        "{messages:?}"
+    );
+    running.post(Some(&sid), &request(10, "ping")).expect(200);
+}
+
 // ---- binding rules -------------------------------------------------------------
 
 #[test]

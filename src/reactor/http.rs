@@ -675,6 +675,10 @@ impl Reactor {
             Step::Nothing => self.respond(token, 202, &cors, &[], keep_alive),
             Step::Reply(reply) => self.respond(token, 200, &cors, &body(&reply), keep_alive),
             Step::Cancel(id) => {
+                // No JSON-RPC response is due for a cancelled request, but its
+                // POST still needs an HTTP answer or the client's connection
+                // hangs for good: it gets an error the client will ignore.
+                let waiting = self.waiting_requests(&session_id, Some(&id));
                 self.cancel(
                     &Client::Http {
                         conn: token,
@@ -682,6 +686,14 @@ impl Reactor {
                     },
                     &id,
                 );
+                for (conn, request_id) in waiting {
+                    let msg = jsonrpc::error_response(
+                        Some(&request_id),
+                        jsonrpc::ErrorCode::InvalidRequest,
+                        "request cancelled by the client",
+                    );
+                    self.http_reply(conn, &msg);
+                }
                 self.respond(token, 202, &cors, &[], keep_alive)
             }
             Step::Call(request) => {
