@@ -1239,6 +1239,24 @@ fn pipelined_requests_are_answered_in_order() {
     );
     client.read_response().expect(404);
     client.expect_silent(Duration::from_millis(100));
+
+    // Requests followed by a half-close are all answered before the close.
+    let mut client = server.connect();
+    let mut batch = Vec::new();
+    for id in 20..23 {
+        batch.extend(post_request(
+            server.addr,
+            Some(&sid),
+            request(id, "ping").to_string().as_bytes(),
+            &[],
+        ));
+    }
+    client.send(&batch);
+    client.stream.shutdown(Shutdown::Write).expect("half-close");
+    for id in 20..23 {
+        assert_eq!(client.read_response().expect(200).json()["id"], json!(id));
+    }
+    client.expect_closed();
 }
 
 #[test]
@@ -1443,6 +1461,136 @@ fn idle_connections_and_a_slowloris_client_do_not_delay_others() {
         "tools/list latencies {samples:?}"
     );
     drop(idle);
+}
+
+/// Pipelined pings with fixed-width string ids `"p00000000"`, ... so every
+/// request has the same length.
+fn ping_with_id(addr: SocketAddr, sid: &str, n: usize) -> Vec<u8> {
+    let body = json!({"jsonrpc": "2.0", "id": format!("p{n:08}"), "method": "ping"}).to_string();
+    post_request(addr, Some(sid), body.as_bytes(), &[])
+}
+
+/// The server's resident memory, from /proc.
+fn resident_kib(pid: u32) -> u64 {
+    let status = util::read(Path::new(&format!("/proc/{pid}/status")));
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no VmRSS in {status}"))
+}
+
+#[test]
+fn a_flood_of_pipelined_requests_is_answered_in_order() {
+    let server = Server::start(&[]);
+    let (mut client, sid) = server.session();
+    client
+        .post(Some(&sid), &tool_call(1, "main__addOne", json!({"_1": 1})))
+        .expect(200);
+    // A call the rest must wait behind, then well over the server's 1 MiB
+    // read-ahead of pings and in-process calls (answered synchronously).
+    let mut flood = post_request(
+        server.addr,
+        Some(&sid),
+        tool_call(2, "main__slowEcho", json!({"_1": 300}))
+            .to_string()
+            .as_bytes(),
+        &[],
+    );
+    let count = 12_000;
+    for n in 0..count {
+        if n % 10 == 5 {
+            let call = json!({"jsonrpc": "2.0", "id": format!("p{n:08}"), "method": "tools/call",
+                              "params": {"name": "main__pureAnswer", "arguments": {}}});
+            flood.extend(post_request(
+                server.addr,
+                Some(&sid),
+                call.to_string().as_bytes(),
+                &[],
+            ));
+        } else {
+            flood.extend(ping_with_id(server.addr, &sid, n));
+        }
+    }
+    assert!(flood.len() > 1_500_000);
+    let mut writer = client.stream.try_clone().expect("clone the stream");
+    let sender = thread::spawn(move || writer.write_all(&flood));
+    let first = client.read_response().expect(200).json();
+    assert_eq!(result_text(&first), "300");
+    for n in 0..count {
+        let reply = client.read_response().expect(200).json();
+        assert_eq!(reply["id"], json!(format!("p{n:08}")), "{reply}");
+        if n % 10 == 5 {
+            assert_eq!(result_text(&reply), "42");
+        }
+    }
+    sender
+        .join()
+        .expect("the sender thread")
+        .expect("send the flood");
+    client.post(Some(&sid), &request(3, "ping")).expect(200);
+}
+
+#[test]
+fn a_client_that_does_not_read_cannot_exhaust_memory() {
+    let server = Server::start(&[]);
+    let (mut client, sid) = server.session();
+    let baseline = resident_kib(server.proc.pid());
+    let one = ping_with_id(server.addr, &sid, 0).len();
+    // Send without reading until the server stops taking bytes.
+    client
+        .stream
+        .set_write_timeout(Some(Duration::from_millis(500)))
+        .expect("set a write timeout");
+    let limit = 128 * 1024 * 1024;
+    let mut sent = 0;
+    let mut requests = Vec::new();
+    'send: while sent < limit {
+        let first = sent / one;
+        requests.clear();
+        for n in first..first + 1000 {
+            requests.extend(ping_with_id(server.addr, &sid, n));
+        }
+        let mut offset = sent % one;
+        while offset < requests.len() {
+            match client.stream.write(&requests[offset..]) {
+                Ok(n) => {
+                    offset += n;
+                    sent += n;
+                }
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    break 'send
+                }
+                Err(e) => panic!("send failed after {sent} bytes: {e}"),
+            }
+        }
+    }
+    let grown = resident_kib(server.proc.pid()).saturating_sub(baseline);
+    assert!(sent < limit, "the server kept reading: {sent} bytes taken");
+    assert!(
+        grown < 32 * 1024,
+        "the server grew by {grown} KiB after taking {sent} bytes"
+    );
+
+    // Once the client reads, everything it sent is answered in order, also
+    // the bytes the server left in the socket meanwhile.
+    let whole = sent.div_ceil(one);
+    let rest: Vec<u8> =
+        ping_with_id(server.addr, &sid, whole - 1)[sent - (whole - 1) * one..].to_vec();
+    let mut writer = client.stream.try_clone().expect("clone the stream");
+    writer
+        .set_write_timeout(None)
+        .expect("clear the write timeout");
+    let finisher = thread::spawn(move || writer.write_all(&rest));
+    for n in 0..whole {
+        let reply = client.read_response().expect(200).json();
+        assert_eq!(reply["id"], json!(format!("p{n:08}")), "{reply}");
+    }
+    finisher
+        .join()
+        .expect("the finishing thread")
+        .expect("send the rest");
+    client.post(Some(&sid), &request(3, "ping")).expect(200);
 }
 
 // ---- event streams -------------------------------------------------------------

@@ -32,8 +32,10 @@ const MAX_CONNECTIONS: usize = 1024;
 const REQUEST_DEADLINE: Duration = Duration::from_secs(30);
 /// An idle keep-alive connection is closed after this long.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
-/// Buffered bytes of pipelined requests kept while a call runs; beyond this
-/// the connection is not read until the call finishes.
+/// Most unparsed input kept per connection. Requests pipelined behind a
+/// running call (or behind responses the client is slow to read) wait here;
+/// beyond this the socket is not read until they have been answered, so a
+/// client that sends without reading holds at most this much memory.
 const MAX_BUFFERED: usize = 1024 * 1024;
 
 pub(super) struct HttpFront {
@@ -58,6 +60,12 @@ struct Conn {
     stream: TcpStream,
     parser: Parser,
     inbuf: Vec<u8>,
+    /// Bytes of `inbuf` already given to the parser; dropped from the front
+    /// once they are half the buffer, so consuming many small pipelined
+    /// requests costs linear time.
+    inpos: usize,
+    /// `pump` is running for this connection; nested calls return at once.
+    pumping: bool,
     out: Vec<u8>,
     written: usize,
     busy: Option<Busy>,
@@ -204,6 +212,8 @@ impl Reactor {
                         stream,
                         parser: Parser::new(http::Limits::default()),
                         inbuf: Vec::new(),
+                        inpos: 0,
+                        pumping: false,
                         out: Vec::new(),
                         written: 0,
                         busy: None,
@@ -218,7 +228,7 @@ impl Reactor {
                         front.conns.insert(token, conn);
                     }
                     // Edge-triggered: data may already be waiting.
-                    self.conn_readable(token);
+                    self.pump(token);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -235,88 +245,123 @@ impl Reactor {
         if writable {
             self.flush_conn(token);
         }
-        if readable {
-            self.conn_readable(token);
+        if readable || writable {
+            // Drained output may unblock requests waiting in the buffer.
+            self.pump(token);
         }
     }
 
-    fn conn_readable(&mut self, token: Token) {
-        let mut buf = [0u8; 16 * 1024];
-        loop {
-            let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
-                return;
-            };
-            if conn.peer_closed || (conn.busy.is_some() && conn.inbuf.len() >= MAX_BUFFERED) {
-                break;
-            }
-            match conn.stream.read(&mut buf) {
-                Ok(0) => {
-                    conn.peer_closed = true;
-                    break;
-                }
-                Ok(n) => {
-                    conn.inbuf.extend_from_slice(&buf[..n]);
-                    conn.last_active = Instant::now();
-                    if conn.busy.is_none() {
-                        // Parse as we go so limits apply before buffering more.
-                        self.process_conn(token);
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => {
-                    conn.peer_closed = true;
-                    conn.inbuf.clear();
-                    break;
-                }
-            }
-        }
-        self.process_conn(token);
-        let Some(conn) = self.http.as_ref().and_then(|f| f.conns.get(&token)) else {
+    /// Reads, parses and answers on one connection until nothing more can be
+    /// done for now. Every event that may unblock a connection (bytes
+    /// arriving, output draining, its call finishing) ends up here.
+    ///
+    /// Readiness is edge-triggered, so reading stops only at `WouldBlock` or
+    /// when the buffer is full; in the latter case bytes stay in the socket
+    /// with no event to come, and the loop reads again as soon as requests
+    /// have been consumed. A request answered synchronously (a ping, an
+    /// in-process call) can lead back here through `http_reply`; that nested
+    /// call returns at once and this loop carries on, so the stack stays flat
+    /// however many requests are pipelined.
+    fn pump(&mut self, token: Token) {
+        let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
             return;
         };
+        if conn.pumping {
+            return;
+        }
+        conn.pumping = true;
+        loop {
+            let read = self.read_conn(token);
+            let handled = self.process_conn(token);
+            if !read && !handled {
+                break;
+            }
+        }
+        let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
+            return;
+        };
+        conn.pumping = false;
         if conn.peer_closed && conn.busy.is_none() && conn.written >= conn.out.len() {
+            // Every complete request has been answered; what is left (if
+            // anything) can never be completed.
             self.close_conn(token);
-        } else if conn.peer_closed
-            && conn.busy.is_some()
-            && !conn.busy.as_ref().is_some_and(|b| b.sse)
-        {
+        } else if conn.peer_closed && conn.busy.as_ref().is_some_and(|b| !b.sse) {
             // The client gave up on its request: stop the call.
             self.cancel_conn(token);
             self.close_conn(token);
         }
     }
 
-    /// Parses and handles buffered requests, one at a time, in order.
-    fn process_conn(&mut self, token: Token) {
+    /// Reads until the socket would block, the peer closes, or the buffer
+    /// holds `MAX_BUFFERED` unparsed bytes. Returns whether anything changed.
+    fn read_conn(&mut self, token: Token) -> bool {
+        let mut buf = [0u8; 16 * 1024];
+        let mut changed = false;
         loop {
             let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
-                return;
+                return changed;
+            };
+            if conn.peer_closed || conn.inbuf.len() - conn.inpos >= MAX_BUFFERED {
+                return changed;
+            }
+            match conn.stream.read(&mut buf) {
+                Ok(0) => {
+                    conn.peer_closed = true;
+                    return true;
+                }
+                Ok(n) => {
+                    conn.inbuf.extend_from_slice(&buf[..n]);
+                    conn.last_active = Instant::now();
+                    changed = true;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return changed,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    conn.peer_closed = true;
+                    conn.inbuf.clear();
+                    conn.inpos = 0;
+                    return true;
+                }
+            }
+        }
+    }
+
+    /// Parses and handles buffered requests, one at a time, in order, while
+    /// the connection is free (no call running, no output pending). Returns
+    /// whether any input was consumed.
+    fn process_conn(&mut self, token: Token) -> bool {
+        let mut consumed = false;
+        loop {
+            let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
+                return consumed;
             };
             if conn.busy.is_some()
                 || conn.written < conn.out.len()
                 || conn.close_after_write
-                || conn.inbuf.is_empty()
+                || conn.inpos >= conn.inbuf.len()
             {
-                return;
+                break;
             }
-            let result = conn.parser.advance(&conn.inbuf);
+            let result = conn.parser.advance(&conn.inbuf[conn.inpos..]);
             match result {
                 Ok((Progress::NeedMore, used)) => {
-                    conn.inbuf.drain(..used);
+                    conn.inpos += used;
+                    consumed |= used > 0;
                     if !conn.parser.is_idle() && conn.request_started.is_none() {
                         conn.request_started = Some(Instant::now());
                     }
-                    return;
+                    break;
                 }
                 Ok((Progress::Continue, used)) => {
-                    conn.inbuf.drain(..used);
+                    conn.inpos += used;
+                    consumed = true;
                     conn.request_started.get_or_insert_with(Instant::now);
                     http::write_continue(&mut conn.out);
                     self.flush_conn(token);
                 }
                 Ok((Progress::Done(request), used)) => {
-                    conn.inbuf.drain(..used);
+                    conn.inpos += used;
+                    consumed = true;
                     conn.request_started = None;
                     conn.head_request = request.method == "HEAD";
                     self.handle_request(token, request);
@@ -324,13 +369,21 @@ impl Reactor {
                 }
                 Err(e) => {
                     conn.inbuf.clear();
+                    conn.inpos = 0;
                     conn.head_request = false;
                     let status = e.status();
                     self.respond(token, status, &[], &json_error(&e.to_string()), false);
-                    return;
+                    return true;
                 }
             }
         }
+        if let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) {
+            if conn.inpos > 0 && conn.inpos * 2 >= conn.inbuf.len() {
+                conn.inbuf.drain(..conn.inpos);
+                conn.inpos = 0;
+            }
+        }
+        consumed
     }
 
     fn respond(
@@ -403,11 +456,8 @@ impl Reactor {
                 .reregister(&mut conn.stream, token, Interest::READABLE);
             conn.writable_interest = false;
         }
-        if conn.close_after_write || (conn.peer_closed && conn.busy.is_none()) {
-            return self.close_conn(token);
-        }
-        if conn.busy.is_none() && !conn.inbuf.is_empty() {
-            self.process_conn(token);
+        if conn.close_after_write {
+            self.close_conn(token);
         }
     }
 
@@ -440,6 +490,7 @@ impl Reactor {
         for token in late {
             if let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) {
                 conn.inbuf.clear();
+                conn.inpos = 0;
                 conn.request_started = None;
                 conn.head_request = false;
             }
@@ -763,7 +814,7 @@ impl Reactor {
             self.respond(token, 200, &busy.cors, text.as_bytes(), busy.keep_alive);
         }
         // Pipelined requests that waited behind this one.
-        self.process_conn(token);
+        self.pump(token);
     }
 
     /// A notification for the request waiting on `conn`, if it streams.
