@@ -1122,6 +1122,23 @@ fn unsupported_codings_and_versions() {
 
 // ---- 503 ---------------------------------------------------------------------
 
+/// A connection the server keeps: one refused for lack of room gets its 503
+/// at once, unprompted, so a silent connection has been accepted.
+fn connect_when_room(server: &Server) -> Client {
+    let deadline = Instant::now() + util::TIMEOUT;
+    loop {
+        let mut client = server.connect();
+        if !client.closed_within(Duration::from_millis(100)) && client.buf.is_empty() {
+            return client;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no room after closing connections"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn connections_over_the_cap_get_503() {
     if !ensure_fd_limit(3 * MAX_CONNECTIONS as u64) {
@@ -1149,27 +1166,61 @@ fn connections_over_the_cap_get_503() {
     // Room again once a connection closes.
     idle.pop();
     drop(last);
-    let deadline = Instant::now() + util::TIMEOUT;
-    loop {
-        let mut client = server.connect();
-        client.send(&post_request(
-            server.addr,
-            Some(&sid),
-            request(2, "ping").to_string().as_bytes(),
-            &[],
-        ));
-        let reply = client.read_response();
-        if reply.status == 200 {
-            break;
-        }
-        assert_eq!(reply.status, 503);
-        assert!(
-            Instant::now() < deadline,
-            "no room after closing connections"
-        );
-        thread::sleep(Duration::from_millis(20));
-    }
+    let mut client = connect_when_room(&server);
+    client.post(Some(&sid), &request(2, "ping")).expect(200);
     drop(idle);
+}
+
+#[test]
+fn a_low_open_file_limit_lowers_the_cap_instead_of_hanging() {
+    // A hard limit of 200 descriptors: the server cannot raise it, so it
+    // must refuse connections it has no descriptors for with a 503 rather
+    // than leave them unaccepted.
+    let dir = TempDir::new();
+    let manifest = write_manifest(&dir, "manifest.json", "main", |_| {});
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg("ulimit -n 200 && exec \"$0\" \"$@\"")
+        .arg(util::bin())
+        .arg("mcp")
+        .arg(&manifest)
+        .args(["--http-port", "0", "--lazy-pools"])
+        .env_remove("MORLOC_MCP_TOKEN");
+    let server = Server::spawn(dir, &mut command);
+    let idle: Vec<TcpStream> = (0..300)
+        .map(|_| TcpStream::connect(server.addr).expect("connect an idle client"))
+        .collect();
+    let mut fresh = server.connect();
+    fresh
+        .stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("set a read timeout");
+    let reply = fresh.read_response().expect(503);
+    assert_eq!(error_text(&reply), "too many connections");
+    // Some were accepted and stay open, the rest were refused.
+    let mut refused = 0;
+    for mut stream in idle.iter() {
+        stream
+            .set_nonblocking(true)
+            .expect("make the socket non-blocking");
+        let mut byte = [0u8; 1];
+        match stream.read(&mut byte) {
+            Ok(_) => refused += 1,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+            Err(e) => panic!("read failed: {e}"),
+        }
+    }
+    assert!((1..300).contains(&refused), "{refused} of 300 refused");
+    let stderr = server.proc.stderr_now();
+    assert!(!stderr.contains("accept failed"), "{stderr}");
+    assert!(stderr.contains("open-file limit"), "{stderr}");
+    // Once they are gone, everyone is served again.
+    drop(idle);
+    let mut client = connect_when_room(&server);
+    client
+        .roundtrip(&simple_request("GET", "/mcp", server.addr, ""))
+        .expect(405);
 }
 
 // ---- HTTP/1.1 features -------------------------------------------------------

@@ -26,8 +26,12 @@ use crate::http::{self, OriginPolicy, Parser, Progress, Request, SessionLimits, 
 use crate::jsonrpc::{self, Incoming};
 use crate::mcp::{self, Catalog, Step};
 
-/// Most open connections; one more gets 503 and is closed.
+/// Most open connections; one more gets 503 and is closed. Fewer when the
+/// open-file limit cannot be raised far enough (see `connection_cap`).
 const MAX_CONNECTIONS: usize = 1024;
+/// Descriptors kept free for pools, pipes and the like when sizing the
+/// connection cap to the open-file limit.
+const FD_RESERVE: libc::rlim_t = 64;
 /// A request's head and body must arrive within this time of its first byte.
 const REQUEST_DEADLINE: Duration = Duration::from_secs(30);
 /// An idle keep-alive connection is closed after this long.
@@ -44,7 +48,13 @@ pub(super) struct HttpFront {
     policy: OriginPolicy,
     sessions: Sessions,
     conns: HashMap<Token, Conn>,
+    /// The connection cap: `MAX_CONNECTIONS` or what the fd limit allows.
+    max_conns: usize,
     random: Option<File>,
+    /// An open descriptor given up when `accept` runs out of descriptors,
+    /// so the waiting connection can be taken and refused with a 503
+    /// instead of staying in the backlog (no event would come for it).
+    spare_fd: Option<File>,
 }
 
 /// A request waiting for its tool call.
@@ -113,6 +123,12 @@ impl HttpFront {
                 "refusing to serve on {addr} with no auth token (the address is not loopback); set --auth-token or MORLOC_MCP_TOKEN, or pass --allow-no-auth"
             )));
         }
+        let max_conns = connection_cap();
+        if max_conns < MAX_CONNECTIONS {
+            eprintln!(
+                "morloc-mcp: warning: the open-file limit allows only {max_conns} HTTP connections (of {MAX_CONNECTIONS})"
+            );
+        }
         let mut listener = TcpListener::bind(addr)
             .map_err(|e| StartError(format!("cannot listen on {addr}: {e}")))?;
         let addr = listener
@@ -136,7 +152,9 @@ impl HttpFront {
             policy,
             sessions,
             conns: HashMap::new(),
+            max_conns,
             random: File::open("/dev/urandom").ok(),
+            spare_fd: File::open("/dev/null").ok(),
         })
     }
 
@@ -169,6 +187,54 @@ impl HttpFront {
     }
 }
 
+/// Raises the soft open-file limit as far as the connection cap can use
+/// (each connection may also hold a socket to a pool) and returns how many
+/// connections fit under the resulting limit.
+fn connection_cap() -> usize {
+    let wanted: libc::rlim_t = 2 * MAX_CONNECTIONS as libc::rlim_t + FD_RESERVE;
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write the struct we own.
+    let soft = unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return MAX_CONNECTIONS;
+        }
+        if limit.rlim_cur >= wanted {
+            wanted
+        } else {
+            let raised = libc::rlimit {
+                rlim_cur: wanted.min(limit.rlim_max),
+                rlim_max: limit.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                raised.rlim_cur
+            } else {
+                limit.rlim_cur
+            }
+        }
+    };
+    let cap = soft.saturating_sub(FD_RESERVE) / 2;
+    usize::try_from(cap)
+        .unwrap_or(MAX_CONNECTIONS)
+        .clamp(1, MAX_CONNECTIONS)
+}
+
+/// Answers a connection over the cap with 503 and closes it.
+fn refuse(mut stream: TcpStream) {
+    let mut out = Vec::new();
+    http::write_response(
+        &mut out,
+        503,
+        Some("application/json"),
+        &[("Retry-After", "1")],
+        &json_error("too many connections"),
+        false,
+    );
+    let _ = stream.write(&out);
+}
+
 fn json_error(message: &str) -> Vec<u8> {
     let mut m = serde_json::Map::new();
     m.insert("error".into(), Json::String(message.into()));
@@ -183,17 +249,8 @@ impl Reactor {
             };
             match front.listener.accept() {
                 Ok((mut stream, _)) => {
-                    if front.conns.len() >= MAX_CONNECTIONS {
-                        let mut out = Vec::new();
-                        http::write_response(
-                            &mut out,
-                            503,
-                            Some("application/json"),
-                            &[("Retry-After", "1")],
-                            &json_error("too many connections"),
-                            false,
-                        );
-                        let _ = stream.write(&out);
+                    if front.conns.len() >= front.max_conns {
+                        refuse(stream);
                         continue;
                     }
                     // Small request/response exchanges: don't wait for Nagle.
@@ -232,8 +289,20 @@ impl Reactor {
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e)
+                    if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+                        && front.spare_fd.is_some() =>
+                {
+                    // Out of descriptors: free the spare to take the
+                    // connection and refuse it, then hold a spare again.
+                    front.spare_fd = None;
+                    if let Ok((stream, _)) = front.listener.accept() {
+                        refuse(stream);
+                    }
+                    front.spare_fd = File::open("/dev/null").ok();
+                }
                 Err(e) => {
-                    // Out of fds and the like: log and keep serving.
+                    // Out of fds with no spare, and the like: log and keep serving.
                     eprintln!("morloc-mcp: accept failed: {e}");
                     return;
                 }
