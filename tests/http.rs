@@ -115,7 +115,11 @@ fn wait_for_banner(proc: &Proc) -> SocketAddr {
     let deadline = Instant::now() + util::TIMEOUT;
     loop {
         let stderr = proc.stderr_now();
-        for line in stderr.lines() {
+        // Only whole lines: stderr arrives in pieces that may split one.
+        for line in stderr
+            .split_inclusive('\n')
+            .filter_map(|l| l.strip_suffix('\n'))
+        {
             if let Some(rest) = line.split(" over HTTP at http://").nth(1) {
                 let addr = rest.strip_suffix("/mcp").unwrap_or(rest);
                 return addr
