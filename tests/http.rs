@@ -1761,6 +1761,40 @@ fn progress_streams_as_server_sent_events() {
     );
 }
 
+#[test]
+fn pool_output_streams_to_sessions_that_asked_for_logs() {
+    let server = Server::start(&[]);
+    let (mut client, sid) = server.session();
+    let level = json!({"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel", "params": {"level": "debug"}});
+    client.post(Some(&sid), &level).expect(200);
+    let reply = client
+        .post(
+            Some(&sid),
+            &tool_call(2, "main__noisyAdd", json!({"_1": 1})),
+        )
+        .expect(200);
+    assert_eq!(reply.header("content-type"), Some("text/event-stream"));
+    let mut messages = sse_messages(&reply.text());
+    let last = messages.pop().expect("the response");
+    assert_eq!(result_text(&last), "2");
+    let logs: Vec<&str> = messages
+        .iter()
+        .filter(|m| m["method"] == json!("notifications/message"))
+        .filter_map(|m| m["params"]["data"].as_str())
+        .collect();
+    assert!(logs.iter().any(|l| l.contains("noisyAdd")), "{messages:?}");
+    // Another session that did not ask gets a plain reply.
+    let (mut other, other_sid) = server.session();
+    let reply = other
+        .post(
+            Some(&other_sid),
+            &tool_call(3, "main__noisyAdd", json!({"_1": 1})),
+        )
+        .expect(200);
+    assert_eq!(reply.header("content-type"), Some("application/json"));
+    assert_eq!(result_text(&reply.json()), "2");
+}
+
 // ---- DELETE and cancellation -----------------------------------------------------
 
 #[test]
