@@ -26,14 +26,20 @@ use crate::http::{self, OriginPolicy, Parser, Progress, Request, SessionLimits, 
 use crate::jsonrpc::{self, Incoming};
 use crate::mcp::{self, Catalog, Step};
 
-/// Most open connections; one more gets 503 and is closed.
+/// Most open connections; one more gets 503 and is closed. Fewer when the
+/// open-file limit cannot be raised far enough (see `connection_cap`).
 const MAX_CONNECTIONS: usize = 1024;
+/// Descriptors kept free for pools, pipes and the like when sizing the
+/// connection cap to the open-file limit.
+const FD_RESERVE: libc::rlim_t = 64;
 /// A request's head and body must arrive within this time of its first byte.
 const REQUEST_DEADLINE: Duration = Duration::from_secs(30);
 /// An idle keep-alive connection is closed after this long.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
-/// Buffered bytes of pipelined requests kept while a call runs; beyond this
-/// the connection is not read until the call finishes.
+/// Most unparsed input kept per connection. Requests pipelined behind a
+/// running call (or behind responses the client is slow to read) wait here;
+/// beyond this the socket is not read until they have been answered, so a
+/// client that sends without reading holds at most this much memory.
 const MAX_BUFFERED: usize = 1024 * 1024;
 
 pub(super) struct HttpFront {
@@ -42,7 +48,13 @@ pub(super) struct HttpFront {
     policy: OriginPolicy,
     sessions: Sessions,
     conns: HashMap<Token, Conn>,
+    /// The connection cap: `MAX_CONNECTIONS` or what the fd limit allows.
+    max_conns: usize,
     random: Option<File>,
+    /// An open descriptor given up when `accept` runs out of descriptors,
+    /// so the waiting connection can be taken and refused with a 503
+    /// instead of staying in the backlog (no event would come for it).
+    spare_fd: Option<File>,
 }
 
 /// A request waiting for its tool call.
@@ -58,6 +70,12 @@ struct Conn {
     stream: TcpStream,
     parser: Parser,
     inbuf: Vec<u8>,
+    /// Bytes of `inbuf` already given to the parser; dropped from the front
+    /// once they are half the buffer, so consuming many small pipelined
+    /// requests costs linear time.
+    inpos: usize,
+    /// `pump` is running for this connection; nested calls return at once.
+    pumping: bool,
     out: Vec<u8>,
     written: usize,
     busy: Option<Busy>,
@@ -68,6 +86,8 @@ struct Conn {
     writable_interest: bool,
     /// The peer closed its side; answer what is pending, then close.
     peer_closed: bool,
+    /// The request being answered is a HEAD: its response has no body.
+    head_request: bool,
 }
 
 impl HttpFront {
@@ -103,6 +123,12 @@ impl HttpFront {
                 "refusing to serve on {addr} with no auth token (the address is not loopback); set --auth-token or MORLOC_MCP_TOKEN, or pass --allow-no-auth"
             )));
         }
+        let max_conns = connection_cap();
+        if max_conns < MAX_CONNECTIONS {
+            eprintln!(
+                "morloc-mcp: warning: the open-file limit allows only {max_conns} HTTP connections (of {MAX_CONNECTIONS})"
+            );
+        }
         let mut listener = TcpListener::bind(addr)
             .map_err(|e| StartError(format!("cannot listen on {addr}: {e}")))?;
         let addr = listener
@@ -126,7 +152,9 @@ impl HttpFront {
             policy,
             sessions,
             conns: HashMap::new(),
+            max_conns,
             random: File::open("/dev/urandom").ok(),
+            spare_fd: File::open("/dev/null").ok(),
         })
     }
 
@@ -159,6 +187,54 @@ impl HttpFront {
     }
 }
 
+/// Raises the soft open-file limit as far as the connection cap can use
+/// (each connection may also hold a socket to a pool) and returns how many
+/// connections fit under the resulting limit.
+fn connection_cap() -> usize {
+    let wanted: libc::rlim_t = 2 * MAX_CONNECTIONS as libc::rlim_t + FD_RESERVE;
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write the struct we own.
+    let soft = unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return MAX_CONNECTIONS;
+        }
+        if limit.rlim_cur >= wanted {
+            wanted
+        } else {
+            let raised = libc::rlimit {
+                rlim_cur: wanted.min(limit.rlim_max),
+                rlim_max: limit.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                raised.rlim_cur
+            } else {
+                limit.rlim_cur
+            }
+        }
+    };
+    let cap = soft.saturating_sub(FD_RESERVE) / 2;
+    usize::try_from(cap)
+        .unwrap_or(MAX_CONNECTIONS)
+        .clamp(1, MAX_CONNECTIONS)
+}
+
+/// Answers a connection over the cap with 503 and closes it.
+fn refuse(mut stream: TcpStream) {
+    let mut out = Vec::new();
+    http::write_response(
+        &mut out,
+        503,
+        Some("application/json"),
+        &[("Retry-After", "1")],
+        &json_error("too many connections"),
+        false,
+    );
+    let _ = stream.write(&out);
+}
+
 fn json_error(message: &str) -> Vec<u8> {
     let mut m = serde_json::Map::new();
     m.insert("error".into(), Json::String(message.into()));
@@ -173,17 +249,8 @@ impl Reactor {
             };
             match front.listener.accept() {
                 Ok((mut stream, _)) => {
-                    if front.conns.len() >= MAX_CONNECTIONS {
-                        let mut out = Vec::new();
-                        http::write_response(
-                            &mut out,
-                            503,
-                            Some("application/json"),
-                            &[("Retry-After", "1")],
-                            &json_error("too many connections"),
-                            false,
-                        );
-                        let _ = stream.write(&out);
+                    if front.conns.len() >= front.max_conns {
+                        refuse(stream);
                         continue;
                     }
                     // Small request/response exchanges: don't wait for Nagle.
@@ -202,6 +269,8 @@ impl Reactor {
                         stream,
                         parser: Parser::new(http::Limits::default()),
                         inbuf: Vec::new(),
+                        inpos: 0,
+                        pumping: false,
                         out: Vec::new(),
                         written: 0,
                         busy: None,
@@ -210,17 +279,30 @@ impl Reactor {
                         last_active: Instant::now(),
                         writable_interest: false,
                         peer_closed: false,
+                        head_request: false,
                     };
                     if let Some(front) = self.http.as_mut() {
                         front.conns.insert(token, conn);
                     }
                     // Edge-triggered: data may already be waiting.
-                    self.conn_readable(token);
+                    self.pump(token);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e)
+                    if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+                        && front.spare_fd.is_some() =>
+                {
+                    // Out of descriptors: free the spare to take the
+                    // connection and refuse it, then hold a spare again.
+                    front.spare_fd = None;
+                    if let Ok((stream, _)) = front.listener.accept() {
+                        refuse(stream);
+                    }
+                    front.spare_fd = File::open("/dev/null").ok();
+                }
                 Err(e) => {
-                    // Out of fds and the like: log and keep serving.
+                    // Out of fds with no spare, and the like: log and keep serving.
                     eprintln!("morloc-mcp: accept failed: {e}");
                     return;
                 }
@@ -232,100 +314,145 @@ impl Reactor {
         if writable {
             self.flush_conn(token);
         }
-        if readable {
-            self.conn_readable(token);
+        if readable || writable {
+            // Drained output may unblock requests waiting in the buffer.
+            self.pump(token);
         }
     }
 
-    fn conn_readable(&mut self, token: Token) {
-        let mut buf = [0u8; 16 * 1024];
-        loop {
-            let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
-                return;
-            };
-            if conn.peer_closed || (conn.busy.is_some() && conn.inbuf.len() >= MAX_BUFFERED) {
-                break;
-            }
-            match conn.stream.read(&mut buf) {
-                Ok(0) => {
-                    conn.peer_closed = true;
-                    break;
-                }
-                Ok(n) => {
-                    conn.inbuf.extend_from_slice(&buf[..n]);
-                    conn.last_active = Instant::now();
-                    if conn.busy.is_none() {
-                        // Parse as we go so limits apply before buffering more.
-                        self.process_conn(token);
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => {
-                    conn.peer_closed = true;
-                    conn.inbuf.clear();
-                    break;
-                }
-            }
-        }
-        self.process_conn(token);
-        let Some(conn) = self.http.as_ref().and_then(|f| f.conns.get(&token)) else {
+    /// Reads, parses and answers on one connection until nothing more can be
+    /// done for now. Every event that may unblock a connection (bytes
+    /// arriving, output draining, its call finishing) ends up here.
+    ///
+    /// Readiness is edge-triggered, so reading stops only at `WouldBlock` or
+    /// when the buffer is full; in the latter case bytes stay in the socket
+    /// with no event to come, and the loop reads again as soon as requests
+    /// have been consumed. A request answered synchronously (a ping, an
+    /// in-process call) can lead back here through `http_reply`; that nested
+    /// call returns at once and this loop carries on, so the stack stays flat
+    /// however many requests are pipelined.
+    fn pump(&mut self, token: Token) {
+        let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
             return;
         };
+        if conn.pumping {
+            return;
+        }
+        conn.pumping = true;
+        loop {
+            let read = self.read_conn(token);
+            let handled = self.process_conn(token);
+            if !read && !handled {
+                break;
+            }
+        }
+        let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
+            return;
+        };
+        conn.pumping = false;
         if conn.peer_closed && conn.busy.is_none() && conn.written >= conn.out.len() {
+            // Every complete request has been answered; what is left (if
+            // anything) can never be completed.
             self.close_conn(token);
-        } else if conn.peer_closed
-            && conn.busy.is_some()
-            && !conn.busy.as_ref().is_some_and(|b| b.sse)
-        {
+        } else if conn.peer_closed && conn.busy.as_ref().is_some_and(|b| !b.sse) {
             // The client gave up on its request: stop the call.
             self.cancel_conn(token);
             self.close_conn(token);
         }
     }
 
-    /// Parses and handles buffered requests, one at a time, in order.
-    fn process_conn(&mut self, token: Token) {
+    /// Reads until the socket would block, the peer closes, or the buffer
+    /// holds `MAX_BUFFERED` unparsed bytes. Returns whether anything changed.
+    fn read_conn(&mut self, token: Token) -> bool {
+        let mut buf = [0u8; 16 * 1024];
+        let mut changed = false;
         loop {
             let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
-                return;
+                return changed;
+            };
+            if conn.peer_closed || conn.inbuf.len() - conn.inpos >= MAX_BUFFERED {
+                return changed;
+            }
+            match conn.stream.read(&mut buf) {
+                Ok(0) => {
+                    conn.peer_closed = true;
+                    return true;
+                }
+                Ok(n) => {
+                    conn.inbuf.extend_from_slice(&buf[..n]);
+                    conn.last_active = Instant::now();
+                    changed = true;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return changed,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    conn.peer_closed = true;
+                    conn.inbuf.clear();
+                    conn.inpos = 0;
+                    return true;
+                }
+            }
+        }
+    }
+
+    /// Parses and handles buffered requests, one at a time, in order, while
+    /// the connection is free (no call running, no output pending). Returns
+    /// whether any input was consumed.
+    fn process_conn(&mut self, token: Token) -> bool {
+        let mut consumed = false;
+        loop {
+            let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
+                return consumed;
             };
             if conn.busy.is_some()
                 || conn.written < conn.out.len()
                 || conn.close_after_write
-                || conn.inbuf.is_empty()
+                || conn.inpos >= conn.inbuf.len()
             {
-                return;
+                break;
             }
-            let result = conn.parser.advance(&conn.inbuf);
+            let result = conn.parser.advance(&conn.inbuf[conn.inpos..]);
             match result {
                 Ok((Progress::NeedMore, used)) => {
-                    conn.inbuf.drain(..used);
+                    conn.inpos += used;
+                    consumed |= used > 0;
                     if !conn.parser.is_idle() && conn.request_started.is_none() {
                         conn.request_started = Some(Instant::now());
                     }
-                    return;
+                    break;
                 }
                 Ok((Progress::Continue, used)) => {
-                    conn.inbuf.drain(..used);
+                    conn.inpos += used;
+                    consumed = true;
                     conn.request_started.get_or_insert_with(Instant::now);
                     http::write_continue(&mut conn.out);
                     self.flush_conn(token);
                 }
                 Ok((Progress::Done(request), used)) => {
-                    conn.inbuf.drain(..used);
+                    conn.inpos += used;
+                    consumed = true;
                     conn.request_started = None;
+                    conn.head_request = request.method == "HEAD";
                     self.handle_request(token, request);
                     self.flush_conn(token);
                 }
                 Err(e) => {
                     conn.inbuf.clear();
+                    conn.inpos = 0;
+                    conn.head_request = false;
                     let status = e.status();
                     self.respond(token, status, &[], &json_error(&e.to_string()), false);
-                    return;
+                    return true;
                 }
             }
         }
+        if let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) {
+            if conn.inpos > 0 && conn.inpos * 2 >= conn.inbuf.len() {
+                conn.inbuf.drain(..conn.inpos);
+                conn.inpos = 0;
+            }
+        }
+        consumed
     }
 
     fn respond(
@@ -344,7 +471,19 @@ impl Reactor {
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
         let content_type = (!body.is_empty()).then_some("application/json");
-        http::write_response(&mut conn.out, status, content_type, &refs, body, keep_alive);
+        if conn.head_request {
+            // RFC 9110 section 9.3.2: the same head as for GET, no content.
+            http::write_head(
+                &mut conn.out,
+                status,
+                content_type,
+                Some(body.len()),
+                &refs,
+                keep_alive,
+            );
+        } else {
+            http::write_response(&mut conn.out, status, content_type, &refs, body, keep_alive);
+        }
         if !keep_alive {
             conn.close_after_write = true;
         }
@@ -386,11 +525,8 @@ impl Reactor {
                 .reregister(&mut conn.stream, token, Interest::READABLE);
             conn.writable_interest = false;
         }
-        if conn.close_after_write || (conn.peer_closed && conn.busy.is_none()) {
-            return self.close_conn(token);
-        }
-        if conn.busy.is_none() && !conn.inbuf.is_empty() {
-            self.process_conn(token);
+        if conn.close_after_write {
+            self.close_conn(token);
         }
     }
 
@@ -423,7 +559,9 @@ impl Reactor {
         for token in late {
             if let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) {
                 conn.inbuf.clear();
+                conn.inpos = 0;
                 conn.request_started = None;
+                conn.head_request = false;
             }
             self.respond(
                 token,
@@ -535,18 +673,17 @@ impl Reactor {
             );
         }
         // The session's running calls are cancelled; their requests are
-        // answered with an error so no client waits forever.
-        for client in self.cancel_session(&id) {
-            if let Client::Http { conn, .. } = client {
-                if conn != token {
-                    let msg = jsonrpc::error_response(
-                        None,
-                        jsonrpc::ErrorCode::InvalidRequest,
-                        "session terminated by DELETE",
-                    );
-                    self.http_reply(conn, &msg);
-                }
-            }
+        // answered with an error (naming the request, so the client can match
+        // it) so no client waits forever.
+        let waiting = self.waiting_requests(&id, None);
+        self.cancel_session(&id);
+        for (conn, request_id) in waiting {
+            let msg = jsonrpc::error_response(
+                Some(&request_id),
+                jsonrpc::ErrorCode::InvalidRequest,
+                "session terminated by DELETE",
+            );
+            self.http_reply(conn, &msg);
         }
         self.respond(token, 200, &cors, br#"{"ok":true}"#, keep_alive);
     }
@@ -658,6 +795,10 @@ impl Reactor {
             Step::Nothing => self.respond(token, 202, &cors, &[], keep_alive),
             Step::Reply(reply) => self.respond(token, 200, &cors, &body(&reply), keep_alive),
             Step::Cancel(id) => {
+                // No JSON-RPC response is due for a cancelled request, but its
+                // POST still needs an HTTP answer or the client's connection
+                // hangs for good: it gets an error the client will ignore.
+                let waiting = self.waiting_requests(&session_id, Some(&id));
                 self.cancel(
                     &Client::Http {
                         conn: token,
@@ -665,6 +806,14 @@ impl Reactor {
                     },
                     &id,
                 );
+                for (conn, request_id) in waiting {
+                    let msg = jsonrpc::error_response(
+                        Some(&request_id),
+                        jsonrpc::ErrorCode::InvalidRequest,
+                        "request cancelled by the client",
+                    );
+                    self.http_reply(conn, &msg);
+                }
                 self.respond(token, 202, &cors, &[], keep_alive)
             }
             Step::Call(request) => {
@@ -697,6 +846,25 @@ impl Reactor {
         }
     }
 
+    /// The connections waiting for running calls of `session` (only the call
+    /// with request id `only`, if given), with the request ids.
+    fn waiting_requests(
+        &self,
+        session: &str,
+        only: Option<&jsonrpc::RequestId>,
+    ) -> Vec<(Token, jsonrpc::RequestId)> {
+        self.calls
+            .values()
+            .filter(|c| only.is_none_or(|id| &c.request.id == id))
+            .filter_map(|c| match &c.client {
+                Client::Http { conn, session: s } if s == session => {
+                    Some((*conn, c.request.id.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Completes the request waiting on `conn` with a JSON-RPC response.
     pub(super) fn http_reply(&mut self, token: Token, msg: &Json) {
         let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
@@ -715,7 +883,7 @@ impl Reactor {
             self.respond(token, 200, &busy.cors, text.as_bytes(), busy.keep_alive);
         }
         // Pipelined requests that waited behind this one.
-        self.process_conn(token);
+        self.pump(token);
     }
 
     /// A notification for the request waiting on `conn`, if it streams.
