@@ -77,6 +77,11 @@ impl fmt::Display for HttpError {
                 write!(f, "header line longer than {limit} bytes")
             }
             HttpError::TooManyHeaders { limit } => write!(f, "more than {limit} header fields"),
+            // Lengths are parsed saturating: u64::MAX stands for "at least
+            // that", so it is not printed as if the client had sent it.
+            HttpError::BodyTooLarge { length, limit } if *length == u64::MAX => {
+                write!(f, "body of {length} or more bytes exceeds the limit of {limit}")
+            }
             HttpError::BodyTooLarge { length, limit } => {
                 write!(f, "body of {length} bytes exceeds the limit of {limit}")
             }
