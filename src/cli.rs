@@ -81,7 +81,7 @@ Options:
       --lazy-pools              start language pools on first use, not at start-up
       --plain-tool-names        over HTTP, name a single program's tools <command>
                                 instead of <module>__<command> (stdio never
-                                prefixes; the router always does)
+                                prefixes; with several programs it is ignored)
   -h, --help                    print this help
 "
     };
@@ -173,6 +173,8 @@ pub struct RawServe {
     pub allow_origins: Vec<String>,
     pub call_timeout: Option<Duration>,
     pub session_ttl: Option<Duration>,
+    /// Hidden, for tests: how long a request may take to arrive.
+    pub request_timeout: Option<Duration>,
     /// Hidden, for tests: how long a pool may take to answer its first ping.
     pub pool_start_timeout: Option<Duration>,
     pub plain_tool_names: bool,
@@ -245,7 +247,12 @@ pub struct HttpConfig {
     pub allow_origins: Vec<String>,
     /// Idle lifetime of a session.
     pub session_ttl: Duration,
+    /// How long one request's head and body may take to arrive.
+    pub request_timeout: Duration,
 }
+
+/// How long a request may take to arrive, unless changed (hidden flag).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// One program to serve.
 #[derive(Clone, Debug)]
@@ -388,6 +395,7 @@ pub fn prepare(raw: RawArgs, env: &Env, warnings: &mut Vec<String>) -> Result<Ac
                 allow_no_auth: serve.allow_no_auth,
                 allow_origins: serve.allow_origins.clone(),
                 session_ttl: serve.session_ttl.unwrap_or(DEFAULT_SESSION_TTL),
+                request_timeout: serve.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT),
             });
             let call_timeout = match serve.call_timeout {
                 None => Some(DEFAULT_CALL_TIMEOUT),
@@ -597,6 +605,11 @@ fn parse_serve(
             Long("session-ttl") => {
                 let text = string_value(&mut parser, "--session-ttl", command)?;
                 raw.session_ttl = Some(seconds(&text, "--session-ttl")?);
+            }
+            // Hidden: lets tests see the 408 without waiting half a minute.
+            Long("request-timeout") => {
+                let text = string_value(&mut parser, "--request-timeout", command)?;
+                raw.request_timeout = Some(seconds(&text, "--request-timeout")?);
             }
             Long("pool-start-timeout") => {
                 let text = string_value(&mut parser, "--pool-start-timeout", command)?;
@@ -1105,6 +1118,7 @@ mod tests {
                 allow_no_auth: false,
                 allow_origins: vec![],
                 session_ttl: DEFAULT_SESSION_TTL,
+                request_timeout: DEFAULT_REQUEST_TIMEOUT,
             })
         );
         let explicit = run(

@@ -2138,3 +2138,31 @@ fn shutdown_on_sigterm_closes_the_listener() {
     assert!(TcpStream::connect(server.addr).is_err(), "still listening");
     let _ = client.stream.shutdown(Shutdown::Both);
 }
+
+// ---- 408 ------------------------------------------------------------------------
+
+#[test]
+fn a_request_that_does_not_arrive_in_time_gets_408() {
+    // The deadline is 30 s by default; a hidden flag shortens it here.
+    let server = Server::start(&["--request-timeout", "1"]);
+    // Head sent, body promised but never sent.
+    let mut client = server.connect();
+    client.send(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{\"jsonrpc\"");
+    let started = Instant::now();
+    let reply = client.read_response().expect(408);
+    let waited = started.elapsed();
+    assert_eq!(reply.reason, "Request Timeout");
+    assert_eq!(reply.header("connection"), Some("close"));
+    assert!(waited >= Duration::from_millis(800) && waited < Duration::from_secs(5), "{waited:?}");
+    client.expect_closed();
+    // A half-sent head is timed out the same way; an idle connection is not.
+    let mut slow = server.connect();
+    slow.send(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+    let mut idle = server.connect();
+    slow.read_response().expect(408);
+    idle.expect_silent(Duration::from_millis(300));
+    // The server still serves.
+    let (mut fresh, session) = server.session();
+    let reply = fresh.post(Some(&session), &request(1, "ping")).expect(200);
+    assert_eq!(reply.json()["result"], json!({}));
+}

@@ -13,7 +13,6 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::net::ToSocketAddrs;
 use std::time::{Duration, Instant};
 
 use mio::net::{TcpListener, TcpStream};
@@ -32,8 +31,6 @@ const MAX_CONNECTIONS: usize = 1024;
 /// Descriptors kept free for pools, pipes and the like when sizing the
 /// connection cap to the open-file limit.
 const FD_RESERVE: libc::rlim_t = 64;
-/// A request's head and body must arrive within this time of its first byte.
-const REQUEST_DEADLINE: Duration = Duration::from_secs(30);
 /// An idle keep-alive connection is closed after this long.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 /// Most unparsed input kept per connection. Requests pipelined behind a
@@ -44,6 +41,9 @@ const MAX_BUFFERED: usize = 1024 * 1024;
 
 pub(super) struct HttpFront {
     listener: TcpListener,
+    /// A request's head and body must arrive within this time of its first
+    /// byte (`cli::DEFAULT_REQUEST_TIMEOUT` unless changed for tests).
+    request_timeout: Duration,
     token: Option<String>,
     policy: OriginPolicy,
     sessions: Sessions,
@@ -96,21 +96,15 @@ impl HttpFront {
         config: HttpConfig,
         catalog: &Catalog,
     ) -> Result<HttpFront, StartError> {
-        let text = if config.host.contains(':') && !config.host.starts_with('[') {
-            format!("[{}]:{}", config.host, config.port)
-        } else {
-            format!("{}:{}", config.host, config.port)
-        };
-        let addr = text
-            .to_socket_addrs()
-            .map_err(|e| StartError(format!("cannot resolve --http-host '{}': {e}", config.host)))?
-            .next()
-            .ok_or_else(|| {
-                StartError(format!(
-                    "--http-host '{}' resolves to no address",
-                    config.host
-                ))
-            })?;
+        // IP literals and `localhost` only: no name service lookup, so a
+        // static binary needs no NSS modules and start-up never waits on DNS.
+        let ip = bind_ip(&config.host).ok_or_else(|| {
+            StartError(format!(
+                "--http-host '{}' is not an IP address or 'localhost'",
+                config.host
+            ))
+        })?;
+        let addr = std::net::SocketAddr::new(ip, config.port);
         // Judge the address, not its spelling: 127.0.0.2 and [::1] are loopback too.
         let loopback = match addr.ip() {
             std::net::IpAddr::V4(ip) => ip.is_loopback(),
@@ -148,6 +142,7 @@ impl HttpFront {
         });
         Ok(HttpFront {
             listener,
+            request_timeout: config.request_timeout,
             token: config.auth_token,
             policy,
             sessions,
@@ -163,7 +158,7 @@ impl HttpFront {
         for conn in self.conns.values() {
             let t = match (conn.busy.is_some(), conn.request_started) {
                 (true, _) => continue,
-                (false, Some(start)) => start + REQUEST_DEADLINE,
+                (false, Some(start)) => start + self.request_timeout,
                 (false, None) => conn.last_active + IDLE_TIMEOUT,
             };
             best = Some(best.map_or(t, |b| b.min(t)));
@@ -233,6 +228,16 @@ fn refuse(mut stream: TcpStream) {
         false,
     );
     let _ = stream.write(&out);
+}
+
+/// The address `--http-host` names: an IPv4 or IPv6 literal (brackets
+/// allowed) or `localhost` (127.0.0.1).
+fn bind_ip(host: &str) -> Option<std::net::IpAddr> {
+    if host.eq_ignore_ascii_case("localhost") {
+        return Some(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
+    }
+    let bare = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+    bare.parse().ok()
 }
 
 fn json_error(message: &str) -> Vec<u8> {
@@ -551,7 +556,7 @@ impl Reactor {
                 continue;
             }
             match conn.request_started {
-                Some(start) if now >= start + REQUEST_DEADLINE => late.push(*token),
+                Some(start) if now >= start + front.request_timeout => late.push(*token),
                 None if now >= conn.last_active + IDLE_TIMEOUT => idle.push(*token),
                 _ => {}
             }
