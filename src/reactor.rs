@@ -251,7 +251,11 @@ impl Reactor {
         // answered (or after a few milliseconds without one): a client's
         // `initialize` is not held up by forking interpreters.
         if !reactor.options.lazy_pools {
-            let wait = if reactor.stdio.is_some() { SPAWN_WAIT } else { Duration::ZERO };
+            let wait = if reactor.stdio.is_some() {
+                SPAWN_WAIT
+            } else {
+                Duration::ZERO
+            };
             reactor.pools_pending = Some(Instant::now() + wait);
         }
         Ok(reactor)

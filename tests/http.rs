@@ -2153,7 +2153,10 @@ fn a_request_that_does_not_arrive_in_time_gets_408() {
     let waited = started.elapsed();
     assert_eq!(reply.reason, "Request Timeout");
     assert_eq!(reply.header("connection"), Some("close"));
-    assert!(waited >= Duration::from_millis(800) && waited < Duration::from_secs(5), "{waited:?}");
+    assert!(
+        waited >= Duration::from_millis(800) && waited < Duration::from_secs(5),
+        "{waited:?}"
+    );
     client.expect_closed();
     // A half-sent head is timed out the same way; an idle connection is not.
     let mut slow = server.connect();

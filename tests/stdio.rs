@@ -1499,21 +1499,32 @@ fn fd_1_of_the_server_is_its_stderr_and_the_protocol_fd_is_private() {
         .flatten()
         .flatten()
         .filter_map(|e| fs::read_link(e.path()).ok())
-        .find(|l| ours.contains(l) && Some(l) != stdin_pipe.as_ref() && Some(l) != stderr_pipe.as_ref());
+        .find(|l| {
+            ours.contains(l) && Some(l) != stdin_pipe.as_ref() && Some(l) != stderr_pipe.as_ref()
+        });
     assert!(stdout_pipe.is_some(), "no protocol pipe found");
     let mut holders = Vec::new();
-    for entry in fs::read_dir(format!("/proc/{pid}/fd")).into_iter().flatten().flatten() {
+    for entry in fs::read_dir(format!("/proc/{pid}/fd"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
         let name = entry.file_name().to_string_lossy().into_owned();
         if fs::read_link(entry.path()).ok() == stdout_pipe {
             holders.push(name);
         }
     }
     assert_eq!(holders.len(), 1, "protocol fds: {holders:?}");
-    let fdinfo = fs::read_to_string(format!("/proc/{pid}/fdinfo/{}", holders[0])).unwrap_or_default();
+    let fdinfo =
+        fs::read_to_string(format!("/proc/{pid}/fdinfo/{}", holders[0])).unwrap_or_default();
     let flags = fdinfo
         .lines()
         .find_map(|l| l.strip_prefix("flags:"))
         .map(|f| u32::from_str_radix(f.trim(), 8).unwrap_or(0))
         .unwrap_or(0);
-    assert_ne!(flags & 0o2000000, 0, "protocol fd is not close-on-exec: {fdinfo}");
+    assert_ne!(
+        flags & 0o2000000,
+        0,
+        "protocol fd is not close-on-exec: {fdinfo}"
+    );
 }

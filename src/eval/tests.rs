@@ -134,13 +134,10 @@ fn outcome(
     limits: Limits,
 ) -> String {
     let compiled = compile(expr).unwrap_or_else(|e| panic!("compile failed: {e}"));
-    let (schemas, values): (Vec<Schema>, Vec<Value>) =
-        args.iter().map(|(s, j)| arg(s, j)).unzip();
+    let (schemas, values): (Vec<Schema>, Vec<Value>) = args.iter().map(|(s, j)| arg(s, j)).unzip();
     let ret = parse_schema(ret);
     match run_with_limits(&compiled, &schemas, values, &ret, host, limits) {
-        Ok(value) => {
-            codec::to_json(&ret, &value).unwrap_or_else(|e| format!("render error: {e}"))
-        }
+        Ok(value) => codec::to_json(&ret, &value).unwrap_or_else(|e| format!("render error: {e}")),
         Err(e) => format!("{:?}: {}", e.kind, e.message),
     }
 }
@@ -952,9 +949,8 @@ fn bracket_leaves() {
         "j",
         "Internal: BracketIndex expects 2 args (index, receiver)",
     );
-    let cut = |a: Json, b: Json, c: Json| {
-        app("aj", pattern("aj", slice()), vec![a, b, c, xs.clone()])
-    };
+    let cut =
+        |a: Json, b: Json, c: Json| app("aj", pattern("aj", slice()), vec![a, b, c, xs.clone()]);
     check(cut(none(), none(), none()), &[], "aj", "[10,20,30]");
     check(cut(none(), none(), some(-1)), &[], "aj", "[30,20,10]");
     check(cut(some(1), none(), none()), &[], "aj", "[20,30]");
@@ -1186,29 +1182,29 @@ fn load_detects_formats() {
         (
             "stream.pkt",
             &[
-                0x6d, 0xf8, 0x07, 0x07, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                0x6d, 0xf8, 0x07, 0x07, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                0, 0, 0, 0, 0, 0, 0, 0,
             ],
         ),
         (
             "zstd.pkt",
             &[
-                0x6d, 0xf8, 0x07, 0x07, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 1, 0, 0, 0, 0, 0, 0,
-                0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                0x6d, 0xf8, 0x07, 0x07, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0,
+                0, 0, 0, 0, 0, 0, 0, 0,
             ],
         ),
         (
             "short.pkt",
             &[
-                0x6d, 0xf8, 0x07, 0x07, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0,
-                0, 0, 9, 0, 0, 0, 0, 0, 0, 0,
+                0x6d, 0xf8, 0x07, 0x07, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                9, 0, 0, 0, 0, 0, 0, 0,
             ],
         ),
         (
             "call.pkt",
             &[
-                0x6d, 0xf8, 0x07, 0x07, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                0x6d, 0xf8, 0x07, 0x07, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                0, 0, 0, 0, 0, 0, 0, 0,
             ],
         ),
     ];

@@ -80,7 +80,10 @@ impl fmt::Display for HttpError {
             // Lengths are parsed saturating: u64::MAX stands for "at least
             // that", so it is not printed as if the client had sent it.
             HttpError::BodyTooLarge { length, limit } if *length == u64::MAX => {
-                write!(f, "body of {length} or more bytes exceeds the limit of {limit}")
+                write!(
+                    f,
+                    "body of {length} or more bytes exceeds the limit of {limit}"
+                )
             }
             HttpError::BodyTooLarge { length, limit } => {
                 write!(f, "body of {length} bytes exceeds the limit of {limit}")

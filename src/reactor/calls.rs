@@ -240,10 +240,9 @@ impl Reactor {
                 // Header unknown yet: a small buffer holds most replies whole.
                 None => {
                     let mut head = [0u8; 4096];
-                    stream.read(&mut head).map(|n| {
-                        call.reply.extend_from_slice(&head[..n]);
-                        n
-                    })
+                    stream
+                        .read(&mut head)
+                        .inspect(|&n| call.reply.extend_from_slice(&head[..n]))
                 }
                 Some(total) if received >= total => break,
                 // Read straight into the reply, growing it by at most 1 MiB

@@ -236,7 +236,10 @@ fn bind_ip(host: &str) -> Option<std::net::IpAddr> {
     if host.eq_ignore_ascii_case("localhost") {
         return Some(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
     }
-    let bare = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+    let bare = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
     bare.parse().ok()
 }
 
