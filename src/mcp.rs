@@ -495,6 +495,13 @@ pub fn error_result(message: &str) -> Json {
 /// Shapes a successful value of `command` (mcp-surface §4.1, §4.3).
 pub fn success_result(command: &Command, value: &Value) -> Json {
     let ret_schema = command.ret.schema.schema();
+    if let (Some(mime), Some(schema)) = (&command.ret.mime, ret_schema) {
+        if mime.eq_ignore_ascii_case(MULTIPART) {
+            if let Some(result) = multipart_result(schema, value) {
+                return result;
+            }
+        }
+    }
     if let (Some(mime), Some(bytes)) = (
         &command.ret.mime,
         ret_schema.and_then(|s| media_bytes(s, value)),
@@ -570,6 +577,19 @@ fn media_bytes(schema: &Schema, value: &Value) -> Option<Vec<u8>> {
 }
 
 fn media_result(mime: &str, bytes: &[u8]) -> Json {
+    content_result(vec![media_block(mime, bytes, "morloc://return")])
+}
+
+fn content_result(blocks: Vec<Json>) -> Json {
+    let mut result = Map::new();
+    result.insert("content".into(), Json::Array(blocks));
+    result.insert("isError".into(), Json::Bool(false));
+    Json::Object(result)
+}
+
+/// One content block for bytes of media type `mime` (mcp-surface §4.3; the
+/// family is matched case-insensitively).
+fn media_block(mime: &str, bytes: &[u8], uri: &str) -> Json {
     let family = mime.split('/').next().unwrap_or("").to_ascii_lowercase();
     let mut block = Map::new();
     match family.as_str() {
@@ -587,17 +607,47 @@ fn media_result(mime: &str, bytes: &[u8]) -> Json {
         }
         _ => {
             let mut res = Map::new();
-            res.insert("uri".into(), Json::String("morloc://return".into()));
+            res.insert("uri".into(), Json::String(uri.into()));
             res.insert("mimeType".into(), Json::String(mime.into()));
             res.insert("blob".into(), Json::String(base64(bytes)));
             block.insert("type".into(), Json::String("resource".into()));
             block.insert("resource".into(), Json::Object(res));
         }
     }
-    let mut result = Map::new();
-    result.insert("content".into(), Json::Array(vec![Json::Object(block)]));
-    result.insert("isError".into(), Json::Bool(false));
-    Json::Object(result)
+    Json::Object(block)
+}
+
+/// The media type under which a command returns several content blocks.
+pub const MULTIPART: &str = "multipart/mixed";
+
+/// A `multipart/mixed` return: a list of `(media type, body)` pairs, each
+/// becoming its own content block (an extension: the reference has one block
+/// per result). `None` if the value does not have that shape.
+fn multipart_result(schema: &Schema, value: &Value) -> Option<Json> {
+    let Schema::List { elem, .. } = schema.peel_named() else {
+        return None;
+    };
+    let Schema::Tuple(members) = elem.peel_named() else {
+        return None;
+    };
+    if members.len() != 2 || members.iter().any(|m| m.peel_named() != &Schema::Str) {
+        return None;
+    }
+    let Value::List(parts) = value else {
+        return None;
+    };
+    let mut blocks = Vec::with_capacity(parts.len());
+    for (i, part) in parts.iter().enumerate() {
+        let Value::Tuple(pair) = part else {
+            return None;
+        };
+        let [Value::Str(mime), Value::Str(body)] = pair.as_slice() else {
+            return None;
+        };
+        let mime = String::from_utf8_lossy(mime);
+        blocks.push(media_block(&mime, body, &format!("morloc://return/{i}")));
+    }
+    Some(content_result(blocks))
 }
 
 /// Standard base64 with padding.
@@ -696,6 +746,23 @@ pub fn return_schema(command: &Command) -> Result<&Schema, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn multipart_returns_become_one_block_per_part() {
+        let schema = crate::schema::parse("at2ss").unwrap();
+        let part = |m: &str, b: &[u8]| Value::Tuple(vec![Value::Str(m.into()), Value::Str(b.to_vec())]);
+        let value = Value::List(vec![
+            part("text/plain", b"hi"),
+            part("IMAGE/png", b"\x89PNG"),
+            part("application/json", b"{}"),
+        ]);
+        let got = multipart_result(&schema, &value).unwrap().to_string();
+        assert_eq!(
+            got,
+            r#"{"content":[{"type":"text","text":"hi"},{"type":"image","data":"iVBORw==","mimeType":"IMAGE/png"},{"type":"resource","resource":{"uri":"morloc://return/2","mimeType":"application/json","blob":"e30="}}],"isError":false}"#
+        );
+        assert!(multipart_result(&crate::schema::parse("as").unwrap(), &Value::List(vec![])).is_none());
+    }
 
     #[test]
     fn base64_matches_rfc4648_vectors() {

@@ -1353,6 +1353,12 @@ CONFORMANCE: dict[int, Function] = {
     5: Function("test_error_handling", (), "s", _conformance_fail),
     6: Function("test_tool_with_logging", (), "s", _conformance_logging),
     7: Function("test_tool_with_progress", (), "s", _conformance_progress),
+    # A `multipart/mixed` return: (media type, body) pairs, one content block each.
+    8: Function("test_multiple_content_types", (), "at2ss", lambda: [
+        ("text/plain", "Multiple content types test:"),
+        ("image/png", bytes(_red_pixel_png())),
+        ("application/json", '{"test":"data","value":123}'),
+    ]),
 }
 
 PROGRAMS: dict[str, dict[int, Function]] = {
