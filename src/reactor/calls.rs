@@ -129,7 +129,9 @@ impl Reactor {
                 stream: None,
                 stage: CallStage::WaitingForPool,
                 started: now,
-                deadline: self.options.call_timeout.map(|t| now + t),
+                // Set when the call reaches its pool: waiting for a pool to
+                // start is bounded by the start-up timeout instead.
+                deadline: None,
                 last_progress: None,
             },
         );
@@ -167,9 +169,11 @@ impl Reactor {
                     );
                     return self.finish_call(id, Err(message));
                 }
+                let timeout = self.options.call_timeout;
                 if let Some(call) = self.calls.get_mut(&id) {
                     call.stream = Some((token, stream));
                     call.stage = CallStage::Sending;
+                    call.deadline = timeout.map(|t| Instant::now() + t);
                 }
 
                 // Unix sockets take the write at once; sending now saves a turn.
