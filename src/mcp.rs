@@ -750,7 +750,8 @@ mod tests {
     #[test]
     fn multipart_returns_become_one_block_per_part() {
         let schema = crate::schema::parse("at2ss").unwrap();
-        let part = |m: &str, b: &[u8]| Value::Tuple(vec![Value::Str(m.into()), Value::Str(b.to_vec())]);
+        let part =
+            |m: &str, b: &[u8]| Value::Tuple(vec![Value::Str(m.into()), Value::Str(b.to_vec())]);
         let value = Value::List(vec![
             part("text/plain", b"hi"),
             part("IMAGE/png", b"\x89PNG"),
@@ -761,7 +762,9 @@ mod tests {
             got,
             r#"{"content":[{"type":"text","text":"hi"},{"type":"image","data":"iVBORw==","mimeType":"IMAGE/png"},{"type":"resource","resource":{"uri":"morloc://return/2","mimeType":"application/json","blob":"e30="}}],"isError":false}"#
         );
-        assert!(multipart_result(&crate::schema::parse("as").unwrap(), &Value::List(vec![])).is_none());
+        assert!(
+            multipart_result(&crate::schema::parse("as").unwrap(), &Value::List(vec![])).is_none()
+        );
     }
 
     #[test]

@@ -803,9 +803,10 @@ impl Reactor {
             Step::Nothing => self.respond(token, 202, &cors, &[], keep_alive),
             Step::Reply(reply) => self.respond(token, 200, &cors, &body(&reply), keep_alive),
             Step::Cancel(id) => {
-                // No JSON-RPC response is due for a cancelled request, but its
-                // POST still needs an HTTP answer or the client's connection
-                // hangs for good: it gets an error the client will ignore.
+                // No JSON-RPC response is due for a cancelled request (clients
+                // reject one for an id they gave up on), but its POST still
+                // needs an HTTP answer or that connection hangs for good: an
+                // event stream just ends, a plain request gets an empty 202.
                 let waiting = self.waiting_requests(&session_id, Some(&id));
                 self.cancel(
                     &Client::Http {
@@ -814,13 +815,8 @@ impl Reactor {
                     },
                     &id,
                 );
-                for (conn, request_id) in waiting {
-                    let msg = jsonrpc::error_response(
-                        Some(&request_id),
-                        jsonrpc::ErrorCode::InvalidRequest,
-                        "request cancelled by the client",
-                    );
-                    self.http_reply(conn, &msg);
+                for (conn, _) in waiting {
+                    self.http_abandon(conn);
                 }
                 self.respond(token, 202, &cors, &[], keep_alive)
             }
@@ -891,6 +887,24 @@ impl Reactor {
             self.respond(token, 200, &busy.cors, text.as_bytes(), busy.keep_alive);
         }
         // Pipelined requests that waited behind this one.
+        self.pump(token);
+    }
+
+    /// Completes the request waiting on `conn` without a JSON-RPC response.
+    fn http_abandon(&mut self, token: Token) {
+        let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
+            return;
+        };
+        let Some(busy) = conn.busy.take() else { return };
+        if busy.sse {
+            http::write_last_chunk(&mut conn.out);
+            if !busy.keep_alive {
+                conn.close_after_write = true;
+            }
+            self.flush_conn(token);
+        } else {
+            self.respond(token, 202, &busy.cors, &[], busy.keep_alive);
+        }
         self.pump(token);
     }
 
