@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 
 /// Methods announced in a CORS preflight.
-pub const CORS_ALLOW_METHODS: &str = "GET, POST, DELETE, OPTIONS";
+pub const CORS_ALLOW_METHODS: &str = "POST, DELETE, OPTIONS";
 
 /// Request headers a browser may send cross-origin: the ones the MCP
 /// Streamable-HTTP transport defines, plus the two every client sends.
@@ -392,7 +392,7 @@ mod tests {
             text,
             "HTTP/1.1 204 No Content\r\nConnection: keep-alive\r\n\
              Access-Control-Allow-Origin: http://localhost:5173\r\n\
-             Access-Control-Allow-Methods: GET, POST, DELETE, OPTIONS\r\n\
+             Access-Control-Allow-Methods: POST, DELETE, OPTIONS\r\n\
              Access-Control-Allow-Headers: Authorization, Content-Type, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID\r\n\
              Access-Control-Expose-Headers: Mcp-Session-Id\r\n\
              Access-Control-Max-Age: 86400\r\nVary: Origin\r\n\r\n"
