@@ -2165,3 +2165,18 @@ fn a_request_that_does_not_arrive_in_time_gets_408() {
     let reply = fresh.post(Some(&session), &request(1, "ping")).expect(200);
     assert_eq!(reply.json()["result"], json!({}));
 }
+
+#[test]
+fn a_refused_request_is_refused_before_100_continue() {
+    let server = Server::start(&["--auth-token", "s3cret"]);
+    let mut client = server.connect();
+    // No token: the head alone decides, so no `100 Continue` invites the body.
+    client.send(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 20\r\n\r\n");
+    let reply = client.read_response().expect(401);
+    assert_eq!(reply.header("connection"), Some("close"));
+    client.expect_closed();
+    // The same with the token gets the interim response.
+    let mut client = server.connect();
+    client.send(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer s3cret\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 20\r\n\r\n");
+    assert_eq!(client.line(), "HTTP/1.1 100 Continue");
+}

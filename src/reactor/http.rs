@@ -243,6 +243,85 @@ fn bind_ip(host: &str) -> Option<std::net::IpAddr> {
     bare.parse().ok()
 }
 
+/// A request answered before its body matters: a check failed, or a
+/// preflight.
+struct Early {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    keep_alive: bool,
+}
+
+fn owned(headers: &[(&str, &str)]) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// The checks that depend only on a request's head, in order: Host, Origin,
+/// CORS preflight, bearer token, path, method. `Ok` carries the CORS headers
+/// for the response; the method is then POST or DELETE. Used again before
+/// `100 Continue`, so a refused request never has its body sent.
+fn vet(front: &HttpFront, req: &Request) -> Result<Vec<(String, String)>, Early> {
+    let keep_alive = req.keep_alive;
+    let early = |status, headers, message: &str, keep_alive| Early {
+        status,
+        headers,
+        body: json_error(message),
+        keep_alive,
+    };
+    let origin = req.header("origin");
+    if !front.policy.host_ok(req.header("host")) {
+        let msg = format!(
+            "forbidden: Host '{}' is not a name of this server",
+            req.header("host").unwrap_or("")
+        );
+        return Err(early(403, Vec::new(), &msg, false));
+    }
+    if !front.policy.origin_ok(origin) {
+        let msg = format!(
+            "forbidden: Origin '{}' is not allowed",
+            origin.unwrap_or("")
+        );
+        return Err(early(403, Vec::new(), &msg, keep_alive));
+    }
+    let cors = origin
+        .map(|o| owned(&http::cors_headers(o)))
+        .unwrap_or_default();
+    if req.method == "OPTIONS" {
+        let headers = match origin {
+            Some(o) => owned(&http::cors_preflight_headers(o)),
+            None => vec![("Allow".into(), "POST, DELETE, OPTIONS".into())],
+        };
+        return Err(Early {
+            status: 204,
+            headers,
+            body: Vec::new(),
+            keep_alive,
+        });
+    }
+    if let Some(expected) = &front.token {
+        if !http::bearer_ok(req.header("authorization"), expected) {
+            let mut headers = cors;
+            headers.push((
+                "WWW-Authenticate".into(),
+                "Bearer realm=\"morloc-mcp\"".into(),
+            ));
+            return Err(early(401, headers, "unauthorized", keep_alive));
+        }
+    }
+    if req.path != "/mcp" {
+        return Err(early(404, cors, "not found", keep_alive));
+    }
+    if req.method != "POST" && req.method != "DELETE" {
+        let mut headers = cors;
+        headers.push(("Allow".into(), "POST, DELETE, OPTIONS".into()));
+        return Err(early(405, headers, "method not allowed", keep_alive));
+    }
+    Ok(cors)
+}
+
 fn json_error(message: &str) -> Vec<u8> {
     let mut m = serde_json::Map::new();
     m.insert("error".into(), Json::String(message.into()));
@@ -433,8 +512,27 @@ impl Reactor {
                     conn.inpos += used;
                     consumed = true;
                     conn.request_started.get_or_insert_with(Instant::now);
-                    http::write_continue(&mut conn.out);
-                    self.flush_conn(token);
+                    // Refuse before the client sends the body, if the head
+                    // alone decides; the unread body then ends the connection.
+                    let refused = self.http.as_ref().and_then(|front| {
+                        let head = front.conns.get(&token)?.parser.head()?;
+                        vet(front, head).err()
+                    });
+                    match refused {
+                        Some(early) => {
+                            self.respond(token, early.status, &early.headers, &early.body, false);
+                            return true;
+                        }
+                        None => {
+                            let Some(conn) =
+                                self.http.as_mut().and_then(|f| f.conns.get_mut(&token))
+                            else {
+                                return true;
+                            };
+                            http::write_continue(&mut conn.out);
+                            self.flush_conn(token);
+                        }
+                    }
                 }
                 Ok((Progress::Done(request), used)) => {
                     conn.inpos += used;
@@ -585,75 +683,21 @@ impl Reactor {
     }
 
     fn handle_request(&mut self, token: Token, req: Request) {
-        let Some(front) = self.http.as_mut() else {
+        let Some(front) = self.http.as_ref() else {
             return;
         };
-        let keep_alive = req.keep_alive;
-        let origin = req.header("origin").map(str::to_string);
-        if !front.policy.host_ok(req.header("host")) {
-            let msg = format!(
-                "forbidden: Host '{}' is not a name of this server",
-                req.header("host").unwrap_or("")
-            );
-            return self.respond(token, 403, &[], &json_error(&msg), false);
-        }
-        if !front.policy.origin_ok(origin.as_deref()) {
-            let msg = format!(
-                "forbidden: Origin '{}' is not allowed",
-                origin.as_deref().unwrap_or("")
-            );
-            return self.respond(token, 403, &[], &json_error(&msg), keep_alive);
-        }
-        let cors: Vec<(String, String)> = match &origin {
-            Some(o) => http::cors_headers(o)
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            None => Vec::new(),
-        };
-        if req.method == "OPTIONS" {
-            let headers: Vec<(String, String)> = match &origin {
-                Some(o) => http::cors_preflight_headers(o)
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-                None => vec![("Allow".into(), "POST, DELETE, OPTIONS".into())],
-            };
-            return self.respond(token, 204, &headers, &[], keep_alive);
-        }
-        if let Some(expected) = &front.token {
-            if !http::bearer_ok(req.header("authorization"), expected) {
-                let mut headers = cors.clone();
-                headers.push((
-                    "WWW-Authenticate".into(),
-                    "Bearer realm=\"morloc-mcp\"".into(),
-                ));
-                return self.respond(
-                    token,
-                    401,
-                    &headers,
-                    &json_error("unauthorized"),
-                    keep_alive,
-                );
-            }
-        }
-        if req.path != "/mcp" {
-            return self.respond(token, 404, &cors, &json_error("not found"), keep_alive);
-        }
-        match req.method.as_str() {
-            "POST" => self.http_post(token, req, cors),
-            "DELETE" => self.http_delete(token, &req, cors),
-            _ => {
-                let mut headers = cors;
-                headers.push(("Allow".into(), "POST, DELETE, OPTIONS".into()));
-                self.respond(
-                    token,
-                    405,
-                    &headers,
-                    &json_error("method not allowed"),
-                    keep_alive,
-                )
-            }
+        match vet(front, &req) {
+            Err(early) => self.respond(
+                token,
+                early.status,
+                &early.headers,
+                &early.body,
+                early.keep_alive,
+            ),
+            Ok(cors) => match req.method.as_str() {
+                "DELETE" => self.http_delete(token, &req, cors),
+                _ => self.http_post(token, req, cors),
+            },
         }
     }
 
