@@ -2180,3 +2180,22 @@ fn a_refused_request_is_refused_before_100_continue() {
     client.send(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer s3cret\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 20\r\n\r\n");
     assert_eq!(client.line(), "HTTP/1.1 100 Continue");
 }
+
+#[test]
+fn an_absolute_form_target_is_checked_like_the_host_header() {
+    let server = Server::start(&[]);
+    let mut client = server.connect();
+    let body = initialize_message(1).to_string();
+    let request = format!(
+        "POST http://evil.example/mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    client.roundtrip(request.as_bytes()).expect(403);
+    let mut client = server.connect();
+    let request = format!(
+        "POST http://127.0.0.1:{}/mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        server.addr.port(),
+        body.len()
+    );
+    client.roundtrip(request.as_bytes()).expect(200);
+}

@@ -272,6 +272,19 @@ fn vet(front: &HttpFront, req: &Request) -> Result<Vec<(String, String)>, Early>
         keep_alive,
     };
     let origin = req.header("origin");
+    // An absolute-form target names the host itself (RFC 9112 §3.2.2); it is
+    // checked like the Host header, which it overrides.
+    let authority = ["http://", "https://"]
+        .iter()
+        .find_map(|scheme| req.target.strip_prefix(scheme))
+        .map(|rest| rest.split(['/', '?', '#']).next().unwrap_or(""));
+    if authority.is_some_and(|a| !front.policy.host_ok(Some(a))) {
+        let msg = format!(
+            "forbidden: '{}' is not a name of this server",
+            authority.unwrap_or("")
+        );
+        return Err(early(403, Vec::new(), &msg, false));
+    }
     if !front.policy.host_ok(req.header("host")) {
         let msg = format!(
             "forbidden: Host '{}' is not a name of this server",
