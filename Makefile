@@ -27,8 +27,10 @@ lint: ## Formatting and clippy
 demo: build ## Serve the example program and drive a short scripted session
 	$(PYTHON) examples/demo.py target/release/morloc-mcp
 
-bench: build ## Benchmarks; results go to bench/RESULTS.md
+bench: build ## Benchmarks; results go to bench/RESULTS.md (HTTP load and soak: bench/http_bench.py, bench/soak.py)
 	$(PYTHON) bench/run.py target/release/morloc-mcp
+	$(PYTHON) bench/http_bench.py target/release/morloc-mcp --tool addOne
+	$(PYTHON) bench/http_bench.py target/release/morloc-mcp --tool pureAnswer
 
 fuzz-smoke: ## Run every fuzz target briefly (needs nightly + cargo-fuzz)
 	sh fuzz/smoke.sh
