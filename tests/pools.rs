@@ -1016,3 +1016,45 @@ fn strict_call_right_after_a_pool_crash_succeeds() {
         assert_eq!(s.finish(), 0);
     }
 }
+
+/// A command that calls into a second pool (`needed_pools`) is sent only once
+/// that pool answers pings too: pools call each other directly, so sending
+/// early would fail inside the first pool.
+#[test]
+fn a_call_waits_for_every_pool_its_command_needs() {
+    let dir = TempDir::new();
+    let slow = dir.write_executable(
+        "slow-pool.sh",
+        format!(
+            "#!/bin/sh\nexport TESTPOOL_STARTUP_DELAY_MS=1500\nexec python3 '{}' \"$@\"\n",
+            testpool().display()
+        ),
+    );
+    let base = crate::util::read(&crate::util::data("shapes/manifest.json"));
+    let mut manifest: Json = serde_json::from_str(&base).expect("shapes manifest parses");
+    manifest["pools"][0]["exec"] = json!(["python3", testpool().to_string_lossy()]);
+    manifest["pools"]
+        .as_array_mut()
+        .expect("pools")
+        .push(json!({"lang": "cpp", "exec": [slow.to_string_lossy()], "socket": "pipe-cpp"}));
+    for command in manifest["commands"].as_array_mut().expect("commands") {
+        if command["name"] == "addOne" {
+            command["needed_pools"] = json!([0, 1]);
+        }
+    }
+    let program = Program {
+        manifest: dir.write("manifest.json", manifest.to_string()),
+        _dir: dir,
+    };
+    let mut s = Server::start(&program, &[]);
+    let started = Instant::now();
+    // Needs only the fast pool: answered at once.
+    assert_eq!(text_of(&s.call_result("pureAnswer", json!({}))), "42");
+    let result = s.call_result("addOne", json!({"_1": 1}));
+    assert_eq!(text_of(&result), "2", "{result}");
+    assert!(
+        started.elapsed() >= Duration::from_millis(1300),
+        "sent before the second pool could be ready"
+    );
+    assert_eq!(s.finish(), 0);
+}

@@ -136,7 +136,7 @@ impl Reactor {
             },
         );
         let lang = self.pool_lang(program, pool).to_string();
-        match self.ensure_pool(program, pool) {
+        match self.ensure_needed_pools(id) {
             Ok(true) => {
                 self.send_progress(id, &format!("running in pool '{lang}'"));
                 self.connect_call(id);
@@ -144,6 +144,40 @@ impl Reactor {
             Ok(false) => self.send_progress(id, &format!("waiting for pool '{lang}' to start")),
             Err(message) => self.finish_call(id, Err(message)),
         }
+    }
+
+    /// Starts what the call needs: its own pool and the pools it calls into
+    /// (`needed_pools`); true when all of them answer pings.
+    pub(super) fn ensure_needed_pools(&mut self, id: CallId) -> Result<bool, String> {
+        let Some(call) = self.calls.get(&id) else {
+            return Ok(false);
+        };
+        let program = call.program;
+        let mut pools = vec![call.pool];
+        let command = self.catalog.programs[program].command(call.request.command);
+        pools.extend(
+            command
+                .needed_pools
+                .iter()
+                .copied()
+                .filter(|p| *p != call.pool),
+        );
+        let mut all_ready = true;
+        for p in pools {
+            all_ready &= self.ensure_pool(program, p)?;
+        }
+        Ok(all_ready)
+    }
+
+    /// Whether every pool call `id` needs answers pings.
+    pub(super) fn needed_pools_ready(&self, id: CallId) -> bool {
+        let Some(call) = self.calls.get(&id) else {
+            return false;
+        };
+        let command = self.catalog.programs[call.program].command(call.request.command);
+        std::iter::once(call.pool)
+            .chain(command.needed_pools.iter().copied())
+            .all(|p| self.pool_ready(call.program, p))
     }
 
     pub(super) fn connect_call(&mut self, id: CallId) {
@@ -477,11 +511,23 @@ impl Reactor {
         message: &str,
         include_waiting: bool,
     ) {
+        let programs = &self.catalog.programs;
+        // A waiting call also depends on the pools its command calls into.
+        let needs = |c: &Call| {
+            c.pool == pool
+                || programs[c.program]
+                    .command(c.request.command)
+                    .needed_pools
+                    .contains(&pool)
+        };
         let ids: Vec<CallId> = self
             .calls
             .iter()
-            .filter(|(_, c)| c.program == program && c.pool == pool)
-            .filter(|(_, c)| include_waiting || c.stage != CallStage::WaitingForPool)
+            .filter(|(_, c)| c.program == program)
+            .filter(|(_, c)| match c.stage {
+                CallStage::WaitingForPool => include_waiting && needs(c),
+                _ => c.pool == pool,
+            })
             .map(|(id, _)| *id)
             .collect();
         for id in ids {

@@ -417,17 +417,25 @@ impl Reactor {
             return self.schedule_probe(program, i);
         }
         self.runtimes[program].pools[i].status = PoolStatus::Ready;
+        // Calls waiting for this pool go once every pool they need is ready.
         let waiting: Vec<CallId> = self
             .calls
             .iter()
-            .filter(|(_, c)| {
-                c.program == program && c.pool == i && c.stage == CallStage::WaitingForPool
-            })
+            .filter(|(_, c)| c.program == program && c.stage == CallStage::WaitingForPool)
             .map(|(id, _)| *id)
             .collect();
         for id in waiting {
-            self.connect_call(id);
+            if self.needed_pools_ready(id) {
+                self.connect_call(id);
+            }
         }
+    }
+
+    pub(super) fn pool_ready(&self, program: usize, pool: usize) -> bool {
+        self.runtimes[program]
+            .pools
+            .get(pool)
+            .is_some_and(|p| matches!(p.status, PoolStatus::Ready))
     }
 
     pub(super) fn read_pool_output(&mut self, program: usize, i: usize) {
