@@ -1,0 +1,431 @@
+//! Unit tests of the `cli` module (kept apart from the code they test).
+
+use super::*;
+
+fn parse(argv0: &str, line: &str) -> Result<RawArgs, CliError> {
+    parse_args(
+        Some(OsStr::new(argv0)),
+        line.split_whitespace().map(OsString::from),
+    )
+}
+
+#[track_caller]
+fn check(line: &str, expected: RawArgs) {
+    assert_eq!(parse("morloc-mcp", line), Ok(expected), "{line}");
+}
+
+#[track_caller]
+fn check_usage(argv0: &str, line: &str, message: &str) {
+    assert_eq!(
+        parse(argv0, line),
+        Err(CliError::Usage(message.to_string())),
+        "{argv0} {line}"
+    );
+}
+
+fn serve(targets: &[&str]) -> RawServe {
+    RawServe {
+        targets: targets.iter().map(PathBuf::from).collect(),
+        ..RawServe::default()
+    }
+}
+
+#[test]
+fn subcommands() {
+    check("--help", RawArgs::Help(TOP_HELP));
+    check("-h", RawArgs::Help(TOP_HELP));
+    check("help", RawArgs::Help(TOP_HELP));
+    check("-V", RawArgs::Version);
+    check("--version", RawArgs::Version);
+    check(
+        "tools p.json",
+        RawArgs::Tools {
+            target: "p.json".into(),
+        },
+    );
+    check("tools --help", RawArgs::Help(TOOLS_HELP));
+    check("tools p.json -h", RawArgs::Help(TOOLS_HELP));
+    check(
+        "config dir",
+        RawArgs::Config {
+            target: "dir".into(),
+        },
+    );
+    check("config -h", RawArgs::Help(CONFIG_HELP));
+    check("mcp p", RawArgs::Serve(serve(&["p"])));
+    check("mcp -h", RawArgs::Help(MCP_HELP));
+    check("router --help", RawArgs::Help(ROUTER_HELP));
+    // Help wins even after bad values would have been seen later.
+    check("mcp --help --http-port 99999", RawArgs::Help(MCP_HELP));
+}
+
+#[test]
+fn serve_options() {
+    check(
+        "mcp p --http-port 8080 --http-host ::1 --auth-token s3cret --allow-no-auth --call-timeout 2.5 \
+         --plain-tool-names --allow-origin http://a --allow-origin=http://b --lazy-pools --session-ttl 1",
+        RawArgs::Serve(RawServe {
+            http_port: Some(8080),
+            http_host: Some("::1".into()),
+            auth_token: Some("s3cret".into()),
+            allow_no_auth: true,
+            allow_origins: vec!["http://a".into(), "http://b".into()],
+            call_timeout: Some(Duration::from_millis(2500)),
+            session_ttl: Some(Duration::from_secs(1)),
+            plain_tool_names: true,
+            lazy_pools: true,
+            ..serve(&["p"])
+        }),
+    );
+    check(
+        "mcp --http-port=0 p",
+        RawArgs::Serve(RawServe {
+            http_port: Some(0),
+            ..serve(&["p"])
+        }),
+    );
+    check(
+        "mcp p --http-port 65535",
+        RawArgs::Serve(RawServe {
+            http_port: Some(65535),
+            ..serve(&["p"])
+        }),
+    );
+    check(
+        "mcp p --call-timeout 0",
+        RawArgs::Serve(RawServe {
+            call_timeout: Some(Duration::ZERO),
+            ..serve(&["p"])
+        }),
+    );
+    check(
+        "router a b --http-port 1",
+        RawArgs::Serve(RawServe {
+            router: true,
+            http_port: Some(1),
+            ..serve(&["a", "b"])
+        }),
+    );
+}
+
+#[test]
+fn usage_errors() {
+    check_usage(
+        "morloc-mcp",
+        "",
+        "missing command (mcp, router, tools or config); see 'morloc-mcp --help'",
+    );
+    check_usage(
+        "morloc-mcp",
+        "serve p",
+        "unknown command 'serve' (expected mcp, router, tools or config); see 'morloc-mcp --help'",
+    );
+    check_usage(
+        "morloc-mcp",
+        "--bogus",
+        "invalid option '--bogus'; see 'morloc-mcp --help'",
+    );
+    check_usage(
+        "morloc-mcp",
+        "mcp",
+        "missing <program>; see 'morloc-mcp mcp --help'",
+    );
+    check_usage(
+        "morloc-mcp",
+        "mcp a b",
+        r#"unexpected argument "b" for 'mcp'; see 'morloc-mcp mcp --help'"#,
+    );
+    check_usage(
+        "morloc-mcp",
+        "mcp p --stdio",
+        "invalid option '--stdio' for 'mcp'; see 'morloc-mcp mcp --help'",
+    );
+    check_usage(
+        "morloc-mcp",
+        "mcp p --http-port",
+        "missing argument for option '--http-port' for 'mcp'; see 'morloc-mcp mcp --help'",
+    );
+    check_usage(
+        "morloc-mcp",
+        "mcp p --http-port 65536",
+        "invalid value '65536' for '--http-port': expected a port number 0..65535",
+    );
+    check_usage(
+        "morloc-mcp",
+        "mcp p --http-port -1",
+        "invalid value '-1' for '--http-port': expected a port number 0..65535",
+    );
+    check_usage(
+        "morloc-mcp",
+        "mcp p --http-port=",
+        "invalid value '' for '--http-port': expected a port number 0..65535",
+    );
+    check_usage(
+        "morloc-mcp",
+        "mcp p --auth-token=",
+        "empty value for '--auth-token': no request could match it",
+    );
+    check_usage(
+        "morloc-mcp",
+        "mcp p --http-host=",
+        "empty value for '--http-host'",
+    );
+    check_usage(
+        "morloc-mcp",
+        "mcp p --allow-origin=",
+        "empty value for '--allow-origin'",
+    );
+    for bad in ["-1", "x", "NaN", "inf", "1e400", ""] {
+        check_usage(
+            "morloc-mcp",
+            &format!("mcp p --call-timeout={bad}"),
+            &format!("invalid value '{bad}' for '--call-timeout': expected a number of seconds (0 or more)"),
+        );
+    }
+    check_usage(
+        "morloc-mcp",
+        "mcp p --allow-no-auth=yes",
+        r#"unexpected argument for option '--allow-no-auth': "yes" for 'mcp'; see 'morloc-mcp mcp --help'"#,
+    );
+    check_usage(
+        "morloc-mcp",
+        "router a",
+        "'router' serves HTTP only: --http-port is required",
+    );
+    check_usage(
+        "morloc-mcp",
+        "router --http-port 1",
+        "missing at least one <program>; see 'morloc-mcp router --help'",
+    );
+    check_usage(
+        "morloc-mcp",
+        "tools",
+        "missing <program>; see 'morloc-mcp tools --help'",
+    );
+    check_usage(
+        "morloc-mcp",
+        "tools a b",
+        r#"unexpected argument "b" for 'tools'; see 'morloc-mcp tools --help'"#,
+    );
+    check_usage(
+        "morloc-mcp",
+        "config a --http-port 1",
+        "invalid option '--http-port' for 'config'; see 'morloc-mcp config --help'",
+    );
+}
+
+#[test]
+fn nexus_spellings() {
+    let nexus = |line: &str| parse("/usr/local/bin/morloc-nexus", line);
+    assert_eq!(
+        nexus("mcp prog --http-port 9"),
+        Ok(RawArgs::Serve(RawServe {
+            http_port: Some(9),
+            ..serve(&["prog"])
+        }))
+    );
+    assert_eq!(nexus("mcp -h"), Ok(RawArgs::Help(MCP_HELP)));
+    assert_eq!(nexus("--help"), Ok(RawArgs::Help(NEXUS_HELP)));
+    assert_eq!(
+        nexus("run prog --mcp-tools"),
+        Ok(RawArgs::Tools {
+            target: "prog".into()
+        })
+    );
+    assert_eq!(
+        nexus("run --mcp-tools prog"),
+        Ok(RawArgs::Tools {
+            target: "prog".into()
+        })
+    );
+    assert_eq!(
+        nexus("run prog --mcp-config"),
+        Ok(RawArgs::Config {
+            target: "prog".into()
+        })
+    );
+    assert_eq!(
+        nexus("run --mcp-config prog --mcp-tools"),
+        Ok(RawArgs::Tools {
+            target: "prog".into()
+        })
+    );
+    assert_eq!(
+        nexus("run prog --mcp-config extra words"),
+        Ok(RawArgs::Config {
+            target: "prog".into()
+        })
+    );
+    // Under any other name the nexus spellings mean nothing.
+    check_usage(
+        "morloc-mcp",
+        "run prog --mcp-tools",
+        "unknown command 'run' (expected mcp, router, tools or config); see 'morloc-mcp --help'",
+    );
+    let only = NEXUS_ONLY_MCP;
+    check_usage(
+        "morloc-nexus",
+        "",
+        &format!("{only}; see 'morloc-nexus --help'"),
+    );
+    check_usage(
+        "morloc-nexus",
+        "daemon prog",
+        &format!("'daemon' is not provided: {only}"),
+    );
+    check_usage(
+        "morloc-nexus",
+        "router --http-port 1",
+        &format!("'router' is not provided: {only}"),
+    );
+    check_usage(
+        "morloc-nexus",
+        "run prog addOne 1",
+        &format!("running commands is not provided: {only}"),
+    );
+    check_usage(
+        "morloc-nexus",
+        "run prog",
+        &format!("running commands is not provided: {only}"),
+    );
+    // Only the first word after the target counts.
+    check_usage(
+        "morloc-nexus",
+        "run prog cmd --mcp-tools",
+        &format!("running commands is not provided: {only}"),
+    );
+    check_usage(
+        "morloc-nexus",
+        "run --mcp-tools",
+        "--json-help/--mcp-tools/--mcp-config require a program target",
+    );
+    check_usage(
+        "morloc-nexus",
+        "run --mcp-tools -x",
+        "--json-help/--mcp-tools/--mcp-config require a program target",
+    );
+    check_usage(
+        "morloc-nexus",
+        "run prog --json-help",
+        &format!("--json-help is not provided: {only}"),
+    );
+    check_usage(
+        "morloc-nexus",
+        "run --mcp-tools prog --json-help",
+        &format!("--json-help is not provided: {only}"),
+    );
+}
+
+#[test]
+fn launcher_detection() {
+    let check = |text: &str| launcher_manifest(text.as_bytes());
+    let launcher = "#!/bin/sh\nexport MORLOC_PROG_NAME=\"$0\"\nexec morloc-nexus run '/abs/prog-build/manifest.json' \"$@\"\n";
+    assert_eq!(
+        check(launcher),
+        Some(Some("/abs/prog-build/manifest.json".into()))
+    );
+    // `'\''` is an escaped quote; the path runs to the last quote.
+    assert_eq!(
+        check("#!/bin/sh\n  morloc-nexus run '/a/it'\\''s/manifest.json' \"$@\"\n"),
+        Some(Some("/a/it's/manifest.json".into()))
+    );
+    assert_eq!(
+        check("#!/bin/sh\nexec morloc-nexus run /no/quotes\n"),
+        Some(None)
+    );
+    assert_eq!(
+        check("#!/bin/sh\nexec morloc-nexus run 'unbalanced\n"),
+        Some(None)
+    );
+    assert_eq!(
+        check("#!/bin/sh\n# uses morloc-nexus\necho hi\n"),
+        Some(None)
+    );
+    // The first matching line wins even without quotes.
+    assert_eq!(
+        check("#!/bin/sh\nmorloc-nexus x\nexec morloc-nexus run '/b'\n"),
+        Some(None)
+    );
+    assert_eq!(check("{\"name\":\"morloc-nexus\"}"), None);
+    assert_eq!(check("#!/bin/sh\nexec python3 x\n"), None);
+    assert_eq!(launcher_manifest(b"#!\xff morloc-nexus"), None);
+    // A prefix cut inside a multi-byte character is still read.
+    let mut cut = launcher.as_bytes().to_vec();
+    cut.extend_from_slice("é".as_bytes().get(..1).unwrap_or_default());
+    assert_eq!(
+        launcher_manifest(&cut),
+        Some(Some("/abs/prog-build/manifest.json".into()))
+    );
+}
+
+#[test]
+fn prepare_fills_defaults_and_the_env_token() {
+    let dir = std::env::temp_dir().join(format!("morloc-mcp-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let manifest = dir.join("manifest.json");
+    std::fs::write(
+        &manifest,
+        r#"{"name":"m","build":{"path":".","time":1,"morloc_version":"0.98.2"}}"#,
+    )
+    .unwrap();
+    let target = manifest.to_string_lossy().into_owned();
+    let run = |line: &str, token: Option<&str>| {
+        let raw = parse("morloc-mcp", &line.replace("TARGET", &target)).unwrap();
+        let env = Env {
+            auth_token: token.map(OsString::from),
+            current_exe: None,
+        };
+        match prepare(raw, &env, &mut Vec::new()) {
+            Ok(Action::Serve(config)) => config,
+            other => panic!("{line}: {other:?}"),
+        }
+    };
+    let stdio = run("mcp TARGET", Some("t"));
+    assert!(stdio.http.is_none());
+    assert_eq!(stdio.call_timeout, Some(DEFAULT_CALL_TIMEOUT));
+    assert_eq!(stdio.programs[0].loaded.manifest.name, "m");
+    let http = run(
+        "mcp TARGET --http-port 0 --call-timeout 0",
+        Some("from-env"),
+    );
+    assert_eq!(http.call_timeout, None);
+    assert_eq!(
+        http.http,
+        Some(HttpConfig {
+            port: 0,
+            host: DEFAULT_HTTP_HOST.into(),
+            auth_token: Some("from-env".into()),
+            allow_no_auth: false,
+            allow_origins: vec![],
+            session_ttl: DEFAULT_SESSION_TTL,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+        })
+    );
+    let explicit = run(
+        "mcp TARGET --http-port 1 --auth-token mine",
+        Some("from-env"),
+    );
+    assert_eq!(
+        explicit.http.and_then(|h| h.auth_token),
+        Some("mine".into())
+    );
+    let empty_env = run("mcp TARGET --http-port 1", Some(""));
+    assert_eq!(empty_env.http.and_then(|h| h.auth_token), None);
+    let router = run("router TARGET TARGET --http-port 1", None);
+    assert!(router.router);
+    assert_eq!(router.programs.len(), 2);
+    // A directory without a manifest.
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let raw = RawArgs::Tools {
+        target: empty.clone(),
+    };
+    match prepare(raw, &Env::default(), &mut Vec::new()) {
+        Err(CliError::Start(message)) => assert!(
+            message.ends_with("is a directory without a manifest.json"),
+            "{message}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
