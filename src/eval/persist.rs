@@ -26,6 +26,10 @@ use std::io;
 use serde_json::Value as Json;
 
 use super::{codec, Budget, EvalError, Host};
+use crate::packet::{
+    self, CMD_DATA, FORMAT_MSGPACK, FORMAT_VOIDSTAR, HEADER_LEN, METADATA_SCHEMA_STRING,
+    SOURCE_MESG,
+};
 use crate::schema::{self, Schema};
 use crate::value::Value;
 
@@ -56,15 +60,11 @@ impl SaveFormat {
     }
 }
 
-const PACKET_MAGIC: [u8; 4] = 0x0707_F86Du32.to_le_bytes();
-const HEADER_LEN: usize = 32;
-const COMMAND_DATA: u8 = 0;
+/// Command types of stream files (`pool-protocol.md` §6.1); only these two
+/// matter here, the rest of the packet layout comes from `crate::packet`.
 const COMMAND_STREAM: u8 = 3;
 const COMMAND_FOOTER: u8 = 4;
-const SOURCE_MESG: u8 = 0;
-const FORMAT_MSGPACK: u8 = 1;
-const FORMAT_VOIDSTAR: u8 = 4;
-const META_SCHEMA_STRING: u8 = 1;
+const PACKET_MAGIC: [u8; 4] = packet::MAGIC.to_le_bytes();
 
 /// `@save`: the value is already checked against `schema`.
 pub(super) fn save(
@@ -96,24 +96,7 @@ pub(super) fn save(
 /// A MESG data packet with one SCHEMA_STRING metadata entry
 /// (`pool-protocol.md` §6).
 fn data_packet(format: u8, schema_text: &str, payload: &[u8]) -> Vec<u8> {
-    let mut meta = Vec::new();
-    meta.extend_from_slice(b"mmh");
-    meta.push(META_SCHEMA_STRING);
-    meta.extend_from_slice(&(schema_text.len() as u32 + 1).to_le_bytes());
-    meta.extend_from_slice(schema_text.as_bytes());
-    meta.push(0);
-    meta.resize(meta.len().next_multiple_of(32), 0);
-
-    let mut packet = vec![0u8; HEADER_LEN];
-    packet[..4].copy_from_slice(&PACKET_MAGIC);
-    packet[12] = COMMAND_DATA;
-    packet[13] = SOURCE_MESG;
-    packet[14] = format;
-    packet[20..24].copy_from_slice(&(meta.len() as u32).to_le_bytes());
-    packet[24..32].copy_from_slice(&(payload.len() as u64).to_le_bytes());
-    packet.extend_from_slice(&meta);
-    packet.extend_from_slice(payload);
-    packet
+    packet::data_packet(SOURCE_MESG, format, schema_text, payload)
 }
 
 /// `@load`: reads `path` and decodes it as a value of `schema`.
@@ -208,7 +191,7 @@ fn decode_packet(schema: &Schema, path: &str, bytes: &[u8]) -> Result<Value, Eva
             "@load: '{path}' is a stream file; streams are not supported by this server"
         )));
     }
-    if command != COMMAND_DATA {
+    if command != CMD_DATA {
         return Err(EvalError::user(format!("Expected data packet in '{path}'")));
     }
     let (source, format, compression) = (bytes[13], bytes[14], bytes[15]);
@@ -261,22 +244,14 @@ fn decode_packet(schema: &Schema, path: &str, bytes: &[u8]) -> Result<Value, Eva
     decoded.map_err(|e| EvalError::packet(format!("packet error: cannot decode '{path}': {e}")))
 }
 
-/// The SCHEMA_STRING entry of a metadata block, if any. Entries are walked
-/// until the `mmh` magic stops (the padding).
-fn stored_schema(mut meta: &[u8]) -> Option<String> {
-    while meta.len() >= 8 && meta[..3] == *b"mmh" {
-        let kind = meta[3];
-        let mut word = [0u8; 4];
-        word.copy_from_slice(&meta[4..8]);
-        let size = u32::from_le_bytes(word) as usize;
-        let body = meta.get(8..8usize.checked_add(size)?)?;
-        if kind == META_SCHEMA_STRING {
+/// The SCHEMA_STRING entry of a metadata block, if any.
+fn stored_schema(meta: &[u8]) -> Option<String> {
+    packet::metadata_entries(meta)
+        .find(|(kind, _)| *kind == METADATA_SCHEMA_STRING)
+        .map(|(_, body)| {
             let text = body.split(|b| *b == 0).next().unwrap_or(&[]);
-            return Some(String::from_utf8_lossy(text).into_owned());
-        }
-        meta = &meta[8 + size..];
-    }
-    None
+            String::from_utf8_lossy(text).into_owned()
+        })
 }
 
 /// The reference's packet schema check: structural equality, except that
