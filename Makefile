@@ -12,7 +12,7 @@ help: ## List the targets
 build: ## Build the release binary
 	$(CARGO) build --release
 
-test: test-pool test-rust e2e ## Run every test (what CI runs)
+test: test-pool test-rust static e2e ## Run every test (what CI runs)
 
 test-rust: ## Unit, golden and end-to-end tests of the server
 	$(CARGO) test --all-targets
@@ -38,5 +38,5 @@ fuzz-smoke: ## Run every fuzz target briefly (needs nightly + cargo-fuzz)
 e2e: ## Real MCP clients and the conformance suite against the server (installs them into .cache/)
 	sh e2e/run.sh
 
-static: ## Fully static, size-optimized binary
+static: ## Fully static musl binary (needs musl-tools): size budget, then the end-to-end tests against it
 	sh bench/static.sh

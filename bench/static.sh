@@ -1,23 +1,34 @@
 #!/bin/sh
-# Builds a fully static release binary and checks that it runs with an empty
-# environment from an empty directory.
+# Builds a fully static release binary, checks it and runs the whole
+# integration suite against it.
 #
-# Usage: sh bench/static.sh             build, verify, smoke-run
+# Usage: sh bench/static.sh             build, verify, test
 #        sh bench/static.sh --profiles  also compare [profile.release] options
 #                                       for size and speed (slow: one full
 #                                       build per row)
 #
-# musl is used when its Rust target is already installed; otherwise glibc is
-# linked statically (`+crt-static`, static libraries from libc6-dev). A static
-# glibc binary behaves like a dynamic one except for NSS: resolving a host
-# name (getaddrinfo) still loads the system's libnss modules at run time, and
-# fails if they are missing or from another glibc version.
+# The C library is musl, linked statically; one of these must be installed:
+#   - Rust's x86_64-unknown-linux-musl target (`rustup target add ...`), or
+#   - musl's own libc.a and start files (Debian/Ubuntu: `musl-tools`), which
+#     are linked under the glibc target through a gcc specs file written
+#     below, with the `musl-libc` feature supplying the two glibc symbols the
+#     prebuilt standard library and libgcc's unwinder ask for (src/main.rs).
+# Either way the binary uses our own allocator (src/alloc.rs), not musl's.
+# STATIC_LIBC=glibc links glibc statically instead: about 2 MB, and
+# resolving host names (NSS) would still need the system's shared libraries.
+#
+# Checks: `file` and `ldd` say static; the size is at most STATIC_MAX_BYTES
+# (1,500,000 unless set; not checked for glibc); `--version` and `tools` run
+# with an empty environment from an empty directory, and `tools` matches the
+# golden file; then `cargo test --test tests` runs every end-to-end test with
+# MORLOC_MCP_TEST_BIN pointing at the static binary.
 set -eu
 
 cd "$(dirname "$0")/.."
 root=$(pwd)
 manifest="$root/tests/data/shapes/manifest.json"
 expected="$root/tests/data/shapes/expected-mcp-tools.json"
+max_bytes=${STATIC_MAX_BYTES:-1500000}
 
 die() {
     echo "static: $*" >&2
@@ -28,20 +39,77 @@ for tool in cargo rustc file ldd cmp; do
     command -v "$tool" >/dev/null 2>&1 || die "'$tool' is required but not installed"
 done
 
+# The tests are built the ordinary way, with the caller's flags.
+user_rustflags=${RUSTFLAGS:-}
+
 host=$(rustc -vV | sed -n 's/^host: //p')
 arch=${host%%-*}
-if command -v rustup >/dev/null 2>&1 && rustup target list --installed 2>/dev/null | grep -qx "$arch-unknown-linux-musl"; then
-    triple="$arch-unknown-linux-musl"
-else
+features=
+case ${STATIC_LIBC:-musl} in
+musl)
+    if command -v rustup >/dev/null 2>&1 && rustup target list --installed 2>/dev/null | grep -qx "$arch-unknown-linux-musl"; then
+        libc="musl (Rust's $arch-unknown-linux-musl target)"
+        triple="$arch-unknown-linux-musl"
+        export RUSTFLAGS="${RUSTFLAGS:-} -C target-feature=+crt-static"
+    elif command -v musl-gcc >/dev/null 2>&1; then
+        # musl-gcc's own specs do not handle -static-pie; find its start
+        # files and library, then write specs that do.
+        # musl-gcc is a script that adds `-specs <file>`; that file names the
+        # start files' directory.
+        musl_specs=$(sed -n 's/.*-specs *"\{0,1\}\([^" ]*\).*/\1/p' "$(command -v musl-gcc)" | head -n 1)
+        musl_lib=$(grep -o '/[^ ;}]*/Scrt1\.o' "$musl_specs" 2>/dev/null | head -n 1 | sed 's|/Scrt1\.o$||')
+        for dir in "$musl_lib" /usr/lib/musl/lib "/usr/lib/$arch-linux-musl" /usr/local/musl/lib; do
+            if [ -n "$dir" ] && [ -f "$dir/rcrt1.o" ] && [ -f "$dir/libc.a" ]; then
+                musl_lib=$dir
+                break
+            fi
+        done
+        [ -f "$musl_lib/rcrt1.o" ] ||
+            die "musl-gcc is installed but musl's rcrt1.o and libc.a were not found (looked in the directory its specs name and the usual places)"
+        # gcc's own support files, named in full: rustc's -B option for its
+        # bundled lld changes where relative names are looked up.
+        libgcc_dir=$(dirname "$(cc -print-libgcc-file-name)")
+        crtbegin_t=$(cc -print-file-name=crtbeginT.o)
+        crtbegin_s=$(cc -print-file-name=crtbeginS.o)
+        crtend=$(cc -print-file-name=crtend.o)
+        crtend_s=$(cc -print-file-name=crtendS.o)
+        specs="$root/target/static/musl.specs"
+        mkdir -p "$(dirname "$specs")"
+        cat >"$specs" <<EOF
+%rename link_libgcc old_link_libgcc
+
+*link_libgcc:
+-L$musl_lib -L$libgcc_dir
+
+*startfile:
+%{static-pie:$musl_lib/rcrt1.o;static:$musl_lib/crt1.o;:$musl_lib/Scrt1.o} $musl_lib/crti.o %{static:$crtbegin_t;:$crtbegin_s}
+
+*endfile:
+%{static:$crtend;:$crtend_s} $musl_lib/crtn.o
+EOF
+        libc="musl ($musl_lib/libc.a under the $arch-unknown-linux-gnu target)"
+        triple="$arch-unknown-linux-gnu"
+        features="--features musl-libc"
+        export RUSTFLAGS="${RUSTFLAGS:-} -C target-feature=+crt-static -C link-arg=-specs=$specs"
+    else
+        die "no musl found: install musl-tools (Debian/Ubuntu: apt-get install musl-tools) or run 'rustup target add $arch-unknown-linux-musl'; STATIC_LIBC=glibc builds a larger glibc binary instead"
+    fi
+    ;;
+glibc)
+    libc="glibc"
     triple="$arch-unknown-linux-gnu"
-fi
+    max_bytes=
+    export RUSTFLAGS="${RUSTFLAGS:-} -C target-feature=+crt-static"
+    ;;
+*) die "STATIC_LIBC must be musl or glibc, not '$STATIC_LIBC'" ;;
+esac
 # Naming --target keeps RUSTFLAGS off build scripts, which must stay
 # dynamic to run on the host.
-export RUSTFLAGS="${RUSTFLAGS:-} -C target-feature=+crt-static"
 
 # Builds into the given target directory; prints the binary's path.
 build() {
-    cargo build --release --locked --quiet --target "$triple" --target-dir "$1" >&2 ||
+    # shellcheck disable=SC2086 # $features is empty or two words
+    cargo build --release --locked --quiet $features --target "$triple" --target-dir "$1" >&2 ||
         die "cargo build --release --target $triple failed"
     echo "$1/$triple/release/morloc-mcp"
 }
@@ -142,10 +210,19 @@ EOF
 
 bin=$(build "$root/target/static")
 verify_static "$bin"
-echo "static: $bin ($triple)"
+size=$(size_of "$bin")
+echo "static: $bin"
+echo "static: C library: $libc"
 echo "static: $(file -b "$bin")"
-echo "static: size $(size_of "$bin") bytes"
+echo "static: size $size bytes"
+if [ -n "$max_bytes" ] && [ "$size" -gt "$max_bytes" ]; then
+    die "the binary is $size bytes, over the budget of $max_bytes (STATIC_MAX_BYTES)"
+fi
 smoke "$bin"
+echo "static: running the end-to-end tests against it"
+RUSTFLAGS=$user_rustflags MORLOC_MCP_TEST_BIN="$bin" cargo test --locked --quiet --test tests ||
+    die "end-to-end tests failed against the static binary $bin"
+echo "static: ok"
 
 [ "${1:-}" = "--profiles" ] || exit 0
 

@@ -28,3 +28,7 @@ pub mod cli;
 pub mod proc;
 pub mod reactor;
 pub mod shm;
+
+// The global allocator of the static build.
+#[cfg(target_os = "linux")]
+pub mod alloc;

@@ -62,3 +62,33 @@ fn serve(config: ServeConfig) -> ExitCode {
         }
     }
 }
+
+/// The static build's allocator: musl's gives freed pages back to the kernel
+/// eagerly, which made every request pay for `mmap`/`munmap` pairs.
+#[cfg(any(target_env = "musl", feature = "musl-libc"))]
+#[global_allocator]
+static ALLOCATOR: morloc_mcp::alloc::SizeClassAlloc = morloc_mcp::alloc::SizeClassAlloc;
+
+/// What the glibc target's standard library and libgcc's unwinder expect
+/// from the C library beyond what musl provides, for `make static`, which
+/// links the glibc target against musl's `libc.a` (see `bench/static.sh`).
+#[cfg(feature = "musl-libc")]
+mod musl_libc {
+    use std::ffi::{c_char, c_int, c_void};
+
+    /// Asked by the standard library to choose how to spawn processes; any
+    /// glibc from 2.24 on lets it use `posix_spawn`, whose musl version
+    /// reports exec failures the same way.
+    #[unsafe(no_mangle)]
+    extern "C" fn gnu_get_libc_version() -> *const c_char {
+        c"2.36".as_ptr()
+    }
+
+    /// glibc's lookup of the unwind tables for an address. Answering "not
+    /// found" only means a panic prints no backtrace frames; with
+    /// `panic = "abort"` nothing unwinds.
+    #[unsafe(no_mangle)]
+    extern "C" fn _dl_find_object(_pc: *mut c_void, _result: *mut c_void) -> c_int {
+        -1
+    }
+}

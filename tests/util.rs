@@ -22,9 +22,14 @@ use std::time::{Duration, Instant};
 /// How long any single wait may take before the test fails.
 pub const TIMEOUT: Duration = Duration::from_secs(20);
 
-/// The binary under test.
+/// The binary under test: the one cargo built with the tests, or the one
+/// named by `MORLOC_MCP_TEST_BIN` (how `make static` runs this whole suite
+/// against the static binary).
 pub fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_morloc-mcp"))
+    match std::env::var_os("MORLOC_MCP_TEST_BIN") {
+        Some(path) if !path.is_empty() => PathBuf::from(path),
+        _ => PathBuf::from(env!("CARGO_BIN_EXE_morloc-mcp")),
+    }
 }
 
 /// A path inside `tests/data`.
