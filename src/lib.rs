@@ -29,6 +29,7 @@ pub mod proc;
 pub mod reactor;
 pub mod shm;
 
-// The global allocator of the static build.
+// The global allocator and byte copying of the static (musl) build.
 #[cfg(target_os = "linux")]
 pub mod alloc;
+pub mod memcopy;

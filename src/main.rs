@@ -69,6 +69,32 @@ fn serve(config: ServeConfig) -> ExitCode {
 #[global_allocator]
 static ALLOCATOR: morloc_mcp::alloc::SizeClassAlloc = morloc_mcp::alloc::SizeClassAlloc;
 
+/// musl's `memcpy` is slow for the short copies this server makes most; see
+/// `morloc_mcp::memcopy`.
+#[cfg(all(
+    target_arch = "x86_64",
+    any(target_env = "musl", feature = "musl-libc")
+))]
+mod musl_copy {
+    use std::ffi::c_void;
+
+    use morloc_mcp::memcopy;
+
+    #[unsafe(no_mangle)]
+    unsafe extern "C" fn memcpy(dst: *mut c_void, src: *const c_void, n: usize) -> *mut c_void {
+        // SAFETY: the C contract of memcpy is the contract of copy_forward.
+        unsafe { memcopy::copy_forward(dst.cast(), src.cast(), n) };
+        dst
+    }
+
+    #[unsafe(no_mangle)]
+    unsafe extern "C" fn memmove(dst: *mut c_void, src: *const c_void, n: usize) -> *mut c_void {
+        // SAFETY: the C contract of memmove is the contract of copy_any.
+        unsafe { memcopy::copy_any(dst.cast(), src.cast(), n) };
+        dst
+    }
+}
+
 /// What the glibc target's standard library and libgcc's unwinder expect
 /// from the C library beyond what musl provides, for `make static`, which
 /// links the glibc target against musl's `libc.a` (see `bench/static.sh`).
