@@ -18,6 +18,7 @@
 /// # Safety
 ///
 /// `src` must be readable and `dst` writable for `n <= 64` bytes.
+#[cfg(target_arch = "x86_64")]
 #[inline(always)]
 unsafe fn copy_short(dst: *mut u8, src: *const u8, n: usize) {
     debug_assert!(n <= 64);
