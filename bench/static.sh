@@ -20,7 +20,8 @@
 # Checks: `file` and `ldd` say static; the size is at most STATIC_MAX_BYTES
 # (1,500,000 unless set; not checked for glibc); `--version` and `tools` run
 # with an empty environment from an empty directory, and `tools` matches the
-# golden file; then `cargo test --test tests` runs every end-to-end test with
+# golden file; stdio and HTTP sessions work from an otherwise empty root
+# directory (chroot); then `cargo test --test tests` runs every end-to-end test with
 # MORLOC_MCP_TEST_BIN pointing at the static binary.
 set -eu
 
@@ -156,6 +157,78 @@ smoke() {
     echo "static: tools output matches tests/data/shapes/expected-mcp-tools.json"
 }
 
+# Serves a manifest without pools from inside an otherwise empty root
+# directory (no /dev, /proc, /tmp or /etc): an stdio session with a pure call,
+# then an HTTP session (whose id needs the kernel's random source). Needs
+# chroot, so root or an unprivileged user namespace; says so when neither is
+# there.
+jail() {
+    bin=$1
+    jail_dir=$(mktemp -d)
+    cp "$bin" "$jail_dir/morloc-mcp"
+    cp "$root/bench/data/nopool/manifest.json" "$jail_dir/manifest.json"
+    if [ "$(id -u)" -eq 0 ] && command -v chroot >/dev/null 2>&1; then
+        set -- chroot "$jail_dir"
+    elif command -v unshare >/dev/null 2>&1 && unshare -r true 2>/dev/null; then
+        set -- unshare -r chroot "$jail_dir"
+    else
+        echo "static: skipped the empty-root check: it needs root or user namespaces for chroot"
+        rm -rf "$jail_dir"
+        return 0
+    fi
+    command -v python3 >/dev/null 2>&1 || die "the empty-root check needs python3"
+    python3 - "$@" <<'EOF' || die "the binary failed in an empty root directory"
+import json, re, subprocess, sys, urllib.request
+jail = sys.argv[1:]
+env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+def msg(i, method, params=None):
+    m = {"jsonrpc": "2.0", "method": method}
+    if i is not None:
+        m["id"] = i
+    if params is not None:
+        m["params"] = params
+    return m
+init = msg(0, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                             "clientInfo": {"name": "static", "version": "1"}})
+call = msg(1, "tools/call", {"name": "pureAnswer", "arguments": {}})
+lines = "".join(json.dumps(m) + "\n" for m in (init, msg(None, "notifications/initialized"), call))
+out = subprocess.run(jail + ["/morloc-mcp", "mcp", "/manifest.json"], input=lines.encode(),
+                     capture_output=True, timeout=20, env=env)
+replies = [json.loads(l) for l in out.stdout.decode().splitlines()]
+assert out.returncode == 0 and len(replies) == 2, (out.returncode, out.stdout, out.stderr)
+assert replies[1]["result"]["content"][0]["text"] == "42", replies
+server = subprocess.Popen(jail + ["/morloc-mcp", "mcp", "/manifest.json", "--http-port", "0"],
+                          stderr=subprocess.PIPE, env=env)
+try:
+    url = None
+    for raw in server.stderr:
+        found = re.search(rb"http://[0-9.]+:[0-9]+", raw)
+        if found:
+            url = found.group(0).decode() + "/mcp"
+            break
+    assert url, "no address on stderr"
+    def post(body, session=None):
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        if session:
+            headers["Mcp-Session-Id"] = session
+        req = urllib.request.Request(url, json.dumps(body).encode(), headers)
+        with urllib.request.urlopen(req, timeout=20) as resp:
+            return resp.headers.get("Mcp-Session-Id"), resp.read()
+    session, _ = post(init)
+    assert session and len(session) == 32, session
+    post(msg(None, "notifications/initialized"), session)
+    # Over HTTP, tools are named <module>__<command>.
+    call["params"]["name"] = "nopool__pureAnswer"
+    _, body = post(call, session)
+    assert b'"text":"42"' in body, body
+finally:
+    server.terminate()
+    server.wait(timeout=20)
+EOF
+    rm -rf "$jail_dir"
+    echo "static: serves stdio and HTTP from an empty root directory"
+}
+
 # A CPU-bound workload for comparing builds: the tool surface of a manifest
 # with many commands (JSON and schema parsing, schema-to-JSON-Schema, JSON
 # output). Writes it once; prints its path.
@@ -219,6 +292,7 @@ if [ -n "$max_bytes" ] && [ "$size" -gt "$max_bytes" ]; then
     die "the binary is $size bytes, over the budget of $max_bytes (STATIC_MAX_BYTES)"
 fi
 smoke "$bin"
+jail "$bin"
 echo "static: running the end-to-end tests against it"
 RUSTFLAGS=$user_rustflags MORLOC_MCP_TEST_BIN="$bin" cargo test --locked --quiet --test tests ||
     die "end-to-end tests failed against the static binary $bin"

@@ -121,6 +121,40 @@ pub fn remove_tmpdir(path: &Path) -> io::Result<()> {
     }
 }
 
+/// Fills `buf` from the kernel's random source: the `getrandom` system call,
+/// which needs no file (a minimal container may have no `/dev`), or
+/// `/dev/urandom` where the call is missing or forbidden (old kernels,
+/// seccomp filters).
+pub fn fill_random(buf: &mut [u8]) -> io::Result<()> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        let rest = &mut buf[filled..];
+        // SAFETY: the pointer and length describe `rest`.
+        let n = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
+        if n >= 0 {
+            filled += n as usize;
+            continue;
+        }
+        let err = io::Error::last_os_error();
+        match err.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::ENOSYS | libc::EPERM) => {
+                use std::io::Read;
+                return fs::File::open("/dev/urandom")
+                    .and_then(|mut file| file.read_exact(rest))
+                    .map_err(|e| {
+                        io::Error::new(
+                            e.kind(),
+                            format!("no random source: getrandom: {err}; /dev/urandom: {e}"),
+                        )
+                    });
+            }
+            _ => return Err(err),
+        }
+    }
+    Ok(())
+}
+
 /// What to run for one pool.
 #[derive(Clone, Debug, Default)]
 pub struct PoolSpawn {

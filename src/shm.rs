@@ -19,7 +19,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
 use std::fs::{self, File};
-use std::io::{self, Read};
+use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
@@ -70,13 +70,12 @@ fn format_basename(pid: u32, random: u64) -> String {
     format!("morloc-{pid}-{random:016x}")
 }
 
-/// 64 random bits from `/dev/urandom`, or, if that cannot be read, the
+/// 64 random bits from the kernel, or, if there is no random source, the
 /// clock and pid pushed through a mixer (uniqueness matters here, not
 /// unpredictability).
 fn random_u64() -> u64 {
     let mut bytes = [0u8; 8];
-    let from_urandom = File::open("/dev/urandom").and_then(|mut file| file.read_exact(&mut bytes));
-    if from_urandom.is_ok() {
+    if crate::proc::fill_random(&mut bytes).is_ok() {
         return u64::from_le_bytes(bytes);
     }
     let nanos = SystemTime::now()

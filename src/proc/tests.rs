@@ -402,3 +402,19 @@ fn ignore_sigpipe_sets_sig_ign() {
     syscall!(sigaction(libc::SIGPIPE, ptr::null(), &mut old)).expect("query");
     assert_eq!(old.sa_sigaction, libc::SIG_IGN);
 }
+
+#[test]
+fn random_bytes_come_from_the_kernel() {
+    let mut empty = [0u8; 0];
+    fill_random(&mut empty).unwrap();
+    let mut a = [0u8; 64];
+    let mut b = [0u8; 64];
+    fill_random(&mut a).unwrap();
+    fill_random(&mut b).unwrap();
+    // 512 random bits: equal draws or an all-zero draw mean no randomness.
+    assert_ne!(a, b);
+    assert_ne!(a, [0u8; 64]);
+    let mut big = vec![0u8; 1 << 20];
+    fill_random(&mut big).unwrap();
+    assert!(big.iter().filter(|&&x| x == 0).count() < 8192, "a 1 MiB draw is mostly zeros");
+}

@@ -24,6 +24,7 @@ use crate::cli::HttpConfig;
 use crate::http::{self, OriginPolicy, Parser, Progress, Request, SessionLimits, Sessions};
 use crate::jsonrpc::{self, Incoming};
 use crate::mcp::{self, Catalog, Step};
+use crate::proc;
 
 /// Most open connections; one more gets 503 and is closed. Fewer when the
 /// open-file limit cannot be raised far enough (see `connection_cap`).
@@ -50,7 +51,6 @@ pub(super) struct HttpFront {
     conns: HashMap<Token, Conn>,
     /// The connection cap: `MAX_CONNECTIONS` or what the fd limit allows.
     max_conns: usize,
-    random: Option<File>,
     /// An open descriptor given up when `accept` runs out of descriptors,
     /// so the waiting connection can be taken and refused with a 503
     /// instead of staying in the backlog (no event would come for it).
@@ -148,7 +148,6 @@ impl HttpFront {
             sessions,
             conns: HashMap::new(),
             max_conns,
-            random: File::open("/dev/urandom").ok(),
             spare_fd: File::open("/dev/null").ok(),
         })
     }
@@ -166,18 +165,11 @@ impl HttpFront {
         best
     }
 
+    /// A new session id. Session ids must not be guessable: without a
+    /// random source, no session is made.
     fn random_id(&mut self) -> io::Result<[u8; 16]> {
         let mut bytes = [0u8; 16];
-        match self.random.as_mut() {
-            Some(f) => f.read_exact(&mut bytes)?,
-            // Session ids must not be guessable: no weak fallback.
-            None => {
-                return Err(io::Error::new(
-                    io::ErrorKind::NotFound,
-                    "/dev/urandom is not available",
-                ))
-            }
-        }
+        proc::fill_random(&mut bytes)?;
         Ok(bytes)
     }
 }
