@@ -4,7 +4,7 @@
 CARGO ?= cargo
 PYTHON ?= python3
 
-.PHONY: help build test test-rust test-pool lint demo bench fuzz-smoke static e2e
+.PHONY: help build test test-rust test-pool lint demo bench fuzz-smoke static e2e e2e-static
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -12,7 +12,7 @@ help: ## List the targets
 build: ## Build the release binary
 	$(CARGO) build --release
 
-test: test-pool test-rust static e2e ## Run every test (what CI runs)
+test: test-pool test-rust static e2e e2e-static ## Run every test (what CI runs)
 
 test-rust: ## Unit, golden and end-to-end tests of the server
 	$(CARGO) test --all-targets
@@ -37,6 +37,9 @@ fuzz-smoke: ## Run every fuzz target briefly (needs nightly + cargo-fuzz)
 
 e2e: ## Real MCP clients and the conformance suite against the server (installs them into .cache/)
 	sh e2e/run.sh
+
+e2e-static: static ## The same against the static binary
+	E2E_BIN=$(CURDIR)/target/static/morloc-mcp sh e2e/run.sh
 
 static: ## Fully static musl binary (needs musl-tools): size budget, then the end-to-end tests against it
 	sh bench/static.sh

@@ -281,10 +281,13 @@ print(f"\nworkload: `morloc-mcp tools` on a {mib:.1f} MiB manifest, {rounds} rou
 EOF
 }
 
-bin=$(build "$root/target/static")
+built=$(build "$root/target/static")
+# A fixed path for other tools (`make e2e-static`), whatever the target.
+bin="$root/target/static/morloc-mcp"
+cp "$built" "$bin"
 verify_static "$bin"
 size=$(size_of "$bin")
-echo "static: $bin"
+echo "static: $bin (built as $built)"
 echo "static: C library: $libc"
 echo "static: $(file -b "$bin")"
 echo "static: size $size bytes"
