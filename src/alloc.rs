@@ -33,8 +33,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The largest request served from the size classes.
 pub const SMALL_MAX: usize = 64 * 1024;
-/// The number of size classes: 8 steps of 16 bytes, then four per power of
-/// two from 256 to 64 KiB.
+/// The number of size classes: 8 steps of 16 bytes up to 128, then four in
+/// each of the 9 octaves from 128 bytes to 64 KiB.
 pub const CLASSES: usize = 8 + 4 * 9;
 
 const PAGE: usize = 4096;
