@@ -291,7 +291,7 @@ impl fmt::Display for CliError {
 
 impl std::error::Error for CliError {}
 
-/// Stage one: argv (without argv[0]) to [`RawArgs`]. `argv0` picks the
+/// Stage one: argv (without `argv[0]`) to [`RawArgs`]. `argv0` picks the
 /// `morloc-nexus` compatibility spellings when its file name is
 /// `morloc-nexus`. No I/O.
 pub fn parse_args(

@@ -416,5 +416,8 @@ fn random_bytes_come_from_the_kernel() {
     assert_ne!(a, [0u8; 64]);
     let mut big = vec![0u8; 1 << 20];
     fill_random(&mut big).unwrap();
-    assert!(big.iter().filter(|&&x| x == 0).count() < 8192, "a 1 MiB draw is mostly zeros");
+    assert!(
+        big.iter().filter(|&&x| x == 0).count() < 8192,
+        "a 1 MiB draw is mostly zeros"
+    );
 }
