@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
+use super::compile::parse_decimal;
 use super::*;
 
 /// Files in memory.
