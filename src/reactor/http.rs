@@ -26,6 +26,9 @@ use crate::jsonrpc::{self, Incoming};
 use crate::mcp::{self, Catalog, Step};
 use crate::proc;
 
+mod vet;
+use vet::{json_error, vet};
+
 /// Most open connections; one more gets 503 and is closed. Fewer when the
 /// open-file limit cannot be raised far enough (see `connection_cap`).
 const MAX_CONNECTIONS: usize = 1024;
@@ -233,104 +236,6 @@ fn bind_ip(host: &str) -> Option<std::net::IpAddr> {
         .and_then(|h| h.strip_suffix(']'))
         .unwrap_or(host);
     bare.parse().ok()
-}
-
-/// A request answered before its body matters: a check failed, or a
-/// preflight.
-struct Early {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-    keep_alive: bool,
-}
-
-fn owned(headers: &[(&str, &str)]) -> Vec<(String, String)> {
-    headers
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
-/// The checks that depend only on a request's head, in order: Host, Origin,
-/// CORS preflight, bearer token, path, method. `Ok` carries the CORS headers
-/// for the response; the method is then POST or DELETE. Used again before
-/// `100 Continue`, so a refused request never has its body sent.
-fn vet(front: &HttpFront, req: &Request) -> Result<Vec<(String, String)>, Early> {
-    let keep_alive = req.keep_alive;
-    let early = |status, headers, message: &str, keep_alive| Early {
-        status,
-        headers,
-        body: json_error(message),
-        keep_alive,
-    };
-    let origin = req.header("origin");
-    // An absolute-form target names the host itself (RFC 9112 §3.2.2); it is
-    // checked like the Host header, which it overrides.
-    let authority = ["http://", "https://"]
-        .iter()
-        .find_map(|scheme| req.target.strip_prefix(scheme))
-        .map(|rest| rest.split(['/', '?', '#']).next().unwrap_or(""));
-    if authority.is_some_and(|a| !front.policy.host_ok(Some(a))) {
-        let msg = format!(
-            "forbidden: '{}' is not a name of this server",
-            authority.unwrap_or("")
-        );
-        return Err(early(403, Vec::new(), &msg, false));
-    }
-    if !front.policy.host_ok(req.header("host")) {
-        let msg = format!(
-            "forbidden: Host '{}' is not a name of this server",
-            req.header("host").unwrap_or("")
-        );
-        return Err(early(403, Vec::new(), &msg, false));
-    }
-    if !front.policy.origin_ok(origin) {
-        let msg = format!(
-            "forbidden: Origin '{}' is not allowed",
-            origin.unwrap_or("")
-        );
-        return Err(early(403, Vec::new(), &msg, keep_alive));
-    }
-    let cors = origin
-        .map(|o| owned(&http::cors_headers(o)))
-        .unwrap_or_default();
-    if req.method == "OPTIONS" {
-        let headers = match origin {
-            Some(o) => owned(&http::cors_preflight_headers(o)),
-            None => vec![("Allow".into(), "POST, DELETE, OPTIONS".into())],
-        };
-        return Err(Early {
-            status: 204,
-            headers,
-            body: Vec::new(),
-            keep_alive,
-        });
-    }
-    if let Some(expected) = &front.token {
-        if !http::bearer_ok(req.header("authorization"), expected) {
-            let mut headers = cors;
-            headers.push((
-                "WWW-Authenticate".into(),
-                "Bearer realm=\"morloc-mcp\"".into(),
-            ));
-            return Err(early(401, headers, "unauthorized", keep_alive));
-        }
-    }
-    if req.path != "/mcp" {
-        return Err(early(404, cors, "not found", keep_alive));
-    }
-    if req.method != "POST" && req.method != "DELETE" {
-        let mut headers = cors;
-        headers.push(("Allow".into(), "POST, DELETE, OPTIONS".into()));
-        return Err(early(405, headers, "method not allowed", keep_alive));
-    }
-    Ok(cors)
-}
-
-fn json_error(message: &str) -> Vec<u8> {
-    let mut m = serde_json::Map::new();
-    m.insert("error".into(), Json::String(message.into()));
-    serde_json::to_vec(&Json::Object(m)).unwrap_or_default()
 }
 
 impl Reactor {
