@@ -70,7 +70,8 @@ fn serve(config: ServeConfig) -> ExitCode {
 static ALLOCATOR: morloc_mcp::alloc::SizeClassAlloc = morloc_mcp::alloc::SizeClassAlloc;
 
 /// musl's `memcpy` is slow for the short copies this server makes most; see
-/// `morloc_mcp::memcopy`.
+/// `morloc_mcp::memcopy`. `memmove` is replaced too: musl's jumps into the
+/// object file of its `memcpy`, which would then clash with this one.
 #[cfg(all(
     target_arch = "x86_64",
     any(target_env = "musl", feature = "musl-libc")
