@@ -13,7 +13,8 @@
 #     are linked under the glibc target through a gcc specs file written
 #     below, with the `musl-libc` feature supplying the two glibc symbols the
 #     prebuilt standard library and libgcc's unwinder ask for (src/main.rs).
-# Either way the binary uses our own allocator (src/alloc.rs), not musl's.
+# Either way the binary uses our own allocator (src/alloc.rs) and memcpy
+# (src/memcopy.rs), not musl's, which are slow for this server.
 # STATIC_LIBC=glibc links glibc statically instead: about 2 MB, and
 # resolving host names (NSS) would still need the system's shared libraries.
 #
@@ -53,10 +54,9 @@ musl)
         triple="$arch-unknown-linux-musl"
         export RUSTFLAGS="${RUSTFLAGS:-} -C target-feature=+crt-static"
     elif command -v musl-gcc >/dev/null 2>&1; then
-        # musl-gcc's own specs do not handle -static-pie; find its start
-        # files and library, then write specs that do.
-        # musl-gcc is a script that adds `-specs <file>`; that file names the
-        # start files' directory.
+        # musl-gcc's own specs do not handle -static-pie, so write specs that
+        # do. musl-gcc is a script that adds `-specs <file>`; that file names
+        # the directory of musl's start files and libc.a.
         musl_specs=$(sed -n 's/.*-specs *"\{0,1\}\([^" ]*\).*/\1/p' "$(command -v musl-gcc)" | head -n 1)
         musl_lib=$(grep -o '/[^ ;}]*/Scrt1\.o' "$musl_specs" 2>/dev/null | head -n 1 | sed 's|/Scrt1\.o$||')
         for dir in "$musl_lib" /usr/lib/musl/lib "/usr/lib/$arch-linux-musl" /usr/local/musl/lib; do
