@@ -13,8 +13,8 @@
 #     are linked under the glibc target through a gcc specs file written
 #     below, with the `musl-libc` feature supplying the two glibc symbols the
 #     prebuilt standard library and libgcc's unwinder ask for (src/main.rs).
-# Either way the binary uses our own allocator (src/alloc.rs) and memcpy
-# (src/memcopy.rs), not musl's, which are slow for this server.
+# Either way the binary uses our own allocator (src/musl/alloc.rs) and memcpy
+# (src/musl/memcopy.rs), not musl's, which are slow for this server.
 # STATIC_LIBC=glibc links glibc statically instead: about 2 MB, and
 # resolving host names (NSS) would still need the system's shared libraries.
 #

@@ -7,7 +7,7 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use morloc_mcp::cli::{self, Action, CliError, ServeConfig};
+use morloc_mcp::edge::cli::{self, Action, CliError, ServeConfig};
 
 fn main() -> ExitCode {
     let mut argv = std::env::args_os();
@@ -54,7 +54,7 @@ fn print(text: &str) -> ExitCode {
 }
 
 fn serve(config: ServeConfig) -> ExitCode {
-    match morloc_mcp::reactor::serve(config) {
+    match morloc_mcp::edge::reactor::serve(config) {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => {
             eprintln!("morloc-mcp: {e}");
@@ -67,10 +67,10 @@ fn serve(config: ServeConfig) -> ExitCode {
 /// eagerly, which made every request pay for `mmap`/`munmap` pairs.
 #[cfg(any(target_env = "musl", feature = "musl-libc"))]
 #[global_allocator]
-static ALLOCATOR: morloc_mcp::alloc::SizeClassAlloc = morloc_mcp::alloc::SizeClassAlloc;
+static ALLOCATOR: morloc_mcp::musl::alloc::SizeClassAlloc = morloc_mcp::musl::alloc::SizeClassAlloc;
 
 /// musl's `memcpy` is slow for the short copies this server makes most; see
-/// `morloc_mcp::memcopy`. `memmove` is replaced too: musl's jumps into the
+/// `morloc_mcp::musl::memcopy`. `memmove` is replaced too: musl's jumps into the
 /// object file of its `memcpy`, which would then clash with this one.
 #[cfg(all(
     target_arch = "x86_64",
@@ -79,7 +79,7 @@ static ALLOCATOR: morloc_mcp::alloc::SizeClassAlloc = morloc_mcp::alloc::SizeCla
 mod musl_copy {
     use std::ffi::c_void;
 
-    use morloc_mcp::memcopy;
+    use morloc_mcp::musl::memcopy;
 
     #[unsafe(no_mangle)]
     unsafe extern "C" fn memcpy(dst: *mut c_void, src: *const c_void, n: usize) -> *mut c_void {

@@ -211,3 +211,36 @@ fn no_machine_specific_paths() {
         offenders,
     );
 }
+
+#[test]
+fn layers_import_only_downwards() {
+    // `src/lib.rs` lists the layers bottom up; a module may use its own layer
+    // and the ones before it. `musl` stands apart and uses none of them.
+    let layers: &[(&str, &[&str])] = &[
+        ("format", &["protocol", "edge", "musl"]),
+        ("protocol", &["edge", "musl"]),
+        ("edge", &["musl"]),
+        ("musl", &["format", "protocol", "edge"]),
+    ];
+    let mut offenders = Vec::new();
+    for (layer, forbidden) in layers {
+        for path in rust_files(&format!("src/{layer}"))
+            .into_iter()
+            .chain([root().join(format!("src/{layer}.rs"))])
+        {
+            for (n, line) in read(&path).lines().enumerate() {
+                for above in *forbidden {
+                    let needle = format!("{}{above}::", concat!("crate", "::"));
+                    let grouped = format!("{}{above}", concat!("crate", "::{"));
+                    if line.contains(&needle) || line.contains(&grouped) {
+                        offenders.push(format!("{}:{}: uses {above}", rel(&path), n + 1));
+                    }
+                }
+            }
+        }
+    }
+    check(
+        "a layer may import only from itself and the layers below it",
+        offenders,
+    );
+}

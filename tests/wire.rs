@@ -20,12 +20,12 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use morloc_mcp::manifest::{Arg, Command, Manifest};
-use morloc_mcp::msgpack;
-use morloc_mcp::packet::{self, Reply};
-use morloc_mcp::schema::{self, Schema};
-use morloc_mcp::value::{self, Value};
-use morloc_mcp::voidstar::{self, DecodeError, DecodeErrorKind, Memory};
+use morloc_mcp::format::manifest::{Arg, Command, Manifest};
+use morloc_mcp::format::msgpack;
+use morloc_mcp::format::packet::{self, Reply};
+use morloc_mcp::format::schema::{self, Schema};
+use morloc_mcp::format::value::{self, Value};
+use morloc_mcp::format::voidstar::{self, DecodeError, DecodeErrorKind, Memory};
 
 fn data(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -6,7 +6,7 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use morloc_mcp::{args, manifest::Manifest, tools};
+use morloc_mcp::{protocol::args, format::manifest::Manifest, protocol::tools};
 
 const SHAPES: &str = include_str!("../../tests/data/shapes/manifest.json");
 

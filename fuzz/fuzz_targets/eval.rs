@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::io;
 
 use libfuzzer_sys::fuzz_target;
-use morloc_mcp::eval::{self, Host, Limits};
-use morloc_mcp::schema::Schema;
+use morloc_mcp::format::eval::{self, Host, Limits};
+use morloc_mcp::format::schema::Schema;
 
 /// Files in memory, so `@save` followed by `@load` is exercised too.
 #[derive(Default)]

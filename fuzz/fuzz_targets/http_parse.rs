@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use morloc_mcp::http::{HttpError, Limits, Parser, Progress, Request};
+use morloc_mcp::protocol::http::{HttpError, Limits, Parser, Progress, Request};
 
 /// Small limits, so short inputs reach every limit check.
 const LIMITS: Limits = Limits {

@@ -7,7 +7,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use morloc_mcp::jsonrpc::{decode, Frame, Incoming, LineFramer, RequestId};
+use morloc_mcp::protocol::jsonrpc::{decode, Frame, Incoming, LineFramer, RequestId};
 
 /// One framed line, or `None` for a discarded over-long line.
 type Line = Option<Vec<u8>>;

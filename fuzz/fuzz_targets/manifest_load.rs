@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use morloc_mcp::{manifest::Manifest, tools};
+use morloc_mcp::{format::manifest::Manifest, protocol::tools};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

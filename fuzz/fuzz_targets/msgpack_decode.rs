@@ -8,7 +8,7 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
-use morloc_mcp::{msgpack, schema};
+use morloc_mcp::{format::msgpack, format::schema};
 
 const SCHEMAS: &[&str] = &[
     "j",

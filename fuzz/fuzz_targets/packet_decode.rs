@@ -6,7 +6,7 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
-use morloc_mcp::packet;
+use morloc_mcp::format::packet;
 
 fuzz_target!(|data: &[u8]| {
     if let Some(header) = data.first_chunk::<{ packet::HEADER_LEN }>() {

@@ -8,7 +8,7 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
-use morloc_mcp::{schema, value, voidstar};
+use morloc_mcp::{format::schema, format::value, format::voidstar};
 
 const SCHEMAS: &[&str] = &[
     "j",

@@ -1,0 +1,730 @@
+//! The command line, in two stages.
+//!
+//! [`parse_args`] turns argv into [`RawArgs`]: only what was typed, checked
+//! for syntax and value ranges, with no I/O (lexopt does the tokenizing).
+//! [`prepare`] then does the work that touches the outside world: it reads the
+//! environment, finds each program's manifest (a `manifest.json`, a build
+//! directory holding one, or a Morloc launcher script), loads it, and returns
+//! an [`Action`]: something to print, or a validated [`ServeConfig`].
+//!
+//! Invoked under the name `morloc-nexus`, the binary also understands the
+//! reference runtime's spellings of the MCP modes (`morloc-nexus mcp TARGET`,
+//! `morloc-nexus run TARGET --mcp-tools`, `... --mcp-config`), so existing
+//! client configurations and launcher scripts keep working.
+//!
+//! Errors are one line each; [`CliError::exit_code`] gives 2 for usage errors
+//! and 1 for start-up failures.
+
+use std::ffi::{OsStr, OsString};
+use std::fmt;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use lexopt::Arg::{Long, Short, Value as Word};
+use serde_json::{Map, Value};
+
+use crate::format::manifest::{self, Loaded};
+use crate::protocol::tools;
+
+/// The environment variable holding the HTTP bearer token when
+/// `--auth-token` is not given.
+pub const TOKEN_ENV: &str = "MORLOC_MCP_TOKEN";
+
+/// Bind address used when `--http-host` is not given.
+pub const DEFAULT_HTTP_HOST: &str = "127.0.0.1";
+
+/// The per-call deadline used when `--call-timeout` is not given.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How long an idle HTTP session lives (the reference's value).
+pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(3600);
+
+/// How much of a target is read to recognise a launcher script.
+const LAUNCHER_SNIFF_BYTES: u64 = 8192;
+
+const TOP_HELP: &str = "\
+morloc-mcp: serve the exported functions of a compiled Morloc program as
+Model Context Protocol (MCP) tools
+
+Usage:
+  morloc-mcp mcp <program> [options]      serve one program (stdio, or HTTP with --http-port)
+  morloc-mcp router <program>... --http-port <port> [options]
+                                          serve several programs over HTTP,
+                                          tools named <module>__<command>
+  morloc-mcp tools <program>              print the tools/list payload
+  morloc-mcp config <program>             print an mcpServers entry for MCP clients
+
+<program> is a manifest.json, a build directory containing one, or a Morloc
+launcher script. Run 'morloc-mcp <command> --help' for the options of a command.
+
+Options:
+  -h, --help       print this help
+  -V, --version    print the version
+";
+
+/// The options shared by `mcp` and `router`, as a literal for `concat!`.
+macro_rules! serve_options {
+    () => {
+        "\
+Options:
+      --http-port <port>        serve Streamable HTTP at /mcp on this port
+                                (0..65535; 0 lets the system choose)
+      --http-host <addr>        HTTP bind address [default: 127.0.0.1]
+      --auth-token <token>      require 'Authorization: Bearer <token>' over HTTP
+                                [env: MORLOC_MCP_TOKEN]
+      --allow-no-auth           allow a non-loopback HTTP bind without a token
+      --allow-origin <origin>   accept HTTP requests carrying this Origin
+                                (repeatable)
+      --call-timeout <seconds>  fail a tool call that runs longer than this
+                                (0 for no limit) [default: 600]
+      --lazy-pools              start language pools on first use, not at start-up
+      --plain-tool-names        over HTTP, name a single program's tools <command>
+                                instead of <module>__<command> (stdio never
+                                prefixes; with several programs it is ignored)
+  -h, --help                    print this help
+"
+    };
+}
+
+const MCP_HELP: &str = concat!(
+    "\
+Usage: morloc-mcp mcp <program> [options]
+
+Serve <program> as an MCP server: over stdio by default, over HTTP with
+--http-port. <program> is a manifest.json, a build directory containing one,
+or a Morloc launcher script.
+
+",
+    serve_options!()
+);
+
+const ROUTER_HELP: &str = concat!(
+    "\
+Usage: morloc-mcp router <program>... --http-port <port> [options]
+
+Serve several programs behind one HTTP endpoint; each tool is named
+<module>__<command>.
+
+",
+    serve_options!()
+);
+
+const TOOLS_HELP: &str = "\
+Usage: morloc-mcp tools <program>
+
+Print the tools/list payload of <program> (pretty-printed JSON) on stdout.
+Commands that cannot be served are listed on stderr.
+
+Options:
+  -h, --help    print this help
+";
+
+const CONFIG_HELP: &str = "\
+Usage: morloc-mcp config <program>
+
+Print an mcpServers entry that runs <program> over stdio, for MCP client
+configuration files.
+
+Options:
+  -h, --help    print this help
+";
+
+const NEXUS_HELP: &str = "\
+morloc-nexus (MCP modes of the Morloc runtime, provided by morloc-mcp)
+
+Usage:
+  morloc-nexus mcp <target> [options]      serve <target> as an MCP server
+  morloc-nexus run <target> --mcp-tools    print the tools/list payload
+  morloc-nexus run <target> --mcp-config   print an mcpServers client entry
+
+Run 'morloc-nexus mcp --help' for the serving options.
+";
+
+const NEXUS_ONLY_MCP: &str =
+    "only the MCP modes of morloc-nexus are provided (mcp, --mcp-tools, --mcp-config)";
+
+/// What was typed, checked but not yet acted on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RawArgs {
+    /// Print this text on stdout and exit 0.
+    Help(&'static str),
+    Version,
+    Serve(RawServe),
+    Tools {
+        target: PathBuf,
+    },
+    Config {
+        target: PathBuf,
+    },
+}
+
+/// The typed options of `mcp` and `router`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RawServe {
+    pub router: bool,
+    /// One for `mcp`, at least one for `router`.
+    pub targets: Vec<PathBuf>,
+    pub http_port: Option<u16>,
+    pub http_host: Option<String>,
+    /// `Some("")` never occurs: an empty token is rejected while parsing.
+    pub auth_token: Option<String>,
+    pub allow_no_auth: bool,
+    pub allow_origins: Vec<String>,
+    pub call_timeout: Option<Duration>,
+    pub session_ttl: Option<Duration>,
+    /// Hidden, for tests: how long a request may take to arrive.
+    pub request_timeout: Option<Duration>,
+    /// Hidden, for tests: how long a pool may take to answer its first ping.
+    pub pool_start_timeout: Option<Duration>,
+    pub plain_tool_names: bool,
+    pub lazy_pools: bool,
+}
+
+/// The outside world [`prepare`] consults, passed in so tests can fake it.
+#[derive(Clone, Debug, Default)]
+pub struct Env {
+    /// The value of [`TOKEN_ENV`], if set.
+    pub auth_token: Option<OsString>,
+    /// This executable's absolute path (for `config`).
+    pub current_exe: Option<PathBuf>,
+}
+
+impl Env {
+    pub fn from_process() -> Env {
+        Env {
+            auth_token: std::env::var_os(TOKEN_ENV),
+            current_exe: std::env::current_exe().ok(),
+        }
+    }
+}
+
+/// What to do after the command line has been prepared.
+#[derive(Debug)]
+pub enum Action {
+    /// Write `stderr` lines (each without its newline), then `stdout`
+    /// verbatim, and exit 0.
+    Print {
+        stdout: String,
+        stderr: Vec<String>,
+    },
+    Serve(ServeConfig),
+}
+
+/// A validated serving configuration with every manifest loaded.
+#[derive(Debug)]
+pub struct ServeConfig {
+    /// `router` (several programs, namespaced tool names, HTTP only) or `mcp`.
+    pub router: bool,
+    /// The programs in command-line order; exactly one unless `router`.
+    pub programs: Vec<Program>,
+    /// HTTP transport; `None` means stdio (never `None` for the router).
+    pub http: Option<HttpConfig>,
+    /// Deadline of one tool call; `None` means no limit.
+    pub call_timeout: Option<Duration>,
+    /// Start pools on first use instead of before serving.
+    pub lazy_pools: bool,
+    /// Router: name tools `<command>` instead of `<module>__<command>`.
+    pub plain_tool_names: bool,
+    /// How long a pool may take to answer its first ping.
+    pub pool_start_timeout: Duration,
+}
+
+/// How long a pool may take to become ready, unless changed (hidden flag).
+pub const DEFAULT_POOL_START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// HTTP transport options.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpConfig {
+    pub port: u16,
+    /// The bind address text as given (`127.0.0.1`, `::1`, `0.0.0.0`, ...).
+    pub host: String,
+    /// The bearer token (from `--auth-token`, else a non-empty
+    /// `MORLOC_MCP_TOKEN`); never empty.
+    pub auth_token: Option<String>,
+    pub allow_no_auth: bool,
+    /// Extra `Origin` values to accept, verbatim.
+    pub allow_origins: Vec<String>,
+    /// Idle lifetime of a session.
+    pub session_ttl: Duration,
+    /// How long one request's head and body may take to arrive.
+    pub request_timeout: Duration,
+}
+
+/// How long a request may take to arrive, unless changed (hidden flag).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// One program to serve.
+#[derive(Clone, Debug)]
+pub struct Program {
+    /// The target as typed (manifest, build directory or launcher).
+    pub target: PathBuf,
+    /// The loaded manifest with its canonical path and directory.
+    pub loaded: Loaded,
+}
+
+/// A command line that cannot be acted on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CliError {
+    /// Bad syntax or values: exit status 2.
+    Usage(String),
+    /// The program cannot be loaded: exit status 1.
+    Start(String),
+}
+
+impl CliError {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Usage(_) => 2,
+            CliError::Start(_) => 1,
+        }
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::Usage(message) | CliError::Start(message) => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for CliError {}
+
+/// Stage one: argv (without `argv[0]`) to [`RawArgs`]. `argv0` picks the
+/// `morloc-nexus` compatibility spellings when its file name is
+/// `morloc-nexus`. No I/O.
+pub fn parse_args(
+    argv0: Option<&OsStr>,
+    args: impl IntoIterator<Item = OsString>,
+) -> Result<RawArgs, CliError> {
+    let is_nexus = argv0
+        .and_then(|a| Path::new(a).file_name())
+        .is_some_and(|name| name == "morloc-nexus");
+    let args: Vec<OsString> = args.into_iter().collect();
+    if is_nexus {
+        return parse_nexus(args);
+    }
+    let mut parser = lexopt::Parser::from_args(args);
+    let subcommand = match parser.next().map_err(|e| usage(e, None))? {
+        Some(Short('h') | Long("help")) => return Ok(RawArgs::Help(TOP_HELP)),
+        Some(Short('V') | Long("version")) => return Ok(RawArgs::Version),
+        Some(Word(word)) => word,
+        Some(other) => return Err(usage(other.unexpected(), None)),
+        None => {
+            return Err(CliError::Usage(
+                "missing command (mcp, router, tools or config); see 'morloc-mcp --help'".into(),
+            ))
+        }
+    };
+    match subcommand.to_str() {
+        Some("mcp") => parse_serve(parser, false, "mcp"),
+        Some("router") => parse_serve(parser, true, "router"),
+        Some("tools") => {
+            parse_target_only(parser, "tools", TOOLS_HELP).map(|target| match target {
+                Ok(target) => RawArgs::Tools { target },
+                Err(help) => RawArgs::Help(help),
+            })
+        }
+        Some("config") => {
+            parse_target_only(parser, "config", CONFIG_HELP).map(|target| match target {
+                Ok(target) => RawArgs::Config { target },
+                Err(help) => RawArgs::Help(help),
+            })
+        }
+        Some("help") => Ok(RawArgs::Help(TOP_HELP)),
+        _ => Err(CliError::Usage(format!(
+            "unknown command '{}' (expected mcp, router, tools or config); see 'morloc-mcp --help'",
+            subcommand.to_string_lossy()
+        ))),
+    }
+}
+
+/// Stage two: reads the environment and the manifests.
+pub fn prepare(raw: RawArgs, env: &Env, warnings: &mut Vec<String>) -> Result<Action, CliError> {
+    match raw {
+        RawArgs::Help(text) => Ok(Action::Print {
+            stdout: text.to_string(),
+            stderr: Vec::new(),
+        }),
+        RawArgs::Version => Ok(Action::Print {
+            stdout: format!(
+                "morloc-mcp {} (Morloc manifests {})\n",
+                env!("CARGO_PKG_VERSION"),
+                manifest::REFERENCE_VERSION
+            ),
+            stderr: Vec::new(),
+        }),
+        RawArgs::Tools { target } => {
+            let program = load_program(&target, warnings)?;
+            let surface = tools::build(&program.loaded.manifest);
+            Ok(Action::Print {
+                stdout: pretty(&surface.list_result())?,
+                stderr: surface.notes,
+            })
+        }
+        RawArgs::Config { target } => {
+            let program = load_program(&target, warnings)?;
+            let exe = env
+                .current_exe
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("morloc-mcp"));
+            Ok(Action::Print {
+                stdout: pretty(&config_json(&program, &exe))?,
+                stderr: Vec::new(),
+            })
+        }
+        RawArgs::Serve(serve) => {
+            let mut programs = Vec::with_capacity(serve.targets.len());
+            for target in &serve.targets {
+                programs.push(load_program(target, warnings)?);
+            }
+            let env_token = env
+                .auth_token
+                .as_ref()
+                .and_then(|t| t.to_str())
+                .filter(|t| !t.is_empty())
+                .map(str::to_string);
+            let http = serve.http_port.map(|port| HttpConfig {
+                port,
+                host: serve
+                    .http_host
+                    .clone()
+                    .unwrap_or_else(|| DEFAULT_HTTP_HOST.to_string()),
+                auth_token: serve.auth_token.clone().or(env_token),
+                allow_no_auth: serve.allow_no_auth,
+                allow_origins: serve.allow_origins.clone(),
+                session_ttl: serve.session_ttl.unwrap_or(DEFAULT_SESSION_TTL),
+                request_timeout: serve.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT),
+            });
+            let call_timeout = match serve.call_timeout {
+                None => Some(DEFAULT_CALL_TIMEOUT),
+                Some(limit) if limit.is_zero() => None,
+                Some(limit) => Some(limit),
+            };
+            Ok(Action::Serve(ServeConfig {
+                router: serve.router,
+                programs,
+                http,
+                call_timeout,
+                lazy_pools: serve.lazy_pools,
+                plain_tool_names: serve.plain_tool_names,
+                pool_start_timeout: serve
+                    .pool_start_timeout
+                    .unwrap_or(DEFAULT_POOL_START_TIMEOUT),
+            }))
+        }
+    }
+}
+
+/// The `mcpServers` client entry for a program served over stdio.
+pub fn config_json(program: &Program, exe: &Path) -> Value {
+    let args = vec![
+        Value::from("mcp"),
+        Value::from(program.loaded.path.to_string_lossy().into_owned()),
+    ];
+    let mut server = Map::new();
+    server.insert(
+        "command".into(),
+        Value::from(exe.to_string_lossy().into_owned()),
+    );
+    server.insert("args".into(), Value::Array(args));
+    let mut servers = Map::new();
+    servers.insert(program.loaded.manifest.name.clone(), Value::Object(server));
+    let mut root = Map::new();
+    root.insert("mcpServers".into(), Value::Object(servers));
+    Value::Object(root)
+}
+
+/// Finds the manifest a target names: the file itself, `manifest.json`
+/// inside a build directory, or the path on a launcher script's exec line.
+/// A target that cannot be opened is returned as is, so that loading it
+/// reports the error.
+pub fn locate_manifest(target: &Path) -> Result<PathBuf, CliError> {
+    if target.is_dir() {
+        let inside = target.join("manifest.json");
+        if inside.is_file() {
+            return Ok(inside);
+        }
+        return Err(CliError::Start(format!(
+            "'{}' is a directory without a manifest.json",
+            target.display()
+        )));
+    }
+    let mut head = Vec::new();
+    let Ok(file) = std::fs::File::open(target) else {
+        return Ok(target.to_path_buf());
+    };
+    if file
+        .take(LAUNCHER_SNIFF_BYTES)
+        .read_to_end(&mut head)
+        .is_err()
+    {
+        return Ok(target.to_path_buf());
+    }
+    match launcher_manifest(&head) {
+        None => Ok(target.to_path_buf()),
+        Some(Some(path)) => Ok(PathBuf::from(path)),
+        Some(None) => Err(CliError::Start(format!(
+            "'{}' looks like a morloc launcher but no manifest path was found on its exec line",
+            target.display()
+        ))),
+    }
+}
+
+/// Reads a launcher script's head. `None`: not a launcher. `Some(None)`: a
+/// launcher without a usable exec line. `Some(Some(path))`: its manifest.
+pub fn launcher_manifest(head: &[u8]) -> Option<Option<String>> {
+    let text = match std::str::from_utf8(head) {
+        Ok(text) => text,
+        // The sniffed prefix may end inside a multi-byte character.
+        Err(e) if e.error_len().is_none() => std::str::from_utf8(&head[..e.valid_up_to()]).ok()?,
+        Err(_) => return None,
+    };
+    if !text.starts_with("#!") || !text.contains("morloc-nexus") {
+        return None;
+    }
+    let line = text.lines().find(|line| {
+        let line = line.trim_start();
+        line.starts_with("exec morloc-nexus") || line.starts_with("morloc-nexus")
+    });
+    let quoted = line.and_then(|line| {
+        let first = line.find('\'')?;
+        let last = line.rfind('\'')?;
+        (last > first).then(|| line[first + 1..last].replace("'\\''", "'"))
+    });
+    Some(quoted)
+}
+
+fn load_program(target: &Path, warnings: &mut Vec<String>) -> Result<Program, CliError> {
+    let path = locate_manifest(target)?;
+    match manifest::load(&path, warnings) {
+        Ok(loaded) => Ok(Program {
+            target: target.to_path_buf(),
+            loaded,
+        }),
+        Err(e) => Err(CliError::Start(e.to_string())),
+    }
+}
+
+fn pretty(value: &Value) -> Result<String, CliError> {
+    match serde_json::to_string_pretty(value) {
+        Ok(text) => Ok(text + "\n"),
+        Err(e) => Err(CliError::Start(format!("cannot render JSON: {e}"))),
+    }
+}
+
+/// A lexopt error as a usage error, pointing at the relevant help.
+fn usage(error: lexopt::Error, command: Option<&str>) -> CliError {
+    let help = match command {
+        Some(command) => format!("morloc-mcp {command} --help"),
+        None => "morloc-mcp --help".to_string(),
+    };
+    let context = command.map(|c| format!(" for '{c}'")).unwrap_or_default();
+    CliError::Usage(format!("{error}{context}; see '{help}'"))
+}
+
+fn string_value(
+    parser: &mut lexopt::Parser,
+    option: &str,
+    command: &str,
+) -> Result<String, CliError> {
+    let value = parser.value().map_err(|e| usage(e, Some(command)))?;
+    value
+        .into_string()
+        .map_err(|v| CliError::Usage(format!("value {v:?} for '{option}' is not valid UTF-8")))
+}
+
+/// A non-negative number of seconds, fractions allowed.
+fn seconds(text: &str, option: &str) -> Result<Duration, CliError> {
+    let bad = || {
+        CliError::Usage(format!(
+            "invalid value '{text}' for '{option}': expected a number of seconds (0 or more)"
+        ))
+    };
+    let secs: f64 = text.trim().parse().map_err(|_| bad())?;
+    if secs.is_nan() || secs < 0.0 {
+        return Err(bad());
+    }
+    Duration::try_from_secs_f64(secs).map_err(|_| bad())
+}
+
+fn parse_serve(
+    mut parser: lexopt::Parser,
+    router: bool,
+    command: &'static str,
+) -> Result<RawArgs, CliError> {
+    let mut raw = RawServe {
+        router,
+        ..RawServe::default()
+    };
+    while let Some(arg) = parser.next().map_err(|e| usage(e, Some(command)))? {
+        match arg {
+            Short('h') | Long("help") => {
+                return Ok(RawArgs::Help(if router { ROUTER_HELP } else { MCP_HELP }));
+            }
+            Long("http-port") => {
+                let text = string_value(&mut parser, "--http-port", command)?;
+                let port = text.parse::<u16>().map_err(|_| {
+                    CliError::Usage(format!(
+                        "invalid value '{text}' for '--http-port': expected a port number 0..65535"
+                    ))
+                })?;
+                raw.http_port = Some(port);
+            }
+            Long("http-host") => {
+                let host = string_value(&mut parser, "--http-host", command)?;
+                if host.is_empty() {
+                    return Err(CliError::Usage("empty value for '--http-host'".into()));
+                }
+                raw.http_host = Some(host);
+            }
+            Long("auth-token") => {
+                let token = string_value(&mut parser, "--auth-token", command)?;
+                // The reference accepts it and then refuses every request.
+                if token.is_empty() {
+                    return Err(CliError::Usage(
+                        "empty value for '--auth-token': no request could match it".into(),
+                    ));
+                }
+                raw.auth_token = Some(token);
+            }
+            Long("allow-no-auth") => raw.allow_no_auth = true,
+            Long("allow-origin") => {
+                let origin = string_value(&mut parser, "--allow-origin", command)?;
+                if origin.is_empty() {
+                    return Err(CliError::Usage("empty value for '--allow-origin'".into()));
+                }
+                raw.allow_origins.push(origin);
+            }
+            Long("call-timeout") => {
+                let text = string_value(&mut parser, "--call-timeout", command)?;
+                raw.call_timeout = Some(seconds(&text, "--call-timeout")?);
+            }
+            // Hidden: lets tests watch sessions expire.
+            Long("session-ttl") => {
+                let text = string_value(&mut parser, "--session-ttl", command)?;
+                raw.session_ttl = Some(seconds(&text, "--session-ttl")?);
+            }
+            // Hidden: lets tests see the 408 without waiting half a minute.
+            Long("request-timeout") => {
+                let text = string_value(&mut parser, "--request-timeout", command)?;
+                raw.request_timeout = Some(seconds(&text, "--request-timeout")?);
+            }
+            Long("pool-start-timeout") => {
+                let text = string_value(&mut parser, "--pool-start-timeout", command)?;
+                raw.pool_start_timeout = Some(seconds(&text, "--pool-start-timeout")?);
+            }
+            Long("plain-tool-names") => raw.plain_tool_names = true,
+            Long("lazy-pools") => raw.lazy_pools = true,
+            Word(target) if router || raw.targets.is_empty() => {
+                raw.targets.push(PathBuf::from(target))
+            }
+            other => return Err(usage(other.unexpected(), Some(command))),
+        }
+    }
+    if raw.targets.is_empty() {
+        let what = if router {
+            "at least one <program>"
+        } else {
+            "<program>"
+        };
+        return Err(CliError::Usage(format!(
+            "missing {what}; see 'morloc-mcp {command} --help'"
+        )));
+    }
+    if router && raw.http_port.is_none() {
+        return Err(CliError::Usage(
+            "'router' serves HTTP only: --http-port is required".into(),
+        ));
+    }
+    Ok(RawArgs::Serve(raw))
+}
+
+/// Parses `tools` / `config`: one target and `--help`. `Ok(Err(help))` when
+/// help was asked for.
+fn parse_target_only(
+    mut parser: lexopt::Parser,
+    command: &'static str,
+    help: &'static str,
+) -> Result<Result<PathBuf, &'static str>, CliError> {
+    let mut target = None;
+    while let Some(arg) = parser.next().map_err(|e| usage(e, Some(command)))? {
+        match arg {
+            Short('h') | Long("help") => return Ok(Err(help)),
+            Word(word) if target.is_none() => target = Some(PathBuf::from(word)),
+            other => return Err(usage(other.unexpected(), Some(command))),
+        }
+    }
+    match target {
+        Some(target) => Ok(Ok(target)),
+        None => Err(CliError::Usage(format!(
+            "missing <program>; see 'morloc-mcp {command} --help'"
+        ))),
+    }
+}
+
+/// The reference runtime's spellings, under the name `morloc-nexus`.
+fn parse_nexus(args: Vec<OsString>) -> Result<RawArgs, CliError> {
+    let Some(mode) = args.first() else {
+        return Err(CliError::Usage(format!(
+            "{NEXUS_ONLY_MCP}; see 'morloc-nexus --help'"
+        )));
+    };
+    match mode.to_str() {
+        Some("-h" | "--help") => Ok(RawArgs::Help(NEXUS_HELP)),
+        Some("-V" | "--version") => Ok(RawArgs::Version),
+        Some("mcp") => parse_serve(
+            lexopt::Parser::from_args(args.into_iter().skip(1)),
+            false,
+            "mcp",
+        ),
+        Some("run") => parse_nexus_run(&args[1..]),
+        _ => Err(CliError::Usage(format!(
+            "'{}' is not provided: {NEXUS_ONLY_MCP}",
+            mode.to_string_lossy()
+        ))),
+    }
+}
+
+/// `run [flags] TARGET [flag]`: the flags may precede the target, or be the
+/// first word after it (the launcher form `./prog --mcp-tools`). When several
+/// are given, `--json-help` beats `--mcp-tools`, which beats `--mcp-config`.
+fn parse_nexus_run(words: &[OsString]) -> Result<RawArgs, CliError> {
+    const JSON_HELP: &str = "--json-help";
+    const TOOLS: &str = "--mcp-tools";
+    const CONFIG: &str = "--mcp-config";
+    let is_flag = |w: &OsString| matches!(w.to_str(), Some(JSON_HELP | TOOLS | CONFIG));
+    let leading = words.iter().take_while(|w| is_flag(w)).count();
+    let target = words
+        .get(leading)
+        .filter(|w| !w.to_string_lossy().starts_with('-'));
+    let mut flags: Vec<&OsString> = words[..leading].iter().collect();
+    if target.is_some() {
+        flags.extend(words.get(leading + 1).filter(|w| is_flag(w)));
+    }
+    let has = |name: &str| flags.iter().any(|w| w.to_str() == Some(name));
+    if flags.is_empty() {
+        return Err(CliError::Usage(format!(
+            "running commands is not provided: {NEXUS_ONLY_MCP}"
+        )));
+    }
+    let Some(target) = target else {
+        return Err(CliError::Usage(
+            "--json-help/--mcp-tools/--mcp-config require a program target".into(),
+        ));
+    };
+    let target = PathBuf::from(target);
+    if has(JSON_HELP) {
+        Err(CliError::Usage(format!(
+            "--json-help is not provided: {NEXUS_ONLY_MCP}"
+        )))
+    } else if has(TOOLS) {
+        Ok(RawArgs::Tools { target })
+    } else {
+        Ok(RawArgs::Config { target })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,659 @@
+//! Tool calls inside the reactor.
+//!
+//! A call is validated (`mcp::prepare`), then either evaluated in-process
+//! (pure commands) or encoded as one CALL packet and sent to its pool on a
+//! fresh non-blocking Unix-socket connection registered with the poller. The
+//! reply packet is read until complete and decoded in the same turn, before
+//! anything else can run. Deadlines, cancellation and progress heartbeats
+//! are handled here too.
+
+use std::io::{self, Read, Write};
+use std::time::{Duration, Instant};
+
+use mio::net::UnixStream;
+use mio::{Interest, Token};
+use serde_json::Value as Json;
+
+use super::{Client, Reactor, Source};
+use crate::format::manifest::CommandKind;
+use crate::format::msgpack;
+use crate::format::packet::{self, Reply};
+use crate::format::value::Value;
+use crate::format::voidstar;
+use crate::protocol::jsonrpc::{self, RequestId};
+use crate::protocol::mcp::{self, CallRequest, Program};
+
+/// Progress heartbeats for calls that carry a progress token: after 1 s and
+/// 2 s (so short calls show life), then every 5 s.
+const PROGRESS_FIRST: Duration = Duration::from_secs(1);
+const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+/// The largest reply accepted from a pool (header + metadata + payload).
+const MAX_REPLY: u64 = 4 << 30;
+/// A connection that breaks before the reply may mean the pool died; wait
+/// this long for its exit to be noticed, so the error can say how it died
+/// and the next call already goes to the restarted pool.
+const LOST_GRACE: Duration = Duration::from_millis(50);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) struct CallId(u64);
+
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum CallStage {
+    WaitingForPool,
+    Sending,
+    Receiving,
+    /// The connection broke; the call fails with `message` at `until`
+    /// unless the pool's death is noticed first.
+    Lost {
+        message: String,
+        until: Instant,
+    },
+}
+
+pub(super) struct Call {
+    pub(super) client: Client,
+    pub(super) request: CallRequest,
+    pub(super) program: usize,
+    pub(super) pool: usize,
+    packet: Vec<u8>,
+    written: usize,
+    reply: Vec<u8>,
+    expected: Option<usize>,
+    stream: Option<(Token, UnixStream)>,
+    pub(super) stage: CallStage,
+    started: Instant,
+    pub(super) deadline: Option<Instant>,
+    pub(super) next_progress: Option<Instant>,
+    /// The last progress value sent (they must increase).
+    last_progress: Option<f64>,
+}
+
+impl Call {
+    pub(super) fn lost_until(&self) -> Option<Instant> {
+        match &self.stage {
+            CallStage::Lost { until, .. } => Some(*until),
+            _ => None,
+        }
+    }
+}
+
+impl Reactor {
+    pub(super) fn start_call(&mut self, client: Client, request: CallRequest) {
+        let program = request.program;
+        let prog = &self.catalog.programs[program];
+        let values = match mcp::prepare(prog, &request) {
+            Ok(v) => v,
+            Err(message) => {
+                let reply = jsonrpc::result_response(&request.id, mcp::error_result(&message));
+                return self.deliver(&client, &reply, true);
+            }
+        };
+        let command = prog.command(request.command);
+        if command.kind == CommandKind::Pure {
+            let result = match mcp::run_pure(prog, request.command, values, &mut FsHost) {
+                Ok(v) => mcp::success_result(command, &v),
+                Err(message) => mcp::error_result(&message),
+            };
+            return self.deliver(
+                &client,
+                &jsonrpc::result_response(&request.id, result),
+                true,
+            );
+        }
+        let packet = match encode_call(prog, request.command, &values) {
+            Ok(p) => p,
+            Err(message) => {
+                let reply = jsonrpc::result_response(&request.id, mcp::error_result(&message));
+                return self.deliver(&client, &reply, true);
+            }
+        };
+        let pool = command.pool;
+        let id = CallId(self.next_call);
+        self.next_call += 1;
+        let now = Instant::now();
+        self.calls.insert(
+            id,
+            Call {
+                client,
+                next_progress: request
+                    .progress_token
+                    .as_ref()
+                    .map(|_| now + PROGRESS_FIRST),
+                request,
+                program,
+                pool,
+                packet,
+                written: 0,
+                reply: Vec::new(),
+                expected: None,
+                stream: None,
+                stage: CallStage::WaitingForPool,
+                started: now,
+                // Set when the call reaches its pool: waiting for a pool to
+                // start is bounded by the start-up timeout instead.
+                deadline: None,
+                last_progress: None,
+            },
+        );
+        let lang = self.pool_lang(program, pool).to_string();
+        match self.ensure_needed_pools(id) {
+            Ok(true) => {
+                self.send_progress(id, &format!("running in pool '{lang}'"));
+                self.connect_call(id);
+            }
+            Ok(false) => self.send_progress(id, &format!("waiting for pool '{lang}' to start")),
+            Err(message) => self.finish_call(id, Err(message)),
+        }
+    }
+
+    /// Starts what the call needs: its own pool and the pools it calls into
+    /// (`needed_pools`); true when all of them answer pings.
+    pub(super) fn ensure_needed_pools(&mut self, id: CallId) -> Result<bool, String> {
+        let Some(call) = self.calls.get(&id) else {
+            return Ok(false);
+        };
+        let program = call.program;
+        let mut pools = vec![call.pool];
+        let command = self.catalog.programs[program].command(call.request.command);
+        pools.extend(
+            command
+                .needed_pools
+                .iter()
+                .copied()
+                .filter(|p| *p != call.pool),
+        );
+        let mut all_ready = true;
+        for p in pools {
+            all_ready &= self.ensure_pool(program, p)?;
+        }
+        Ok(all_ready)
+    }
+
+    /// Whether every pool call `id` needs answers pings.
+    pub(super) fn needed_pools_ready(&self, id: CallId) -> bool {
+        let Some(call) = self.calls.get(&id) else {
+            return false;
+        };
+        let command = self.catalog.programs[call.program].command(call.request.command);
+        std::iter::once(call.pool)
+            .chain(command.needed_pools.iter().copied())
+            .all(|p| self.pool_ready(call.program, p))
+    }
+
+    pub(super) fn connect_call(&mut self, id: CallId) {
+        let Some(call) = self.calls.get(&id) else {
+            return;
+        };
+        let (program, pool) = (call.program, call.pool);
+        let path = self.runtimes[program].pools[pool].socket_path.clone();
+        match UnixStream::connect(&path) {
+            Ok(mut stream) => {
+                let token = self.token(Source::Call(id));
+                // Readable only: the packet is written at once below, and a
+                // writable wake-up would cost a turn for nothing.
+                if let Err(e) =
+                    self.poll
+                        .registry()
+                        .register(&mut stream, token, Interest::READABLE)
+                {
+                    self.sources.remove(&token);
+                    let message = format!(
+                        "cannot watch the connection to pool '{}': {e}",
+                        self.pool_lang(program, pool)
+                    );
+                    return self.finish_call(id, Err(message));
+                }
+                let timeout = self.options.call_timeout;
+                if let Some(call) = self.calls.get_mut(&id) {
+                    call.stream = Some((token, stream));
+                    call.stage = CallStage::Sending;
+                    call.deadline = timeout.map(|t| Instant::now() + t);
+                }
+
+                // Unix sockets take the write at once; sending now saves a turn.
+                self.advance_call(id);
+            }
+            Err(e) => {
+                // The pool may have just died (its restart is then under way)
+                // or stopped listening: wait for it to answer a ping again
+                // instead of failing the call.
+                self.check_children();
+                let Some(call) = self.calls.get_mut(&id) else {
+                    return;
+                };
+                call.stage = CallStage::WaitingForPool;
+                let lang = self.pool_lang(program, pool).to_string();
+                match self.ensure_pool(program, pool) {
+                    Ok(false) => {}
+                    Ok(true) => {
+                        // Alive but refusing: probe it again like a new pool.
+                        eprintln!("morloc-mcp: pool '{lang}' refused a connection ({e}); probing it again");
+                        self.reprobe_pool(program, pool);
+                    }
+                    Err(message) => self.finish_call(id, Err(message)),
+                }
+            }
+        }
+    }
+
+    pub(super) fn advance_call(&mut self, id: CallId) {
+        let Some(call) = self.calls.get_mut(&id) else {
+            return;
+        };
+        let Some((_, stream)) = call.stream.as_mut() else {
+            return;
+        };
+        let lang = &self.runtimes[call.program].pools[call.pool].lang;
+        if call.stage == CallStage::Sending {
+            // The pool parses the header from its first read, so the whole
+            // packet goes out in as few writes as the socket allows.
+            while call.written < call.packet.len() {
+                match stream.write(&call.packet[call.written..]) {
+                    Ok(n) => call.written += n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        if let Some((token, stream)) = call.stream.as_mut() {
+                            let _ = self.poll.registry().reregister(
+                                stream,
+                                *token,
+                                Interest::READABLE | Interest::WRITABLE,
+                            );
+                        }
+                        return;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        let message = format!("cannot send the call to pool '{lang}': {e}");
+                        return self.lost_connection(id, message);
+                    }
+                }
+            }
+            call.stage = CallStage::Receiving;
+            call.packet = Vec::new();
+            // The reply cannot be there yet; its readable event will come.
+            return;
+        }
+        loop {
+            let received = call.reply.len();
+            let read = match call.expected {
+                // Header unknown yet: a small buffer holds most replies whole.
+                None => {
+                    let mut head = [0u8; 4096];
+                    stream
+                        .read(&mut head)
+                        .inspect(|&n| call.reply.extend_from_slice(&head[..n]))
+                }
+                Some(total) if received >= total => break,
+                // Read straight into the reply, growing it by at most 1 MiB
+                // at a time (a bogus length must not allocate up front).
+                Some(total) => {
+                    let end = total.min(received + (1 << 20));
+                    call.reply.resize(end, 0);
+                    let res = stream.read(&mut call.reply[received..end]);
+                    call.reply.truncate(received + *res.as_ref().unwrap_or(&0));
+                    res
+                }
+            };
+            match read {
+                Ok(0) => {
+                    let message = match call.expected {
+                        None if call.reply.is_empty() => {
+                            format!("pool '{lang}' closed the connection without replying")
+                        }
+                        _ => format!(
+                            "pool '{lang}' closed the connection in the middle of its reply ({} of {} bytes received)",
+                            call.reply.len(),
+                            call.expected
+                                .map_or_else(|| "at least 32".to_string(), |t| t.to_string())
+                        ),
+                    };
+                    return self.lost_connection(id, message);
+                }
+                Ok(_) => {
+                    if call.expected.is_none() && call.reply.len() >= packet::HEADER_LEN {
+                        let mut head = [0u8; packet::HEADER_LEN];
+                        head.copy_from_slice(&call.reply[..packet::HEADER_LEN]);
+                        match packet::packet_len(&head) {
+                            Ok(total) if total <= MAX_REPLY => {
+                                let total = total as usize;
+                                if call.reply.len() > total {
+                                    let message =
+                                        format!("pool '{lang}' sent bytes after its reply packet");
+                                    return self.finish_call(id, Err(message));
+                                }
+                                call.expected = Some(total);
+                            }
+                            Ok(total) => {
+                                let message = format!(
+                                    "pool '{lang}' announced a {total}-byte reply, over the {MAX_REPLY}-byte limit"
+                                );
+                                return self.finish_call(id, Err(message));
+                            }
+                            Err(e) => {
+                                let message = format!("{e} (pool '{lang}')");
+                                return self.finish_call(id, Err(message));
+                            }
+                        }
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let message = format!("cannot read the reply of pool '{lang}': {e}");
+                    return self.lost_connection(id, message);
+                }
+            }
+        }
+        // A complete reply: decode it now, before anything else runs.
+        let reply = std::mem::take(&mut call.reply);
+        let (program, command) = (call.program, call.request.command);
+        let outcome = self.decode_reply(program, command, &reply);
+        self.finish_call(id, outcome);
+    }
+
+    fn decode_reply(
+        &mut self,
+        program: usize,
+        command: usize,
+        bytes: &[u8],
+    ) -> Result<Json, String> {
+        let cmd = self.catalog.programs[program].command(command);
+        let lang = &self.runtimes[program].pools[cmd.pool].lang;
+        let reply = packet::parse_reply(bytes).map_err(|e| format!("{e} (pool '{lang}')"))?;
+        let schema = mcp::return_schema(cmd)?;
+        let decode_failed =
+            |e: &dyn std::fmt::Display| format!("cannot decode the result of '{}': {e}", cmd.name);
+        let value: Value = match reply {
+            Reply::Fail(message) => return Ok(mcp::error_result(&message)),
+            Reply::Voidstar(blob) => {
+                voidstar::decode_flat(schema, blob).map_err(|e| decode_failed(&e))?
+            }
+            Reply::Msgpack(data) => msgpack::decode(schema, data).map_err(|e| decode_failed(&e))?,
+            Reply::Rptr(relptr) => {
+                let reader = &mut self.runtimes[program].shm_reader;
+                let decoded = voidstar::decode(schema, &*reader, relptr);
+                // Volumes may be unlinked and recreated under the same index;
+                // mappings are cheap to redo.
+                reader.clear();
+                decoded.map_err(|e| decode_failed(&e))?
+            }
+            Reply::File(path) => {
+                let data = std::fs::read(&path)
+                    .map_err(|e| format!("cannot read the result file {}: {e}", path.display()))?;
+                // Pools never delete their result files; the server owns them now.
+                let _ = std::fs::remove_file(&path);
+                msgpack::decode(schema, &data).map_err(|e| decode_failed(&e))?
+            }
+        };
+        Ok(mcp::success_result(cmd, &value))
+    }
+
+    /// The connection failed mid-call. If the pool died, the child handler
+    /// fails the call with how it died; otherwise `message` is used after a
+    /// short grace (see [`LOST_GRACE`]).
+    fn lost_connection(&mut self, id: CallId, message: String) {
+        self.check_children();
+        let Some(call) = self.calls.get_mut(&id) else {
+            return;
+        };
+        if let Some((token, mut stream)) = call.stream.take() {
+            let _ = self.poll.registry().deregister(&mut stream);
+            self.sources.remove(&token);
+        }
+        call.stage = CallStage::Lost {
+            message,
+            until: Instant::now() + LOST_GRACE,
+        };
+    }
+
+    pub(super) fn finish_call(&mut self, id: CallId, outcome: Result<Json, String>) {
+        let Some(call) = self.calls.get(&id) else {
+            return;
+        };
+        let (program, pool) = (call.program, call.pool);
+        if self.client_wants_logs(&call.client) {
+            // Lines the pool printed before replying go out before the reply.
+            self.read_pool_output(program, pool);
+        }
+        // No progress notification goes right before the reply: some clients
+        // handle notifications after the response of the same read and
+        // would then report an unknown progress token.
+        let Some(call) = self.take_call(id) else {
+            return;
+        };
+        let result = outcome.unwrap_or_else(|message| mcp::error_result(&message));
+        let reply = jsonrpc::result_response(&call.request.id, result);
+        self.deliver(&call.client, &reply, true);
+    }
+
+    /// Sends `notifications/progress` for a call that carries a progress
+    /// token: elapsed seconds as the (strictly increasing) progress, no total.
+    fn send_progress(&mut self, id: CallId, message: &str) {
+        let Some(call) = self.calls.get_mut(&id) else {
+            return;
+        };
+        let Some(token) = call.request.progress_token.clone() else {
+            return;
+        };
+        let elapsed = (call.started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
+        let progress = match call.last_progress {
+            Some(last) if elapsed <= last => last + 0.001,
+            _ => elapsed,
+        };
+        call.last_progress = Some(progress);
+        let client = call.client.clone();
+        let note = mcp::progress_notification(&token, progress, message);
+        self.deliver(&client, &note, false);
+    }
+
+    /// Removes a call and closes its connection, sending nothing.
+    fn take_call(&mut self, id: CallId) -> Option<Call> {
+        let mut call = self.calls.remove(&id)?;
+        if let Some((token, stream)) = call.stream.take() {
+            // Closing the socket removes it from epoll by itself (no other
+            // descriptor refers to it), which saves a system call per call.
+            drop(stream);
+            self.sources.remove(&token);
+        }
+        Some(call)
+    }
+
+    pub(super) fn drop_call(&mut self, id: CallId) {
+        self.take_call(id);
+    }
+
+    /// `notifications/cancelled`: close the connection and never answer.
+    pub(super) fn cancel(&mut self, client: &Client, request_id: &RequestId) {
+        let found = self
+            .calls
+            .iter()
+            .find(|(_, c)| &c.request.id == request_id && same_session(&c.client, client))
+            .map(|(id, _)| *id);
+        if let Some(id) = found {
+            // Closing the connection is all a pool understands; its worker
+            // finishes and its write fails, which pools ignore.
+            self.drop_call(id);
+        }
+    }
+
+    /// Calls of one HTTP session (ended by DELETE).
+    pub(super) fn cancel_session(&mut self, session: &str) -> Vec<Client> {
+        let ids: Vec<CallId> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| matches!(&c.client, Client::Http { session: s, .. } if s == session))
+            .map(|(id, _)| *id)
+            .collect();
+        ids.into_iter()
+            .filter_map(|id| self.take_call(id))
+            .map(|c| c.client)
+            .collect()
+    }
+
+    /// Calls waiting on an HTTP connection that went away.
+    pub(super) fn cancel_conn(&mut self, conn: Token) {
+        let ids: Vec<CallId> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| matches!(&c.client, Client::Http { conn: t, .. } if *t == conn))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            self.drop_call(id);
+        }
+    }
+
+    /// Fails calls on pool `pool`: all of them, or (`include_waiting` false)
+    /// only those already sent, leaving waiting calls for the restarted pool.
+    pub(super) fn fail_pool_calls(
+        &mut self,
+        program: usize,
+        pool: usize,
+        message: &str,
+        include_waiting: bool,
+    ) {
+        let programs = &self.catalog.programs;
+        // A waiting call also depends on the pools its command calls into.
+        let needs = |c: &Call| {
+            c.pool == pool
+                || programs[c.program]
+                    .command(c.request.command)
+                    .needed_pools
+                    .contains(&pool)
+        };
+        let ids: Vec<CallId> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.program == program)
+            .filter(|(_, c)| match c.stage {
+                CallStage::WaitingForPool => include_waiting && needs(c),
+                _ => c.pool == pool,
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            self.finish_call(id, Err(message.to_string()));
+        }
+    }
+
+    pub(super) fn call_timers(&mut self, now: Instant) {
+        let expired: Vec<CallId> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.deadline.is_some_and(|d| d <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in expired {
+            self.time_out(id);
+        }
+        let due: Vec<CallId> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.next_progress.is_some_and(|t| t <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in due {
+            let Some(call) = self.calls.get_mut(&id) else {
+                continue;
+            };
+            let since = now.duration_since(call.started);
+            call.next_progress = Some(if since < 2 * PROGRESS_FIRST {
+                call.started + 2 * PROGRESS_FIRST
+            } else {
+                now + PROGRESS_EVERY
+            });
+            let elapsed = since.as_secs_f64();
+            self.send_progress(id, &format!("still running after {elapsed:.0} s"));
+        }
+        let lost: Vec<CallId> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.lost_until().is_some_and(|t| t <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        if !lost.is_empty() {
+            self.check_children();
+        }
+        for id in lost {
+            let Some(call) = self.calls.get(&id) else {
+                continue;
+            };
+            if let CallStage::Lost { message, .. } = &call.stage {
+                let message = message.clone();
+                self.finish_call(id, Err(message));
+            }
+        }
+    }
+
+    fn time_out(&mut self, id: CallId) {
+        let Some(call) = self.calls.get(&id) else {
+            return;
+        };
+        let (program, pool) = (call.program, call.pool);
+        let secs = self.options.call_timeout.map_or(0.0, |t| t.as_secs_f64());
+        let lang = self.pool_lang(program, pool).to_string();
+        let was_running = call.stage != CallStage::WaitingForPool;
+        self.finish_call(
+            id,
+            Err(format!(
+                "timed out after {secs} s waiting for pool '{lang}'"
+            )),
+        );
+        if was_running {
+            // A stuck worker would hold up every later call (a Python pool
+            // serves one call at a time), so the pool is restarted.
+            self.restart_pool(program, pool, &format!("a call timed out after {secs} s"));
+        }
+    }
+}
+
+fn same_session(a: &Client, b: &Client) -> bool {
+    match (a, b) {
+        (Client::Stdio, Client::Stdio) => true,
+        (Client::Http { session: x, .. }, Client::Http { session: y, .. }) => x == y,
+        _ => false,
+    }
+}
+
+/// Builds the CALL packet: one inline voidstar DATA packet per argument.
+fn encode_call(program: &Program, command: usize, values: &[Value]) -> Result<Vec<u8>, String> {
+    let cmd = program.command(command);
+    let mut args = Vec::with_capacity(values.len());
+    for (slot, (arg, value)) in cmd.args.iter().zip(values).enumerate() {
+        let name = || mcp::slot_name(cmd, slot);
+        let schema = mcp::slot_schema(arg)
+            .map_err(|why| format!("argument '{}' cannot be passed: {why}", name()))?;
+        let blob = voidstar::encode_flat(&schema, value)
+            .map_err(|e| format!("cannot encode argument '{}': {e}", name()))?;
+        args.push(packet::data_packet_voidstar(
+            &schema.to_wire_string(),
+            &blob,
+        ));
+    }
+    Ok(packet::call_packet(cmd.mid, &args))
+}
+
+/// File access for the `@save` / `@load` intrinsics of pure commands.
+struct FsHost;
+
+impl crate::format::eval::Host for FsHost {
+    fn read_file(&mut self, path: &str) -> io::Result<Vec<u8>> {
+        std::fs::read(path)
+    }
+
+    fn write_file_atomic(&mut self, path: &str, bytes: &[u8]) -> io::Result<()> {
+        let target = std::path::Path::new(path);
+        let dir = target
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+        std::fs::write(&tmp, bytes)?;
+        std::fs::rename(&tmp, target).inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
+    }
+}

@@ -1,0 +1,921 @@
+//! The Streamable HTTP transport inside the reactor.
+//!
+//! A non-blocking listener and its connections live in the same poll loop as
+//! the pools, so a slow or idle client never delays anyone else. Each
+//! connection feeds its bytes to the pure `http::Parser`; a complete request
+//! goes through the checks (Host, Origin, CORS preflight, bearer token, path,
+//! method), then its JSON-RPC body through the session's `mcp::handle`.
+//! Requests on one connection are answered in order: while a tool call runs,
+//! later pipelined requests wait in the connection's buffer. A call whose
+//! client accepts `text/event-stream` and asked for progress (or logs) gets
+//! an event stream carrying its notifications and then its response.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::time::{Duration, Instant};
+
+use mio::net::{TcpListener, TcpStream};
+use mio::{Interest, Poll, Token};
+use serde_json::Value as Json;
+
+use super::{Client, Reactor, Source, StartError, LISTENER};
+use crate::edge::cli::HttpConfig;
+use crate::edge::proc;
+use crate::protocol::http::{
+    self, OriginPolicy, Parser, Progress, Request, SessionLimits, Sessions,
+};
+use crate::protocol::jsonrpc::{self, Incoming};
+use crate::protocol::mcp::{self, Catalog, Step};
+
+mod vet;
+use vet::{json_error, vet};
+
+/// Most open connections; one more gets 503 and is closed. Fewer when the
+/// open-file limit cannot be raised far enough (see `connection_cap`).
+const MAX_CONNECTIONS: usize = 1024;
+/// Descriptors kept free for pools, pipes and the like when sizing the
+/// connection cap to the open-file limit.
+const FD_RESERVE: libc::rlim_t = 64;
+/// An idle keep-alive connection is closed after this long.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+/// Most unparsed input kept per connection. Requests pipelined behind a
+/// running call (or behind responses the client is slow to read) wait here;
+/// beyond this the socket is not read until they have been answered, so a
+/// client that sends without reading holds at most this much memory.
+const MAX_BUFFERED: usize = 1024 * 1024;
+
+pub(super) struct HttpFront {
+    listener: TcpListener,
+    /// A request's head and body must arrive within this time of its first
+    /// byte (`cli::DEFAULT_REQUEST_TIMEOUT` unless changed for tests).
+    request_timeout: Duration,
+    token: Option<String>,
+    policy: OriginPolicy,
+    sessions: Sessions,
+    conns: HashMap<Token, Conn>,
+    /// The connection cap: `MAX_CONNECTIONS` or what the fd limit allows.
+    max_conns: usize,
+    /// An open descriptor given up when `accept` runs out of descriptors,
+    /// so the waiting connection can be taken and refused with a 503
+    /// instead of staying in the backlog (no event would come for it).
+    spare_fd: Option<File>,
+}
+
+/// A request waiting for its tool call.
+struct Busy {
+    session: String,
+    /// Streaming `text/event-stream` (head already written).
+    sse: bool,
+    keep_alive: bool,
+    cors: Vec<(String, String)>,
+}
+
+struct Conn {
+    stream: TcpStream,
+    parser: Parser,
+    inbuf: Vec<u8>,
+    /// Bytes of `inbuf` already given to the parser; dropped from the front
+    /// once they are half the buffer, so consuming many small pipelined
+    /// requests costs linear time.
+    inpos: usize,
+    /// `pump` is running for this connection; nested calls return at once.
+    pumping: bool,
+    out: Vec<u8>,
+    written: usize,
+    busy: Option<Busy>,
+    close_after_write: bool,
+    /// When the first byte of the request being read arrived.
+    request_started: Option<Instant>,
+    last_active: Instant,
+    writable_interest: bool,
+    /// The peer closed its side; answer what is pending, then close.
+    peer_closed: bool,
+    /// The request being answered is a HEAD: its response has no body.
+    head_request: bool,
+}
+
+impl HttpFront {
+    pub(super) fn bind(
+        poll: &Poll,
+        config: HttpConfig,
+        catalog: &Catalog,
+    ) -> Result<HttpFront, StartError> {
+        // IP literals and `localhost` only: no name service lookup, so a
+        // static binary needs no NSS modules and start-up never waits on DNS.
+        let ip = bind_ip(&config.host).ok_or_else(|| {
+            StartError(format!(
+                "--http-host '{}' is not an IP address or 'localhost'",
+                config.host
+            ))
+        })?;
+        let addr = std::net::SocketAddr::new(ip, config.port);
+        // Judge the address, not its spelling: 127.0.0.2 and [::1] are loopback too.
+        let loopback = match addr.ip() {
+            std::net::IpAddr::V4(ip) => ip.is_loopback(),
+            std::net::IpAddr::V6(ip) => {
+                ip.is_loopback() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+            }
+        };
+        if !loopback && config.auth_token.is_none() && !config.allow_no_auth {
+            return Err(StartError(format!(
+                "refusing to serve on {addr} with no auth token (the address is not loopback); set --auth-token or MORLOC_MCP_TOKEN, or pass --allow-no-auth"
+            )));
+        }
+        let max_conns = connection_cap();
+        if max_conns < MAX_CONNECTIONS {
+            eprintln!(
+                "morloc-mcp: warning: the open-file limit allows only {max_conns} HTTP connections (of {MAX_CONNECTIONS})"
+            );
+        }
+        let mut listener = TcpListener::bind(addr)
+            .map_err(|e| StartError(format!("cannot listen on {addr}: {e}")))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| StartError(format!("cannot read the bound address: {e}")))?;
+        poll.registry()
+            .register(&mut listener, LISTENER, Interest::READABLE)
+            .map_err(|e| StartError(format!("cannot watch the listener: {e}")))?;
+        eprintln!(
+            "morloc mcp: serving \"{}\" over HTTP at http://{addr}/mcp",
+            catalog.server_name
+        );
+        let policy = OriginPolicy::new(&config.host, config.allow_origins.iter());
+        let sessions = Sessions::new(SessionLimits {
+            ttl: config.session_ttl,
+            ..SessionLimits::default()
+        });
+        Ok(HttpFront {
+            listener,
+            request_timeout: config.request_timeout,
+            token: config.auth_token,
+            policy,
+            sessions,
+            conns: HashMap::new(),
+            max_conns,
+            spare_fd: File::open("/dev/null").ok(),
+        })
+    }
+
+    pub(super) fn next_deadline(&self) -> Option<Instant> {
+        let mut best: Option<Instant> = None;
+        for conn in self.conns.values() {
+            let t = match (conn.busy.is_some(), conn.request_started) {
+                (true, _) => continue,
+                (false, Some(start)) => start + self.request_timeout,
+                (false, None) => conn.last_active + IDLE_TIMEOUT,
+            };
+            best = Some(best.map_or(t, |b| b.min(t)));
+        }
+        best
+    }
+
+    /// A new session id. Session ids must not be guessable: without a
+    /// random source, no session is made.
+    fn random_id(&mut self) -> io::Result<[u8; 16]> {
+        let mut bytes = [0u8; 16];
+        proc::fill_random(&mut bytes)?;
+        Ok(bytes)
+    }
+}
+
+/// Raises the soft open-file limit as far as the connection cap can use
+/// (each connection may also hold a socket to a pool) and returns how many
+/// connections fit under the resulting limit.
+fn connection_cap() -> usize {
+    let wanted: libc::rlim_t = 2 * MAX_CONNECTIONS as libc::rlim_t + FD_RESERVE;
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write the struct we own.
+    let soft = unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return MAX_CONNECTIONS;
+        }
+        if limit.rlim_cur >= wanted {
+            wanted
+        } else {
+            let raised = libc::rlimit {
+                rlim_cur: wanted.min(limit.rlim_max),
+                rlim_max: limit.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                raised.rlim_cur
+            } else {
+                limit.rlim_cur
+            }
+        }
+    };
+    let cap = soft.saturating_sub(FD_RESERVE) / 2;
+    usize::try_from(cap)
+        .unwrap_or(MAX_CONNECTIONS)
+        .clamp(1, MAX_CONNECTIONS)
+}
+
+/// Answers a connection over the cap with 503 and closes it.
+fn refuse(mut stream: TcpStream) {
+    let mut out = Vec::new();
+    http::write_response(
+        &mut out,
+        503,
+        Some("application/json"),
+        &[("Retry-After", "1")],
+        &json_error("too many connections"),
+        false,
+    );
+    let _ = stream.write(&out);
+}
+
+/// The address `--http-host` names: an IPv4 or IPv6 literal (brackets
+/// allowed) or `localhost` (127.0.0.1).
+fn bind_ip(host: &str) -> Option<std::net::IpAddr> {
+    if host.eq_ignore_ascii_case("localhost") {
+        return Some(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
+    }
+    let bare = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    bare.parse().ok()
+}
+
+impl Reactor {
+    pub(super) fn accept_http(&mut self) {
+        loop {
+            let Some(front) = self.http.as_mut() else {
+                return;
+            };
+            match front.listener.accept() {
+                Ok((mut stream, _)) => {
+                    if front.conns.len() >= front.max_conns {
+                        refuse(stream);
+                        continue;
+                    }
+                    // Small request/response exchanges: don't wait for Nagle.
+                    let _ = stream.set_nodelay(true);
+                    let token = self.token(Source::Conn);
+                    if self
+                        .poll
+                        .registry()
+                        .register(&mut stream, token, Interest::READABLE)
+                        .is_err()
+                    {
+                        self.sources.remove(&token);
+                        continue;
+                    }
+                    let conn = Conn {
+                        stream,
+                        parser: Parser::new(http::Limits::default()),
+                        inbuf: Vec::new(),
+                        inpos: 0,
+                        pumping: false,
+                        out: Vec::new(),
+                        written: 0,
+                        busy: None,
+                        close_after_write: false,
+                        request_started: None,
+                        last_active: Instant::now(),
+                        writable_interest: false,
+                        peer_closed: false,
+                        head_request: false,
+                    };
+                    if let Some(front) = self.http.as_mut() {
+                        front.conns.insert(token, conn);
+                    }
+                    // Edge-triggered: data may already be waiting.
+                    self.pump(token);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e)
+                    if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+                        && front.spare_fd.is_some() =>
+                {
+                    // Out of descriptors: free the spare to take the
+                    // connection and refuse it, then hold a spare again.
+                    front.spare_fd = None;
+                    if let Ok((stream, _)) = front.listener.accept() {
+                        refuse(stream);
+                    }
+                    front.spare_fd = File::open("/dev/null").ok();
+                }
+                Err(e) => {
+                    // Out of fds with no spare, and the like: log and keep serving.
+                    eprintln!("morloc-mcp: accept failed: {e}");
+                    return;
+                }
+            }
+        }
+    }
+
+    pub(super) fn http_event(&mut self, token: Token, readable: bool, writable: bool) {
+        if writable {
+            self.flush_conn(token);
+        }
+        if readable || writable {
+            // Drained output may unblock requests waiting in the buffer.
+            self.pump(token);
+        }
+    }
+
+    /// Reads, parses and answers on one connection until nothing more can be
+    /// done for now. Every event that may unblock a connection (bytes
+    /// arriving, output draining, its call finishing) ends up here.
+    ///
+    /// Readiness is edge-triggered, so reading stops only at `WouldBlock` or
+    /// when the buffer is full; in the latter case bytes stay in the socket
+    /// with no event to come, and the loop reads again as soon as requests
+    /// have been consumed. A request answered synchronously (a ping, an
+    /// in-process call) can lead back here through `http_reply`; that nested
+    /// call returns at once and this loop carries on, so the stack stays flat
+    /// however many requests are pipelined.
+    fn pump(&mut self, token: Token) {
+        let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
+            return;
+        };
+        if conn.pumping {
+            return;
+        }
+        conn.pumping = true;
+        loop {
+            let read = self.read_conn(token);
+            let handled = self.process_conn(token);
+            if !read && !handled {
+                break;
+            }
+        }
+        let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
+            return;
+        };
+        conn.pumping = false;
+        if conn.peer_closed && conn.busy.is_none() && conn.written >= conn.out.len() {
+            // Every complete request has been answered; what is left (if
+            // anything) can never be completed.
+            self.close_conn(token);
+        } else if conn.peer_closed && conn.busy.as_ref().is_some_and(|b| !b.sse) {
+            // The client gave up on its request: stop the call.
+            self.cancel_conn(token);
+            self.close_conn(token);
+        }
+    }
+
+    /// Reads until the socket would block, the peer closes, or the buffer
+    /// holds `MAX_BUFFERED` unparsed bytes. Returns whether anything changed.
+    fn read_conn(&mut self, token: Token) -> bool {
+        let mut buf = [0u8; 16 * 1024];
+        let mut changed = false;
+        loop {
+            let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
+                return changed;
+            };
+            if conn.peer_closed || conn.inbuf.len() - conn.inpos >= MAX_BUFFERED {
+                return changed;
+            }
+            match conn.stream.read(&mut buf) {
+                Ok(0) => {
+                    conn.peer_closed = true;
+                    return true;
+                }
+                Ok(n) => {
+                    conn.inbuf.extend_from_slice(&buf[..n]);
+                    conn.last_active = Instant::now();
+                    changed = true;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return changed,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    conn.peer_closed = true;
+                    conn.inbuf.clear();
+                    conn.inpos = 0;
+                    return true;
+                }
+            }
+        }
+    }
+
+    /// Parses and handles buffered requests, one at a time, in order, while
+    /// the connection is free (no call running, no output pending). Returns
+    /// whether any input was consumed.
+    fn process_conn(&mut self, token: Token) -> bool {
+        let mut consumed = false;
+        loop {
+            let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
+                return consumed;
+            };
+            if conn.busy.is_some()
+                || conn.written < conn.out.len()
+                || conn.close_after_write
+                || conn.inpos >= conn.inbuf.len()
+            {
+                break;
+            }
+            let result = conn.parser.advance(&conn.inbuf[conn.inpos..]);
+            match result {
+                Ok((Progress::NeedMore, used)) => {
+                    conn.inpos += used;
+                    consumed |= used > 0;
+                    if !conn.parser.is_idle() && conn.request_started.is_none() {
+                        conn.request_started = Some(Instant::now());
+                    }
+                    break;
+                }
+                Ok((Progress::Continue, used)) => {
+                    conn.inpos += used;
+                    consumed = true;
+                    conn.request_started.get_or_insert_with(Instant::now);
+                    // Refuse before the client sends the body, if the head
+                    // alone decides; the unread body then ends the connection.
+                    let refused = self.http.as_ref().and_then(|front| {
+                        let head = front.conns.get(&token)?.parser.head()?;
+                        vet(front, head).err()
+                    });
+                    match refused {
+                        Some(early) => {
+                            self.respond(token, early.status, &early.headers, &early.body, false);
+                            return true;
+                        }
+                        None => {
+                            let Some(conn) =
+                                self.http.as_mut().and_then(|f| f.conns.get_mut(&token))
+                            else {
+                                return true;
+                            };
+                            http::write_continue(&mut conn.out);
+                            self.flush_conn(token);
+                        }
+                    }
+                }
+                Ok((Progress::Done(request), used)) => {
+                    conn.inpos += used;
+                    consumed = true;
+                    conn.request_started = None;
+                    conn.head_request = request.method == "HEAD";
+                    self.handle_request(token, request);
+                    self.flush_conn(token);
+                }
+                Err(e) => {
+                    conn.inbuf.clear();
+                    conn.inpos = 0;
+                    conn.head_request = false;
+                    let status = e.status();
+                    self.respond(token, status, &[], &json_error(&e.to_string()), false);
+                    return true;
+                }
+            }
+        }
+        if let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) {
+            if conn.inpos > 0 && conn.inpos * 2 >= conn.inbuf.len() {
+                conn.inbuf.drain(..conn.inpos);
+                conn.inpos = 0;
+            }
+        }
+        consumed
+    }
+
+    fn respond(
+        &mut self,
+        token: Token,
+        status: u16,
+        headers: &[(String, String)],
+        body: &[u8],
+        keep_alive: bool,
+    ) {
+        let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
+            return;
+        };
+        let refs: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let content_type = (!body.is_empty()).then_some("application/json");
+        if conn.head_request {
+            // RFC 9110 section 9.3.2: the same head as for GET, no content.
+            http::write_head(
+                &mut conn.out,
+                status,
+                content_type,
+                Some(body.len()),
+                &refs,
+                keep_alive,
+            );
+        } else {
+            http::write_response(&mut conn.out, status, content_type, &refs, body, keep_alive);
+        }
+        if !keep_alive {
+            conn.close_after_write = true;
+        }
+        self.flush_conn(token);
+    }
+
+    fn flush_conn(&mut self, token: Token) {
+        let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
+            return;
+        };
+        while conn.written < conn.out.len() {
+            match conn.stream.write(&conn.out[conn.written..]) {
+                Ok(0) => break,
+                Ok(n) => conn.written += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if !conn.writable_interest {
+                        let _ = self.poll.registry().reregister(
+                            &mut conn.stream,
+                            token,
+                            Interest::READABLE | Interest::WRITABLE,
+                        );
+                        conn.writable_interest = true;
+                    }
+                    return;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    self.cancel_conn(token);
+                    return self.close_conn(token);
+                }
+            }
+        }
+        conn.out.clear();
+        conn.written = 0;
+        if conn.writable_interest {
+            let _ = self
+                .poll
+                .registry()
+                .reregister(&mut conn.stream, token, Interest::READABLE);
+            conn.writable_interest = false;
+        }
+        if conn.close_after_write {
+            self.close_conn(token);
+        }
+    }
+
+    fn close_conn(&mut self, token: Token) {
+        let Some(front) = self.http.as_mut() else {
+            return;
+        };
+        if let Some(mut conn) = front.conns.remove(&token) {
+            let _ = self.poll.registry().deregister(&mut conn.stream);
+        }
+        self.sources.remove(&token);
+    }
+
+    pub(super) fn http_timers(&mut self, now: Instant) {
+        let Some(front) = self.http.as_ref() else {
+            return;
+        };
+        let mut late = Vec::new();
+        let mut idle = Vec::new();
+        for (token, conn) in &front.conns {
+            if conn.busy.is_some() {
+                continue;
+            }
+            match conn.request_started {
+                Some(start) if now >= start + front.request_timeout => late.push(*token),
+                None if now >= conn.last_active + IDLE_TIMEOUT => idle.push(*token),
+                _ => {}
+            }
+        }
+        for token in late {
+            if let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) {
+                conn.inbuf.clear();
+                conn.inpos = 0;
+                conn.request_started = None;
+                conn.head_request = false;
+            }
+            self.respond(
+                token,
+                408,
+                &[],
+                &json_error("request not received in time"),
+                false,
+            );
+        }
+        for token in idle {
+            self.close_conn(token);
+        }
+    }
+
+    fn handle_request(&mut self, token: Token, req: Request) {
+        let Some(front) = self.http.as_ref() else {
+            return;
+        };
+        match vet(front, &req) {
+            Err(early) => self.respond(
+                token,
+                early.status,
+                &early.headers,
+                &early.body,
+                early.keep_alive,
+            ),
+            Ok(cors) => match req.method.as_str() {
+                "DELETE" => self.http_delete(token, &req, cors),
+                _ => self.http_post(token, req, cors),
+            },
+        }
+    }
+
+    fn http_delete(&mut self, token: Token, req: &Request, cors: Vec<(String, String)>) {
+        let keep_alive = req.keep_alive;
+        let Some(front) = self.http.as_mut() else {
+            return;
+        };
+        let Some(id) = req.header("mcp-session-id").map(str::to_string) else {
+            return self.respond(
+                token,
+                400,
+                &cors,
+                &json_error("missing Mcp-Session-Id header"),
+                keep_alive,
+            );
+        };
+        if !front.sessions.remove(&id) {
+            return self.respond(
+                token,
+                404,
+                &cors,
+                &json_error("unknown or expired session"),
+                keep_alive,
+            );
+        }
+        // The session's running calls are cancelled; their requests are
+        // answered with an error (naming the request, so the client can match
+        // it) so no client waits forever.
+        let waiting = self.waiting_requests(&id, None);
+        self.cancel_session(&id);
+        for (conn, request_id) in waiting {
+            let msg = jsonrpc::error_response(
+                Some(&request_id),
+                jsonrpc::ErrorCode::InvalidRequest,
+                "session terminated by DELETE",
+            );
+            self.http_reply(conn, &msg);
+        }
+        self.respond(token, 200, &cors, br#"{"ok":true}"#, keep_alive);
+    }
+
+    fn http_post(&mut self, token: Token, req: Request, cors: Vec<(String, String)>) {
+        let keep_alive = req.keep_alive;
+        let accepts_sse = req
+            .header("accept")
+            .is_some_and(|a| a.contains("text/event-stream"));
+        let msg = jsonrpc::decode(&req.body);
+        let now = Instant::now();
+        let Some(front) = self.http.as_mut() else {
+            return;
+        };
+        let body = |v: &Json| serde_json::to_vec(v).unwrap_or_default();
+        match &msg {
+            Incoming::Invalid(reply) => {
+                // Unparseable bodies and batches are HTTP errors; a well-formed
+                // request with a bad shape still gets its JSON-RPC error.
+                let status = if reply.get("id").is_none_or(Json::is_null) {
+                    400
+                } else {
+                    200
+                };
+                return self.respond(token, status, &cors, &body(reply), keep_alive);
+            }
+            Incoming::Empty => {
+                let reply = jsonrpc::error_response(
+                    None,
+                    jsonrpc::ErrorCode::ParseError,
+                    "invalid JSON: empty body",
+                );
+                return self.respond(token, 400, &cors, &body(&reply), keep_alive);
+            }
+            Incoming::Request { method, .. } if method == "initialize" => {
+                let mut session = mcp::Session::default();
+                let step = mcp::handle(&self.catalog, &mut session, msg);
+                let version = session
+                    .protocol_version
+                    .clone()
+                    .unwrap_or_else(|| mcp::DEFAULT_VERSION.to_string());
+                let id = loop {
+                    let random = match front.random_id() {
+                        Ok(r) => r,
+                        Err(e) => {
+                            let m = format!("cannot create a session: {e}");
+                            return self.respond(token, 500, &cors, &json_error(&m), keep_alive);
+                        }
+                    };
+                    if let Some(id) = front.sessions.create(random, &version, now) {
+                        break id;
+                    }
+                };
+                let mut headers = cors;
+                headers.push(("Mcp-Session-Id".into(), id));
+                let Step::Reply(reply) = step else {
+                    return self.respond(
+                        token,
+                        500,
+                        &headers,
+                        &json_error("initialize produced no reply"),
+                        keep_alive,
+                    );
+                };
+                return self.respond(token, 200, &headers, &body(&reply), keep_alive);
+            }
+            _ => {}
+        }
+        let Some(session_id) = req.header("mcp-session-id").map(str::to_string) else {
+            return self.respond(
+                token,
+                400,
+                &cors,
+                &json_error("missing Mcp-Session-Id header"),
+                keep_alive,
+            );
+        };
+        let Some(stored) = front.sessions.get(&session_id, now) else {
+            return self.respond(
+                token,
+                404,
+                &cors,
+                &json_error("unknown or expired session; re-initialize"),
+                keep_alive,
+            );
+        };
+        if let Some(v) = req.header("mcp-protocol-version") {
+            // Any revision we speak is accepted (clients may send another
+            // supported one than the session's); anything else is refused.
+            if !mcp::SUPPORTED_VERSIONS.contains(&v) {
+                let m = format!(
+                    "unsupported MCP-Protocol-Version '{v}' (supported: {}; this session uses {})",
+                    mcp::SUPPORTED_VERSIONS.join(", "),
+                    stored.protocol_version
+                );
+                return self.respond(token, 400, &cors, &json_error(&m), keep_alive);
+            }
+        }
+        let mut session = mcp::Session {
+            initialized: stored.initialized,
+            protocol_version: Some(stored.protocol_version.clone()),
+            log_level: stored.log_level,
+        };
+        let step = mcp::handle(&self.catalog, &mut session, msg);
+        stored.initialized = session.initialized;
+        stored.log_level = session.log_level;
+        front.sessions.touch(&session_id, now);
+        match step {
+            Step::Nothing => self.respond(token, 202, &cors, &[], keep_alive),
+            Step::Reply(reply) => self.respond(token, 200, &cors, &body(&reply), keep_alive),
+            Step::Cancel(id) => {
+                // No JSON-RPC response is due for a cancelled request (clients
+                // reject one for an id they gave up on), but its POST still
+                // needs an HTTP answer or that connection hangs for good: an
+                // event stream just ends, a plain request gets an empty 202.
+                let waiting = self.waiting_requests(&session_id, Some(&id));
+                self.cancel(
+                    &Client::Http {
+                        conn: token,
+                        session: session_id,
+                    },
+                    &id,
+                );
+                for (conn, _) in waiting {
+                    self.http_abandon(conn);
+                }
+                self.respond(token, 202, &cors, &[], keep_alive)
+            }
+            Step::Call(request) => {
+                let sse = accepts_sse
+                    && req.minor_version >= 1
+                    && (request.progress_token.is_some() || session.log_level.is_some());
+                let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
+                    return;
+                };
+                if sse {
+                    let refs: Vec<(&str, &str)> =
+                        cors.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+                    http::write_sse_head(&mut conn.out, &refs, keep_alive);
+                }
+                conn.busy = Some(Busy {
+                    session: session_id.clone(),
+                    sse,
+                    keep_alive,
+                    cors,
+                });
+                self.flush_conn(token);
+                self.start_call(
+                    Client::Http {
+                        conn: token,
+                        session: session_id,
+                    },
+                    request,
+                );
+            }
+        }
+    }
+
+    /// The connections waiting for running calls of `session` (only the call
+    /// with request id `only`, if given), with the request ids.
+    fn waiting_requests(
+        &self,
+        session: &str,
+        only: Option<&jsonrpc::RequestId>,
+    ) -> Vec<(Token, jsonrpc::RequestId)> {
+        self.calls
+            .values()
+            .filter(|c| only.is_none_or(|id| &c.request.id == id))
+            .filter_map(|c| match &c.client {
+                Client::Http { conn, session: s } if s == session => {
+                    Some((*conn, c.request.id.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Completes the request waiting on `conn` with a JSON-RPC response.
+    pub(super) fn http_reply(&mut self, token: Token, msg: &Json) {
+        let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
+            return;
+        };
+        let Some(busy) = conn.busy.take() else { return };
+        let text = serde_json::to_string(msg).unwrap_or_default();
+        if busy.sse {
+            http::write_sse_message(&mut conn.out, &text);
+            http::write_last_chunk(&mut conn.out);
+            if !busy.keep_alive {
+                conn.close_after_write = true;
+            }
+            self.flush_conn(token);
+        } else {
+            self.respond(token, 200, &busy.cors, text.as_bytes(), busy.keep_alive);
+        }
+        // Pipelined requests that waited behind this one.
+        self.pump(token);
+    }
+
+    /// Completes the request waiting on `conn` without a JSON-RPC response.
+    fn http_abandon(&mut self, token: Token) {
+        let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
+            return;
+        };
+        let Some(busy) = conn.busy.take() else { return };
+        if busy.sse {
+            http::write_last_chunk(&mut conn.out);
+            if !busy.keep_alive {
+                conn.close_after_write = true;
+            }
+            self.flush_conn(token);
+        } else {
+            self.respond(token, 202, &busy.cors, &[], busy.keep_alive);
+        }
+        self.pump(token);
+    }
+
+    /// A notification for the request waiting on `conn`, if it streams.
+    pub(super) fn http_notify(&mut self, token: Token, msg: &Json) {
+        let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
+            return;
+        };
+        if !conn.busy.as_ref().is_some_and(|b| b.sse) {
+            return;
+        }
+        let text = serde_json::to_string(msg).unwrap_or_default();
+        http::write_sse_message(&mut conn.out, &text);
+        self.flush_conn(token);
+    }
+
+    /// Whether the request waiting on `conn` is an event stream.
+    pub(super) fn http_streaming(&self, token: Token) -> bool {
+        self.http
+            .as_ref()
+            .and_then(|f| f.conns.get(&token))
+            .is_some_and(|c| c.busy.as_ref().is_some_and(|b| b.sse))
+    }
+
+    /// Pool output for streaming requests of sessions that asked for logs.
+    pub(super) fn http_forward_log(&mut self, level: usize, logger: &str, line: &str) {
+        let Some(front) = self.http.as_mut() else {
+            return;
+        };
+        let now = Instant::now();
+        let mut targets = Vec::new();
+        let streaming: Vec<(Token, String)> = front
+            .conns
+            .iter()
+            .filter_map(|(t, c)| {
+                c.busy
+                    .as_ref()
+                    .filter(|b| b.sse)
+                    .map(|b| (*t, b.session.clone()))
+            })
+            .collect();
+        for (token, session) in streaming {
+            let Some(stored) = front.sessions.get(&session, now) else {
+                continue;
+            };
+            let s = mcp::Session {
+                log_level: stored.log_level,
+                ..mcp::Session::default()
+            };
+            if let Some(note) = mcp::log_notification(&s, level, logger, line) {
+                targets.push((token, note));
+            }
+        }
+        for (token, note) in targets {
+            self.http_notify(token, &note);
+        }
+    }
+}

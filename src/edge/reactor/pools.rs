@@ -1,0 +1,683 @@
+//! Pool lifecycle inside the reactor: spawning, readiness probes, output
+//! forwarding, crash detection and restarts, and stopping.
+//!
+//! Each served program has a [`Runtime`]: its run directory (where the pools'
+//! sockets live), its shared-memory basename with volume 0, and its pools. A
+//! pool is *Starting* until it answers a ping on its socket, then *Ready*. A
+//! pool that dies is restarted at once unless it crash-loops; calls that were
+//! already running on it fail with a message saying how it died, and calls
+//! still waiting for it go to the restarted pool.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use mio::net::UnixStream;
+use mio::unix::SourceFd;
+use mio::{Interest, Token};
+
+use super::calls::{CallId, CallStage};
+use super::{Reactor, Source};
+use crate::edge::proc;
+use crate::edge::shm;
+use crate::format::packet;
+use crate::protocol::mcp::{self, Program};
+
+/// First and largest delay between readiness probes. Python pools take tens
+/// of milliseconds to start; probing every few milliseconds notices them
+/// promptly without burning the CPU they need to start.
+const PROBE_DELAY_MIN: Duration = Duration::from_millis(1);
+const PROBE_DELAY_MAX: Duration = Duration::from_millis(8);
+/// Grace between SIGTERM and SIGKILL when stopping a pool's process group.
+const STOP_GRACE: Duration = Duration::from_millis(200);
+/// Crash-loop guard: more starts than this within the window stop restarts.
+const MAX_RESTARTS: usize = 5;
+const RESTART_WINDOW: Duration = Duration::from_secs(60);
+/// After giving up on a pool, a call may try to start it again after this.
+const RETRY_FAILED_AFTER: Duration = Duration::from_secs(10);
+/// Lines of pool output kept for error messages.
+const OUTPUT_TAIL: usize = 20;
+/// Pool output lines longer than this are split.
+const MAX_LOG_LINE: usize = 64 * 1024;
+/// MCP log level of forwarded pool output ("info").
+const POOL_LOG_LEVEL: usize = 1;
+
+#[derive(Debug)]
+pub(super) enum PoolStatus {
+    /// Not started yet (lazy pools).
+    Idle,
+    /// Spawned; probing until it answers a ping.
+    Starting,
+    Ready,
+    /// Not running and not being restarted (crash loop or spawn failure).
+    Failed {
+        message: String,
+        at: Instant,
+    },
+}
+
+struct Probe {
+    stream: UnixStream,
+    token: Token,
+    written: usize,
+    read: Vec<u8>,
+}
+
+pub(super) struct Pool {
+    pub(super) lang: String,
+    pub(super) socket_path: PathBuf,
+    spawn: proc::PoolSpawn,
+    pub(super) status: PoolStatus,
+    pid: Option<i32>,
+    started_at: Instant,
+    output: Option<(Token, OwnedFd)>,
+    output_buf: Vec<u8>,
+    tail: VecDeque<String>,
+    starts: VecDeque<Instant>,
+    probe: Option<Probe>,
+    next_probe: Option<Instant>,
+    probe_delay: Duration,
+}
+
+/// The per-program run state.
+pub(super) struct Runtime {
+    pub(super) pools: Vec<Pool>,
+    tmpdir: Option<PathBuf>,
+    basename: String,
+    volume0: Option<shm::Volume0>,
+    pub(super) shm_reader: shm::ShmReader,
+}
+
+impl Runtime {
+    pub(super) fn new(program: &Program) -> io::Result<Runtime> {
+        let loaded = &program.loaded;
+        if loaded.manifest.pools.is_empty() {
+            return Ok(Runtime {
+                pools: Vec::new(),
+                tmpdir: None,
+                basename: String::new(),
+                volume0: None,
+                shm_reader: shm::ShmReader::new("", Path::new("")),
+            });
+        }
+        let tmpdir = proc::make_tmpdir()?;
+        let basename = shm::new_basename();
+        // Pools expect volume 0 to exist; without it the processes inside one
+        // pool race to create it.
+        let volume0 = match shm::Volume0::create(&basename, &tmpdir) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                eprintln!("morloc-mcp: warning: cannot create shared memory volume 0: {e}");
+                None
+            }
+        };
+        let self_exe = std::env::current_exe().unwrap_or_default();
+        let manifest = &loaded.manifest;
+        let mut pools = Vec::new();
+        for pool in &manifest.pools {
+            let mut program: Vec<OsString> = pool.exec.iter().map(OsString::from).collect();
+            // The pool script is relative to the manifest's directory; the
+            // interpreter before it is looked up on PATH.
+            if let Some(last) = program.last_mut() {
+                let p = Path::new(last.as_os_str());
+                if p.is_relative() {
+                    *last = loaded.dir.join(p).into_os_string();
+                }
+            }
+            let socket_path = tmpdir.join(&pool.socket);
+            let mut spawn = proc::PoolSpawn::for_pool(program, &socket_path, &tmpdir, &basename);
+            spawn.env = vec![
+                ("MORLOC_POOL_HASH".into(), pool.pool_hash.clone().into()),
+                // Results always come back inline: a shared-memory result block
+                // is released when the same pool worker starts its next job, so
+                // with concurrent calls it could be reused before we read it.
+                // Inline replies make that race impossible (ARCHITECTURE.md).
+                ("MORLOC_INLINE_SIZE".into(), i64::MAX.to_string().into()),
+                (
+                    "MORLOC_NEXUS_PATH".into(),
+                    self_exe.clone().into_os_string(),
+                ),
+                (
+                    "MORLOC_MANIFEST_PATH".into(),
+                    loaded.path.clone().into_os_string(),
+                ),
+                ("MORLOC_QUIET".into(), "1".into()),
+            ];
+            if manifest.no_shm {
+                spawn.env.push(("MORLOC_NO_SHM".into(), "1".into()));
+            }
+            // Result files go inside the run directory so they are cleaned up.
+            let file_dir = manifest
+                .tmpdir
+                .clone()
+                .map(PathBuf::from)
+                .unwrap_or_else(|| tmpdir.clone());
+            spawn
+                .env
+                .push(("MORLOC_TMPDIR".into(), file_dir.into_os_string()));
+            pools.push(Pool {
+                lang: pool.lang.clone(),
+                socket_path,
+                spawn,
+                status: PoolStatus::Idle,
+                pid: None,
+                started_at: Instant::now(),
+                output: None,
+                output_buf: Vec::new(),
+                tail: VecDeque::new(),
+                starts: VecDeque::new(),
+                probe: None,
+                next_probe: None,
+                probe_delay: PROBE_DELAY_MIN,
+            });
+        }
+        let shm_reader = shm::ShmReader::new(&basename, &tmpdir);
+        Ok(Runtime {
+            pools,
+            tmpdir: Some(tmpdir),
+            basename,
+            volume0,
+            shm_reader,
+        })
+    }
+
+    pub(super) fn deadlines(
+        &self,
+        start_timeout: Duration,
+        consider: &mut impl FnMut(Option<Instant>),
+    ) {
+        for pool in &self.pools {
+            consider(pool.next_probe);
+            if matches!(pool.status, PoolStatus::Starting) {
+                consider(Some(pool.started_at + start_timeout));
+            }
+        }
+    }
+
+    /// Removes the run directory and every shared-memory file of the run.
+    pub(super) fn remove_files(&mut self) {
+        self.volume0 = None;
+        self.shm_reader.clear();
+        if let Some(tmpdir) = self.tmpdir.take() {
+            if !self.basename.is_empty() {
+                let _ = shm::unlink_all(&self.basename, &tmpdir);
+            }
+            let _ = proc::remove_tmpdir(&tmpdir);
+        }
+    }
+
+    fn tail_note(&self, pool: usize) -> String {
+        let tail = &self.pools[pool].tail;
+        if tail.is_empty() {
+            return String::new();
+        }
+        let lines: Vec<&str> = tail.iter().map(String::as_str).collect();
+        format!("; its last output:\n{}", lines.join("\n"))
+    }
+}
+
+impl Reactor {
+    pub(super) fn start_all_pools(&mut self, program: usize) {
+        if !self.swept {
+            // Like the reference, remove shared memory left by dead runs.
+            self.swept = true;
+            shm::sweep_stale();
+        }
+        for pool in 0..self.runtimes[program].pools.len() {
+            if matches!(self.runtimes[program].pools[pool].status, PoolStatus::Idle) {
+                self.start_pool(program, pool);
+            }
+        }
+    }
+
+    /// Makes sure pool `pool` of `program` is running or starting; returns
+    /// the error message if it cannot be used now.
+    pub(super) fn ensure_pool(&mut self, program: usize, pool: usize) -> Result<bool, String> {
+        if self.options.lazy_pools {
+            // The command's other pools (cross-language calls) are needed too;
+            // starting every pool of the program keeps that simple.
+            self.start_all_pools(program);
+        }
+        match &self.runtimes[program].pools[pool].status {
+            PoolStatus::Ready => Ok(true),
+            PoolStatus::Starting => Ok(false),
+            PoolStatus::Idle => {
+                self.start_pool(program, pool);
+                Ok(false)
+            }
+            PoolStatus::Failed { message, at } => {
+                if at.elapsed() >= RETRY_FAILED_AFTER {
+                    self.runtimes[program].pools[pool].starts.clear();
+                    self.start_pool(program, pool);
+                    match &self.runtimes[program].pools[pool].status {
+                        PoolStatus::Failed { message, .. } => Err(message.clone()),
+                        _ => Ok(false),
+                    }
+                } else {
+                    Err(message.clone())
+                }
+            }
+        }
+    }
+
+    pub(super) fn start_pool(&mut self, program: usize, i: usize) {
+        let now = Instant::now();
+        let pool = &mut self.runtimes[program].pools[i];
+        while pool
+            .starts
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > RESTART_WINDOW)
+        {
+            pool.starts.pop_front();
+        }
+        pool.starts.push_back(now);
+        pool.started_at = now;
+        pool.probe_delay = PROBE_DELAY_MIN;
+        pool.output_buf.clear();
+        // Error messages quote what this run of the pool printed.
+        pool.tail.clear();
+        match proc::spawn_pool(&pool.spawn) {
+            Ok(spawned) => {
+                pool.pid = Some(spawned.pid);
+                pool.status = PoolStatus::Starting;
+                // A pool crashing right away leaves its old socket file; the
+                // new process unlinks it before binding, so probes simply
+                // fail until then.
+                pool.next_probe = Some(now + PROBE_DELAY_MIN);
+                let fd = spawned.output;
+                let raw = fd.as_raw_fd();
+                let token = self.token(Source::PoolOutput { program, pool: i });
+                if let Err(e) =
+                    self.poll
+                        .registry()
+                        .register(&mut SourceFd(&raw), token, Interest::READABLE)
+                {
+                    eprintln!("morloc-mcp: cannot watch the output of a pool: {e}");
+                }
+                self.runtimes[program].pools[i].output = Some((token, fd));
+            }
+            Err(e) => {
+                let message = format!("cannot start pool '{}': {e}", pool.lang);
+                eprintln!("morloc-mcp: {message}");
+                pool.status = PoolStatus::Failed {
+                    message: message.clone(),
+                    at: now,
+                };
+                self.fail_pool_calls(program, i, &message, true);
+            }
+        }
+    }
+
+    pub(super) fn pool_timers(&mut self, now: Instant) {
+        for program in 0..self.runtimes.len() {
+            for i in 0..self.runtimes[program].pools.len() {
+                let pool = &mut self.runtimes[program].pools[i];
+                if pool.next_probe.is_some_and(|t| t <= now) {
+                    pool.next_probe = None;
+                    self.start_probe(program, i);
+                }
+                let pool = &self.runtimes[program].pools[i];
+                let limit = self.options.pool_start_timeout;
+                if matches!(pool.status, PoolStatus::Starting) && now >= pool.started_at + limit {
+                    let message = format!(
+                        "pool '{}' did not become ready within {} s{}",
+                        pool.lang,
+                        limit.as_secs_f64(),
+                        self.runtimes[program].tail_note(i)
+                    );
+                    eprintln!("morloc-mcp: {message}");
+                    self.stop_pool(program, i);
+                    self.runtimes[program].pools[i].status = PoolStatus::Failed {
+                        message: message.clone(),
+                        at: now,
+                    };
+                    self.fail_pool_calls(program, i, &message, true);
+                }
+            }
+        }
+    }
+
+    fn start_probe(&mut self, program: usize, i: usize) {
+        let pool = &self.runtimes[program].pools[i];
+        if !matches!(pool.status, PoolStatus::Starting) || pool.probe.is_some() {
+            return;
+        }
+        match UnixStream::connect(&pool.socket_path) {
+            Ok(mut stream) => {
+                let token = self.token(Source::Probe { program, pool: i });
+                if self
+                    .poll
+                    .registry()
+                    .register(&mut stream, token, Interest::READABLE | Interest::WRITABLE)
+                    .is_err()
+                {
+                    self.sources.remove(&token);
+                    return self.schedule_probe(program, i);
+                }
+                self.runtimes[program].pools[i].probe = Some(Probe {
+                    stream,
+                    token,
+                    written: 0,
+                    read: Vec::new(),
+                });
+                self.advance_probe(program, i);
+            }
+            // Not bound or not listening yet.
+            Err(_) => self.schedule_probe(program, i),
+        }
+    }
+
+    fn schedule_probe(&mut self, program: usize, i: usize) {
+        let pool = &mut self.runtimes[program].pools[i];
+        pool.next_probe = Some(Instant::now() + pool.probe_delay);
+        pool.probe_delay = (pool.probe_delay * 3 / 2).min(PROBE_DELAY_MAX);
+    }
+
+    fn end_probe(&mut self, program: usize, i: usize) {
+        if let Some(mut probe) = self.runtimes[program].pools[i].probe.take() {
+            let _ = self.poll.registry().deregister(&mut probe.stream);
+            self.sources.remove(&probe.token);
+        }
+    }
+
+    pub(super) fn advance_probe(&mut self, program: usize, i: usize) {
+        let ping = packet::ping();
+        let Some(probe) = self.runtimes[program].pools[i].probe.as_mut() else {
+            return;
+        };
+        let mut failed = false;
+        while probe.written < ping.len() {
+            match probe.stream.write(&ping[probe.written..]) {
+                Ok(n) => probe.written += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    failed = true;
+                    break;
+                }
+            }
+        }
+        let mut buf = [0u8; 32];
+        while !failed && probe.read.len() < 32 {
+            let want = 32 - probe.read.len();
+            match probe.stream.read(&mut buf[..want]) {
+                Ok(0) => failed = true,
+                Ok(n) => probe.read.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => failed = true,
+            }
+        }
+        let ok = !failed && packet::is_pong(&probe.read);
+        self.end_probe(program, i);
+        if !ok {
+            return self.schedule_probe(program, i);
+        }
+        self.runtimes[program].pools[i].status = PoolStatus::Ready;
+        // Calls waiting for this pool go once every pool they need is ready.
+        let waiting: Vec<CallId> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.program == program && c.stage == CallStage::WaitingForPool)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in waiting {
+            if self.needed_pools_ready(id) {
+                self.connect_call(id);
+            }
+        }
+    }
+
+    pub(super) fn pool_ready(&self, program: usize, pool: usize) -> bool {
+        self.runtimes[program]
+            .pools
+            .get(pool)
+            .is_some_and(|p| matches!(p.status, PoolStatus::Ready))
+    }
+
+    pub(super) fn read_pool_output(&mut self, program: usize, i: usize) {
+        let Some((_, fd)) = self.runtimes[program].pools[i].output.as_ref() else {
+            return;
+        };
+        let raw = fd.as_raw_fd();
+        let mut buf = [0u8; 16 * 1024];
+        let mut closed = false;
+        loop {
+            // SAFETY: `buf` is a valid writable buffer; `raw` is the pool's
+            // output pipe, owned by the pool's `output` field.
+            let n = unsafe { libc::read(raw, buf.as_mut_ptr().cast(), buf.len()) };
+            if n > 0 {
+                self.runtimes[program].pools[i]
+                    .output_buf
+                    .extend_from_slice(&buf[..n as usize]);
+                // Bound the buffer even if a pool writes without newlines.
+                if self.runtimes[program].pools[i].output_buf.len() > 4 * MAX_LOG_LINE {
+                    self.emit_pool_lines(program, i, false);
+                }
+                continue;
+            }
+            if n == 0 {
+                closed = true;
+                break;
+            }
+            if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            break;
+        }
+        self.emit_pool_lines(program, i, closed);
+        if closed {
+            self.close_pool_output(program, i);
+        }
+    }
+
+    fn emit_pool_lines(&mut self, program: usize, i: usize, flush_partial: bool) {
+        let mut lines = Vec::new();
+        {
+            let pool = &mut self.runtimes[program].pools[i];
+            let buf = &pool.output_buf;
+            let mut start = 0;
+            while let Some(pos) = buf[start..].iter().position(|&b| b == b'\n') {
+                lines.push(String::from_utf8_lossy(&buf[start..start + pos]).into_owned());
+                start += pos + 1;
+            }
+            while buf.len() - start > MAX_LOG_LINE {
+                lines.push(String::from_utf8_lossy(&buf[start..start + MAX_LOG_LINE]).into_owned());
+                start += MAX_LOG_LINE;
+            }
+            if flush_partial && start < buf.len() {
+                lines.push(String::from_utf8_lossy(&buf[start..]).into_owned());
+                start = buf.len();
+            }
+            pool.output_buf.drain(..start);
+        }
+        if lines.is_empty() {
+            return;
+        }
+        let logger = format!("pool:{}", self.runtimes[program].pools[i].lang);
+        {
+            let mut stderr = io::stderr().lock();
+            for line in &lines {
+                let _ = writeln!(stderr, "{line}");
+            }
+        }
+        for line in lines {
+            self.forward_log(&logger, &line);
+            let tail = &mut self.runtimes[program].pools[i].tail;
+            if tail.len() == OUTPUT_TAIL {
+                tail.pop_front();
+            }
+            tail.push_back(line);
+        }
+    }
+
+    /// Sends one pool output line as `notifications/message` to every client
+    /// that asked for logs: the stdio client, and HTTP requests of sessions
+    /// with a log level that are streaming events.
+    fn forward_log(&mut self, logger: &str, line: &str) {
+        if let Some(stdio) = &self.stdio {
+            if let Some(note) = mcp::log_notification(&stdio.session, POOL_LOG_LEVEL, logger, line)
+            {
+                self.send_stdio(&note);
+            }
+        }
+        if self.http.is_some() {
+            self.http_forward_log(POOL_LOG_LEVEL, logger, line);
+        }
+    }
+
+    fn close_pool_output(&mut self, program: usize, i: usize) {
+        if let Some((token, fd)) = self.runtimes[program].pools[i].output.take() {
+            let _ = self
+                .poll
+                .registry()
+                .deregister(&mut SourceFd(&fd.as_raw_fd()));
+            self.sources.remove(&token);
+        }
+    }
+
+    /// Reaps exited children and recovers the pools among them.
+    pub(super) fn check_children(&mut self) {
+        for (pid, status) in proc::reap_any() {
+            let found = self.runtimes.iter().enumerate().find_map(|(p, rt)| {
+                rt.pools
+                    .iter()
+                    .position(|pool| pool.pid == Some(pid))
+                    .map(|i| (p, i))
+            });
+            // Otherwise: an orphaned worker re-parented to us, now reaped.
+            let Some((program, i)) = found else { continue };
+            // Collect what the pool printed last, for the message.
+            self.read_pool_output(program, i);
+            self.runtimes[program].pools[i].pid = None;
+            // Its workers may outlive it: end the whole group.
+            let _ = proc::kill_group(pid, libc::SIGKILL);
+            self.end_probe(program, i);
+            self.close_pool_output(program, i);
+            let lang = self.runtimes[program].pools[i].lang.clone();
+            let starting = matches!(self.runtimes[program].pools[i].status, PoolStatus::Starting);
+            eprintln!("morloc-mcp: pool '{lang}' (pid {pid}) {status}");
+            let message = if starting {
+                format!(
+                    "pool '{lang}' {status} during start-up{}",
+                    self.runtimes[program].tail_note(i)
+                )
+            } else {
+                format!("pool '{lang}' died ({status}) while the call was running; it is being restarted")
+            };
+            let now = Instant::now();
+            let pool = &self.runtimes[program].pools[i];
+            let recent = pool
+                .starts
+                .iter()
+                .filter(|t| now.duration_since(**t) <= RESTART_WINDOW)
+                .count();
+            if starting || recent >= MAX_RESTARTS {
+                // A pool that cannot start, or keeps dying, is not restarted
+                // in a loop; calls fail with the reason and a later call may
+                // try again.
+                let message = if starting {
+                    message
+                } else {
+                    format!(
+                        "pool '{lang}' keeps dying ({recent} starts within {} s; last: {status}); not restarting it for now{}",
+                        RESTART_WINDOW.as_secs(),
+                        self.runtimes[program].tail_note(i)
+                    )
+                };
+                self.runtimes[program].pools[i].status = PoolStatus::Failed {
+                    message: message.clone(),
+                    at: now,
+                };
+                self.fail_pool_calls(program, i, &message, true);
+            } else {
+                self.fail_pool_calls(program, i, &message, false);
+                self.start_pool(program, i);
+            }
+        }
+    }
+
+    /// Stops pool `i`'s process group (TERM, grace, KILL) and reaps it.
+    pub(super) fn stop_pool(&mut self, program: usize, i: usize) {
+        self.end_probe(program, i);
+        self.close_pool_output(program, i);
+        if let Some(pid) = self.runtimes[program].pools[i].pid.take() {
+            stop_groups(&[pid]);
+        }
+        self.runtimes[program].pools[i].status = PoolStatus::Idle;
+    }
+
+    pub(super) fn stop_all_pools(&mut self) {
+        let mut pids = Vec::new();
+        for program in 0..self.runtimes.len() {
+            for i in 0..self.runtimes[program].pools.len() {
+                self.end_probe(program, i);
+                self.close_pool_output(program, i);
+                if let Some(pid) = self.runtimes[program].pools[i].pid.take() {
+                    pids.push(pid);
+                }
+            }
+        }
+        stop_groups(&pids);
+    }
+
+    /// Treats a running pool as starting again: calls wait until it answers
+    /// a ping (or the start-up deadline passes).
+    pub(super) fn reprobe_pool(&mut self, program: usize, i: usize) {
+        let pool = &mut self.runtimes[program].pools[i];
+        pool.status = PoolStatus::Starting;
+        pool.started_at = Instant::now();
+        pool.probe_delay = PROBE_DELAY_MIN;
+        self.schedule_probe(program, i);
+    }
+
+    /// Restarts a pool whose worker is stuck (a call timed out on it).
+    pub(super) fn restart_pool(&mut self, program: usize, i: usize, reason: &str) {
+        let lang = self.runtimes[program].pools[i].lang.clone();
+        eprintln!("morloc-mcp: restarting pool '{lang}': {reason}");
+        self.stop_pool(program, i);
+        let message = format!("pool '{lang}' was restarted: {reason}");
+        self.fail_pool_calls(program, i, &message, false);
+        self.start_pool(program, i);
+    }
+
+    pub(super) fn pool_lang(&self, program: usize, pool: usize) -> &str {
+        &self.runtimes[program].pools[pool].lang
+    }
+}
+
+/// TERM every group, wait up to [`STOP_GRACE`] for them to go, KILL the rest,
+/// and reap.
+fn stop_groups(pids: &[i32]) {
+    if pids.is_empty() {
+        return;
+    }
+    for &pid in pids {
+        let _ = proc::kill_group(pid, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + STOP_GRACE;
+    loop {
+        // Zombies keep a group "alive": reap before asking.
+        proc::reap_any();
+        if pids.iter().all(|&p| !proc::group_alive(p)) || Instant::now() >= deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    for &pid in pids {
+        if proc::group_alive(pid) {
+            let _ = proc::kill_group(pid, libc::SIGKILL);
+        }
+    }
+    let settle = Instant::now() + Duration::from_millis(100);
+    loop {
+        proc::reap_any();
+        if pids.iter().all(|&p| !proc::group_alive(p)) || Instant::now() >= settle {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}

@@ -1,0 +1,13 @@
+//! Data formats: Morloc schemas, the manifest, values and their encodings
+//! (JSON, voidstar, msgpack, packets) and the pure-command evaluator.
+//!
+//! Pure: no I/O. Imports only from this layer (and `std`, `serde_json`).
+
+pub mod eval;
+pub mod json;
+pub mod manifest;
+pub mod msgpack;
+pub mod packet;
+pub mod schema;
+pub mod value;
+pub mod voidstar;

@@ -1,0 +1,10 @@
+//! The MCP surface and the protocol state machines: tool definitions,
+//! argument mapping, JSON-RPC framing, MCP sessions, the HTTP/1.1 parser.
+//!
+//! Pure: no I/O. Imports from `format` and from this layer.
+
+pub mod args;
+pub mod http;
+pub mod jsonrpc;
+pub mod mcp;
+pub mod tools;
