@@ -1,0 +1,750 @@
+#!/usr/bin/env python3
+"""The server against the real Morloc 0.98.2 runtime: `make test-real`.
+
+Serves the seven programs compiled by the real Morloc compiler (their
+directory is given with --programs) through their real Python pools, with
+the server binary given by --bin, and checks:
+
+- every program's tools/list against tests/data/real/<program>.tools.json;
+- every exported tool of every program, with known answers;
+- 32 concurrent calls of mixed sizes, every byte of every reply;
+- a pool that exits during a call, and one killed by pid while a large
+  result is in flight: the call fails clearly and the next call works;
+- pool output on stdout never reaching the protocol stream;
+- no file left in /dev/shm or /tmp by what the run started.
+
+Standard library only. Expects the runtime's environment to be set already
+(MORLOC_HOME, LD_LIBRARY_PATH, PYTHONPATH; tests/real/run.sh does it).
+Prints one line per check and a closing "N passed, M failed"; exits 1 when a
+check fails. `--only NAME` (repeatable) runs the checks whose name contains
+NAME.
+"""
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+GOLDEN = os.path.join(HERE, "..", "data", "real")
+
+# Every wait for a reply is bounded, so a hang fails the check instead of CI.
+CALL_TIMEOUT = 180.0
+SHM_DIR = "/dev/shm"
+
+
+class CheckFailed(Exception):
+    pass
+
+
+def expect(cond, message):
+    if not cond:
+        raise CheckFailed(message)
+
+
+def compact(value):
+    """The JSON text the server writes for a value (compact, UTF-8)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def short(text, limit=300):
+    text = str(text)
+    return text if len(text) <= limit else text[:limit] + "... (%d chars)" % len(text)
+
+
+class Server:
+    """One `morloc-mcp mcp <manifest>` process and a tiny MCP stdio client.
+
+    A reader thread takes every stdout line; each must be a JSON-RPC message
+    (anything else is protocol corruption and is recorded). Replies are
+    matched to requests by id, so many calls can be in flight.
+    """
+
+    def __init__(self, binary, manifest, env, args=()):
+        self.proc = subprocess.Popen(
+            [binary, "mcp", manifest, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        self.lock = threading.Condition()
+        self.replies = {}
+        self.notifications = []
+        self.bad_lines = []
+        self.stderr_lines = []
+        self.next_id = 1
+        self.pool_runs = set()  # (tmpdir, shm basename) seen in pool argv
+        self.pool_pids = set()  # pools and their workers
+        self.reader = threading.Thread(target=self._read_stdout, daemon=True)
+        self.reader.start()
+        self.err_reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self.err_reader.start()
+        reply = self.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "real-pools-suite", "version": "1"},
+            },
+        )
+        expect("result" in reply, "initialize failed: %s" % short(reply))
+        self.notify("notifications/initialized")
+
+    def _read_stdout(self):
+        for line in self.proc.stdout:
+            try:
+                msg = json.loads(line)
+                ok = isinstance(msg, dict) and msg.get("jsonrpc") == "2.0"
+            except ValueError:
+                ok = False
+            with self.lock:
+                if not ok:
+                    self.bad_lines.append(line[:200])
+                elif "id" in msg and "method" not in msg:
+                    self.replies[msg["id"]] = msg
+                else:
+                    self.notifications.append(msg)
+                self.lock.notify_all()
+        with self.lock:
+            self.lock.notify_all()
+
+    def _read_stderr(self):
+        for line in self.proc.stderr:
+            with self.lock:
+                if len(self.stderr_lines) < 10000:
+                    self.stderr_lines.append(line.decode("utf-8", "replace").rstrip("\n"))
+
+    def send(self, msg):
+        self.proc.stdin.write(json.dumps(msg).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def notify(self, method, params=None):
+        msg = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+
+    def start(self, method, params):
+        """Sends a request and returns its id without waiting."""
+        with self.lock:
+            rid = self.next_id
+            self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        return rid
+
+    def wait(self, rid, timeout=CALL_TIMEOUT):
+        deadline = time.monotonic() + timeout
+        with self.lock:
+            while rid not in self.replies:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise CheckFailed("no reply to request %s within %.0f s" % (rid, timeout))
+                if self.proc.poll() is not None and not self.reader.is_alive():
+                    raise CheckFailed(
+                        "server exited (status %s) before replying to request %s; stderr: %s"
+                        % (self.proc.returncode, rid, short(" | ".join(self.stderr_lines[-5:])))
+                    )
+                self.lock.wait(min(left, 0.5))
+            return self.replies.pop(rid)
+
+    def request(self, method, params=None, timeout=CALL_TIMEOUT):
+        return self.wait(self.start(method, params or {}), timeout)
+
+    def start_call(self, name, arguments):
+        self.record_pools()
+        return self.start("tools/call", {"name": name, "arguments": arguments})
+
+    def call(self, name, arguments, timeout=CALL_TIMEOUT):
+        """A tools/call; returns its `result` (the JSON-RPC error fails the check)."""
+        reply = self.wait(self.start_call(name, arguments), timeout)
+        self.record_pools()
+        expect("result" in reply, "%s: JSON-RPC error %s" % (name, short(reply)))
+        return reply["result"]
+
+    def children(self):
+        """Pids of the server's direct children (its pools)."""
+        return [pid for pid, ppid in process_table() if ppid == self.proc.pid]
+
+    def record_pools(self):
+        """Remembers the tmpdir and shm basename each pool was started with
+        (pool argv: exec..., socket, tmpdir, basename), for the clean-up check."""
+        table = process_table()
+        for pid, ppid in table:
+            if ppid != self.proc.pid:
+                continue
+            argv = cmdline(pid)
+            if len(argv) >= 3:
+                self.pool_runs.add((argv[-2], argv[-1]))
+            self.pool_pids.add(pid)
+            self.pool_pids.update(p for p, pp in table if pp == pid)
+
+    def close(self):
+        """Ends the session with stdin EOF, as a client does; returns the exit status."""
+        self.record_pools()
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            return self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise CheckFailed("server did not exit within 15 s of stdin EOF")
+        finally:
+            self.reader.join(timeout=15)
+            self.err_reader.join(timeout=15)
+
+
+def process_table():
+    """(pid, ppid) of every process, from /proc."""
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as f:
+                stat = f.read().decode("utf-8", "replace")
+        except OSError:
+            continue
+        # The command name may contain spaces and parentheses: split after the last ')'.
+        fields = stat[stat.rfind(")") + 2 :].split()
+        out.append((int(name), int(fields[1])))
+    return out
+
+
+def cpu_ticks(pid):
+    """User plus system CPU time of a process, in clock ticks (0 if gone)."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            stat = f.read().decode("utf-8", "replace")
+    except OSError:
+        return 0
+    fields = stat[stat.rfind(")") + 2 :].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def busy_worker(pool, timeout=20.0):
+    """The child of `pool` that is burning CPU (the worker running the
+    call), once it has run for a few ticks."""
+    deadline = time.monotonic() + timeout
+    start = {}
+    while time.monotonic() < deadline:
+        workers = [pid for pid, ppid in process_table() if ppid == pool]
+        for pid in workers:
+            ticks = cpu_ticks(pid)
+            start.setdefault(pid, ticks)
+            if ticks - start[pid] >= 10:
+                return pid
+        time.sleep(0.02)
+    raise CheckFailed("no worker of pool %d got busy within %.0f s" % (pool, timeout))
+
+
+def cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return [a.decode("utf-8", "replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        return []
+
+
+def text_of(result):
+    content = result.get("content")
+    expect(
+        isinstance(content, list) and len(content) == 1 and content[0].get("type") == "text",
+        "expected one text block, got %s" % short(result),
+    )
+    return content[0]["text"]
+
+
+def expect_value(result, expected, what, structured=False):
+    """The result is not an error and its text is exactly compact(expected)."""
+    expect(result.get("isError") is False, "%s: isError: %s" % (what, short(result)))
+    text = text_of(result)
+    want = compact(expected)
+    if text != want:
+        try:
+            got = json.loads(text)
+        except ValueError:
+            got = None
+        if got == expected:
+            raise CheckFailed("%s: right value, other bytes: %s, want %s" % (what, short(text), short(want)))
+        raise CheckFailed("%s: got %s, want %s" % (what, short(text), short(want)))
+    if structured:
+        expect(
+            result.get("structuredContent") == expected,
+            "%s: structuredContent %s, want %s" % (what, short(result.get("structuredContent")), short(expected)),
+        )
+    else:
+        expect("structuredContent" not in result, "%s: unexpected structuredContent" % what)
+
+
+def expect_error(result, needle, what):
+    expect(result.get("isError") is True, "%s: expected isError, got %s" % (what, short(result)))
+    text = text_of(result)
+    expect(needle in text, "%s: error %r does not mention %r" % (what, short(text), needle))
+
+
+def expect_list(result, n, what):
+    """bigList n: [0, 1, ..., n-1], compared element for element."""
+    expect(result.get("isError") is False, "%s: isError: %s" % (what, short(result)))
+    text = text_of(result)
+    values = json.loads(text)
+    expect(isinstance(values, list), "%s: not a list: %s" % (what, short(text)))
+    expect(len(values) == n, "%s: %d elements, want %d" % (what, len(values), n))
+    for i, v in enumerate(values):
+        if v != i or type(v) is not int:
+            raise CheckFailed("%s: element %d is %r" % (what, i, v))
+    expect(text == "[" + ",".join(map(str, range(n))) + "]", "%s: text differs from the compact list" % what)
+
+
+def expect_text(result, expected, what):
+    """A string result, every character compared."""
+    expect(result.get("isError") is False, "%s: isError: %s" % (what, short(result)))
+    text = text_of(result)
+    want = compact(expected)
+    if text != want:
+        n = next((i for i, (a, b) in enumerate(zip(text, want)) if a != b), min(len(text), len(want)))
+        raise CheckFailed(
+            "%s: %d chars, want %d; first difference at %d: %r vs %r"
+            % (what, len(text), len(want), n, text[n : n + 20], want[n : n + 20])
+        )
+
+
+def records(n):
+    return [{"x": i, "y": i / 2, "label": "p%d" % i} for i in range(n)]
+
+
+def expect_records(result, n, what):
+    expect(result.get("isError") is False, "%s: isError: %s" % (what, short(result)))
+    text = text_of(result)
+    values = json.loads(text)
+    expect(isinstance(values, list) and len(values) == n, "%s: %s elements, want %d" % (what, len(values), n))
+    for i, (got, want) in enumerate(zip(values, records(n))):
+        if got != want or list(got) != ["x", "y", "label"]:
+            raise CheckFailed("%s: record %d is %r, want %r" % (what, i, got, want))
+    expect(text == compact(records(n)), "%s: text differs from the compact records" % what)
+
+
+# --- the suite ---------------------------------------------------------------
+
+
+class Suite:
+    def __init__(self, binary, programs, only):
+        self.binary = binary
+        self.programs = programs
+        self.only = only
+        self.passed = 0
+        self.failed = []
+        self.servers = []
+        self.env = dict(os.environ)
+        # A pool line in the log stream helps when a check fails.
+        self.env.setdefault("RUST_BACKTRACE", "1")
+
+    def manifest(self, program):
+        return os.path.join(self.programs, program, "nexus-build", "manifest.json")
+
+    def serve(self, program, args=()):
+        server = Server(self.binary, self.manifest(program), self.env, args)
+        self.servers.append(server)
+        return server
+
+    def check(self, name, fn):
+        if self.only and not any(o in name for o in self.only):
+            return
+        started = time.monotonic()
+        try:
+            fn()
+        except CheckFailed as e:
+            self.failed.append(name)
+            print("FAIL %s (%.2f s): %s" % (name, time.monotonic() - started, e), flush=True)
+            return
+        except Exception as e:  # a harness error is a failure too, never a pass
+            self.failed.append(name)
+            print("FAIL %s (%.2f s): %s: %s" % (name, time.monotonic() - started, type(e).__name__, e), flush=True)
+            return
+        self.passed += 1
+        print("ok   %s (%.2f s)" % (name, time.monotonic() - started), flush=True)
+
+    def surface(self, server, program):
+        got = server.request("tools/list")
+        expect("result" in got, "tools/list failed: %s" % short(got))
+        with open(os.path.join(GOLDEN, program + ".tools.json"), encoding="utf-8") as f:
+            want = json.load(f)
+        # Key order matters too: compare the texts of both, order preserved.
+        got_text = json.dumps(got["result"], indent=2, ensure_ascii=False)
+        want_text = json.dumps(want, indent=2, ensure_ascii=False)
+        if got_text != want_text:
+            got_lines, want_lines = got_text.splitlines(), want_text.splitlines()
+            n = next((i for i, (a, b) in enumerate(zip(got_lines, want_lines)) if a != b), min(len(got_lines), len(want_lines)))
+            raise CheckFailed(
+                "tools/list differs from %s.tools.json at line %d: %r, want %r"
+                % (program, n + 1, got_lines[n] if n < len(got_lines) else None, want_lines[n] if n < len(want_lines) else None)
+            )
+        return [t["name"] for t in got["result"]["tools"]]
+
+    def program_checks(self, program, calls, not_yet=()):
+        """tools/list, then every (tool, arguments, check) in calls; every
+        tool the surface lists, except those in not_yet, must be called."""
+        server = self.serve(program)
+        try:
+            names = self.surface(server, program)
+            called = {tool for tool, _, _ in calls} | set(not_yet)
+            expect(called >= set(names), "tools never called: %s" % sorted(set(names) - called))
+            expect(called <= set(names), "calls of tools not listed: %s" % sorted(called - set(names)))
+            for tool, arguments, verify in calls:
+                what = "%s %s" % (tool, compact(arguments))
+                verify(server.call(tool, arguments), what)
+            expect(not server.bad_lines, "non-protocol stdout: %s" % short(server.bad_lines))
+        finally:
+            status = server.close()
+        expect(status == 0, "server exit status %s" % status)
+        return server
+
+    def run(self):
+        v = lambda want, structured=False: lambda r, what: expect_value(r, want, what, structured)
+        err = lambda needle: lambda r, what: expect_error(r, needle, what)
+
+        # -- every exported tool, with the reference's answers where it gave them
+        self.check(
+            "shapes: tools/list and every tool",
+            lambda: self.program_checks(
+                "shapes",
+                [
+                    ("addOne", {"_1": 41}, v(42)),
+                    ("addOne", {"_1": -(2**62)}, v(-(2**62) + 1)),
+                    ("sumMany", {"_1": [1, 2, 3, 4]}, v(10)),
+                    ("sumMany", {"_1": []}, v(0)),
+                    ("scale", {"_1": 5}, v(10)),
+                    ("scale", {"_1": 5, "factor": 3}, v(15)),
+                    ("maybeDouble", {"_1": None}, v(None)),
+                    ("maybeDouble", {}, v(None)),
+                    ("maybeDouble", {"_1": 21}, v(42)),
+                    ("hello", {"_1": "Ada"}, v("Hello, Ada!")),
+                    ("hello", {"_1": "naïve \"q\" \\ ✓ \n"}, v("Hello, naïve \"q\" \\ ✓ \n!")),
+                    ("configFlat", {}, v("/tmp:1:False")),
+                    ("configFlat", {"tmpDir": "/x", "numThreads": 2, "removeCaches": True}, v("/x:2:True")),
+                    (
+                        "configWhole",
+                        {"configwhole": {"tmpDir": "/x", "numThreads": 2, "removeCaches": True}},
+                        v("/x:2:True"),
+                    ),
+                    ("configWhole", {}, v("/tmp:1:False")),
+                    ("mkResult", {"_1": 7}, v({"status": "ok", "value": 7}, structured=True)),
+                    ("noisyAdd", {"_1": 1}, v(2)),
+                    ("pureAnswer", {}, v(42)),
+                    ("mustFail", {"_1": 1}, err("intentional failure: boom")),
+                ],
+            ),
+        )
+        self.check(
+            "excluded: tools/list and every tool",
+            lambda: self.program_checks("excluded", [("plainAdd", {"_1": 2, "_2": 3}, v(5))]),
+        )
+        self.check("excluded_table: tools/list and every tool", self.excluded_table)
+        self.check(
+            "record-docstrings: tools/list and every tool",
+            lambda: self.program_checks(
+                "record-docstrings",
+                [
+                    ("foo", {"algconfig": {"m": 5, "n": 2}, "_1": [1, 2, 3]}, v(211)),
+                    ("foo", {"_1": [1]}, v(1)),
+                    ("bar", {"_1": [1, 2, 3]}, v(110)),
+                    (
+                        "bar",
+                        {
+                            "sysconfig": {"tmpDir": "/x", "numThreads": 3, "removeCaches": True},
+                            "algconfig": {"m": 2, "n": 0},
+                            "yolo": "ab",
+                            "_1": [10],
+                        },
+                        v(10 + 2 + 300 + 2000),
+                    ),
+                    # The reference answers 16; we answer 16.0 (README: Differences).
+                    (
+                        "travelTime",
+                        {"add-five": True, "nothin": 2, "wind-speed": 1.5, "_1": 2.0, "_2": 3.0},
+                        v(16.0),
+                    ),
+                    ("travelTime", {"_1": 2.0, "_2": 3.0}, v(0.0)),
+                    ("bif", {}, v("False")),
+                    ("bif", {"sysconfig": {"tmpDir": "/x", "numThreads": 2, "removeCaches": True}}, v("True")),
+                    ("baz", {"_1": "a"}, v(["a", "a"])),
+                ],
+            ),
+        )
+        self.check(
+            "cli-arg-comprehensive: tools/list and every tool",
+            lambda: self.program_checks(
+                "cli-arg-comprehensive",
+                [
+                    ("sumInts", {"_1": [1, 2, 3]}, v(6)),
+                    ("countLits", {"_1": ["a", "b", "null"]}, v(3)),
+                    ("greet", {}, v(4)),
+                    ("greet", {"yolo": "hello"}, v(5)),
+                    ("defaults", {}, v(42)),
+                    ("defaults", {"i": 7}, v(7)),
+                    ("passList", {"_1": [3, 1, 2]}, v([3, 1, 2])),
+                    ("concatLists", {}, v([])),
+                    ("concatLists", {"xs": [1, 2]}, v([1, 2])),
+                    ("nullKeyword", {"_1": None}, v(None)),
+                    ("nullKeyword", {"_1": 5}, v(5)),
+                    ("recParam", {}, v(1)),
+                    ("recParam", {"tree": {"val": 7, "children": [{"val": 8, "children": []}]}}, v(7)),
+                ],
+            ),
+        )
+        self.check(
+            "recursive-records: tools/list and the pool-side tools",
+            lambda: self.program_checks(
+                "recursive-records",
+                [
+                    ("trieSizePy", {"_1": 2}, v(7)),
+                    ("treeSizePy", {"_1": 3}, v(15)),
+                    ("twoLevelTriePy", {"_1": 5}, v(6)),
+                ],
+                # FIXME(issue 11): these four fail today (a recursive record
+                # behind a list has no layout); their checks land with the fix.
+                not_yet=("trieBuild", "treeKVBuild", "trieFromJson", "treeKVFromJson"),
+            ),
+        )
+        self.check("workbench: tools/list and every tool", self.workbench_tools)
+
+        self.check("concurrency: 32 calls of mixed results up to 100 KB, every byte", self.concurrent_small)
+        self.check("crash: the pool exits during a call (crash)", self.crash)
+        self.check("crash: the pool killed by pid while its worker builds a large result", self.kill_mid_result)
+        self.check("crash: a pool worker killed by pid while it builds a large result", self.kill_worker_mid_result)
+        self.check("noise: pool stdout never reaches the protocol stream", self.noise)
+
+        # -- last, over every server this run started
+        self.check("clean-up: nothing left in /dev/shm or /tmp", self.clean_up)
+
+        total = self.passed + len(self.failed)
+        print("test-real: %d passed, %d failed (of %d checks)" % (self.passed, len(self.failed), total), flush=True)
+        for name in self.failed:
+            print("  failed: %s" % name)
+        return 0 if not self.failed else 1
+
+    # -- single programs ------------------------------------------------------
+
+    def excluded_table(self):
+        """Its pool imports pyarrow at start-up: without it, every call fails
+        with the pool's real start-up error, clearly."""
+        probe = subprocess.run(
+            ["python3", "-c", "import pyarrow"], env=self.env, capture_output=True
+        )
+        if probe.returncode == 0:
+            check = lambda r, what: expect_value(r, 5, what)
+        else:
+            check = lambda r, what: expect_error(r, "pyarrow", what)
+        self.program_checks("excluded_table", [("plainAdd", {"_1": 2, "_2": 3}, check)])
+
+    def workbench_tools(self):
+        v = lambda want, structured=False: lambda r, what: expect_value(r, want, what, structured)
+        points = [{"x": 1, "y": 0.5, "label": "a"}, {"x": 2, "y": 1.25, "label": "b"}]
+        self.program_checks(
+            "workbench",
+            [
+                ("addOne", {"_1": 41}, v(42)),
+                ("bigList", {"_1": 0}, v([])),
+                ("bigList", {"_1": 5}, v([0, 1, 2, 3, 4])),
+                ("bigText", {"_1": 3}, v("xxx")),
+                ("bigRecords", {"_1": 2}, v(records(2))),
+                ("slowEcho", {"_1": 50}, v(50)),
+                ("crash", {"_1": 3}, lambda r, what: expect_error(r, "pool", what)),
+                ("addOne", {"_1": 1}, v(2)),  # the pool is back
+                ("fail", {"_1": "it broke"}, lambda r, what: expect_error(r, "it broke", what)),
+                ("noisy", {"_1": 1}, v(2)),
+                ("countWords", {"_1": "b a b  c\nb"}, v([["a", 1], ["b", 3], ["c", 1]])),
+                ("countWords", {"_1": ""}, v([])),
+                (
+                    "stats",
+                    {"_1": [1, 2, 3.5]},
+                    v({"count": 3, "mean": 6.5 / 3, "minimum": 1.0, "maximum": 3.5}, structured=True),
+                ),
+                ("swap", {"_1": [1, "a"]}, v(["a", 1])),
+                ("echoText", {"_1": "naïve \"q\" \\ ✓ \u0001 \U0001f600"}, v("naïve \"q\" \\ ✓ \u0001 \U0001f600")),
+                ("echoText", {"_1": ""}, v("")),
+                ("digest", {"_1": points}, v("3:1.75:a,b")),
+            ],
+        )
+
+    # -- concurrency ----------------------------------------------------------
+
+    def concurrent_small(self):
+        self.concurrent(list_n=5_000, text_n=100_000, records_n=1_000, echo_unit=1_000)
+
+    def concurrent(self, list_n, text_n, records_n, echo_unit):
+        """32 calls sent at once before any reply is read; results of every
+        size interleave, each reply checked byte for byte."""
+        server = self.serve("workbench")
+        try:
+            plan = []
+            for i in range(32):
+                kind = i % 6
+                if kind == 0:
+                    plan.append(("bigList", {"_1": list_n + i}, lambda r, w, n=list_n + i: expect_list(r, n, w)))
+                elif kind == 1:
+                    plan.append(("bigText", {"_1": text_n + i}, lambda r, w, n=text_n + i: expect_text(r, "x" * n, w)))
+                elif kind == 2:
+                    plan.append(("addOne", {"_1": i}, lambda r, w, i=i: expect_value(r, i + 1, w)))
+                elif kind == 3:
+                    n = records_n + i
+                    plan.append(("bigRecords", {"_1": n}, lambda r, w, n=n: expect_records(r, n, w)))
+                elif kind == 4:
+                    s = "call %d: %s" % (i, "é" * (echo_unit * i))
+                    plan.append(("echoText", {"_1": s}, lambda r, w, s=s: expect_text(r, s, w)))
+                else:
+                    plan.append(("slowEcho", {"_1": 20 + i}, lambda r, w, i=i: expect_value(r, 20 + i, w)))
+            ids = [server.start_call(tool, args) for tool, args, _ in plan]
+            errors = []
+            for rid, (tool, args, verify) in zip(ids, plan):
+                what = "%s %s" % (tool, short(compact(args), 40))
+                try:
+                    reply = server.wait(rid)
+                    expect("result" in reply, "%s: JSON-RPC error %s" % (what, short(reply)))
+                    verify(reply["result"], what)
+                except CheckFailed as e:
+                    errors.append(str(e))
+            expect(not errors, "%d of 32 wrong: %s" % (len(errors), "; ".join(short(e, 200) for e in errors[:4])))
+            expect(not server.bad_lines, "non-protocol stdout: %s" % short(server.bad_lines))
+        finally:
+            server.close()
+
+    # -- pool deaths ----------------------------------------------------------
+
+    def crash(self):
+        server = self.serve("workbench")
+        try:
+            expect_value(server.call("addOne", {"_1": 1}), 2, "addOne before")
+            result = server.call("crash", {"_1": 7})
+            expect_error(result, "pool", "crash 7")
+            expect_value(server.call("addOne", {"_1": 2}), 3, "addOne after the crash")
+            expect_list(server.call("bigList", {"_1": 1000}), 1000, "bigList after the crash")
+        finally:
+            server.close()
+
+    def kill_mid_result(self):
+        """SIGKILL the pool process (the server's child, by pid) while its
+        worker builds a large result; the call must fail saying how the pool
+        died, and the restarted pool must serve the next call."""
+        server = self.serve("workbench")
+        try:
+            expect_value(server.call("addOne", {"_1": 1}), 2, "addOne before")
+            pools = server.children()
+            expect(len(pools) == 1, "expected one pool process, found %s" % pools)
+            rid = server.start_call("bigRecords", {"_1": 2_000_000})
+            busy_worker(pools[0])
+            os.kill(pools[0], signal.SIGKILL)
+            reply = server.wait(rid)
+            expect("result" in reply, "JSON-RPC error %s" % short(reply))
+            expect_error(reply["result"], "killed by signal 9", "bigRecords with the pool killed")
+            expect_value(server.call("addOne", {"_1": 2}), 3, "addOne after the kill")
+            expect_list(server.call("bigList", {"_1": 1000}), 1000, "bigList after the kill")
+            expect(server.children() and server.children() != pools, "the pool was not restarted")
+        finally:
+            server.close()
+
+    def kill_worker_mid_result(self):
+        """SIGKILL the pool worker (a child of the pool) that builds a large
+        result: the pool lives on, the call fails clearly, the next works."""
+        server = self.serve("workbench")
+        try:
+            expect_value(server.call("addOne", {"_1": 1}), 2, "addOne before")
+            pools = server.children()
+            expect(len(pools) == 1, "expected one pool process, found %s" % pools)
+            rid = server.start_call("bigRecords", {"_1": 2_000_000})
+            os.kill(busy_worker(pools[0]), signal.SIGKILL)
+            reply = server.wait(rid)
+            expect("result" in reply, "JSON-RPC error %s" % short(reply))
+            expect_error(reply["result"], "pool 'py'", "bigRecords with its worker killed")
+            for i in range(4):  # every worker, old and new, serves again
+                expect_value(server.call("addOne", {"_1": i}), i + 1, "addOne %d after the kill" % i)
+            expect_list(server.call("bigList", {"_1": 1000}), 1000, "bigList after the kill")
+            expect(server.children() == pools, "the pool itself was restarted")
+        finally:
+            server.close()
+
+    # -- noise ----------------------------------------------------------------
+
+    def noise(self):
+        """noisy and noisyAdd print to stdout: the protocol stream stays
+        clean, the lines reach stderr, and with logging/setLevel they come as
+        notifications/message."""
+        for program, tool, marker in (("workbench", "noisy", "NOISY-STDOUT"), ("shapes", "noisyAdd", "STRAY-POOL-STDOUT")):
+            server = self.serve(program)
+            try:
+                reply = server.request("logging/setLevel", {"level": "debug"})
+                expect("result" in reply, "logging/setLevel: %s" % short(reply))
+                ids = [server.start_call(tool, {"_1": i}) for i in range(20)]
+                for i, rid in enumerate(ids):
+                    reply = server.wait(rid)
+                    expect_value(reply.get("result", {}), i + 1, "%s %d" % (tool, i))
+                deadline = time.monotonic() + 5
+                while time.monotonic() < deadline:
+                    with server.lock:
+                        logged = [n for n in server.notifications if n.get("method") == "notifications/message"]
+                        on_stderr = [l for l in server.stderr_lines if marker in l]
+                    if len(logged) >= 20 and len(on_stderr) >= 20:
+                        break
+                    time.sleep(0.05)
+                expect(not server.bad_lines, "%s: non-protocol stdout: %s" % (tool, short(server.bad_lines)))
+                expect(len(on_stderr) >= 20, "%s: %d of 20 stdout lines on stderr" % (tool, len(on_stderr)))
+                data = [n["params"].get("data", "") for n in logged]
+                expect(
+                    sum(marker in d for d in data) >= 20,
+                    "%s: %d of 20 stdout lines as notifications/message" % (tool, sum(marker in d for d in data)),
+                )
+            finally:
+                server.close()
+
+    # -- clean-up -------------------------------------------------------------
+
+    def clean_up(self):
+        """Each server this run started is closed; none may leave its run
+        directory or a shared-memory volume behind (names taken from the
+        pools' argv and the server pid)."""
+        for server in self.servers:
+            if server.proc.poll() is None:
+                server.close()
+        left = []
+        shm = os.listdir(SHM_DIR)
+        for server in self.servers:
+            prefix = "morloc-%d-" % server.proc.pid
+            left += [os.path.join(SHM_DIR, n) for n in shm if n.startswith(prefix)]
+            for tmpdir, basename in server.pool_runs:
+                if os.path.exists(tmpdir):
+                    left.append(tmpdir)
+                left += [os.path.join(SHM_DIR, n) for n in shm if n.startswith(basename)]
+        expect(self.servers, "no server was started")
+        expect(all(s.pool_runs for s in self.servers), "a server's pools were never seen")
+        expect(not left, "left behind: %s" % sorted(set(left)))
+        # Every pool process (and worker) seen must be gone too.
+        alive = [
+            pid
+            for server in self.servers
+            for pid in server.pool_pids
+            if any(a.endswith("pool.py") for a in cmdline(pid))
+        ]
+        expect(not alive, "pool processes still running: %s" % alive)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bin", required=True, help="the morloc-mcp binary")
+    parser.add_argument("--programs", required=True, help="the directory of compiled programs")
+    parser.add_argument("--only", action="append", default=[], help="run the checks whose name contains this")
+    args = parser.parse_args()
+    started = time.monotonic()
+    status = Suite(os.path.abspath(args.bin), os.path.abspath(args.programs), args.only).run()
+    print("test-real: %.1f s" % (time.monotonic() - started))
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
