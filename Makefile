@@ -17,7 +17,7 @@ test: test-pool test-rust test-real static e2e e2e-static ## Run every test (wha
 test-rust: ## Unit, golden and end-to-end tests of the server
 	$(CARGO) test --all-targets
 
-test-real: build ## The real Morloc runtime and compiled programs (from ../shared/morloc; skips without it)
+test-real: ## The real Morloc runtime and compiled programs, release build (from ../shared/morloc; skips without it)
 	sh tests/real/run.sh
 
 test-pool: ## Check the test pool against the reference wire bytes

@@ -10,12 +10,11 @@
 #
 #   sh tests/real/run.sh [--only NAME]...   (arguments go to real_pools.py)
 #   MORLOC_SHARED=dir   the runtime source and programs/ (default ../shared/morloc)
-#   REAL_BIN=path       the server binary (default target/release/morloc-mcp)
+#   REAL_BIN=path       the server binary (default: cargo builds target/release/morloc-mcp)
 set -eu
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 SHARED=${MORLOC_SHARED:-$ROOT/../shared/morloc}
-BIN=${REAL_BIN:-${CARGO_TARGET_DIR:-$ROOT/target}/release/morloc-mcp}
 
 if [ ! -d "$SHARED/programs" ] || [ ! -f "$SHARED/install.sh" ]; then
     echo "test-real: skipped: no real Morloc runtime and programs beside the project (../shared/morloc; MORLOC_SHARED names another place)"
@@ -55,6 +54,13 @@ if [ -z "$home" ]; then
         echo "test-real: the runtime built into $home is not usable: $why" >&2
         exit 1
     fi
+fi
+
+if [ -n "${REAL_BIN:-}" ]; then
+    BIN=$REAL_BIN
+else
+    (cd "$ROOT" && ${CARGO:-cargo} build --release --quiet --bin morloc-mcp)
+    BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/morloc-mcp
 fi
 
 if [ -f "$home/env.sh" ]; then
