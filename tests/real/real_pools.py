@@ -8,8 +8,10 @@ the server binary given by --bin, and checks:
 - every program's tools/list against tests/data/real/<program>.tools.json;
 - every exported tool of every program, with known answers;
 - 32 concurrent calls of mixed sizes, every byte of every reply;
-- a pool that exits during a call, and one killed by pid while a large
-  result is in flight: the call fails clearly and the next call works;
+- a pool worker that exits during a call, and a pool and a worker killed
+  by pid while a large result is built: the call fails clearly and the
+  next call works;
+- a call past --call-timeout: it fails, and the restarted pool serves on;
 - pool output on stdout never reaching the protocol stream;
 - no file left in /dev/shm or /tmp by what the run started.
 
@@ -390,12 +392,20 @@ class Suite:
             )
         return [t["name"] for t in got["result"]["tools"]]
 
-    def program_checks(self, program, calls, not_yet=()):
+    def program_checks(self, program, calls, not_yet=(), excluded=()):
         """tools/list, then every (tool, arguments, check) in calls; every
-        tool the surface lists, except those in not_yet, must be called."""
+        tool the surface lists, except those in not_yet, must be called.
+        Calling an excluded command is an unknown-tool error."""
         server = self.serve(program)
         try:
             names = self.surface(server, program)
+            for tool in excluded:
+                reply = server.request("tools/call", {"name": tool, "arguments": {}})
+                error = reply.get("error", {})
+                expect(
+                    error.get("code") == -32602 and tool in error.get("message", ""),
+                    "excluded %s: want an unknown-tool error, got %s" % (tool, short(reply)),
+                )
             called = {tool for tool, _, _ in calls} | set(not_yet)
             expect(called >= set(names), "tools never called: %s" % sorted(set(names) - called))
             expect(called <= set(names), "calls of tools not listed: %s" % sorted(called - set(names)))
@@ -446,7 +456,9 @@ class Suite:
         )
         self.check(
             "excluded: tools/list and every tool",
-            lambda: self.program_checks("excluded", [("plainAdd", {"_1": 2, "_2": 3}, v(5))]),
+            lambda: self.program_checks(
+                "excluded", [("plainAdd", {"_1": 2, "_2": 3}, v(5))], excluded=("readStdin",)
+            ),
         )
         self.check("excluded_table: tools/list and every tool", self.excluded_table)
         self.check(
@@ -521,6 +533,7 @@ class Suite:
         self.check("crash: the pool exits during a call (crash)", self.crash)
         self.check("crash: the pool killed by pid while its worker builds a large result", self.kill_mid_result)
         self.check("crash: a pool worker killed by pid while it builds a large result", self.kill_worker_mid_result)
+        self.check("timeout: a call past --call-timeout fails, the pool restarts, the next call works", self.timeout)
         self.check("noise: pool stdout never reaches the protocol stream", self.noise)
 
         # -- last, over every server this run started
@@ -544,7 +557,9 @@ class Suite:
             check = lambda r, what: expect_value(r, 5, what)
         else:
             check = lambda r, what: expect_error(r, "pyarrow", what)
-        self.program_checks("excluded_table", [("plainAdd", {"_1": 2, "_2": 3}, check)])
+        self.program_checks(
+            "excluded_table", [("plainAdd", {"_1": 2, "_2": 3}, check)], excluded=("readTable", "sumTable")
+        )
 
     def workbench_tools(self):
         v = lambda want, structured=False: lambda r, what: expect_value(r, want, what, structured)
@@ -677,6 +692,26 @@ class Suite:
                 expect_value(server.call("addOne", {"_1": i}), i + 1, "addOne %d after the kill" % i)
             expect_list(server.call("bigList", {"_1": 1000}), 1000, "bigList after the kill")
             expect(server.children() == pools, "the pool itself was restarted")
+        finally:
+            server.close()
+
+    def timeout(self):
+        """The real Python pool runs one call at a time, so a call stuck in
+        it blocks every later one: the server must give up on it at the
+        deadline and restart the pool."""
+        server = self.serve("workbench", ["--call-timeout", "1"])
+        try:
+            expect_value(server.call("addOne", {"_1": 1}), 2, "addOne before")
+            pools = server.children()
+            started = time.monotonic()
+            expect_error(server.call("slowEcho", {"_1": 20_000}), "timed out after 1 s", "slowEcho 20000")
+            expect(time.monotonic() - started < 10, "the timeout took %.1f s" % (time.monotonic() - started))
+            started = time.monotonic()
+            for i in range(3):
+                expect_value(server.call("addOne", {"_1": i}), i + 1, "addOne %d after the timeout" % i)
+            expect(time.monotonic() - started < 10, "calls after the timeout took %.1f s" % (time.monotonic() - started))
+            expect_value(server.call("slowEcho", {"_1": 300}), 300, "slowEcho 300 within the deadline")
+            expect(server.children() != pools, "the pool was not restarted")
         finally:
             server.close()
 
