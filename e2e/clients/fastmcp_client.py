@@ -4,7 +4,8 @@
     python fastmcp_client.py --url http://127.0.0.1:PORT/mcp
 
 FastMCP sits on the 2.x Python SDK and connects in its default `mode="auto"`
-(a `server/discover` probe, then `initialize`). It hydrates
+(a `server/discover` probe, adopted, or else `initialize`; the `era` step
+checks which, see checks.py). It hydrates
 `structuredContent` through the tool's `outputSchema` into `.data`, and
 raises `ToolError` for an `isError` result, which is how the failing tool is
 checked here. Steps and checks: see checks.py.
@@ -21,7 +22,7 @@ from fastmcp.client.transports import StdioTransport
 from fastmcp.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
 
-from checks import CALLS, MK_RESULT, UNKNOWN_TOOL, Reporter, check_tools, parse_args, unknown_tool_error
+from checks import CALLS, MK_RESULT, UNKNOWN_TOOL, Reporter, check_era, check_tools, parse_args, session_era, unknown_tool_error
 
 
 def wire(model: Any) -> dict[str, Any]:
@@ -52,6 +53,8 @@ async def run(client: Any, report: Reporter) -> None:
     try:
         info = client.server_info
         report.step("initialize", None, f"protocol {client.protocol_version}; server {info.name if info else '?'}")
+        era, how = session_era(client.session)
+        report.step("era", check_era(era, how), f"{era}: {how}; protocol {client.protocol_version}")
         try:
             tools = [wire(t) for t in await client.list_tools()]
             names, error = check_tools(tools)

@@ -6,10 +6,12 @@
 1.x: `ClientSession` over `stdio_client` / `streamable_http_client`, with the
 `initialize` handshake. 2.x: the high-level `mcp.Client` in its default
 `mode="auto"`, which first probes `server/discover` at the newest protocol
-revision and falls back to `initialize` when the server answers with an
-error (the harness checks that fallback in the stdio transcript). Both SDK
-lines validate `structuredContent` against the tool's `outputSchema`.
-Steps and checks: see checks.py.
+revision: a discover result is adopted (the modern era, no `initialize`), an
+error makes it fall back to `initialize`. The session records which one
+happened (`discover_result` or `initialize_result`); the `era` step checks
+that against E2E_EXPECT_ERA (see checks.py), and on stdio the harness checks
+the transcript too. Both SDK lines validate `structuredContent` against the
+tool's `outputSchema`. Steps and checks: see checks.py.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 import anyio
 import mcp
 
-from checks import CALLS, UNKNOWN_TOOL, Reporter, check_tools, parse_args, unknown_tool_error
+from checks import CALLS, UNKNOWN_TOOL, Reporter, check_era, check_tools, parse_args, session_era, unknown_tool_error
 
 V2 = hasattr(mcp, "Client")
 
@@ -36,17 +38,18 @@ def wire(model: Any) -> dict[str, Any]:
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-async def connect(stack: AsyncExitStack, kind: str, target: Any) -> tuple[Any, str]:
-    """Returns (object with list_tools/call_tool, description of the handshake)."""
+async def connect(stack: AsyncExitStack, kind: str, target: Any) -> tuple[Any, str, str]:
+    """Returns (object with list_tools/call_tool, description of the
+    handshake, era: modern / fallback / legacy)."""
     if V2:
         if kind == "stdio":
             server: Any = mcp.StdioServerParameters(command=target[0], args=target[1:])
         else:
             server = target
         client = await stack.enter_async_context(mcp.Client(server))
-        how = "initialize after server/discover probe" if client.session.initialize_result else "server/discover"
+        era, how = session_era(client.session)
         info = client.server_info
-        return client, f"{how}; protocol {client.protocol_version}; server {info.name if info else '?'}"
+        return client, f"{how}; protocol {client.protocol_version}; server {info.name if info else '?'}", era
     if kind == "stdio":
         from mcp.client.stdio import stdio_client
         params = mcp.StdioServerParameters(command=target[0], args=target[1:])
@@ -56,7 +59,7 @@ async def connect(stack: AsyncExitStack, kind: str, target: Any) -> tuple[Any, s
         read, write, _ = await stack.enter_async_context(streamable_http_client(target))
     session = await stack.enter_async_context(mcp.ClientSession(read, write))
     init = await session.initialize()
-    return session, f"initialize; protocol {init.protocolVersion}; server {init.serverInfo.name}"
+    return session, f"initialize; protocol {init.protocolVersion}; server {init.serverInfo.name}", "legacy"
 
 
 async def main() -> int:
@@ -73,11 +76,12 @@ async def main() -> int:
 async def steps(kind: str, target: Any, report: Reporter) -> None:
     async with AsyncExitStack() as stack:
         try:
-            client, how = await connect(stack, kind, target)
+            client, how, era = await connect(stack, kind, target)
         except BaseException as e:  # noqa: BLE001 - any failure is the step's result
             report.crash("initialize", e)
             return
         report.step("initialize", None, how)
+        report.step("era", check_era(era, how), f"{era}: {how}")
 
         try:
             listed = await client.list_tools()

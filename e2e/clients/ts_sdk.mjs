@@ -1,10 +1,16 @@
-// Drives the server with the official TypeScript MCP SDK (1.x) client.
+// Drives the server with an official TypeScript MCP SDK client: the 1.x
+// `@modelcontextprotocol/sdk` (E2E_TS_SDK=1, the default) or the 2.x
+// `@modelcontextprotocol/client` (E2E_TS_SDK=2).
 //
 //   node ts_sdk.mjs --stdio CMD [ARG...]
 //   node ts_sdk.mjs --url http://127.0.0.1:PORT/mcp
 //
-// Same steps and checks as the Python drivers (checks.py), plus two that
-// only this client exercises:
+// Same steps and checks as the Python drivers (checks.py), plus:
+//   era       which protocol era the client adopted, against E2E_EXPECT_ERA
+//             (see checks.py): 1.x always runs `initialize`; 2.x connects
+//             with `versionNegotiation: {mode: "auto"}` (a `server/discover`
+//             probe, the documented way to reach 2026-07-28; its default is
+//             "legacy") and reports the outcome through getProtocolEra().
 //   cancel    a slow call aborted through an AbortSignal: the SDK sends
 //             notifications/cancelled; the server must then not answer the
 //             cancelled request (a late answer reaches client.onerror as a
@@ -26,12 +32,27 @@ import { fileURLToPath } from "node:url";
 const here = dirname(fileURLToPath(import.meta.url));
 const modules = process.env.E2E_NODE_MODULES ?? join(here, "..", "..", ".cache", "node", "node_modules");
 const require = createRequire(join(modules, "noop.js"));
-const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
-const { StdioClientTransport } = require("@modelcontextprotocol/sdk/client/stdio.js");
-const { StreamableHTTPClientTransport } = require("@modelcontextprotocol/sdk/client/streamableHttp.js");
-const { McpError } = require("@modelcontextprotocol/sdk/types.js");
+const V2 = process.env.E2E_TS_SDK === "2";
+const sdk = V2
+  ? (() => {
+      const main = require("@modelcontextprotocol/client");
+      const { StdioClientTransport } = require("@modelcontextprotocol/client/stdio");
+      return { ...main, StdioClientTransport, McpError: main.ProtocolError, pkg: "client" };
+    })()
+  : {
+      ...require("@modelcontextprotocol/sdk/client/index.js"),
+      ...require("@modelcontextprotocol/sdk/client/stdio.js"),
+      ...require("@modelcontextprotocol/sdk/client/streamableHttp.js"),
+      McpError: require("@modelcontextprotocol/sdk/types.js").McpError,
+      pkg: "sdk",
+    };
+const { Client, StdioClientTransport, StreamableHTTPClientTransport, McpError } = sdk;
 const sdkVersion = JSON.parse(
-  readFileSync(join(modules, "@modelcontextprotocol", "sdk", "package.json"), "utf8")).version;
+  readFileSync(join(modules, "@modelcontextprotocol", sdk.pkg, "package.json"), "utf8")).version;
+const EXPECT_ERA = process.env.E2E_EXPECT_ERA ?? "legacy";
+// callTool(params, options): 2.x dropped 1.x's resultSchema argument.
+const callTool = (client, params, options) =>
+  V2 ? client.callTool(params, options) : client.callTool(params, undefined, options);
 
 const UNKNOWN_TOOL = "noSuchTool";
 const INVALID_PARAMS = -32602;
@@ -90,11 +111,12 @@ function parseArgs(argv) {
 
 async function main() {
   const { kind, target } = parseArgs(process.argv.slice(2));
-  step("client", null, `@modelcontextprotocol/sdk ${sdkVersion} (node ${process.version})`);
+  step("client", null, `@modelcontextprotocol/${sdk.pkg} ${sdkVersion} (node ${process.version})`);
   const transport = kind === "stdio"
     ? new StdioClientTransport({ command: target[0], args: target.slice(1), stderr: "inherit" })
     : new StreamableHTTPClientTransport(new URL(target));
-  const client = new Client({ name: "morloc-mcp-e2e", version: "1.0.0" });
+  const client = new Client({ name: "morloc-mcp-e2e", version: "1.0.0" },
+    V2 ? { versionNegotiation: { mode: "auto" } } : undefined);
   const clientErrors = [];
   client.onerror = (e) => clientErrors.push(String(e?.message ?? e));
 
@@ -105,7 +127,13 @@ async function main() {
     return;
   }
   const info = client.getServerVersion();
-  step("initialize", null, `protocol ${transport.protocolVersion ?? "(not exposed on stdio)"}; server ${info?.name}`);
+  const protocol = V2 ? client.getNegotiatedProtocolVersion() : transport.protocolVersion;
+  step("initialize", null, `protocol ${protocol ?? "(not exposed on stdio)"}; server ${info?.name}`);
+  // 2.x in "auto" mode: "modern" after an adopted server/discover, "legacy"
+  // after the fallback to initialize; 1.x knows only initialize.
+  const era = V2 ? (client.getProtocolEra() === "modern" ? "modern" : "fallback") : "legacy";
+  const eraDetail = `${era}: ${V2 ? `getProtocolEra() = ${client.getProtocolEra()}, ` : ""}protocol ${protocol}`;
+  step("era", era === EXPECT_ERA ? null : `expected the ${EXPECT_ERA} era, the client adopted ${eraDetail}`, eraDetail);
 
   let names;
   try {
@@ -128,7 +156,7 @@ async function main() {
 
   for (const [name, base, args, check] of CALLS) {
     try {
-      const result = await client.callTool({ name: names[base], arguments: args });
+      const result = await callTool(client, { name: names[base], arguments: args });
       step(name, check(result), JSON.stringify(result.content).slice(0, 200));
     } catch (e) {
       crash(name, e);
@@ -136,7 +164,7 @@ async function main() {
   }
 
   try {
-    const result = await client.callTool({ name: UNKNOWN_TOOL, arguments: {} });
+    const result = await callTool(client, { name: UNKNOWN_TOOL, arguments: {} });
     step("protocol error", `expected a JSON-RPC error, got a result: ${JSON.stringify(result)}`);
   } catch (e) {
     const error = !(e instanceof McpError) ? `expected an McpError, got ${e}`
@@ -155,8 +183,8 @@ async function cancelStep(client, names, clientErrors) {
   const before = clientErrors.length;
   const controller = new AbortController();
   const started = Date.now();
-  const call = client.callTool(
-    { name: names.slowEcho, arguments: { _1: CANCEL_CALL_MS } }, undefined, { signal: controller.signal });
+  const call = callTool(client,
+    { name: names.slowEcho, arguments: { _1: CANCEL_CALL_MS } }, { signal: controller.signal });
   setTimeout(() => controller.abort("e2e: cancelled on purpose"), 200);
   try {
     await call;
@@ -168,7 +196,7 @@ async function cancelStep(client, names, clientErrors) {
   // Wait until the pool would have answered the cancelled call.
   await sleep(Math.max(0, CANCEL_CALL_MS + 500 - (Date.now() - started)));
   try {
-    const result = await client.callTool({ name: names.addOne, arguments: { _1: 1 } });
+    const result = await callTool(client, { name: names.addOne, arguments: { _1: 1 } });
     const late = clientErrors.slice(before).filter((m) => /unknown message ID/i.test(m));
     const error = late.length ? `the server answered the cancelled request: ${late[0]}` : textIs("2")(result);
     step("cancel", error, "no answer to the cancelled request; next call fine");
@@ -181,8 +209,8 @@ async function progressStep(client, names, clientErrors) {
   const before = clientErrors.length;
   const updates = [];
   try {
-    const result = await client.callTool(
-      { name: names.slowEcho, arguments: { _1: PROGRESS_MS } }, undefined,
+    const result = await callTool(client,
+      { name: names.slowEcho, arguments: { _1: PROGRESS_MS } },
       { onprogress: (p) => updates.push(p), timeout: PROGRESS_MS + 30000 });
     await sleep(100);
     const stray = clientErrors.slice(before).filter((m) => /progress/i.test(m));

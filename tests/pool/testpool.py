@@ -66,6 +66,7 @@ a table.
 from __future__ import annotations
 
 import ctypes
+import json
 import mmap
 import os
 import random
@@ -1345,6 +1346,39 @@ def _conformance_progress() -> str:
     return "Tool with progress executed successfully"
 
 
+RELOADED_TOOL = "test_reloaded_tool"
+
+
+def _conformance_trigger_tool_change() -> str:
+    # The tool list changes only when the program is rebuilt, so this
+    # rewrites the served manifest (the server gives its path in
+    # MORLOC_MANIFEST_PATH): the command `test_reloaded_tool` is added, or
+    # removed if present, by writing a copy and renaming it over the
+    # original. Only when TESTPOOL_RELOADABLE=1: the harness sets it when it
+    # serves a scratch copy, so a checked-in manifest is never touched.
+    if os.environ.get("TESTPOOL_RELOADABLE") != "1":
+        raise RuntimeError("test_trigger_tool_change: TESTPOOL_RELOADABLE=1 is not set; "
+                           "refusing to rewrite the manifest")
+    path = os.environ["MORLOC_MANIFEST_PATH"]
+    with open(path, encoding="utf-8") as f:
+        manifest = json.load(f)
+    commands = manifest["commands"]
+    kept = [c for c in commands if c.get("name") != RELOADED_TOOL]
+    if len(kept) == len(commands):
+        template = next(c for c in commands if c.get("name") == "test_simple_text")
+        kept.append({**template, "name": RELOADED_TOOL, "mid": 11,
+                     "desc": ["Appears and disappears with each test_trigger_tool_change call"]})
+    manifest["commands"] = kept
+    manifest["build"]["time"] = int(manifest["build"].get("time", 0)) + 1
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(manifest, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, path)
+    added = len(kept) > len(commands)
+    return f"{RELOADED_TOOL} {'added to' if added else 'removed from'} the manifest"
+
+
 CONFORMANCE: dict[int, Function] = {
     1: Function("test_simple_text", (), "s", lambda: CONFORMANCE_TEXT),
     2: Function("test_image_content", (), "au1", _red_pixel_png),
@@ -1359,6 +1393,10 @@ CONFORMANCE: dict[int, Function] = {
         ("image/png", bytes(_red_pixel_png())),
         ("application/json", '{"test":"data","value":123}'),
     ]),
+    # 2026-07-28 server-stateless: logs, but the request carries no logLevel.
+    9: Function("test_logging_tool", (), "s", _conformance_logging),
+    10: Function("test_trigger_tool_change", (), "s", _conformance_trigger_tool_change),
+    11: Function(RELOADED_TOOL, (), "s", lambda: CONFORMANCE_TEXT),
 }
 
 PROGRAMS: dict[str, dict[int, Function]] = {
