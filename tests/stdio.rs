@@ -866,6 +866,70 @@ fn record_results_carry_structured_content() {
     );
 }
 
+/// The JSON text of the test pool's `trieBuild d`: a balanced trie whose
+/// inner nodes have no value and two children keyed `L` and `R`.
+fn trie_json(depth: u32) -> String {
+    if depth == 0 {
+        return r#"{"val":0,"subs":[]}"#.to_string();
+    }
+    let sub = trie_json(depth - 1);
+    format!(r#"{{"val":null,"subs":[["L",{sub}],["R",{sub}]]}}"#)
+}
+
+/// Issue #11: recursive records whose recursion runs through a tuple inside
+/// a list (`Trie a = {val: ?a, subs: [(Str, Trie a)]}`), as results and as
+/// arguments. The manifest is the real compiled program's.
+#[test]
+fn recursive_records_through_tuples_in_lists() {
+    let manifest = util::data("programs/recursive/manifest.json");
+    let mut s = Server::spawn(&manifest, &[], TempDir::new()).ready();
+    let structured = |text: &str| {
+        json!({"content": [{"type": "text", "text": text}], "structuredContent": parse(text), "isError": false})
+            .to_string()
+    };
+    // The reference's answer to `trieBuild 1`.
+    let one = r#"{"val":null,"subs":[["L",{"val":0,"subs":[]}],["R",{"val":0,"subs":[]}]]}"#;
+    assert_eq!(trie_json(1), one);
+    for depth in [0, 1, 3, 10] {
+        assert_eq!(
+            s.result("trieBuild", &format!(r#"{{"_1":{depth}}}"#)),
+            structured(&trie_json(depth)),
+            "trieBuild {depth}"
+        );
+    }
+    assert_eq!(
+        s.result("treeKVBuild", r#"{"_1":1}"#),
+        structured(
+            r#"{"key":"inner","value":0,"children":[["L",{"key":"leaf","value":1,"children":[]}],["R",{"key":"leaf","value":1,"children":[]}]]}"#
+        )
+    );
+    for depth in [0, 1, 6] {
+        assert_eq!(
+            s.result("trieFromJson", &format!(r#"{{"_1":{}}}"#, trie_json(depth))),
+            text_result(&((1u32 << (depth + 1)) - 1).to_string(), false),
+            "trieFromJson of depth {depth}"
+        );
+    }
+    assert_eq!(
+        s.result(
+            "treeKVFromJson",
+            r#"{"_1":{"key":"a","value":1,"children":[["L",{"key":"b","value":2,"children":[]}]]}}"#
+        ),
+        text_result("2", false)
+    );
+    // A bad value deep inside is named by its path.
+    assert_eq!(
+        s.result(
+            "trieFromJson",
+            r#"{"_1":{"val":null,"subs":[["L",{"val":"x","subs":[]}]]}}"#
+        ),
+        text_result(
+            "argument '_1.subs[0][1].val': expected an integer, got \"x\"",
+            true
+        )
+    );
+}
+
 #[test]
 fn big_integers_are_exact() {
     let mut s = Server::shapes().ready();

@@ -1,9 +1,10 @@
-//! Schema strings: parsing never panics, and a parsed schema renders to text
-//! that parses back to a schema with the same rendering.
+//! Schema strings: parsing never panics, a parsed schema renders to text
+//! that parses back to a schema with the same rendering, and compiling its
+//! voidstar layout never panics (it succeeds or names the infinite type).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use morloc_mcp::format::schema;
+use morloc_mcp::format::{schema, value};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
@@ -16,5 +17,6 @@ fuzz_target!(|data: &[u8]| {
             Err(e) => panic!("rendering {once:?} of {text:?} does not parse: {e}"),
         };
         assert_eq!(once, reparsed.to_wire_string(), "from {text:?}");
+        let _ = value::Layout::new(&parsed);
     }
 });

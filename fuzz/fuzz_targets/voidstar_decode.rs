@@ -33,6 +33,9 @@ const SCHEMAS: &[&str] = &[
     "&4Treem25valuej8childrena^4Tree",
     "&4Listm24headj4tail?^4List",
     "aaas",
+    // Recursion through a tuple inside a list (issue #11), and mutual.
+    "&4Trie<dict>m23val?j4subsat2s^4Trie",
+    "&1Am21xj2bsa&1Bm21yt2i1^1A1zs",
 ];
 
 fn json(schema: &schema::Schema, v: &value::Value) -> String {

@@ -381,11 +381,6 @@ impl<'a> Reader<'a> {
                 }
             }
             NodeKind::Table => return Err(self.err(DecodeErrorKind::Table)),
-            NodeKind::Pending => {
-                return Err(self.err(DecodeErrorKind::Schema(
-                    "recursive schema has no finite width".into(),
-                )))
-            }
         };
         Ok(value)
     }
@@ -596,6 +591,11 @@ mod tests {
             "&4Treem25valuej8childrena^4Tree",
             r#"{"value":1,"children":[{"value":2,"children":[]}]}"#,
             "92 01 91 92 02 90",
+        );
+        check(
+            "&4Trie<dict>m23val?j4subsat2s^4Trie",
+            r#"{"val":null,"subs":[["L",{"val":0,"subs":[]}]]}"#,
+            "92 c0 91 92 a1 4c 92 00 90",
         );
         check("u2", "300", "cd 01 2c");
         check("i1", "-3", "fd");

@@ -3,9 +3,10 @@
 //! Every value that crosses a process boundary in Morloc is typed by a compact
 //! prefix-notation schema string such as `m36tmpDirsanumThreadsjcremoveCachesb`
 //! (a record of three fields). This module turns such strings into a [`Schema`]
-//! tree, renders a tree back to the hint-free text that goes into packet
-//! metadata, and computes the C-struct-like layout (widths, alignments, member
-//! offsets) that the voidstar codec needs.
+//! tree and renders a tree back to the hint-free text that goes into packet
+//! metadata. [`Scope`] resolves back-references while walking a tree; the
+//! voidstar layout (widths, alignments, member offsets) is computed by
+//! [`crate::format::value::Layout`].
 //!
 //! Architecture Invariant: pure; no I/O, no allocation beyond the tree itself.
 
@@ -473,111 +474,6 @@ impl<'a> Scope<'a> {
     }
 }
 
-/// Errors computing a layout: only possible for ill-formed recursion.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LayoutError(pub String);
-
-impl fmt::Display for LayoutError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for LayoutError {}
-
-fn round_up(n: usize, align: usize) -> usize {
-    n.div_ceil(align) * align
-}
-
-/// Width and alignment of a value's fixed-size head in the voidstar layout.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Shape {
-    pub width: usize,
-    pub align: usize,
-}
-
-/// Computes the head shape of `schema` under `scope`.
-pub fn shape(schema: &Schema, scope: &Scope<'_>) -> Result<Shape, LayoutError> {
-    let mut scope = scope.clone();
-    shape_in(schema, &mut scope, 0)
-}
-
-fn shape_in<'a>(
-    schema: &'a Schema,
-    scope: &mut Scope<'a>,
-    depth: usize,
-) -> Result<Shape, LayoutError> {
-    if depth > MAX_DEPTH {
-        return Err(LayoutError("recursive schema has no finite width".into()));
-    }
-    let mark = scope.depth();
-    let Some(node) = scope.enter(schema) else {
-        return Err(LayoutError(format!(
-            "unresolved back-reference in {schema}"
-        )));
-    };
-    let res = match node {
-        Schema::Nil => Shape { width: 0, align: 1 },
-        Schema::Bool => Shape { width: 1, align: 1 },
-        Schema::Int { bytes, .. } | Schema::Float { bytes } => Shape {
-            width: *bytes as usize,
-            align: *bytes as usize,
-        },
-        Schema::Str
-        | Schema::BigInt
-        | Schema::List { .. }
-        | Schema::Table(_)
-        | Schema::Handle(_) => Shape {
-            width: 16,
-            align: 8,
-        },
-        Schema::Optional(_) => Shape { width: 8, align: 8 },
-        Schema::Tuple(items) => {
-            let (width, align, _) = struct_layout(items.iter(), scope, depth)?;
-            Shape { width, align }
-        }
-        Schema::Record(fields) => {
-            let (width, _, _) = struct_layout(fields.iter().map(|(_, s)| s), scope, depth)?;
-            // A record always reports alignment 8 to its container, although
-            // its own width is only padded to its widest member.
-            Shape { width, align: 8 }
-        }
-        Schema::Named { .. } | Schema::Recur(_) => unreachable!("Scope::enter resolves these"),
-    };
-    scope.truncate(mark);
-    Ok(res)
-}
-
-fn struct_layout<'a>(
-    members: impl Iterator<Item = &'a Schema>,
-    scope: &mut Scope<'a>,
-    depth: usize,
-) -> Result<(usize, usize, Vec<usize>), LayoutError> {
-    let mut offset = 0;
-    let mut max_align = 1;
-    let mut offsets = Vec::new();
-    for m in members {
-        let s = shape_in(m, scope, depth + 1)?;
-        offset = round_up(offset, s.align);
-        offsets.push(offset);
-        offset += s.width;
-        max_align = max_align.max(s.align);
-    }
-    Ok((round_up(offset, max_align), max_align, offsets))
-}
-
-/// Member offsets of a tuple or record node (already entered through
-/// [`Scope::enter`]); empty for other nodes.
-pub fn member_offsets(node: &Schema, scope: &Scope<'_>) -> Result<Vec<usize>, LayoutError> {
-    let mut scope = scope.clone();
-    let (_, _, offsets) = match node {
-        Schema::Tuple(items) => struct_layout(items.iter(), &mut scope, 0)?,
-        Schema::Record(fields) => struct_layout(fields.iter().map(|(_, s)| s), &mut scope, 0)?,
-        _ => return Ok(Vec::new()),
-    };
-    Ok(offsets)
-}
-
 /// True for values with no out-of-line data: Nil, Bool, fixed numbers, and
 /// tuples of those. Records are never fixed width (reference behaviour).
 pub fn is_fixed_width(schema: &Schema) -> bool {
@@ -658,46 +554,23 @@ mod tests {
         );
     }
 
-    #[track_caller]
-    fn check_shape(text: &str, width: usize, align: usize) {
-        let schema = parse(text).unwrap();
-        let s = shape(&schema, &Scope::new()).unwrap();
-        assert_eq!((s.width, s.align), (width, align), "{text}");
-    }
-
-    #[test]
-    fn layout_matches_reference_examples() {
-        check_shape("m36tmpDirsanumThreadsjcremoveCachesb", 40, 8);
-        check_shape("t2i4s", 24, 8);
-        check_shape("t3i2saf4", 40, 8);
-        check_shape("m21ai11bi1", 2, 8);
-        check_shape("m11xb", 1, 8);
-        check_shape("t2i1m11xb", 16, 8);
-        check_shape("m21pt2i1i41q?m11xb", 16, 8);
-        check_shape("&4Treem25valuej8childrena^4Tree", 32, 8);
-        check_shape("z", 0, 1);
-        let s = parse("t3i2saf4").unwrap();
-        assert_eq!(member_offsets(&s, &Scope::new()).unwrap(), vec![0, 8, 24]);
-        let s = parse("t2i1m11xb").unwrap();
-        assert_eq!(member_offsets(&s, &Scope::new()).unwrap(), vec![0, 8]);
-    }
-
     #[test]
     fn recursion_resolves_through_scope() {
-        let s = parse("&4Treem25valuej8childrena^4Tree").unwrap();
+        let s = parse("&4Triem23val?j4subsat2s^4Trie").unwrap();
         let mut scope = Scope::new();
         let node = scope.enter(&s).unwrap();
         let Schema::Record(fields) = node else {
-            panic!()
+            panic!("{node:?}")
         };
         let Schema::List { elem, .. } = &fields[1].1 else {
-            panic!()
+            panic!("{fields:?}")
         };
-        let elem_shape = shape(elem, &scope).unwrap();
-        assert_eq!(elem_shape.width, 32);
-        // A direct self-inclusion has no finite width.
-        let bad = parse("&1Am11x^1A").unwrap();
-        assert!(shape(&bad, &Scope::new()).is_err());
+        let Schema::Tuple(items) = &**elem else {
+            panic!("{elem:?}")
+        };
+        // The back-reference inside the tuple leads to the declared record.
+        assert_eq!(scope.clone().enter(&items[1]), Some(node));
+        assert_eq!(Scope::new().enter(&items[1]), None);
     }
 
     #[test]

@@ -687,12 +687,6 @@ impl<'a> Reader<'a> {
                 }
             }
             NodeKind::Table => return Err(DecodeError::new(at, DecodeErrorKind::Table)),
-            NodeKind::Pending => {
-                return Err(DecodeError::new(
-                    at,
-                    DecodeErrorKind::Schema("recursive schema has no finite width".into()),
-                ))
-            }
         };
         Ok(value)
     }

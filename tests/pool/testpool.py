@@ -1399,9 +1399,44 @@ CONFORMANCE: dict[int, Function] = {
     11: Function(RELOADED_TOOL, (), "s", lambda: CONFORMANCE_TEXT),
 }
 
+# The `recursive-records` program (tests/data/programs/recursive): recursive
+# records whose recursion runs through a tuple inside a list.
+TRIE = "&4Trie<dict>m23val?j4subsat2s^4Trie"
+TREE_KV = "&6TreeKV<dict>m33keys5valuej8childrenat2s^6TreeKV"
+
+
+def _build_trie(d: int) -> dict:
+    if d <= 0:
+        return {"val": 0, "subs": []}
+    sub = _build_trie(d - 1)
+    return {"val": None, "subs": [("L", sub), ("R", sub)]}
+
+
+def _build_tree_kv(d: int) -> dict:
+    if d <= 0:
+        return {"key": "leaf", "value": 1, "children": []}
+    sub = _build_tree_kv(d - 1)
+    return {"key": "inner", "value": 0, "children": [("L", sub), ("R", sub)]}
+
+
+def _size(node: dict, field: str) -> int:
+    return 1 + sum(_size(child, field) for _, child in node[field])
+
+
+RECURSIVE: dict[int, Function] = {
+    1: Function("trieSizePy", ("j",), "j", lambda d: _size(_build_trie(d), "subs")),
+    2: Function("treeSizePy", ("j",), "j", lambda d: _size(_build_tree_kv(d), "children")),
+    3: Function("twoLevelTriePy", ("j",), "j", lambda n: n + 1),
+    4: Function("trieBuild", ("j",), TRIE, _build_trie),
+    5: Function("treeKVBuild", ("j",), TREE_KV, _build_tree_kv),
+    6: Function("trieFromJson", (TRIE,), "j", lambda t: _size(t, "subs")),
+    7: Function("treeKVFromJson", (TREE_KV,), "j", lambda t: _size(t, "children")),
+}
+
 PROGRAMS: dict[str, dict[int, Function]] = {
     "shapes": {**SHAPES, **FAULTS},
     "conformance": {**CONFORMANCE, **FAULTS},
+    "recursive": {**RECURSIVE, **FAULTS},
 }
 
 

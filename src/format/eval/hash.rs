@@ -12,8 +12,8 @@
 //! exactly like the reference. Likewise a `^name` back-reference is hashed
 //! as the declaration it names, where the reference hashes raw head bytes.
 
-use crate::format::schema::{is_fixed_width, member_offsets, shape, HandleKind, Schema, Scope};
-use crate::format::value::Value;
+use crate::format::schema::{is_fixed_width, HandleKind, Schema, Scope};
+use crate::format::value::{Layout, NodeKind, Value};
 
 use super::MAX_VALUE_DEPTH;
 
@@ -256,11 +256,16 @@ fn head_bytes(node: &Schema, value: &Value, out: &mut Vec<u8>) -> Result<(), Str
         (Schema::Float { .. }, Value::Float(f)) => out.extend_from_slice(&f.to_le_bytes()),
         (Schema::Named { body, .. }, _) => head_bytes(body, value, out)?,
         (Schema::Tuple(members), Value::Tuple(items)) if members.len() == items.len() => {
-            // Fixed-width tuples contain no back-references, so an empty
-            // scope is enough for their layout.
-            let scope = Scope::new();
-            let width = shape(node, &scope).map_err(|e| e.to_string())?.width;
-            let offsets = member_offsets(node, &scope).map_err(|e| e.to_string())?;
+            // Fixed-width tuples contain no back-references, so the tuple
+            // alone compiles to its layout.
+            let layout = Layout::new(node).map_err(|e| e.to_string())?;
+            let root = layout.node(layout.root());
+            let (width, offsets): (usize, Vec<usize>) = match &root.kind {
+                NodeKind::Tuple(members) => {
+                    (root.width, members.iter().map(|m| m.offset).collect())
+                }
+                _ => return Err(format!("tuple layout of {node} is inconsistent")),
+            };
             let start = out.len();
             out.resize(start + width, 0);
             for ((member, item), offset) in members.iter().zip(items).zip(offsets) {

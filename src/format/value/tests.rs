@@ -89,48 +89,178 @@ fn bigint_conversions() {
     );
 }
 
-#[test]
-fn layout_agrees_with_schema_shape() {
-    for text in [
-        "m36tmpDirsanumThreadsjcremoveCachesb",
-        "t2i4s",
-        "t3i2saf4",
-        "m21ai11bi1",
-        "m11xb",
-        "t2i1m11xb",
-        "m21pt2i1i41q?m11xb",
-        "&4Treem25valuej8childrena^4Tree",
-        "z",
-        "t0",
-        "m0",
-        "at2i1f8",
-        "?t2i2i1",
-    ] {
-        let schema = parse(text).unwrap();
-        let layout = Layout::new(&schema).unwrap();
-        let node = layout.node(layout.root());
-        let shape =
-            crate::format::schema::shape(&schema, &crate::format::schema::Scope::new()).unwrap();
-        assert_eq!(
-            (node.width, node.align),
-            (shape.width, shape.align),
-            "{text}"
-        );
-        assert_eq!(
-            node.fixed,
-            crate::format::schema::is_fixed_width(&schema),
-            "{text}"
-        );
-    }
-    assert!(Layout::new(&parse("&1Am11x^1A").unwrap()).is_err());
-    let s = parse("t3i2saf4").unwrap();
-    let layout = Layout::new(&s).unwrap();
-    let NodeKind::Tuple(members) = &layout.node(layout.root()).kind else {
-        panic!()
+/// Checks the head width and alignment of `text`'s root and, for a tuple or
+/// record root, its member offsets.
+#[track_caller]
+fn check_layout(text: &str, width: usize, align: usize, offsets: &[usize]) {
+    let schema = parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+    let layout = Layout::new(&schema).unwrap_or_else(|e| panic!("{text}: {e}"));
+    let node = layout.node(layout.root());
+    assert_eq!((node.width, node.align), (width, align), "{text}");
+    let got: Vec<usize> = match &node.kind {
+        NodeKind::Tuple(members) | NodeKind::Record(members) => {
+            members.iter().map(|m| m.offset).collect()
+        }
+        _ => Vec::new(),
     };
+    assert_eq!(got, offsets, "{text}: member offsets");
     assert_eq!(
-        members.iter().map(|m| m.offset).collect::<Vec<_>>(),
-        vec![0, 8, 24]
+        node.fixed,
+        crate::format::schema::is_fixed_width(&schema),
+        "{text}: fixed"
+    );
+}
+
+/// The layout of the node a path of member indices leads to from the root
+/// (a list or optional step goes to its element).
+#[track_caller]
+fn node_at(text: &str, path: &[usize]) -> (usize, usize, Vec<usize>) {
+    let layout = Layout::new(&parse(text).unwrap()).unwrap_or_else(|e| panic!("{text}: {e}"));
+    let mut id = layout.root();
+    for &step in path {
+        id = match &layout.node(id).kind {
+            NodeKind::Tuple(members) | NodeKind::Record(members) => members[step].node,
+            NodeKind::List { elem, .. } => *elem,
+            NodeKind::Optional(inner) => *inner,
+            other => panic!("{text}: no step {step} into {other:?}"),
+        };
+    }
+    let node = layout.node(id);
+    let offsets = match &node.kind {
+        NodeKind::Tuple(members) | NodeKind::Record(members) => {
+            members.iter().map(|m| m.offset).collect()
+        }
+        _ => Vec::new(),
+    };
+    (node.width, node.align, offsets)
+}
+
+#[track_caller]
+fn check_layout_err(text: &str, message: &str) {
+    match Layout::new(&parse(text).unwrap_or_else(|e| panic!("{text}: {e}"))) {
+        Ok(layout) => panic!("{text}: compiled, root {:?}", layout.node(layout.root())),
+        Err(e) => assert_eq!(e.to_string(), message, "{text}"),
+    }
+}
+
+#[test]
+fn layout_matches_reference_examples() {
+    check_layout("m36tmpDirsanumThreadsjcremoveCachesb", 40, 8, &[0, 16, 32]);
+    check_layout("t2i4s", 24, 8, &[0, 8]);
+    check_layout("t3i2saf4", 40, 8, &[0, 8, 24]);
+    check_layout("m21ai11bi1", 2, 8, &[0, 1]);
+    check_layout("m11xb", 1, 8, &[0]);
+    check_layout("t2i1m11xb", 16, 8, &[0, 8]);
+    check_layout("m21pt2i1i41q?m11xb", 16, 8, &[0, 8]);
+    check_layout("z", 0, 1, &[]);
+    check_layout("t0", 0, 1, &[]);
+    check_layout("m0", 0, 8, &[]);
+    check_layout("at2i1f8", 16, 8, &[]);
+    check_layout("?t2i2i1", 8, 8, &[]);
+    check_layout("t2i2i1", 4, 2, &[0, 2]);
+}
+
+// Recursive types: the head is finite wherever the back-reference sits
+// behind a list or an optional, however deep inside tuples and records that
+// list is; the element then has the full width of the declared type. The
+// widths are those of the reference runtime (a back-reference is laid out
+// as the declaration it names).
+
+#[test]
+fn recursion_directly_under_a_list_or_optional() {
+    let tree = "&4Treem25valuej8childrena^4Tree";
+    check_layout(tree, 32, 8, &[0, 16]);
+    assert_eq!(node_at(tree, &[1, 0]), (32, 8, vec![0, 16]));
+    let list = "&4Listm24headj4tail?^4List";
+    check_layout(list, 24, 8, &[0, 16]);
+    assert_eq!(node_at(list, &[1, 0]), (24, 8, vec![0, 16]));
+    // The body of a declaration need not be a record.
+    check_layout("&1La^1L", 16, 8, &[]);
+    check_layout("&1O?^1O", 8, 8, &[]);
+    check_layout("&1Tt2i1a^1T", 24, 8, &[0, 8]);
+}
+
+#[test]
+fn recursion_through_a_tuple_inside_a_list() {
+    // Issue #11: `Trie a = {val: ?a, subs: [(Str, Trie a)]}`.
+    let trie = "&4Trie<dict>m23val?j4subsat2s^4Trie";
+    check_layout(trie, 24, 8, &[0, 8]);
+    assert_eq!(node_at(trie, &[1, 0]), (40, 8, vec![0, 16]));
+    assert_eq!(node_at(trie, &[1, 0, 1]), (24, 8, vec![0, 8]));
+    let tree_kv = "&6TreeKV<dict>m33keys5valuej8childrenat2s^6TreeKV";
+    check_layout(tree_kv, 48, 8, &[0, 16, 32]);
+    assert_eq!(node_at(tree_kv, &[2, 0]), (64, 8, vec![0, 16]));
+}
+
+#[test]
+fn recursion_through_structs_inside_lists_and_optionals() {
+    // A tuple inside an optional.
+    let opt = "&1Am21xi41n?t2i1^1A";
+    check_layout(opt, 16, 8, &[0, 8]);
+    assert_eq!(node_at(opt, &[1, 0]), (24, 8, vec![0, 8]));
+    // A record inside a list.
+    let node = "&4Nodem14kidsam25labels4nodet2i1^4Node";
+    check_layout(node, 16, 8, &[0]);
+    assert_eq!(node_at(node, &[0, 0]), (40, 8, vec![0, 16]));
+    assert_eq!(node_at(node, &[0, 0, 1]), (24, 8, vec![0, 8]));
+    // Several levels: a tuple in a tuple in a list.
+    let deep = "&1Rm11xat2bt2j^1R";
+    check_layout(deep, 16, 8, &[0]);
+    assert_eq!(node_at(deep, &[0, 0]), (40, 8, vec![0, 8]));
+    assert_eq!(node_at(deep, &[0, 0, 1]), (32, 8, vec![0, 16]));
+    // An optional inside a list inside a tuple inside a list.
+    let mixed = "&1Mm21ki21vat2sa?^1M";
+    check_layout(mixed, 24, 8, &[0, 8]);
+    assert_eq!(node_at(mixed, &[1, 0]), (32, 8, vec![0, 16]));
+    // A fixed-length list guards as well as any other.
+    check_layout("&1Fm11ca:2t2f8^1F", 16, 8, &[0]);
+    assert_eq!(node_at("&1Fm11ca:2t2f8^1F", &[0, 0]), (24, 8, vec![0, 8]));
+}
+
+#[test]
+fn mutual_and_stacked_recursion() {
+    // `A = {x: Int, bs: [B]}`, `B = {y: (Int8, A), z: Str}`: B holds A in
+    // place, A holds B behind a list.
+    let mutual = "&1Am21xj2bsa&1Bm21yt2i1^1A1zs";
+    check_layout(mutual, 32, 8, &[0, 16]);
+    assert_eq!(node_at(mutual, &[1, 0]), (56, 8, vec![0, 40]));
+    assert_eq!(node_at(mutual, &[1, 0, 0]), (40, 8, vec![0, 8]));
+    assert_eq!(node_at(mutual, &[1, 0, 0, 1]), (32, 8, vec![0, 16]));
+    // Two names for one declaration, and an alias of an outer one.
+    check_layout("&1A&1Bm21xa^1A1ya^1B", 32, 8, &[0, 16]);
+    let alias = "&1Am11x?&1B^1A";
+    check_layout(alias, 8, 8, &[0]);
+    assert_eq!(node_at(alias, &[0, 0]), (8, 8, vec![0]));
+    // An inner declaration that shadows an outer name.
+    let shadow = "&1Am21ai41ba&1Am11cs";
+    check_layout(shadow, 24, 8, &[0, 8]);
+    assert_eq!(node_at(shadow, &[1, 0]), (16, 8, vec![0]));
+}
+
+#[test]
+fn infinite_recursion_is_a_clear_error() {
+    let msg = |name: &str| {
+        format!(
+            "recursive type '{name}' contains itself outside any list or optional, so it has no finite width"
+        )
+    };
+    check_layout_err("&1Am11x^1A", &msg("A"));
+    check_layout_err("&1At2i1^1A", &msg("A"));
+    check_layout_err("&1Am21ai11xt2i1^1A", &msg("A"));
+    check_layout_err("&1Am11xt1t1m11y^1A", &msg("A"));
+    // Mutual: A holds B and B holds A, both in place.
+    check_layout_err("&1Am11b&1Bm11y^1A", &msg("B"));
+    // A finite type beside an infinite one inside it.
+    check_layout_err("&1Am21la^1A1b&1Bm11y^1B", &msg("B"));
+    // The infinite type sits behind a list of a finite one: still infinite.
+    check_layout_err("&1Am11la&1Bt2i1^1B", &msg("B"));
+    check_layout_err(
+        "&1A^1A",
+        "recursive type 'A' is declared as itself, so it has no finite width",
+    );
+    check_layout_err(
+        "&1A&1B^1A",
+        "recursive type 'A' is declared as itself, so it has no finite width",
     );
 }
 
@@ -467,7 +597,7 @@ fn json_errors_name_the_path() {
         "&1Am11x^1A",
         "x",
         "{}",
-        "argument 'x': invalid schema: recursive schema has no finite width",
+        "argument 'x': invalid schema: recursive type 'A' contains itself outside any list or optional, so it has no finite width",
     );
     let deep = format!("{}1{}", "[".repeat(100), "]".repeat(100));
     let schema = format!("{}j", "a".repeat(100));

@@ -237,6 +237,27 @@ pub(crate) const SEEDS: &[(&str, &str)] = &[
         "{\"value\":1,\"children\":[{\"value\":2,\"children\":[]},{\"value\":3,\"children\":[{\"value\":4,\"children\":[]}]}]}",
     ),
     ("&4Listm24headj4tail?^4List", "{\"head\":1,\"tail\":{\"head\":2,\"tail\":null}}"),
+    // Recursion behind a list through a tuple or record (issue #11), behind
+    // an optional through a tuple, several levels deep, and mutual.
+    (
+        "&4Trie<dict>m23val?j4subsat2s^4Trie",
+        "{\"val\":null,\"subs\":[[\"L\",{\"val\":0,\"subs\":[]}],[\"R\",{\"val\":7,\"subs\":[[\"x\",{\"val\":null,\"subs\":[]}]]}]]}",
+    ),
+    (
+        "&6TreeKV<dict>m33keys5valuej8childrenat2s^6TreeKV",
+        "{\"key\":\"inner\",\"value\":0,\"children\":[[\"L\",{\"key\":\"leaf\",\"value\":1,\"children\":[]}]]}",
+    ),
+    ("&1Am21xi41n?t2i1^1A", "{\"x\":1,\"n\":[2,{\"x\":3,\"n\":null}]}"),
+    (
+        "&4Nodem14kidsam25labels4nodet2i1^4Node",
+        "{\"kids\":[{\"label\":\"a\",\"node\":[1,{\"kids\":[]}]},{\"label\":\"b\",\"node\":[2,{\"kids\":[]}]}]}",
+    ),
+    ("&1Rm11xat2bt2j^1R", "{\"x\":[[true,[5,{\"x\":[]}]],[false,[6,{\"x\":[[true,[7,{\"x\":[]}]]]}]]]}"),
+    ("&1Mm21ki21vat2sa?^1M", "{\"k\":1,\"v\":[[\"s\",[null,{\"k\":2,\"v\":[]}]]]}"),
+    (
+        "&1Am21xj2bsa&1Bm21yt2i1^1A1zs",
+        "{\"x\":1,\"bs\":[{\"y\":[3,{\"x\":2,\"bs\":[]}],\"z\":\"q\"}]}",
+    ),
     ("t0", "[]"),
     ("m0", "{}"),
     ("az", "[null,null]"),
@@ -335,7 +356,7 @@ fn hostile_blobs_fail_cleanly() {
     check_decode_err(
         "&1Am11x^1A",
         &[0; 16],
-        "invalid schema: recursive schema has no finite width",
+        "invalid schema: recursive type 'A' contains itself outside any list or optional, so it has no finite width",
     );
     // Aliased pointers: every list element points at the same list.
     let mut blob = cat(&[&le(64), &le(0)]);

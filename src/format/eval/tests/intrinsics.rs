@@ -260,3 +260,72 @@ fn file_and_stream_intrinsics_are_refused() {
         "User: stdout: file and stream handles are not supported by this server",
     );
 }
+
+#[test]
+fn recursive_records_through_tuples_in_lists() {
+    // Issue #11: `Trie a = {val: ?a, subs: [(Str, Trie a)]}`, whose
+    // recursion runs through a tuple inside a list, through every codec the
+    // evaluator reaches.
+    const TRIE: &str = "&4Trie<dict>m23val?j4subsat2s^4Trie";
+    let trie = r#"{"val":null,"subs":[["L",{"val":0,"subs":[]}],["R",{"val":5,"subs":[]}]]}"#;
+    let arg = [(TRIE, trie)];
+    check(lambda(&["t"], bound("t", TRIE)), &arg, TRIE, trie);
+    let shown = lambda(&["t"], unary("show", "s", bound("t", TRIE)));
+    check(
+        shown.clone(),
+        &arg,
+        "s",
+        &serde_json::to_string(trie).unwrap(),
+    );
+    let read_back = lambda(
+        &["t"],
+        unary("read", TRIE, unary("show", "s", bound("t", TRIE))),
+    );
+    check(read_back, &arg, TRIE, trie);
+    // `@hash` walks the recursion too, and tells the two tries apart.
+    let hash = lambda(&["t"], unary("hash", "s", bound("t", TRIE)));
+    let other = r#"{"val":null,"subs":[["L",{"val":0,"subs":[]}],["R",{"val":6,"subs":[]}]]}"#;
+    let mut host = MemHost::default();
+    let limits = Limits::default();
+    let h1 = outcome(&hash, &arg, "s", &mut host, limits);
+    let h2 = outcome(&hash, &[(TRIE, other)], "s", &mut host, limits);
+    assert!(h1.starts_with('"') && h1.len() == 18, "{h1}");
+    assert_ne!(h1, h2);
+    // Saved and loaded in each file format.
+    for (format, path) in [
+        ("json", "t.json"),
+        ("msgpack", "t.mpk"),
+        ("voidstar", "t.dat"),
+    ] {
+        let saved = lambda(&["t"], save(format, int(0), bound("t", TRIE), path));
+        assert_eq!(
+            outcome(&saved, &arg, "z", &mut host, limits),
+            "null",
+            "{format}"
+        );
+        let loaded = unary("load", TRIE, s(path));
+        assert_eq!(
+            outcome(&loaded, &[], TRIE, &mut host, limits),
+            trie,
+            "{format}"
+        );
+    }
+    // A pattern reaches into the record.
+    let subs = lambda(
+        &["t"],
+        app(
+            "at2s&4Triem23val?j4subsat2s^4Trie",
+            pattern(
+                "at2s&4Triem23val?j4subsat2s^4Trie",
+                key(vec![("subs", end())]),
+            ),
+            vec![bound("t", TRIE)],
+        ),
+    );
+    check(
+        subs,
+        &arg,
+        "at2s&4Triem23val?j4subsat2s^4Trie",
+        r#"[["L",{"val":0,"subs":[]}],["R",{"val":5,"subs":[]}]]"#,
+    );
+}
