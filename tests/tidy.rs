@@ -244,3 +244,23 @@ fn layers_import_only_downwards() {
         offenders,
     );
 }
+
+#[test]
+fn rust_tests_do_not_read_the_shared_directory() {
+    // A clone on its own has no shared directory beside it; only the
+    // real-runtime suite (`tests/real/`, which skips without it) may read
+    // it. Fixtures are copied into `tests/data/`.
+    let needle = concat!("..", "/shared");
+    let mut offenders = Vec::new();
+    for path in rust_files("src").into_iter().chain(rust_files("tests")) {
+        for (n, line) in read(&path).lines().enumerate() {
+            if line.contains(needle) {
+                offenders.push(format!("{}:{}", rel(&path), n + 1));
+            }
+        }
+    }
+    check(
+        "Rust tests must not read the shared directory beside the project; copy fixtures into tests/data/",
+        offenders,
+    );
+}

@@ -95,7 +95,7 @@ fn header_bytes_match_the_layout() {
 #[test]
 fn header_matches_reference_snapshot() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/wire/shm/bigList/morloc-14877-e8d392d64dfa1a2f_0");
+        .join("tests/data/wire/shm/bigList/morloc-14877-e8d392d64dfa1a2f_0");
     let reference = fs::read(&path).expect("fixture volume 0");
     assert_eq!(reference.len(), HEADER_SIZE + VOLUME0_DATA_SIZE);
     let ours = volume_header("morloc-14877-e8d392d64dfa1a2f_0", 0, VOLUME0_DATA_SIZE);
@@ -186,7 +186,7 @@ fn reader_resolves_reference_snapshot() {
     // `bigText` 70000: the pool answered with relptr 0x06dd000000000010
     // into volume 1757, which holds the string header (length, relptr to
     // the bytes). Only the fallback directory has the file.
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/wire/shm/bigText");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/wire/shm/bigText");
     let reader = ShmReader::new("morloc-14877-e8d392d64dfa1a2f", &dir);
     let header = reader
         .resolve(0x06dd_0000_0000_0010)
