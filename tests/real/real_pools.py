@@ -7,7 +7,7 @@ the server binary given by --bin, and checks:
 
 - every program's tools/list against tests/data/real/<program>.tools.json;
 - every exported tool of every program, with known answers;
-- 32 concurrent calls of mixed sizes, every byte of every reply;
+- rounds of 32 concurrent calls of mixed sizes, every byte of every reply;
 - a pool worker that exits during a call, and a pool and a worker killed
   by pid while a large result is built: the call fails clearly and the
   next call works;
@@ -347,8 +347,6 @@ class Suite:
         self.failed = []
         self.servers = []
         self.env = dict(os.environ)
-        # A pool line in the log stream helps when a check fails.
-        self.env.setdefault("RUST_BACKTRACE", "1")
 
     def manifest(self, program):
         return os.path.join(self.programs, program, "nexus-build", "manifest.json")
