@@ -61,15 +61,15 @@ fn write_manifest(dir: &TempDir, file: &str, name: &str, edit: impl FnOnce(&mut 
 }
 
 /// A running server and the directory holding its manifest.
-struct Server {
-    proc: Proc,
-    addr: SocketAddr,
+pub(crate) struct Server {
+    pub(crate) proc: Proc,
+    pub(crate) addr: SocketAddr,
     _dir: TempDir,
 }
 
 impl Server {
     /// `morloc-mcp mcp <shapes as "main"> --http-port 0 --lazy-pools <extra>`.
-    fn start(extra: &[&str]) -> Server {
+    pub(crate) fn start(extra: &[&str]) -> Server {
         Server::start_env(extra, &[])
     }
 
@@ -103,12 +103,12 @@ impl Server {
         }
     }
 
-    fn connect(&self) -> Client {
+    pub(crate) fn connect(&self) -> Client {
         Client::connect(self.addr)
     }
 
     /// A new connection with an initialized session on it.
-    fn session(&self) -> (Client, String) {
+    pub(crate) fn session(&self) -> (Client, String) {
         let mut client = self.connect();
         let sid = client.initialize();
         (client, sid)
@@ -150,17 +150,17 @@ fn wait_for_banner(proc: &Proc) -> SocketAddr {
 
 /// One parsed response.
 #[derive(Debug)]
-struct Response {
-    status: u16,
+pub(crate) struct Response {
+    pub(crate) status: u16,
     reason: String,
     /// Names lowercased.
-    headers: Vec<(String, String)>,
+    pub(crate) headers: Vec<(String, String)>,
     /// The body, chunked framing removed.
-    body: Vec<u8>,
+    pub(crate) body: Vec<u8>,
 }
 
 impl Response {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(k, _)| k == &name.to_ascii_lowercase())
@@ -168,7 +168,7 @@ impl Response {
     }
 
     #[track_caller]
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap_or_else(|e| {
             panic!(
                 "body is not JSON ({e}): {:?}",
@@ -177,13 +177,13 @@ impl Response {
         })
     }
 
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
     }
 
     /// Fails unless the status is `status`; shows the whole response if not.
     #[track_caller]
-    fn expect(self, status: u16) -> Response {
+    pub(crate) fn expect(self, status: u16) -> Response {
         assert_eq!(
             self.status,
             status,
@@ -195,9 +195,9 @@ impl Response {
 }
 
 /// A client connection with its own receive buffer.
-struct Client {
-    stream: TcpStream,
-    addr: SocketAddr,
+pub(crate) struct Client {
+    pub(crate) stream: TcpStream,
+    pub(crate) addr: SocketAddr,
     buf: Vec<u8>,
 }
 
@@ -218,7 +218,7 @@ impl Client {
     }
 
     #[track_caller]
-    fn send(&mut self, bytes: &[u8]) {
+    pub(crate) fn send(&mut self, bytes: &[u8]) {
         if let Err(e) = self.stream.write_all(bytes) {
             panic!("cannot send to the server: {e}");
         }
@@ -226,14 +226,14 @@ impl Client {
 
     /// Sends `request` and reads one final response (skipping nothing).
     #[track_caller]
-    fn roundtrip(&mut self, request: &[u8]) -> Response {
+    pub(crate) fn roundtrip(&mut self, request: &[u8]) -> Response {
         self.send(request);
         self.read_response()
     }
 
     /// POSTs a JSON-RPC message to /mcp with the usual headers.
     #[track_caller]
-    fn post(&mut self, session: Option<&str>, body: &Value) -> Response {
+    pub(crate) fn post(&mut self, session: Option<&str>, body: &Value) -> Response {
         let request = post_request(self.addr, session, body.to_string().as_bytes(), &[]);
         self.roundtrip(&request)
     }
@@ -291,7 +291,7 @@ impl Client {
 
     /// Reads a status line and headers.
     #[track_caller]
-    fn read_head(&mut self) -> Response {
+    pub(crate) fn read_head(&mut self) -> Response {
         let status_line = self.line();
         let mut parts = status_line.splitn(3, ' ');
         let version = parts.next().unwrap_or("");
@@ -322,7 +322,7 @@ impl Client {
 
     /// Reads one chunk of a chunked body; `None` for the last (empty) one.
     #[track_caller]
-    fn read_chunk(&mut self) -> Option<Vec<u8>> {
+    pub(crate) fn read_chunk(&mut self) -> Option<Vec<u8>> {
         let size_line = self.line();
         let size = usize::from_str_radix(size_line.split(';').next().unwrap_or("").trim(), 16)
             .unwrap_or_else(|e| panic!("chunk size line {size_line:?}: {e}"));
@@ -338,7 +338,7 @@ impl Client {
 
     /// Reads one whole response (an interim 1xx is returned as such).
     #[track_caller]
-    fn read_response(&mut self) -> Response {
+    pub(crate) fn read_response(&mut self) -> Response {
         let mut response = self.read_head();
         let no_body = (100..200).contains(&response.status)
             || response.status == 204
@@ -368,7 +368,7 @@ impl Client {
 
     /// Whether the server closed the connection (EOF or reset) within
     /// `wait`, with nothing more to read.
-    fn closed_within(&mut self, wait: Duration) -> bool {
+    pub(crate) fn closed_within(&mut self, wait: Duration) -> bool {
         if !self.buf.is_empty() {
             return false;
         }
@@ -430,7 +430,7 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 
 /// A `POST /mcp` request with Host, Content-Type, Accept, Content-Length,
 /// the session header if any, and `extra` headers.
-fn post_request(
+pub(crate) fn post_request(
     addr: SocketAddr,
     session: Option<&str>,
     body: &[u8],
@@ -748,11 +748,11 @@ fn unacceptable_bodies_and_headers_get_400() {
         &mut client,
         Some(&sid),
         ping.as_bytes(),
-        &[("MCP-Protocol-Version", "2024-11-05")],
+        &[("MCP-Protocol-Version", "2024-10-07")],
     )
     .expect(400);
     assert!(
-        error_text(&reply).contains("2024-11-05"),
+        error_text(&reply).contains("2024-10-07"),
         "{}",
         reply.text()
     );

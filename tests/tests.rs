@@ -5,6 +5,7 @@ mod cli;
 mod faults;
 mod golden_tools;
 mod http;
+mod modern;
 mod pools;
 mod stdio;
 mod tidy;

@@ -190,6 +190,9 @@ struct Reactor {
     pools_pending: Option<Instant>,
     /// Stale shared memory of dead runs has been removed.
     swept: bool,
+    /// Open modern `subscriptions/listen` requests, told when the tool list
+    /// changes.
+    listeners: mcp::Listeners<Client>,
 }
 
 impl Reactor {
@@ -246,6 +249,7 @@ impl Reactor {
             exit_code: None,
             pools_pending: None,
             swept: false,
+            listeners: mcp::Listeners::default(),
         };
         // Pools are spawned once the client's first message has been
         // answered (or after a few milliseconds without one): a client's
@@ -404,8 +408,17 @@ impl Reactor {
         }
     }
 
-    /// Whether pool output should be forwarded to this client now.
-    fn client_wants_logs(&self, client: &Client) -> bool {
+    /// Whether pool output should be forwarded to the client of this call
+    /// now: a modern call that asked for log messages, or a legacy client
+    /// whose session did.
+    fn call_wants_logs(&self, client: &Client, request: &mcp::CallRequest) -> bool {
+        if let Some(meta) = &request.modern {
+            return meta.log_level.is_some()
+                && match client {
+                    Client::Stdio => true,
+                    Client::Http { conn, .. } => self.http_streaming(*conn),
+                };
+        }
         match client {
             Client::Stdio => self
                 .stdio
@@ -494,8 +507,27 @@ impl Reactor {
         match mcp::handle(&self.catalog, &mut stdio.session, msg) {
             Step::Nothing => {}
             Step::Reply(reply) => self.send_stdio(&reply),
-            Step::Cancel(id) => self.cancel(&Client::Stdio, &id),
+            Step::Cancel(id) => {
+                // A cancelled subscription simply ends: nothing more is sent
+                // for it, not even a response.
+                if !self.listeners.remove(&Client::Stdio, &id) {
+                    self.cancel(&Client::Stdio, &id);
+                }
+            }
             Step::Call(request) => self.start_call(Client::Stdio, request),
+            Step::Listen(listen) => {
+                self.listeners.add(Client::Stdio, &listen);
+                self.send_stdio(&mcp::subscriptions::acknowledgement(&listen));
+            }
+        }
+    }
+
+    /// Tells every subscriber that the tool list changed: modern
+    /// `subscriptions/listen` requests that asked for it, on their stream.
+    #[allow(dead_code)] // called by the manifest reload
+    pub(crate) fn notify_tools_changed(&mut self) {
+        for (client, note) in self.listeners.tools_changed() {
+            self.deliver(&client, &note, false);
         }
     }
 
@@ -568,6 +600,15 @@ impl Reactor {
         // calls abandoned at EOF get an answer rather than silence. After a
         // terminating signal nothing more is said.
         let at_eof = self.exit_code.is_none_or(|c| c == 0);
+        // Subscriptions on stdio end gracefully: a final result per listen
+        // request tells the client they closed on purpose.
+        for listener in self.listeners.remove_where(|_| true) {
+            if listener.client == Client::Stdio && !at_eof {
+                continue;
+            }
+            let reply = mcp::subscriptions::closing_response(&self.catalog, &listener.id);
+            self.deliver(&listener.client, &reply, true);
+        }
         let ids: Vec<CallId> = self.calls.keys().copied().collect();
         for id in ids {
             if at_eof

@@ -39,8 +39,8 @@ pub use parse::{
 };
 pub use response::{
     cors_headers, cors_preflight_headers, reason, write_continue, write_head, write_last_chunk,
-    write_response, write_sse_head, write_sse_message, CORS_ALLOW_HEADERS, CORS_ALLOW_METHODS,
-    CORS_MAX_AGE,
+    write_response, write_sse_comment, write_sse_head, write_sse_message, CORS_ALLOW_HEADERS,
+    CORS_ALLOW_METHODS, CORS_MAX_AGE,
 };
 pub use security::{bearer_ok, is_loopback_host, OriginPolicy};
 pub use session::{

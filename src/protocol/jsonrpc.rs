@@ -27,6 +27,13 @@ pub enum ErrorCode {
     MethodNotFound = -32601,
     InvalidParams = -32602,
     InternalError = -32603,
+    /// MCP 2026-07-28: HTTP headers disagree with the body, or a required
+    /// header is missing.
+    HeaderMismatch = -32020,
+    /// MCP 2026-07-28: the request needs a client capability it did not declare.
+    MissingRequiredClientCapability = -32021,
+    /// MCP 2026-07-28: the request's protocol version is not served.
+    UnsupportedProtocolVersion = -32022,
 }
 
 /// A request id: MCP allows only strings and integers. The integer keeps its
@@ -202,6 +209,25 @@ pub fn error_response(id: Option<&RequestId>, code: ErrorCode, message: &str) ->
     e.insert("message".into(), Value::String(message.into()));
     m.insert("error".into(), Value::Object(e));
     Value::Object(m)
+}
+
+/// An error response with a `data` member.
+pub fn error_response_data(
+    id: Option<&RequestId>,
+    code: ErrorCode,
+    message: &str,
+    data: Value,
+) -> Value {
+    let mut reply = error_response(id, code, message);
+    if let Some(Value::Object(e)) = reply.get_mut("error") {
+        e.insert("data".into(), data);
+    }
+    reply
+}
+
+/// The error code of an error response, if it is one.
+pub fn error_code(msg: &Value) -> Option<i64> {
+    msg.get("error")?.get("code")?.as_i64()
 }
 
 /// `{"jsonrpc":"2.0","method":…,"params":…}`.

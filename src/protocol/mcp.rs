@@ -1,17 +1,33 @@
-//! The MCP session: one inbound JSON-RPC message in, what to do about it out.
+//! The MCP front door: one inbound JSON-RPC message in, what to do about it
+//! out, for both eras of the protocol.
 //!
 //! [`Program`] is everything computed once at start-up from the manifest (the
-//! tool surface, compiled pure expressions). [`Session`] is the per-client
-//! state (the handshake flag, the negotiated protocol version, the log level).
-//! [`handle`] answers everything that needs no execution (handshake, ping,
-//! `tools/list`, protocol and argument errors) and turns a valid `tools/call`
-//! into a [`CallRequest`] that the reactor executes; [`prepare`] validates the
-//! call's values against their schemas, and [`success_result`] /
-//! [`error_result`] shape what comes back.
+//! tool surface, compiled pure expressions); a [`Catalog`] is what one
+//! endpoint serves. [`handle`] first decides the request's era (`era`): a
+//! legacy request (2024-11-05 to 2025-11-25) goes through the per-client
+//! [`Session`] and the `initialize` handshake (`legacy`); a modern one
+//! (2026-07-28) is served statelessly from its own `_meta` (`modern`).
+//! Everything that needs no execution is answered here; a valid `tools/call`
+//! becomes a [`CallRequest`] that the reactor executes, and a valid
+//! `subscriptions/listen` a [`Step::Listen`] (`subscriptions`). [`prepare`]
+//! validates a call's values against their schemas, and `results` shapes what
+//! comes back. `discover` holds what the server says about itself in each era.
 //!
-//! The same code serves stdio and every HTTP session.
+//! The same code serves stdio and every HTTP request.
 //!
 //! Architecture Invariant: pure; no I/O. Execution happens in the reactor.
+
+mod discover;
+pub mod era;
+pub mod headers;
+mod legacy;
+mod modern;
+mod results;
+pub mod subscriptions;
+
+pub use discover::{discover_result, initialize_result, server_info};
+pub use results::*;
+pub use subscriptions::{ListenRequest, Listeners};
 
 use std::collections::HashMap;
 
@@ -25,9 +41,9 @@ use crate::protocol::args;
 use crate::protocol::jsonrpc::{self, ErrorCode, Incoming, RequestId};
 use crate::protocol::tools::Surface;
 
-/// Protocol revisions we speak, oldest first.
-pub const SUPPORTED_VERSIONS: [&str; 3] = ["2025-03-26", "2025-06-18", "2025-11-25"];
-/// What we answer when the client asks for a revision we do not know.
+/// Legacy revisions we negotiate in `initialize`, oldest first.
+pub const SUPPORTED_VERSIONS: [&str; 4] = era::LEGACY_VERSIONS;
+/// What `initialize` answers when the client asks for a revision we do not know.
 pub const DEFAULT_VERSION: &str = "2025-06-18";
 
 /// Everything derived once from the manifest.
@@ -95,8 +111,14 @@ pub struct Catalog {
     pub server_version: String,
     /// Tool name → program index.
     tool_index: HashMap<String, usize>,
-    /// The `tools/list` result, computed once.
+    /// The legacy `tools/list` result (the reference's bytes), computed once.
     list: Json,
+    /// The modern `tools/list` result (JSON Schema 2020-12 dialect named,
+    /// caching hints, `resultType`, server identity), computed once.
+    modern_list: Json,
+    /// The tool list can change (the program is reloaded when rebuilt):
+    /// declared as `tools.listChanged` in both eras.
+    pub list_changes: bool,
 }
 
 /// Two programs that would publish the same tool name.
@@ -166,6 +188,7 @@ impl Catalog {
     ) -> Result<Catalog, CatalogError> {
         let mut tool_index = HashMap::new();
         let mut tools = Vec::new();
+        let mut modern_tools = Vec::new();
         for (i, p) in programs.iter().enumerate() {
             for tool in &p.surface.tools {
                 if let Some(j) = tool_index.insert(tool.name.clone(), i) {
@@ -177,17 +200,38 @@ impl Catalog {
                     }
                 }
                 tools.push(tool.json.clone());
+                modern_tools.push(modern::tool_json(&tool.json));
             }
         }
         let mut list = Map::new();
         list.insert("tools".into(), Json::Array(tools));
-        Ok(Catalog {
+        let mut catalog = Catalog {
             programs,
             server_name,
             server_version,
             tool_index,
             list: Json::Object(list),
-        })
+            modern_list: Json::Null,
+            list_changes: false,
+        };
+        catalog.modern_list = modern::list_result(&catalog, modern_tools);
+        Ok(catalog)
+    }
+
+    /// Declares that the tool list can change (reloads are on); the cached
+    /// modern list follows.
+    pub fn set_list_changes(&mut self, on: bool) {
+        self.list_changes = on;
+    }
+
+    /// The legacy `tools/list` result.
+    pub fn legacy_list(&self) -> &Json {
+        &self.list
+    }
+
+    /// The modern `tools/list` result.
+    pub fn modern_list(&self) -> &Json {
+        &self.modern_list
     }
 
     pub fn program_of(&self, tool_name: &str) -> Option<usize> {
@@ -229,6 +273,17 @@ pub struct CallRequest {
     /// One JSON value per manifest argument, in manifest order.
     pub args: Vec<Json>,
     pub progress_token: Option<Json>,
+    /// The request's `_meta` when it is a modern (2026-07-28) request: its
+    /// result is then completed (`resultType`, server identity) and its log
+    /// level decides which pool output it receives.
+    pub modern: Option<era::RequestMeta>,
+}
+
+impl CallRequest {
+    /// Whether the call is a modern request.
+    pub fn is_modern(&self) -> bool {
+        self.modern.is_some()
+    }
 }
 
 /// What the caller must do after [`handle`].
@@ -239,6 +294,9 @@ pub enum Step {
     Call(CallRequest),
     /// `notifications/cancelled` for this request id.
     Cancel(RequestId),
+    /// A modern `subscriptions/listen`: register it, then send its
+    /// acknowledgement.
+    Listen(ListenRequest),
 }
 
 /// Handles one inbound message.
@@ -264,95 +322,40 @@ pub fn handle(catalog: &Catalog, session: &mut Session, msg: Incoming) -> Step {
             }
             Step::Nothing
         }
-        Incoming::Request { id, method, params } => request(catalog, session, id, &method, params),
-    }
-}
-
-fn request(
-    catalog: &Catalog,
-    session: &mut Session,
-    id: RequestId,
-    method: &str,
-    params: Option<Json>,
-) -> Step {
-    let reply = |result: Json| Step::Reply(jsonrpc::result_response(&id, result));
-    let fail = |code: ErrorCode, message: &str| {
-        Step::Reply(jsonrpc::error_response(Some(&id), code, message))
-    };
-    match method {
-        "initialize" => {
-            let asked = params
-                .as_ref()
-                .and_then(|p| p.get("protocolVersion"))
-                .and_then(Json::as_str);
-            let version = match asked {
-                Some(v) if SUPPORTED_VERSIONS.contains(&v) => v,
-                _ => DEFAULT_VERSION,
-            };
-            session.protocol_version = Some(version.to_string());
-            reply(initialize_result(catalog, version))
-        }
-        "ping" => reply(Json::Object(Map::new())),
-        // Reference leniency kept: a client that sends the notification with
-        // an id still unlocks tools, and gets no reply.
-        "notifications/initialized" => {
-            session.initialized = true;
-            Step::Nothing
-        }
-        "logging/setLevel" => {
-            let level = params.as_ref().and_then(|p| p.get("level"));
-            let known = level
-                .and_then(Json::as_str)
-                .and_then(|l| LOG_LEVELS.iter().position(|x| *x == l));
-            match known {
-                Some(i) => {
-                    session.log_level = Some(i);
-                    reply(Json::Object(Map::new()))
-                }
-                None => fail(
-                    ErrorCode::InvalidParams,
-                    &format!(
-                        "invalid log level {}: expected one of {}",
-                        match level {
-                            None => "(missing)".to_string(),
-                            Some(Json::String(l)) => format!("'{l}'"),
-                            Some(other) => other.to_string(),
-                        },
-                        LOG_LEVELS.join(", ")
-                    ),
-                ),
+        Incoming::Request { id, method, params } => {
+            let in_session = session.protocol_version.is_some();
+            if era::is_modern(&method, params.as_ref(), in_session) {
+                modern::request(catalog, id, &method, params)
+            } else {
+                legacy::request(catalog, session, id, &method, params)
             }
         }
-        "tools/list" | "tools/call" if !session.initialized => fail(
-            ErrorCode::InvalidRequest,
-            &format!("received {method} before initialization completed"),
-        ),
-        "tools/list" => reply(catalog.list.clone()),
-        "tools/call" => {
-            let name = params
-                .as_ref()
-                .and_then(|p| p.get("name"))
-                .and_then(Json::as_str);
-            // Unknown names fall through to the first program so that the
-            // argument layer produces its usual error.
-            let program = name.and_then(|n| catalog.program_of(n)).unwrap_or(0);
-            let Some(prog) = catalog.programs.get(program) else {
-                return fail(
-                    ErrorCode::InvalidParams,
-                    &format!("unknown tool '{}'", name.unwrap_or("")),
-                );
-            };
-            tools_call(prog, program, id, params)
-        }
-        other => fail(
-            ErrorCode::MethodNotFound,
-            &format!("unknown method '{other}'"),
-        ),
     }
 }
 
-fn tools_call(prog: &Program, program: usize, id: RequestId, params: Option<Json>) -> Step {
-    let reply = |result: Json| Step::Reply(jsonrpc::result_response(&id, result));
+/// Resolves a `tools/call` into a [`CallRequest`] (or the error reply);
+/// `modern` is the request's `_meta` when it is a modern request.
+fn tools_call(
+    catalog: &Catalog,
+    id: RequestId,
+    params: Option<Json>,
+    modern: Option<era::RequestMeta>,
+) -> Step {
+    let name = params
+        .as_ref()
+        .and_then(|p| p.get("name"))
+        .and_then(Json::as_str);
+    // Unknown names fall through to the first program so that the
+    // argument layer produces its usual error.
+    let program = name.and_then(|n| catalog.program_of(n)).unwrap_or(0);
+    let Some(prog) = catalog.programs.get(program) else {
+        return Step::Reply(jsonrpc::error_response(
+            Some(&id),
+            ErrorCode::InvalidParams,
+            &format!("unknown tool '{}'", name.unwrap_or("")),
+        ));
+    };
+    let is_modern = modern.is_some();
     // MCP progress tokens are strings or integers; `null` means none.
     let progress_token = match params
         .as_ref()
@@ -377,9 +380,15 @@ fn tools_call(prog: &Program, program: usize, id: RequestId, params: Option<Json
                 id,
                 command,
                 args: call.args,
+                modern,
             }),
             // A `_render` projection whose entry command does not exist.
-            Err(entry) => reply(error_result(&format!("Unknown command: {entry}"))),
+            Err(entry) => Step::Reply(call_response(
+                catalog,
+                &id,
+                is_modern,
+                error_result(&format!("Unknown command: {entry}")),
+            )),
         },
         Err(e) => Step::Reply(jsonrpc::error_response(
             Some(&id),
@@ -387,25 +396,6 @@ fn tools_call(prog: &Program, program: usize, id: RequestId, params: Option<Json
             &e.message,
         )),
     }
-}
-
-fn initialize_result(catalog: &Catalog, version: &str) -> Json {
-    let mut caps = Map::new();
-    let mut tools = Map::new();
-    tools.insert("listChanged".into(), Json::Bool(false));
-    caps.insert("tools".into(), Json::Object(tools));
-    caps.insert("logging".into(), Json::Object(Map::new()));
-    let mut info = Map::new();
-    info.insert("name".into(), Json::String(catalog.server_name.clone()));
-    info.insert(
-        "version".into(),
-        Json::String(catalog.server_version.clone()),
-    );
-    let mut result = Map::new();
-    result.insert("protocolVersion".into(), Json::String(version.into()));
-    result.insert("capabilities".into(), Json::Object(caps));
-    result.insert("serverInfo".into(), Json::Object(info));
-    Json::Object(result)
 }
 
 /// The name a client knows an argument slot by, for messages.
@@ -481,226 +471,6 @@ pub fn prepare(program: &Program, call: &CallRequest) -> Result<Vec<Value>, Stri
     Ok(values)
 }
 
-/// `{"content":[{"type":"text","text":msg}],"isError":true}`.
-pub fn error_result(message: &str) -> Json {
-    let mut block = Map::new();
-    block.insert("type".into(), Json::String("text".into()));
-    block.insert("text".into(), Json::String(message.into()));
-    let mut result = Map::new();
-    result.insert("content".into(), Json::Array(vec![Json::Object(block)]));
-    result.insert("isError".into(), Json::Bool(true));
-    Json::Object(result)
-}
-
-/// Shapes a successful value of `command` (mcp-surface §4.1, §4.3).
-pub fn success_result(command: &Command, value: &Value) -> Json {
-    let ret_schema = command.ret.schema.schema();
-    if let (Some(mime), Some(schema)) = (&command.ret.mime, ret_schema) {
-        if mime.eq_ignore_ascii_case(MULTIPART) {
-            if let Some(result) = multipart_result(schema, value) {
-                return result;
-            }
-        }
-    }
-    if let (Some(mime), Some(bytes)) = (
-        &command.ret.mime,
-        ret_schema.and_then(|s| media_bytes(s, value)),
-    ) {
-        return media_result(mime, &bytes);
-    }
-    let mut text = String::new();
-    match ret_schema {
-        Some(s) => {
-            if let Err(e) = value::to_json(s, value, &mut text) {
-                return error_result(&format!(
-                    "cannot render the result of '{}': {e}",
-                    command.name
-                ));
-            }
-        }
-        None => text.push_str("null"),
-    }
-    let mut result = Map::new();
-    let structured = match (ret_schema.map(Schema::peel_named), value) {
-        (Some(Schema::Record(_)), Value::Record(_)) => serde_json::from_str::<Json>(&text).ok(),
-        _ => None,
-    };
-    let mut block = Map::new();
-    block.insert("type".into(), Json::String("text".into()));
-    block.insert("text".into(), Json::String(text));
-    result.insert("content".into(), Json::Array(vec![Json::Object(block)]));
-    if let Some(s) = structured {
-        result.insert("structuredContent".into(), s);
-    }
-    result.insert("isError".into(), Json::Bool(false));
-    Json::Object(result)
-}
-
-/// The raw bytes of a media-typed return: a Str, a list of bytes, or a list
-/// of either (concatenated). `None` means "use the JSON path".
-fn media_bytes(schema: &Schema, value: &Value) -> Option<Vec<u8>> {
-    fn push(schema: &Schema, value: &Value, out: &mut Vec<u8>, depth: usize) -> bool {
-        match (schema.peel_named(), value) {
-            (Schema::Str, Value::Str(b)) => {
-                out.extend_from_slice(b);
-                true
-            }
-            (Schema::List { elem, .. }, Value::List(items)) => match elem.peel_named() {
-                Schema::Int {
-                    bytes: 1,
-                    signed: false,
-                } => items.iter().all(|v| match v {
-                    Value::UInt(b) => {
-                        out.push(*b as u8);
-                        true
-                    }
-                    _ => false,
-                }),
-                Schema::Int {
-                    bytes: 1,
-                    signed: true,
-                } => items.iter().all(|v| match v {
-                    Value::Int(b) => {
-                        out.push(*b as u8);
-                        true
-                    }
-                    _ => false,
-                }),
-                _ if depth == 0 => items.iter().all(|v| push(elem, v, out, depth + 1)),
-                _ => false,
-            },
-            _ => false,
-        }
-    }
-    let mut out = Vec::new();
-    (push(schema, value, &mut out, 0) && !out.is_empty()).then_some(out)
-}
-
-fn media_result(mime: &str, bytes: &[u8]) -> Json {
-    content_result(vec![media_block(mime, bytes, "morloc://return")])
-}
-
-fn content_result(blocks: Vec<Json>) -> Json {
-    let mut result = Map::new();
-    result.insert("content".into(), Json::Array(blocks));
-    result.insert("isError".into(), Json::Bool(false));
-    Json::Object(result)
-}
-
-/// One content block for bytes of media type `mime` (mcp-surface §4.3; the
-/// family is matched case-insensitively).
-fn media_block(mime: &str, bytes: &[u8], uri: &str) -> Json {
-    let family = mime.split('/').next().unwrap_or("").to_ascii_lowercase();
-    let mut block = Map::new();
-    match family.as_str() {
-        "image" | "audio" => {
-            block.insert("type".into(), Json::String(family));
-            block.insert("data".into(), Json::String(base64(bytes)));
-            block.insert("mimeType".into(), Json::String(mime.into()));
-        }
-        "text" => {
-            block.insert("type".into(), Json::String("text".into()));
-            block.insert(
-                "text".into(),
-                Json::String(String::from_utf8_lossy(bytes).into_owned()),
-            );
-        }
-        _ => {
-            let mut res = Map::new();
-            res.insert("uri".into(), Json::String(uri.into()));
-            res.insert("mimeType".into(), Json::String(mime.into()));
-            res.insert("blob".into(), Json::String(base64(bytes)));
-            block.insert("type".into(), Json::String("resource".into()));
-            block.insert("resource".into(), Json::Object(res));
-        }
-    }
-    Json::Object(block)
-}
-
-/// The media type under which a command returns several content blocks.
-pub const MULTIPART: &str = "multipart/mixed";
-
-/// A `multipart/mixed` return: a list of `(media type, body)` pairs, each
-/// becoming its own content block (an extension: the reference has one block
-/// per result). `None` if the value does not have that shape.
-fn multipart_result(schema: &Schema, value: &Value) -> Option<Json> {
-    let Schema::List { elem, .. } = schema.peel_named() else {
-        return None;
-    };
-    let Schema::Tuple(members) = elem.peel_named() else {
-        return None;
-    };
-    if members.len() != 2 || members.iter().any(|m| m.peel_named() != &Schema::Str) {
-        return None;
-    }
-    let Value::List(parts) = value else {
-        return None;
-    };
-    let mut blocks = Vec::with_capacity(parts.len());
-    for (i, part) in parts.iter().enumerate() {
-        let Value::Tuple(pair) = part else {
-            return None;
-        };
-        let [Value::Str(mime), Value::Str(body)] = pair.as_slice() else {
-            return None;
-        };
-        let mime = String::from_utf8_lossy(mime);
-        blocks.push(media_block(&mime, body, &format!("morloc://return/{i}")));
-    }
-    Some(content_result(blocks))
-}
-
-/// Standard base64 with padding.
-pub fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-/// `notifications/progress` for a long call.
-pub fn progress_notification(token: &Json, elapsed_secs: f64, message: &str) -> Json {
-    let mut p = Map::new();
-    p.insert("progressToken".into(), token.clone());
-    p.insert(
-        "progress".into(),
-        serde_json::Number::from_f64(elapsed_secs).map_or(Json::from(0), Json::Number),
-    );
-    p.insert("message".into(), Json::String(message.into()));
-    jsonrpc::notification("notifications/progress", Json::Object(p))
-}
-
-/// `notifications/message` carrying one line a pool wrote, if the session
-/// asked for logs at this level.
-pub fn log_notification(session: &Session, level: usize, logger: &str, line: &str) -> Option<Json> {
-    let wanted = session.log_level?;
-    if level < wanted {
-        return None;
-    }
-    let mut p = Map::new();
-    p.insert("level".into(), Json::String(LOG_LEVELS[level].into()));
-    p.insert("logger".into(), Json::String(logger.into()));
-    p.insert("data".into(), Json::String(line.into()));
-    Some(jsonrpc::notification(
-        "notifications/message",
-        Json::Object(p),
-    ))
-}
-
 /// Runs a pure command in-process.
 pub fn run_pure(
     program: &Program,
@@ -741,47 +511,4 @@ pub fn return_schema(command: &Command) -> Result<&Schema, String> {
                 command.name, command.ret.schema.text
             )
         })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn multipart_returns_become_one_block_per_part() {
-        let schema = crate::format::schema::parse("at2ss").unwrap();
-        let part =
-            |m: &str, b: &[u8]| Value::Tuple(vec![Value::Str(m.into()), Value::Str(b.to_vec())]);
-        let value = Value::List(vec![
-            part("text/plain", b"hi"),
-            part("IMAGE/png", b"\x89PNG"),
-            part("application/json", b"{}"),
-        ]);
-        let got = multipart_result(&schema, &value).unwrap().to_string();
-        assert_eq!(
-            got,
-            r#"{"content":[{"type":"text","text":"hi"},{"type":"image","data":"iVBORw==","mimeType":"IMAGE/png"},{"type":"resource","resource":{"uri":"morloc://return/2","mimeType":"application/json","blob":"e30="}}],"isError":false}"#
-        );
-        assert!(multipart_result(
-            &crate::format::schema::parse("as").unwrap(),
-            &Value::List(vec![])
-        )
-        .is_none());
-    }
-
-    #[test]
-    fn base64_matches_rfc4648_vectors() {
-        for (input, out) in [
-            ("", ""),
-            ("f", "Zg=="),
-            ("fo", "Zm8="),
-            ("foo", "Zm9v"),
-            ("foob", "Zm9vYg=="),
-            ("fooba", "Zm9vYmE="),
-            ("foobar", "Zm9vYmFy"),
-            ("<svg/>", "PHN2Zy8+"),
-        ] {
-            assert_eq!(base64(input.as_bytes()), out);
-        }
-    }
 }

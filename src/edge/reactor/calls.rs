@@ -20,7 +20,7 @@ use crate::format::msgpack;
 use crate::format::packet::{self, Reply};
 use crate::format::value::Value;
 use crate::format::voidstar;
-use crate::protocol::jsonrpc::{self, RequestId};
+use crate::protocol::jsonrpc::RequestId;
 use crate::protocol::mcp::{self, CallRequest, Program};
 
 /// Progress heartbeats for calls that carry a progress token: after 1 s and
@@ -84,7 +84,12 @@ impl Reactor {
         let values = match mcp::prepare(prog, &request) {
             Ok(v) => v,
             Err(message) => {
-                let reply = jsonrpc::result_response(&request.id, mcp::error_result(&message));
+                let reply = mcp::call_response(
+                    &self.catalog,
+                    &request.id,
+                    request.is_modern(),
+                    mcp::error_result(&message),
+                );
                 return self.deliver(&client, &reply, true);
             }
         };
@@ -94,16 +99,18 @@ impl Reactor {
                 Ok(v) => mcp::success_result(command, &v),
                 Err(message) => mcp::error_result(&message),
             };
-            return self.deliver(
-                &client,
-                &jsonrpc::result_response(&request.id, result),
-                true,
-            );
+            let reply = mcp::call_response(&self.catalog, &request.id, request.is_modern(), result);
+            return self.deliver(&client, &reply, true);
         }
         let packet = match encode_call(prog, request.command, &values) {
             Ok(p) => p,
             Err(message) => {
-                let reply = jsonrpc::result_response(&request.id, mcp::error_result(&message));
+                let reply = mcp::call_response(
+                    &self.catalog,
+                    &request.id,
+                    request.is_modern(),
+                    mcp::error_result(&message),
+                );
                 return self.deliver(&client, &reply, true);
             }
         };
@@ -410,7 +417,7 @@ impl Reactor {
             return;
         };
         let (program, pool) = (call.program, call.pool);
-        if self.client_wants_logs(&call.client) {
+        if self.call_wants_logs(&call.client, &call.request) {
             // Lines the pool printed before replying go out before the reply.
             self.read_pool_output(program, pool);
         }
@@ -421,7 +428,12 @@ impl Reactor {
             return;
         };
         let result = outcome.unwrap_or_else(|message| mcp::error_result(&message));
-        let reply = jsonrpc::result_response(&call.request.id, result);
+        let reply = mcp::call_response(
+            &self.catalog,
+            &call.request.id,
+            call.request.is_modern(),
+            result,
+        );
         self.deliver(&call.client, &reply, true);
     }
 
@@ -611,6 +623,36 @@ fn same_session(a: &Client, b: &Client) -> bool {
         (Client::Stdio, Client::Stdio) => true,
         (Client::Http { session: x, .. }, Client::Http { session: y, .. }) => x == y,
         _ => false,
+    }
+}
+
+impl Reactor {
+    /// Forwards one line that pool `pool` of `program` printed to the modern
+    /// calls running on it whose request asked for messages at `level` or
+    /// above (a modern log level belongs to its request, so only the calls
+    /// the pool is serving hear what it prints).
+    pub(super) fn forward_log_to_calls(
+        &mut self,
+        program: usize,
+        pool: usize,
+        level: usize,
+        logger: &str,
+        line: &str,
+    ) {
+        let targets: Vec<(Client, Json)> = self
+            .calls
+            .values()
+            .filter(|c| c.program == program && c.pool == pool)
+            .filter(|c| c.stage != CallStage::WaitingForPool)
+            .filter_map(|c| {
+                let wanted = c.request.modern.as_ref()?.log_level;
+                let note = mcp::log_message(wanted, level, logger, line)?;
+                Some((c.client.clone(), note))
+            })
+            .collect();
+        for (client, note) in targets {
+            self.deliver(&client, &note, false);
+        }
     }
 }
 

@@ -26,7 +26,7 @@ use crate::protocol::http::{
     self, OriginPolicy, Parser, Progress, Request, SessionLimits, Sessions,
 };
 use crate::protocol::jsonrpc::{self, Incoming};
-use crate::protocol::mcp::{self, Catalog, Step};
+use crate::protocol::mcp::{self, era, Catalog, Step};
 
 mod vet;
 use vet::{json_error, vet};
@@ -44,6 +44,10 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 /// beyond this the socket is not read until they have been answered, so a
 /// client that sends without reading holds at most this much memory.
 const MAX_BUFFERED: usize = 1024 * 1024;
+/// A `subscriptions/listen` stream carries an SSE comment this often when
+/// nothing else happens, so proxies and clients do not close it as idle (and
+/// a vanished client is noticed).
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 pub(super) struct HttpFront {
     listener: TcpListener,
@@ -62,13 +66,20 @@ pub(super) struct HttpFront {
     spare_fd: Option<File>,
 }
 
-/// A request waiting for its tool call.
+/// A request waiting for its tool call, or a long-lived subscription.
 struct Busy {
+    /// The legacy session; empty for a modern request.
     session: String,
     /// Streaming `text/event-stream` (head already written).
     sse: bool,
     keep_alive: bool,
     cors: Vec<(String, String)>,
+    /// A modern request: closing the connection cancels it, and its answer
+    /// gets the modern status.
+    modern: bool,
+    /// A modern `subscriptions/listen` stream: its request id, and when the
+    /// next keep-alive comment is due.
+    listen: Option<(jsonrpc::RequestId, Instant)>,
 }
 
 struct Conn {
@@ -160,6 +171,10 @@ impl HttpFront {
     pub(super) fn next_deadline(&self) -> Option<Instant> {
         let mut best: Option<Instant> = None;
         for conn in self.conns.values() {
+            if let Some((_, at)) = conn.busy.as_ref().and_then(|b| b.listen.as_ref()) {
+                best = Some(best.map_or(*at, |b| b.min(*at)));
+                continue;
+            }
             let t = match (conn.busy.is_some(), conn.request_started) {
                 (true, _) => continue,
                 (false, Some(start)) => start + self.request_timeout,
@@ -353,8 +368,9 @@ impl Reactor {
             // Every complete request has been answered; what is left (if
             // anything) can never be completed.
             self.close_conn(token);
-        } else if conn.peer_closed && conn.busy.as_ref().is_some_and(|b| !b.sse) {
-            // The client gave up on its request: stop the call.
+        } else if conn.peer_closed && conn.busy.as_ref().is_some_and(|b| !b.sse || b.modern) {
+            // The client gave up on its request: stop the call. For a modern
+            // request closing its stream is the way to cancel it, events or not.
             self.cancel_conn(token);
             self.close_conn(token);
         }
@@ -556,6 +572,8 @@ impl Reactor {
             let _ = self.poll.registry().deregister(&mut conn.stream);
         }
         self.sources.remove(&token);
+        self.listeners
+            .remove_where(|c| matches!(c, Client::Http { conn, .. } if *conn == token));
     }
 
     pub(super) fn http_timers(&mut self, now: Instant) {
@@ -564,7 +582,14 @@ impl Reactor {
         };
         let mut late = Vec::new();
         let mut idle = Vec::new();
+        let mut quiet = Vec::new();
         for (token, conn) in &front.conns {
+            if let Some((_, at)) = conn.busy.as_ref().and_then(|b| b.listen.as_ref()) {
+                if now >= *at {
+                    quiet.push(*token);
+                }
+                continue;
+            }
             if conn.busy.is_some() {
                 continue;
             }
@@ -591,6 +616,16 @@ impl Reactor {
         }
         for token in idle {
             self.close_conn(token);
+        }
+        for token in quiet {
+            let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
+                continue;
+            };
+            if let Some((_, at)) = conn.busy.as_mut().and_then(|b| b.listen.as_mut()) {
+                *at = now + KEEP_ALIVE;
+            }
+            http::write_sse_comment(&mut conn.out);
+            self.flush_conn(token);
         }
     }
 
@@ -658,6 +693,22 @@ impl Reactor {
             .header("accept")
             .is_some_and(|a| a.contains("text/event-stream"));
         let msg = jsonrpc::decode(&req.body);
+        let modern_header = req
+            .header("mcp-protocol-version")
+            .is_some_and(|v| era::MODERN_VERSIONS.contains(&v));
+        let in_session = req.header("mcp-session-id").is_some();
+        let modern = match &msg {
+            Incoming::Request { method, params, .. } => {
+                era::is_modern(method, params.as_ref(), in_session)
+            }
+            Incoming::Notification { .. } | Incoming::Invalid(_) | Incoming::Empty => {
+                modern_header && !in_session
+            }
+            Incoming::Response => false,
+        };
+        if modern {
+            return self.http_modern(token, &req, msg, cors);
+        }
         let now = Instant::now();
         let Some(front) = self.http.as_mut() else {
             return;
@@ -756,7 +807,8 @@ impl Reactor {
         stored.log_level = session.log_level;
         front.sessions.touch(&session_id, now);
         match step {
-            Step::Nothing => self.respond(token, 202, &cors, &[], keep_alive),
+            // `subscriptions/listen` is always a modern request.
+            Step::Nothing | Step::Listen(_) => self.respond(token, 202, &cors, &[], keep_alive),
             Step::Reply(reply) => self.respond(token, 200, &cors, &body(&reply), keep_alive),
             Step::Cancel(id) => {
                 // No JSON-RPC response is due for a cancelled request (clients
@@ -793,6 +845,8 @@ impl Reactor {
                     sse,
                     keep_alive,
                     cors,
+                    modern: false,
+                    listen: None,
                 });
                 self.flush_conn(token);
                 self.start_call(
@@ -802,6 +856,145 @@ impl Reactor {
                     },
                     request,
                 );
+            }
+        }
+    }
+
+    /// A modern (2026-07-28) request: no session, its headers checked against
+    /// its body, its answer's status chosen by the revision (`404` for an
+    /// unknown method, `400` for the request errors).
+    fn http_modern(
+        &mut self,
+        token: Token,
+        req: &Request,
+        msg: Incoming,
+        cors: Vec<(String, String)>,
+    ) {
+        let keep_alive = req.keep_alive;
+        let accepts_sse = req
+            .header("accept")
+            .is_some_and(|a| a.contains("text/event-stream"));
+        let body = |v: &Json| serde_json::to_vec(v).unwrap_or_default();
+        match &msg {
+            Incoming::Request { id, method, params } => {
+                // A missing or malformed `_meta` is reported first; then the
+                // headers must agree with the body; only then is the version
+                // judged (a version we do not serve in both is -32022).
+                let meta = era::request_meta(id, params.as_ref());
+                let malformed = meta.as_ref().err().filter(|r| {
+                    jsonrpc::error_code(r) == Some(jsonrpc::ErrorCode::InvalidParams as i64)
+                });
+                if let Some(reply) = malformed {
+                    return self.respond(token, 400, &cors, &body(reply), keep_alive);
+                }
+                let lookup = |name: &str| req.header(name).map(str::to_string);
+                if let Err(reply) = mcp::headers::check(id, method, params.as_ref(), &lookup) {
+                    return self.respond(token, 400, &cors, &body(&reply), keep_alive);
+                }
+            }
+            Incoming::Invalid(reply) => {
+                // A modern client gets a JSON-RPC error without the `null`
+                // id this revision's schema forbids.
+                let mut reply = reply.clone();
+                if let Json::Object(m) = &mut reply {
+                    if m.get("id").is_some_and(Json::is_null) {
+                        m.remove("id");
+                    }
+                }
+                let status =
+                    if jsonrpc::error_code(&reply) == Some(jsonrpc::ErrorCode::ParseError as i64) {
+                        400
+                    } else {
+                        era::http_status(&reply).max(400)
+                    };
+                return self.respond(token, status, &cors, &body(&reply), keep_alive);
+            }
+            Incoming::Empty => {
+                let mut reply = jsonrpc::error_response(
+                    None,
+                    jsonrpc::ErrorCode::ParseError,
+                    "invalid JSON: empty body",
+                );
+                if let Json::Object(m) = &mut reply {
+                    m.remove("id");
+                }
+                return self.respond(token, 400, &cors, &body(&reply), keep_alive);
+            }
+            Incoming::Notification { .. } | Incoming::Response => {}
+        }
+        let mut stateless = mcp::Session::default();
+        match mcp::handle(&self.catalog, &mut stateless, msg) {
+            // Notifications are accepted and ignored: on HTTP a modern
+            // request is cancelled by closing its stream, not by a message.
+            Step::Nothing | Step::Cancel(_) => self.respond(token, 202, &cors, &[], keep_alive),
+            Step::Reply(reply) => {
+                let status = era::http_status(&reply);
+                self.respond(token, status, &cors, &body(&reply), keep_alive)
+            }
+            Step::Call(request) => {
+                let wants_logs = request
+                    .modern
+                    .as_ref()
+                    .is_some_and(|m| m.log_level.is_some());
+                let sse = accepts_sse
+                    && req.minor_version >= 1
+                    && (request.progress_token.is_some() || wants_logs);
+                let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
+                    return;
+                };
+                if sse {
+                    let refs: Vec<(&str, &str)> =
+                        cors.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+                    http::write_sse_head(&mut conn.out, &refs, keep_alive);
+                }
+                conn.busy = Some(Busy {
+                    session: String::new(),
+                    sse,
+                    keep_alive,
+                    cors,
+                    modern: true,
+                    listen: None,
+                });
+                self.flush_conn(token);
+                self.start_call(
+                    Client::Http {
+                        conn: token,
+                        session: String::new(),
+                    },
+                    request,
+                );
+            }
+            Step::Listen(listen) => {
+                if req.minor_version < 1 {
+                    let reply = jsonrpc::error_response(
+                        Some(&listen.id),
+                        jsonrpc::ErrorCode::InvalidRequest,
+                        "subscriptions/listen needs HTTP/1.1 (its answer is an open event stream)",
+                    );
+                    return self.respond(token, 400, &cors, &body(&reply), keep_alive);
+                }
+                let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
+                    return;
+                };
+                let refs: Vec<(&str, &str)> =
+                    cors.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+                http::write_sse_head(&mut conn.out, &refs, keep_alive);
+                let ack = mcp::subscriptions::acknowledgement(&listen);
+                http::write_sse_message(&mut conn.out, &ack.to_string());
+                conn.busy = Some(Busy {
+                    session: String::new(),
+                    sse: true,
+                    keep_alive,
+                    cors,
+                    modern: true,
+                    listen: Some((listen.id.clone(), Instant::now() + KEEP_ALIVE)),
+                });
+                let client = Client::Http {
+                    conn: token,
+                    session: String::new(),
+                };
+                self.listeners.add(client, &listen);
+                self.flush_conn(token);
             }
         }
     }
@@ -840,7 +1033,12 @@ impl Reactor {
             }
             self.flush_conn(token);
         } else {
-            self.respond(token, 200, &busy.cors, text.as_bytes(), busy.keep_alive);
+            let status = if busy.modern {
+                era::http_status(msg)
+            } else {
+                200
+            };
+            self.respond(token, status, &busy.cors, text.as_bytes(), busy.keep_alive);
         }
         // Pipelined requests that waited behind this one.
         self.pump(token);

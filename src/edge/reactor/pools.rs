@@ -506,6 +506,7 @@ impl Reactor {
         }
         for line in lines {
             self.forward_log(&logger, &line);
+            self.forward_log_to_calls(program, i, POOL_LOG_LEVEL, &logger, &line);
             let tail = &mut self.runtimes[program].pools[i].tail;
             if tail.len() == OUTPUT_TAIL {
                 tail.pop_front();

@@ -14,7 +14,7 @@ pub const CORS_ALLOW_METHODS: &str = "POST, DELETE, OPTIONS";
 /// Request headers a browser may send cross-origin: the ones the MCP
 /// Streamable-HTTP transport defines, plus the two every client sends.
 pub const CORS_ALLOW_HEADERS: &str =
-    "Authorization, Content-Type, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID";
+    "Authorization, Content-Type, Mcp-Session-Id, MCP-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID";
 
 /// Seconds a browser may cache a preflight answer (one day).
 pub const CORS_MAX_AGE: &str = "86400";
@@ -159,10 +159,18 @@ pub fn write_sse_head(out: &mut Vec<u8>, headers: &[(&str, &str)], keep_alive: b
     write_header(out, "Transfer-Encoding", "chunked");
     let connection = if keep_alive { "keep-alive" } else { "close" };
     write_header(out, "Connection", connection);
+    // Reverse proxies (nginx) would otherwise buffer the stream.
+    write_header(out, "X-Accel-Buffering", "no");
     for (name, value) in headers {
         write_header(out, name, value);
     }
     out.extend_from_slice(b"\r\n");
+}
+
+/// One SSE comment chunk (`:` line), a keep-alive for long-lived streams
+/// that clients ignore.
+pub fn write_sse_comment(out: &mut Vec<u8>) {
+    out.extend_from_slice(b"3\r\n:\n\n\r\n");
 }
 
 /// Appends one chunk holding one server-sent event, `event: message` with
@@ -333,8 +341,10 @@ mod tests {
         check(
             |out| write_sse_head(out, &[("Mcp-Session-Id", "ab")], true),
             "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\
-             Transfer-Encoding: chunked\r\nConnection: keep-alive\r\nMcp-Session-Id: ab\r\n\r\n",
+             Transfer-Encoding: chunked\r\nConnection: keep-alive\r\nX-Accel-Buffering: no\r\n\
+             Mcp-Session-Id: ab\r\n\r\n",
         );
+        check(write_sse_comment, "3\r\n:\n\n\r\n");
         // 15 + 6 + 17 + 1 + 1 = 40 = 0x28 bytes in the chunk.
         check(
             |out| write_sse_message(out, r#"{"jsonrpc":"2.0"}"#),
@@ -393,7 +403,7 @@ mod tests {
             "HTTP/1.1 204 No Content\r\nConnection: keep-alive\r\n\
              Access-Control-Allow-Origin: http://localhost:5173\r\n\
              Access-Control-Allow-Methods: POST, DELETE, OPTIONS\r\n\
-             Access-Control-Allow-Headers: Authorization, Content-Type, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID\r\n\
+             Access-Control-Allow-Headers: Authorization, Content-Type, Mcp-Session-Id, MCP-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID\r\n\
              Access-Control-Expose-Headers: Mcp-Session-Id\r\n\
              Access-Control-Max-Age: 86400\r\nVary: Origin\r\n\r\n"
         );

@@ -1,0 +1,269 @@
+//! Which revision of MCP a request speaks, and the per-request metadata of
+//! the modern one.
+//!
+//! MCP has two eras. *Legacy* revisions (2024-11-05 to 2025-11-25) open a
+//! session with `initialize`; *modern* ones (2026-07-28) are stateless and
+//! carry their version, client capabilities and log level in every request's
+//! `_meta`. A dual-era server tells them apart per request, as the versioning
+//! page of 2026-07-28 says: a request carrying
+//! `_meta["io.modelcontextprotocol/protocolVersion"]` is modern (even an
+//! `initialize`: modern clients get `-32601` for it), a request of a method
+//! that exists only in the modern era (`server/discover`,
+//! `subscriptions/listen`) is modern too (and malformed without its `_meta`),
+//! and everything else is legacy and served exactly as before. The one
+//! exception keeps legacy clients safe: inside a legacy session (after
+//! `initialize` on stdio, with a session id on HTTP) a request whose `_meta`
+//! names a legacy revision stays legacy.
+//!
+//! Architecture Invariant: pure; no I/O.
+
+use serde_json::{Map, Value as Json};
+
+use crate::protocol::jsonrpc::{self, ErrorCode, RequestId};
+
+use super::LOG_LEVELS;
+
+/// Stateless revisions we serve, newest first.
+pub const MODERN_VERSIONS: [&str; 1] = ["2026-07-28"];
+/// Revisions negotiated through `initialize`, oldest first.
+pub const LEGACY_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+
+/// `_meta` key: the request's protocol version (required).
+pub const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+/// `_meta` key: the client's capabilities for this request (required).
+pub const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` key: the client's name and version (optional).
+pub const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
+/// `_meta` key: the lowest log level the client wants for this request.
+pub const LOG_LEVEL_KEY: &str = "io.modelcontextprotocol/logLevel";
+/// Result `_meta` key: who answered.
+pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+/// Notification `_meta` key: the `subscriptions/listen` request it belongs to.
+pub const SUBSCRIPTION_KEY: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// Methods that exist only in the modern era.
+const MODERN_ONLY: [&str; 2] = ["server/discover", "subscriptions/listen"];
+
+/// Every revision served, newest first: what `server/discover` and
+/// `UnsupportedProtocolVersionError` list.
+pub fn all_versions() -> Vec<&'static str> {
+    let mut all: Vec<&str> = MODERN_VERSIONS.to_vec();
+    all.extend(LEGACY_VERSIONS.iter().rev());
+    all
+}
+
+/// Whether a request is served under the modern rules. `in_legacy_session`
+/// is true when the request arrives inside a legacy session.
+pub fn is_modern(method: &str, params: Option<&Json>, in_legacy_session: bool) -> bool {
+    match declared_version(params) {
+        Some(Json::String(v)) if in_legacy_session && LEGACY_VERSIONS.contains(&v.as_str()) => {
+            false
+        }
+        Some(_) => true,
+        None => MODERN_ONLY.contains(&method),
+    }
+}
+
+/// The `_meta` protocol version field, whatever its type.
+pub fn declared_version(params: Option<&Json>) -> Option<&Json> {
+    params?.get("_meta")?.get(VERSION_KEY)
+}
+
+/// What a modern request says about itself in `_meta`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RequestMeta {
+    pub version: String,
+    /// Index into [`LOG_LEVELS`]; `None`: the request wants no log messages.
+    pub log_level: Option<usize>,
+}
+
+/// Checks a modern request's `_meta`: `-32602` when a required field is
+/// missing or mistyped, `-32022` for a version we do not serve. The `Err`
+/// is the complete error response.
+pub fn request_meta(id: &RequestId, params: Option<&Json>) -> Result<RequestMeta, Json> {
+    let invalid =
+        |message: String| jsonrpc::error_response(Some(id), ErrorCode::InvalidParams, &message);
+    let meta = match params.map(|p| p.get("_meta")) {
+        Some(Some(Json::Object(meta))) => meta,
+        Some(Some(other)) => {
+            return Err(invalid(format!(
+                "'params._meta' must be an object, got {other}"
+            )))
+        }
+        _ => {
+            return Err(invalid(format!(
+                "missing 'params._meta': a request of MCP {} carries '{VERSION_KEY}' and '{CAPABILITIES_KEY}' in it",
+                MODERN_VERSIONS[0]
+            )))
+        }
+    };
+    let version = match meta.get(VERSION_KEY) {
+        Some(Json::String(v)) => v.clone(),
+        None => return Err(invalid(format!("missing '_meta.{VERSION_KEY}'"))),
+        Some(other) => {
+            return Err(invalid(format!(
+                "'_meta.{VERSION_KEY}' must be a string, got {other}"
+            )))
+        }
+    };
+    match meta.get(CAPABILITIES_KEY) {
+        Some(Json::Object(_)) => {}
+        None => return Err(invalid(format!("missing '_meta.{CAPABILITIES_KEY}'"))),
+        Some(other) => {
+            return Err(invalid(format!(
+                "'_meta.{CAPABILITIES_KEY}' must be an object, got {other}"
+            )))
+        }
+    }
+    if let Some(info) = meta.get(CLIENT_INFO_KEY) {
+        if !info.is_object() {
+            return Err(invalid(format!(
+                "'_meta.{CLIENT_INFO_KEY}' must be an object, got {info}"
+            )));
+        }
+    }
+    let log_level = match meta.get(LOG_LEVEL_KEY) {
+        None => None,
+        Some(level) => match level
+            .as_str()
+            .and_then(|l| LOG_LEVELS.iter().position(|x| *x == l))
+        {
+            Some(i) => Some(i),
+            None => {
+                return Err(invalid(format!(
+                    "invalid '_meta.{LOG_LEVEL_KEY}' {level}: expected one of {}",
+                    LOG_LEVELS.join(", ")
+                )))
+            }
+        },
+    };
+    if !MODERN_VERSIONS.contains(&version.as_str()) {
+        return Err(unsupported_version(Some(id), &version));
+    }
+    Ok(RequestMeta { version, log_level })
+}
+
+/// `UnsupportedProtocolVersionError` (`-32022`) for `requested`.
+pub fn unsupported_version(id: Option<&RequestId>, requested: &str) -> Json {
+    let supported: Vec<Json> = all_versions().into_iter().map(Json::from).collect();
+    let mut data = Map::new();
+    data.insert("supported".into(), Json::Array(supported));
+    data.insert("requested".into(), Json::String(requested.into()));
+    let how = if LEGACY_VERSIONS.contains(&requested) {
+        format!(" ({requested} is served to clients that open a session with 'initialize')")
+    } else {
+        String::new()
+    };
+    jsonrpc::error_response_data(
+        id,
+        ErrorCode::UnsupportedProtocolVersion,
+        &format!(
+            "unsupported protocol version '{requested}'{how}; per-request '_meta' is served for {}",
+            MODERN_VERSIONS.join(", ")
+        ),
+        Json::Object(data),
+    )
+}
+
+/// The HTTP status of a modern response: `404` for an unknown method,
+/// `400` for malformed requests and the modern request errors, `200` for
+/// results and every other error.
+pub fn http_status(reply: &Json) -> u16 {
+    const NOT_FOUND: i64 = ErrorCode::MethodNotFound as i64;
+    const BAD: [i64; 5] = [
+        ErrorCode::InvalidRequest as i64,
+        ErrorCode::InvalidParams as i64,
+        ErrorCode::HeaderMismatch as i64,
+        ErrorCode::MissingRequiredClientCapability as i64,
+        ErrorCode::UnsupportedProtocolVersion as i64,
+    ];
+    match jsonrpc::error_code(reply) {
+        Some(NOT_FOUND) => 404,
+        Some(code) if BAD.contains(&code) => 400,
+        _ => 200,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[track_caller]
+    fn check_era(method: &str, params: Json, in_session: bool, modern: bool) {
+        assert_eq!(is_modern(method, Some(&params), in_session), modern);
+    }
+
+    #[test]
+    fn era_follows_the_compatibility_matrix() {
+        let v = |v: &str| json!({"_meta": {VERSION_KEY: v}});
+        check_era("tools/list", json!({}), false, false);
+        check_era(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18"}),
+            false,
+            false,
+        );
+        check_era("initialize", v("2026-07-28"), false, true);
+        check_era("tools/call", v("2026-07-28"), true, true);
+        check_era("tools/call", v("2025-11-25"), true, false);
+        check_era("tools/call", v("2025-11-25"), false, true);
+        check_era("server/discover", json!({}), false, true);
+        check_era("subscriptions/listen", json!({}), true, true);
+        assert!(!is_modern("ping", None, false));
+    }
+
+    #[track_caller]
+    fn check_meta(params: Json, expect: Result<Option<usize>, i64>) {
+        let id = RequestId::Int("7".into());
+        let got = request_meta(&id, Some(&params));
+        match (got, expect) {
+            (Ok(meta), Ok(level)) => assert_eq!(meta.log_level, level),
+            (Err(reply), Err(code)) => {
+                assert_eq!(jsonrpc::error_code(&reply), Some(code), "{reply}");
+                assert_eq!(reply["id"], json!(7));
+            }
+            (got, expect) => panic!("got {got:?}, expected {expect:?}"),
+        }
+    }
+
+    #[test]
+    fn request_meta_is_checked() {
+        let ok = json!({VERSION_KEY: "2026-07-28", CAPABILITIES_KEY: {}});
+        check_meta(json!({"_meta": ok}), Ok(None));
+        let mut with_level = ok.clone();
+        with_level[LOG_LEVEL_KEY] = json!("warning");
+        check_meta(json!({"_meta": with_level}), Ok(Some(3)));
+        with_level[LOG_LEVEL_KEY] = json!("loud");
+        check_meta(json!({"_meta": with_level}), Err(-32602));
+        check_meta(json!({}), Err(-32602));
+        check_meta(json!({"_meta": 3}), Err(-32602));
+        check_meta(json!({"_meta": {VERSION_KEY: "2026-07-28"}}), Err(-32602));
+        check_meta(json!({"_meta": {CAPABILITIES_KEY: {}}}), Err(-32602));
+        check_meta(
+            json!({"_meta": {VERSION_KEY: 2026, CAPABILITIES_KEY: {}}}),
+            Err(-32602),
+        );
+        check_meta(
+            json!({"_meta": {VERSION_KEY: "v999.0.0", CAPABILITIES_KEY: {}}}),
+            Err(-32022),
+        );
+        check_meta(
+            json!({"_meta": {VERSION_KEY: "2025-11-25", CAPABILITIES_KEY: {}}}),
+            Err(-32022),
+        );
+    }
+
+    #[test]
+    fn unsupported_version_lists_every_served_revision() {
+        let reply = unsupported_version(Some(&RequestId::Str("a".into())), "1900-01-01");
+        assert_eq!(
+            reply["error"]["data"],
+            json!({
+                "supported": ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"],
+                "requested": "1900-01-01"
+            })
+        );
+        assert_eq!(http_status(&reply), 400);
+    }
+}

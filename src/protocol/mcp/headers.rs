@@ -1,0 +1,251 @@
+//! The HTTP request headers of MCP 2026-07-28 that mirror body fields
+//! (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`), checked against the
+//! body they claim to describe.
+//!
+//! Intermediaries may route on these headers, so a server that executes the
+//! body must refuse a request whose headers say something else (`400` with
+//! `HeaderMismatch`, `-32020`). Header values arrive trimmed of surrounding
+//! blanks (RFC 9110 §5.5) and are compared case-sensitively; `Mcp-Name` may
+//! carry its value Base64-encoded as `=?base64?…?=`, which is decoded before
+//! the comparison.
+//!
+//! Architecture Invariant: pure; no I/O.
+
+use serde_json::Value as Json;
+
+use crate::protocol::jsonrpc::{self, ErrorCode, RequestId};
+
+use super::era::VERSION_KEY;
+
+/// The methods whose `Mcp-Name` header is required, with the body field it
+/// mirrors.
+fn name_field(method: &str) -> Option<&'static str> {
+    match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        _ => None,
+    }
+}
+
+/// Checks the mirrored headers of a modern request; `header` looks a header
+/// up by name (any case). `Err` is the complete `-32020` error response.
+pub fn check(
+    id: &RequestId,
+    method: &str,
+    params: Option<&Json>,
+    header: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), Json> {
+    let mismatch = |message: String| {
+        Err(jsonrpc::error_response(
+            Some(id),
+            ErrorCode::HeaderMismatch,
+            &format!("header mismatch: {message}"),
+        ))
+    };
+    let declared = params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(VERSION_KEY))
+        .and_then(Json::as_str)
+        .unwrap_or("");
+    match header("mcp-protocol-version") {
+        None => return mismatch("missing MCP-Protocol-Version header".into()),
+        Some(v) if v != declared => {
+            return mismatch(format!(
+                "MCP-Protocol-Version header value '{v}' does not match body value '{declared}'"
+            ))
+        }
+        Some(_) => {}
+    }
+    match header("mcp-method") {
+        None => return mismatch("missing Mcp-Method header".into()),
+        Some(v) if v != method => {
+            return mismatch(format!(
+                "Mcp-Method header value '{v}' does not match body value '{method}'"
+            ))
+        }
+        Some(_) => {}
+    }
+    let Some(field) = name_field(method) else {
+        return Ok(());
+    };
+    let body = params.and_then(|p| p.get(field)).and_then(Json::as_str);
+    match (header("mcp-name"), body) {
+        (None, None) => Ok(()),
+        (None, Some(_)) => mismatch(format!(
+            "missing Mcp-Name header (the body has params.{field})"
+        )),
+        (Some(raw), body) => {
+            let value = match decode_value(&raw) {
+                Ok(v) => v,
+                Err(why) => return mismatch(format!("Mcp-Name header value '{raw}' {why}")),
+            };
+            if Some(value.as_str()) != body {
+                return mismatch(format!(
+                    "Mcp-Name header value '{value}' does not match body value '{}'",
+                    body.unwrap_or("(none)")
+                ));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// A header value as sent: literal, or `=?base64?<standard base64>?=` for
+/// values that are not plain ASCII (decoded, must be UTF-8).
+pub fn decode_value(raw: &str) -> Result<String, &'static str> {
+    let Some(encoded) = raw
+        .strip_prefix("=?base64?")
+        .and_then(|r| r.strip_suffix("?="))
+    else {
+        return Ok(raw.to_string());
+    };
+    let bytes = base64_decode(encoded).ok_or("is not valid Base64")?;
+    String::from_utf8(bytes).map_err(|_| "does not decode to UTF-8")
+}
+
+/// Standard Base64 with `=` padding; `None` for anything else.
+pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    fn sextet(c: u8) -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    }
+    let bytes = text.as_bytes();
+    if !bytes.len().is_multiple_of(4) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(bytes.len() / 4 * 3);
+    for (i, quad) in bytes.chunks(4).enumerate() {
+        let last = i + 1 == bytes.len() / 4;
+        let pad = quad.iter().rev().take_while(|&&c| c == b'=').count();
+        if pad > 2 || (pad > 0 && !last) {
+            return None;
+        }
+        let mut n = 0u32;
+        for &c in &quad[..4 - pad] {
+            n = n << 6 | sextet(c)?;
+        }
+        n <<= 6 * pad as u32;
+        let decoded = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+        // Non-zero bits under the padding mean a non-canonical encoding.
+        if decoded[3 - pad..].iter().any(|&b| b != 0) {
+            return None;
+        }
+        out.extend_from_slice(&decoded[..3 - pad]);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::mcp::base64;
+    use serde_json::json;
+
+    #[track_caller]
+    fn check_headers(method: &str, params: Json, headers: &[(&str, &str)], ok: bool) {
+        let lookup = |name: &str| {
+            headers
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.to_string())
+        };
+        let got = check(&RequestId::Int("1".into()), method, Some(&params), &lookup);
+        match (got, ok) {
+            (Ok(()), true) => {}
+            (Err(reply), false) => assert_eq!(jsonrpc::error_code(&reply), Some(-32020)),
+            (got, _) => panic!("{method} {headers:?}: got {got:?}"),
+        }
+    }
+
+    #[test]
+    fn mirrored_headers_must_match_the_body() {
+        let list = json!({"_meta": {VERSION_KEY: "2026-07-28"}});
+        let call = json!({"name": "add", "_meta": {VERSION_KEY: "2026-07-28"}});
+        let v = ("MCP-Protocol-Version", "2026-07-28");
+        check_headers(
+            "tools/list",
+            list.clone(),
+            &[v, ("Mcp-Method", "tools/list")],
+            true,
+        );
+        check_headers(
+            "tools/list",
+            list.clone(),
+            &[v, ("mcp-method", "tools/list")],
+            true,
+        );
+        check_headers("tools/list", list.clone(), &[v], false);
+        check_headers(
+            "tools/list",
+            list.clone(),
+            &[v, ("Mcp-Method", "TOOLS/LIST")],
+            false,
+        );
+        check_headers(
+            "tools/list",
+            list.clone(),
+            &[v, ("Mcp-Method", "prompts/list")],
+            false,
+        );
+        check_headers(
+            "tools/list",
+            list.clone(),
+            &[("Mcp-Method", "tools/list")],
+            false,
+        );
+        check_headers(
+            "tools/list",
+            list,
+            &[
+                ("MCP-Protocol-Version", "2025-11-25"),
+                ("Mcp-Method", "tools/list"),
+            ],
+            false,
+        );
+        let m = ("Mcp-Method", "tools/call");
+        check_headers(
+            "tools/call",
+            call.clone(),
+            &[v, m, ("Mcp-Name", "add")],
+            true,
+        );
+        check_headers(
+            "tools/call",
+            call.clone(),
+            &[v, m, ("Mcp-Name", "=?base64?YWRk?=")],
+            true,
+        );
+        check_headers(
+            "tools/call",
+            call.clone(),
+            &[v, m, ("Mcp-Name", "=?base64?YWR?=")],
+            false,
+        );
+        check_headers(
+            "tools/call",
+            call.clone(),
+            &[v, m, ("Mcp-Name", "sub")],
+            false,
+        );
+        check_headers("tools/call", call, &[v, m], false);
+    }
+
+    #[test]
+    fn base64_round_trips_and_rejects_junk() {
+        for text in ["", "f", "fo", "foo", "foob", "Hello, 世界", " padded "] {
+            assert_eq!(
+                base64_decode(&base64(text.as_bytes())).as_deref(),
+                Some(text.as_bytes())
+            );
+        }
+        for bad in ["Zg=", "Zg===", "Z===", "Zh==", "Zg==Zg==", "Zm9v!", "Zm 9v"] {
+            assert_eq!(base64_decode(bad), None, "{bad}");
+        }
+    }
+}
