@@ -63,7 +63,7 @@ TAIL = 60  # lines of a log shown with a failure
 # FastMCP in their default mode="auto", the 2.x TypeScript SDK in
 # versionNegotiation mode "auto") must then adopt the modern era with no
 # fallback to initialize; until then they must fall back.
-MODERN_ERA_SERVED = False
+MODERN_ERA_SERVED = True
 
 
 @dataclass
