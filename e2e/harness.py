@@ -15,6 +15,8 @@ run of the official conformance suite:
     conformance conformance:2025-06-18 and conformance:all (suite 0.1.16),
                 conformance:2026-07-28 (suite 0.2.0-alpha.12, --suite all),
                 against tests/data/programs/conformance over HTTP
+    schemas     json-schema-2020-12: every modern tools/list schema of several
+                programs compiled as JSON Schema 2020-12 (Ajv, strict)
 
 A PATTERN selects jobs by name prefix (`typescript-sdk`, `inspector:stdio`,
 `conformance`). Each client driver prints one JSON line per step (see
@@ -354,6 +356,37 @@ def baseline(path: Path) -> set[str]:
     return set(re.findall(r"^\s*-\s*([\w./:$-]+)", path.read_text("utf-8"), re.M))
 
 
+SCHEMA_PROGRAMS = [
+    "tests/data/shapes", "tests/data/tools/geo", "tests/data/tools/kinds",
+    "tests/data/programs/recursive", "tests/data/programs/conformance",
+]
+
+
+def run_schemas(binary: str, manifest: Path) -> Outcome:
+    """Every tool schema a 2026-07-28 client is shown, over several programs,
+    compiled as JSON Schema 2020-12 (e2e/clients/schema_check.mjs)."""
+    started = time.monotonic()
+    manifests = [str(manifest), *(str(ROOT / d / "manifest.json") for d in SCHEMA_PROGRAMS)]
+    argv = [str(NODE_BIN / "node"), str(E2E / "clients" / "schema_check.mjs"), binary, *manifests]
+    env = {**os.environ, "E2E_NODE_MODULES": str(CACHE / "node" / "node_modules")}
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=CLIENT_TIMEOUT,
+                              cwd=ROOT, check=False)
+        stdout, stderr, status = done.stdout, done.stderr, done.returncode
+    except subprocess.TimeoutExpired:
+        stdout, stderr, status = "", "", None
+    steps = parse_steps(stdout)
+    bad = [f"{name}: {detail}" for name, (ok, detail) in steps.items() if not ok]
+    seconds = time.monotonic() - started
+    if status == 0 and not bad and len(steps) == len(manifests):
+        count = sum(int(re.search(r"(\d+) schemas", d).group(1)) for _, d in steps.values()
+                    if re.search(r"(\d+) schemas", d))
+        return Outcome("json-schema-2020-12", True, seconds, f"{count} schemas of {len(manifests)} programs compile")
+    problems = [f"  {b}" for b in bad] or [f"  exit status {status}, {len(steps)} of {len(manifests)} programs checked"]
+    report = "\n".join([*problems, "  stderr:", indent(tail(stderr, 30))])
+    return Outcome("json-schema-2020-12", False, seconds, bad[0] if bad else f"exit status {status}", report)
+
+
 def run_readme(binary: str, manifest: Path) -> Outcome:
     """The README's "Use it with your MCP client" commands, as written."""
     import readme_check
@@ -394,6 +427,7 @@ def scratch_program(source: Path, into: Path) -> Path:
     """A copy of the program folder's manifest in `into`, its pool scripts
     made absolute so they still run from the original folder. Returns the
     copy's manifest path."""
+    source = source.resolve()
     manifest = json.loads((source / "manifest.json").read_text("utf-8"))
     for pool in manifest.get("pools", []):
         exe = pool.get("exec") or []
@@ -486,6 +520,7 @@ def main(argv: list[str]) -> int:
                          lambda c=client, t=transport: run_client(binary, manifest, c, t)))
     for run in CONFORMANCE_RUNS:
         jobs.append((run.job, lambda r=run: run_conformance(binary, r)))
+    jobs.append(("json-schema-2020-12", lambda: run_schemas(binary, manifest)))
     jobs.append(("readme", lambda: run_readme(binary, manifest)))
     if patterns:
         jobs = [(n, f) for n, f in jobs if any(n.startswith(p) for p in patterns)]
