@@ -906,7 +906,10 @@ fn sighup_over_http_exits_129_and_leaves_nothing() {
     let pid = server.proc.pid() as i32;
     assert_eq!(server.health(0), None);
     let (pgrp, run_dir) = pool_of(pid);
-    // A call in flight on one connection, an idle connection beside it.
+    // A call in flight on one connection, an idle connection beside it. (No
+    // health check while the call runs: the pool, like a real Python pool,
+    // runs one call at a time, so it would wait for the slow call.)
+    assert_eq!(server.health(1), None);
     let mut busy = server.connect();
     let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"main__slowEcho","arguments":{"_1":20000}}}"#;
     let request = format!(
@@ -918,7 +921,6 @@ fn sighup_over_http_exits_129_and_leaves_nothing() {
         .write_all(request.as_bytes())
         .unwrap_or_else(|e| panic!("cannot send the call: {e}"));
     let mut idle = server.connect();
-    assert_eq!(server.health(1), None);
     server.proc.signal(libc::SIGHUP);
     let status = server.proc.wait_keeping_stdin(TIMEOUT);
     assert_eq!(

@@ -40,14 +40,14 @@ const FAULTS: [(&str, u32); 5] = [
 ];
 
 /// A shapes build in a temporary directory.
-struct Program {
+pub(crate) struct Program {
     _dir: TempDir,
     manifest: PathBuf,
 }
 
 impl Program {
     /// The pool runs `python3 testpool.py` directly.
-    fn shapes() -> Program {
+    pub(crate) fn shapes() -> Program {
         let dir = TempDir::new();
         let exec = vec![json!("python3"), json!(testpool().to_string_lossy())];
         Program::build(dir, exec)
@@ -55,7 +55,7 @@ impl Program {
 
     /// The pool runs a wrapper script: `lines` (shell) and then, unless they
     /// exit, `exec python3 testpool.py "$@"`.
-    fn wrapped(lines: &str) -> Program {
+    pub(crate) fn wrapped(lines: &str) -> Program {
         let dir = TempDir::new();
         let script = format!(
             "#!/bin/sh\n{lines}\nexec python3 '{}' \"$@\"\n",
@@ -64,6 +64,21 @@ impl Program {
         let wrapper = dir.write_executable("pool-wrapper.sh", script);
         let exec = vec![json!(wrapper.to_string_lossy())];
         Program::build(dir, exec)
+    }
+
+    /// Shapes with a pool that serves calls concurrently (see
+    /// `util::serve_concurrently`).
+    fn concurrent() -> Program {
+        Program::shapes().edited(crate::util::serve_concurrently)
+    }
+
+    /// The program with its manifest JSON changed by `edit`.
+    pub(crate) fn edited(self, edit: impl FnOnce(&mut Json)) -> Program {
+        let text = crate::util::read(&self.manifest);
+        let mut manifest: Json = serde_json::from_str(&text).expect("manifest parses");
+        edit(&mut manifest);
+        std::fs::write(&self.manifest, manifest.to_string()).expect("manifest written");
+        self
     }
 
     fn build(dir: TempDir, exec: Vec<Json>) -> Program {
@@ -90,7 +105,7 @@ impl Program {
 
 // ---- a JSON-RPC client over the server's stdio -----------------------------
 
-struct Server {
+pub(crate) struct Server {
     proc: Proc,
     next_id: u64,
     /// Messages read while waiting for something else, in arrival order.
@@ -125,13 +140,13 @@ impl Server {
 
     /// Starts a server that owns its program directory.
     #[track_caller]
-    fn owning(program: Program, extra: &[&str]) -> Server {
+    pub(crate) fn owning(program: Program, extra: &[&str]) -> Server {
         let mut server = Server::start(&program, extra);
         server._program = Some(program);
         server
     }
 
-    fn pid(&self) -> i32 {
+    pub(crate) fn pid(&self) -> i32 {
         self.proc.pid() as i32
     }
 
@@ -151,7 +166,7 @@ impl Server {
 
     /// Sends a `tools/call`; returns its id.
     #[track_caller]
-    fn call(&mut self, tool: &str, arguments: Json) -> u64 {
+    pub(crate) fn call(&mut self, tool: &str, arguments: Json) -> u64 {
         self.request("tools/call", json!({"name": tool, "arguments": arguments}))
     }
 
@@ -193,7 +208,7 @@ impl Server {
 
     /// The `result` of a `tools/call` answered within `timeout`.
     #[track_caller]
-    fn result_within(&mut self, id: u64, timeout: Duration) -> Json {
+    pub(crate) fn result_within(&mut self, id: u64, timeout: Duration) -> Json {
         let msg = self.response(id, timeout);
         match msg.get("result") {
             Some(result) => result.clone(),
@@ -203,14 +218,14 @@ impl Server {
 
     /// Calls a tool and returns its `result`.
     #[track_caller]
-    fn call_result(&mut self, tool: &str, arguments: Json) -> Json {
+    pub(crate) fn call_result(&mut self, tool: &str, arguments: Json) -> Json {
         let id = self.call(tool, arguments);
         self.result_within(id, TIMEOUT)
     }
 
     /// Calls a tool that must succeed; returns its text content.
     #[track_caller]
-    fn call_ok(&mut self, tool: &str, arguments: Json) -> String {
+    pub(crate) fn call_ok(&mut self, tool: &str, arguments: Json) -> String {
         let result = self.call_result(tool, arguments.clone());
         assert_eq!(
             result["isError"],
@@ -222,7 +237,7 @@ impl Server {
 
     /// Closes stdin and waits for the exit status.
     #[track_caller]
-    fn finish(&mut self) -> i32 {
+    pub(crate) fn finish(&mut self) -> i32 {
         let status = self.proc.wait(TIMEOUT);
         status
             .code()
@@ -281,7 +296,7 @@ fn parse_protocol_line(line: &str) -> Json {
 
 /// The text of a result's single text content block.
 #[track_caller]
-fn text_of(result: &Json) -> String {
+pub(crate) fn text_of(result: &Json) -> String {
     match result["content"][0]["text"].as_str() {
         Some(text) => text.to_string(),
         None => panic!("result without text content: {result}"),
@@ -337,18 +352,18 @@ fn cmdline(pid: i32) -> Vec<String> {
 
 /// What a running test pool tells about its server's run.
 #[derive(Debug)]
-struct PoolInfo {
+pub(crate) struct PoolInfo {
     pid: i32,
     /// The pool's process group (its own pid).
     pgid: i32,
-    tmpdir: PathBuf,
-    basename: String,
+    pub(crate) tmpdir: PathBuf,
+    pub(crate) basename: String,
 }
 
 /// The test pool that is a child of `server` (and is not `except`), waiting
 /// up to [`TIMEOUT`] for it to appear.
 #[track_caller]
-fn pool_of(server: &Server, except: Option<i32>) -> PoolInfo {
+pub(crate) fn pool_of(server: &Server, except: Option<i32>) -> PoolInfo {
     let deadline = Instant::now() + TIMEOUT;
     loop {
         for pid in all_pids() {
@@ -534,7 +549,7 @@ fn every_remote_tool_gives_the_right_result() {
 
 #[test]
 fn concurrent_slow_calls_overlap_and_ping_stays_fast() {
-    let mut s = Server::owning(Program::shapes(), &[]);
+    let mut s = Server::owning(Program::concurrent(), &[]);
     // Warm the pool: it has started and answered once.
     assert_eq!(s.call_ok("slowEcho", json!({"_1": 1})), "1");
 

@@ -7,6 +7,7 @@ mod golden_tools;
 mod http;
 mod modern;
 mod pools;
+mod results;
 mod stdio;
 mod tidy;
 mod util;

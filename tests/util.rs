@@ -450,6 +450,20 @@ pub fn shapes_manifest(dir: &TempDir) -> PathBuf {
     shapes_manifest_with(dir, |_| {})
 }
 
+/// Makes a shapes manifest serve calls concurrently: the test pool runs each
+/// connection on its own thread (like a C++ pool), and large results travel
+/// in files (`no_shm`), so no call needs its pool to itself (see the result
+/// leases in ARCHITECTURE.md). A real Python pool runs one call at a time.
+pub fn serve_concurrently(manifest: &mut serde_json::Value) {
+    manifest["no_shm"] = serde_json::json!(true);
+    manifest["pools"][0]["exec"] = serde_json::json!([
+        "env",
+        "TESTPOOL_WORKERS=threads",
+        "python3",
+        test_pool().to_string_lossy()
+    ]);
+}
+
 /// [`shapes_manifest`], with `edit` applied to the manifest JSON before it
 /// is written (to add commands or change fields).
 #[track_caller]

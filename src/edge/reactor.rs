@@ -16,6 +16,7 @@
 
 mod calls;
 mod http;
+mod leases;
 mod pools;
 
 use std::collections::HashMap;

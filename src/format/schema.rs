@@ -484,6 +484,33 @@ pub fn is_fixed_width(schema: &Schema) -> bool {
     }
 }
 
+/// An upper bound on the flat voidstar size of any value of `schema`, the
+/// size a pool compares with its inline threshold; `None` when values can be
+/// arbitrarily large (strings, lists, `Int`, which is arbitrary-precision,
+/// tables, handles, recursive types).
+///
+/// The bound only needs to be safe, not tight: it decides whether a result
+/// is certain to come back inline.
+pub fn max_flat_size(schema: &Schema) -> Option<u64> {
+    match schema {
+        Schema::Nil => Some(0),
+        Schema::Bool => Some(1),
+        Schema::Int { bytes, .. } | Schema::Float { bytes } => Some(u64::from(*bytes)),
+        // Each member may be preceded by up to 7 bytes of alignment padding,
+        // and the whole may be padded to 8.
+        Schema::Tuple(items) => items
+            .iter()
+            .try_fold(8, |sum: u64, item| Some(sum + max_flat_size(item)? + 7)),
+        Schema::Record(fields) => fields.iter().try_fold(8, |sum: u64, (_, item)| {
+            Some(sum + max_flat_size(item)? + 7)
+        }),
+        // The slot, padding before the value, and the value.
+        Schema::Optional(inner) => Some(8 + 7 + max_flat_size(inner)?),
+        Schema::Named { body, .. } => max_flat_size(body),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -580,5 +607,20 @@ mod tests {
         assert!(!parse("am11xj").unwrap().contains_table_or_handle());
         assert!(is_fixed_width(&parse("t2i4f8").unwrap()));
         assert!(!is_fixed_width(&parse("m11xj").unwrap()));
+    }
+
+    #[test]
+    fn max_flat_size_bounds_only_fixed_shapes() {
+        let size = |text: &str| max_flat_size(&parse(text).unwrap());
+        assert_eq!(size("z"), Some(0));
+        assert_eq!(size("b"), Some(1));
+        assert_eq!(size("f8"), Some(8));
+        assert_eq!(size("i4"), Some(4));
+        assert_eq!(size("t2f8b"), Some(8 + 15 + 8));
+        assert_eq!(size("m21xf81yf8"), Some(8 + 15 + 15));
+        assert_eq!(size("?f8"), Some(23));
+        for unbounded in ["j", "s", "af8", "a:3f8", "t2f8s", "m11xj", "?s", "T", "F"] {
+            assert_eq!(size(unbounded), None, "{unbounded}");
+        }
     }
 }

@@ -12,9 +12,14 @@ Usage (the argv every pool receives):
     testpool.py --health        # prints {"status":"ok","version":"0.98.2"}, exits 0
 
 The pool unlinks a stale socket file, binds, listens and serves one request
-per connection, each connection on its own thread. SIGTERM / SIGINT: unlink
-the socket and every shared-memory volume this process created, exit 0.
-PR_SET_PDEATHSIG is set to SIGTERM.
+per connection. Like the real Python pool, one worker serves the connections
+one at a time, in the order they arrive (TESTPOOL_WORKERS=threads serves
+each on its own thread instead, like the C++ pool's thread pool). Accepted
+connections are non-blocking, as in the real pool, and a reply that does not
+fit in the socket buffer fails the same way: the send stops at EAGAIN, the
+pool logs "job failed: ..." and closes the connection. SIGTERM / SIGINT:
+unlink the socket and every shared-memory volume this process created,
+exit 0. PR_SET_PDEATHSIG is set to SIGTERM.
 
 Environment (read once at start):
 
@@ -29,7 +34,15 @@ Environment (read once at start):
     TESTPOOL_NEVER_LISTEN=1   never bind; stay alive until signalled
     TESTPOOL_DIE_AFTER_MS     exit with status 3 after this long, without any
                               cleanup (like a crash)
-    TESTPOOL_RELEASE_GRACE_MS see "Result blocks in shared memory" (default 50)
+    TESTPOOL_WORKERS=threads  a thread per connection instead of one worker
+    TESTPOOL_RACE_MS          forces the worst interleaving for RPTR replies (one
+                              worker only): the reply is sent except its last
+                              byte, the pool waits this long for the next
+                              connection, and if one comes it takes it (which
+                              frees the reply's block) before sending the last
+                              byte. A client that opens a connection to the pool
+                              before it has copied an RPTR result out then reads
+                              zeroed memory, every time.
 
 Fault functions, present in every program; they ignore their arguments, so
 send any (for example one Int):
@@ -47,13 +60,12 @@ Result blocks in shared memory: a result that is too large to inline is
 written into a volume this process creates (`<basename>_<random index>` in
 /dev/shm, falling back to `<tmpdir>`), in a block with reference count 1,
 and the reply is RPTR+VOIDSTAR. Like the real pool, which frees its previous
-result at the start of its next request, this pool releases result blocks
-(reference count 0, data zero-filled, block reusable) at the start of a
-later request, any request including PING, but only blocks handed out at
-least TESTPOOL_RELEASE_GRACE_MS earlier. 0 reproduces the reference exactly:
-a client must copy an RPTR result out before its next request reaches the
-pool, and with concurrent requests even that races. Blocks nobody releases
-stay until the pool exits.
+result when its worker is handed the next connection (before reading the
+request: any request, a PING too), this pool releases every result block it
+has handed out (reference count 0, data zero-filled, block reusable) as soon
+as it accepts a connection. A client must therefore copy an RPTR result out
+before it opens its next connection to the pool. Blocks nobody releases stay
+until the pool exits.
 
 Programs: PROGRAMS maps a program name to a table mid -> Function(name,
 argument schemas, return schema, implementation). Schemas are Morloc schema
@@ -71,6 +83,7 @@ import mmap
 import os
 import random
 import re
+import select
 import signal
 import socket
 import struct
@@ -1052,7 +1065,7 @@ class ShmArena:
         self.volumes: dict[int, _Volume] = {}
         self.current: int | None = None
         self.lock = threading.Lock()
-        self.handed_out: list[tuple[float, int]] = []  # (time, relptr of block data)
+        self.handed_out: list[int] = []  # relptrs of result blocks not yet released
 
     def _create_volume(self, data_size: int) -> _Volume:
         for _ in range(1000):
@@ -1163,7 +1176,7 @@ class ShmArena:
             start = SHM_HEADER_SIZE + data_off
             vol.mm[start:start + len(data)] = data
             relptr = (idx << 48) | data_off
-            self.handed_out.append((time.monotonic(), relptr))
+            self.handed_out.append(relptr)
             return relptr
 
     def _free(self, idx: int, data_off: int) -> None:
@@ -1179,16 +1192,12 @@ class ShmArena:
             start = SHM_HEADER_SIZE + data_off
             vol.mm[start:start + bsize] = bytes(bsize)
 
-    def release_due(self, now: float, grace: float) -> None:
-        """Release result blocks handed out at least `grace` seconds before `now`."""
+    def release_all(self) -> None:
+        """Release every result block handed out so far (a new job starts)."""
         with self.lock:
-            keep = []
-            for t, relptr in self.handed_out:
-                if now - t >= grace:
-                    self._free(relptr >> 48, relptr & OFFSET_MASK)
-                else:
-                    keep.append((t, relptr))
-            self.handed_out = keep
+            for relptr in self.handed_out:
+                self._free(relptr >> 48, relptr & OFFSET_MASK)
+            self.handed_out = []
 
     def cleanup(self) -> None:
         """Unmap and unlink every volume; safe to call from a signal handler."""
@@ -1470,7 +1479,6 @@ class Pool:
     def __init__(self, functions: dict[int, Function], tmpdir: str, basename: str, *,
                  inline_size: int = DEFAULT_INLINE_SIZE, no_shm: bool = False,
                  file_dir: str | None = None, shm_dir: str = "/dev/shm",
-                 release_grace: float = 0.05,
                  pick_index: Callable[[], int] | None = None):
         self.functions = functions
         self.tmpdir = tmpdir
@@ -1479,7 +1487,6 @@ class Pool:
         self.no_shm = no_shm
         self.file_dir = file_dir
         self.shm_dir = shm_dir
-        self.release_grace = release_grace
         self.arena = ShmArena(basename, tmpdir, shm_dir, pick_index)
         self.file_seq = 0
         self.file_lock = threading.Lock()
@@ -1491,16 +1498,21 @@ class Pool:
         raw = environ.get("MORLOC_INLINE_SIZE")
         if raw is not None and re.fullmatch(r"[+-]?[0-9]+", raw) and 0 <= int(raw) < 1 << 63:
             inline = int(raw)
-        grace = _env_ms(environ, "TESTPOOL_RELEASE_GRACE_MS")
         return cls(functions, tmpdir, basename,
                    inline_size=inline,
                    no_shm=_env_truthy(environ.get("MORLOC_NO_SHM")),
-                   file_dir=environ.get("MORLOC_TMPDIR") or None,
-                   release_grace=0.05 if grace is None else grace)
+                   file_dir=environ.get("MORLOC_TMPDIR") or None)
+
+    def begin_job(self) -> None:
+        """What a real pool worker does when it is handed a connection: free
+        the result blocks of its earlier jobs."""
+        self.arena.release_all()
 
     def handle_request(self, data: bytes) -> Outcome:
-        # Like the real pool, drop earlier results before reading the request.
-        self.arena.release_due(time.monotonic(), self.release_grace)
+        # Like the real pool, drop earlier results before reading the request
+        # (the socket layer has already done so when it accepted the
+        # connection; this covers requests handed in directly).
+        self.begin_job()
         try:
             pkt, _ = parse_packet(data)
         except PoolError as e:
@@ -1576,10 +1588,20 @@ class Pool:
 
 # --- sockets and process life -----------------------------------------------
 
+def _wait_readable(conn: socket.socket) -> None:
+    # The connection is non-blocking, like a real pool's: wait as its reader
+    # does (poll, then recv).
+    select.select([conn], [], [])
+
+
 def _recv_exact(conn: socket.socket, n: int) -> bytes:
     chunks = []
     while n > 0:
-        chunk = conn.recv(min(n, 1 << 20))
+        _wait_readable(conn)
+        try:
+            chunk = conn.recv(min(n, 1 << 20))
+        except BlockingIOError:
+            continue
         if not chunk:
             break
         chunks.append(chunk)
@@ -1600,14 +1622,51 @@ def _read_request(conn: socket.socket) -> bytes | None:
     return header + rest
 
 
-def _serve_connection(conn: socket.socket, pool: Pool) -> None:
+def _send_nonblocking(conn: socket.socket, data: bytes) -> bool:
+    """Sends like the real pool: on a non-blocking socket, and a full socket
+    buffer (EAGAIN) ends the attempt; false then."""
+    view = memoryview(data)
+    sent = 0
+    while sent < len(view):
+        try:
+            n = conn.send(view[sent:])
+        except (BlockingIOError, InterruptedError, OSError):
+            return False
+        if n <= 0:
+            return False
+        sent += n
+    return True
+
+
+def _send_reply(conn: socket.socket, data: bytes) -> None:
+    if _send_nonblocking(conn, data):
+        return
+    # The real pool then tries to send a FAIL packet (which usually fails
+    # too), logs the failure and closes the connection.
+    fd = conn.fileno()
+    _send_nonblocking(conn, make_fail_packet(f"IPC error: Failed to send over client {fd}"))
+    print(f"job failed: IPC error: Failed to send over client {fd}", file=sys.stderr, flush=True)
+
+
+def _is_rptr_reply(data: bytes) -> bool:
+    return len(data) > 13 and data[12] == TYPE_DATA and data[13] == SOURCE_RPTR
+
+
+def _serve_connection(conn: socket.socket, pool: Pool, race: Callable[[], None] | None = None) -> None:
+    """Serves one connection. `race`, when given, runs after an RPTR reply is
+    sent except for its last byte (see TESTPOOL_RACE_MS)."""
     try:
         data = _read_request(conn)
         if data is None:
             return
         out = pool.handle_request(data)
         if out.action == "reply":
-            conn.sendall(out.data)
+            if race is not None and _is_rptr_reply(out.data):
+                if _send_nonblocking(conn, out.data[:-1]):
+                    race()
+                    _send_reply(conn, out.data[-1:])
+                return
+            _send_reply(conn, out.data)
         elif out.action == "exit":
             sys.stdout.flush()
             sys.stderr.flush()
@@ -1677,13 +1736,50 @@ class _Server:
         self.bound = True
         listener.listen(socket.SOMAXCONN)
         self.listener = listener
+        threads = environ.get("TESTPOOL_WORKERS", "1").strip() == "threads"
+        race_ms = _env_ms(environ, "TESTPOOL_RACE_MS")
+        pending: socket.socket | None = None
         while True:
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                time.sleep(0.01)  # e.g. out of file descriptors; do not spin
+            if pending is not None:
+                conn, pending = pending, None
+            else:
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    time.sleep(0.01)  # e.g. out of file descriptors; do not spin
+                    continue
+                self._start_job(conn)
+            if threads:
+                threading.Thread(target=_serve_connection, args=(conn, self.pool), daemon=True).start()
                 continue
-            threading.Thread(target=_serve_connection, args=(conn, self.pool), daemon=True).start()
+            race = None
+            if race_ms:
+                def race() -> None:
+                    nonlocal pending
+                    pending = self._next_connection(race_ms)
+            _serve_connection(conn, self.pool, race)
+
+    def _start_job(self, conn: socket.socket) -> None:
+        # Like a real pool: the accepted connection is non-blocking, and the
+        # worker frees its previous results as soon as it is handed the next
+        # connection, before a byte of the request is read.
+        conn.setblocking(False)
+        self.pool.begin_job()
+
+    def _next_connection(self, wait: float) -> socket.socket | None:
+        """The worst interleaving: while an RPTR reply is still incomplete,
+        take the next connection if one comes within `wait` seconds, which
+        frees the reply's block before the client can have read it."""
+        assert self.listener is not None
+        ready, _, _ = select.select([self.listener], [], [], wait)
+        if not ready:
+            return None
+        try:
+            conn, _ = self.listener.accept()
+        except OSError:
+            return None
+        self._start_job(conn)
+        return conn
 
 
 def main(argv: list[str]) -> int:

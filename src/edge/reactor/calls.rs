@@ -14,10 +14,12 @@ use mio::net::UnixStream;
 use mio::{Interest, Token};
 use serde_json::Value as Json;
 
+use super::leases::LeaseMode;
 use super::{Client, Reactor, Source};
 use crate::format::manifest::CommandKind;
 use crate::format::msgpack;
 use crate::format::packet::{self, Reply};
+use crate::format::schema;
 use crate::format::value::Value;
 use crate::format::voidstar;
 use crate::protocol::jsonrpc::RequestId;
@@ -55,6 +57,11 @@ pub(super) struct Call {
     pub(super) request: CallRequest,
     pub(super) program: usize,
     pub(super) pool: usize,
+    /// The call's pool and the pools its command calls into, each once.
+    pools: Vec<usize>,
+    /// The lease the call needs (see `leases`), and whether it holds it.
+    mode: LeaseMode,
+    leased: bool,
     packet: Vec<u8>,
     written: usize,
     reply: Vec<u8>,
@@ -115,6 +122,24 @@ impl Reactor {
             }
         };
         let pool = command.pool;
+        let mut pools = vec![pool];
+        for &p in &command.needed_pools {
+            if !pools.contains(&p) {
+                pools.push(p);
+            }
+        }
+        let routing = self.runtimes[program].routing;
+        // Inline replies (and files) belong to the connection that carries
+        // them; only a shared-memory block can be freed under us.
+        let always_inline = mcp::return_schema(command)
+            .ok()
+            .and_then(schema::max_flat_size)
+            .is_some_and(|size| size <= routing.inline_threshold);
+        let mode = if routing.shm && !always_inline {
+            LeaseMode::Exclusive
+        } else {
+            LeaseMode::Shared
+        };
         let id = CallId(self.next_call);
         self.next_call += 1;
         let now = Instant::now();
@@ -129,6 +154,9 @@ impl Reactor {
                 request,
                 program,
                 pool,
+                pools,
+                mode,
+                leased: false,
                 packet,
                 written: 0,
                 reply: Vec::new(),
@@ -146,9 +174,13 @@ impl Reactor {
         match self.ensure_needed_pools(id) {
             Ok(true) => {
                 self.send_progress(id, &format!("running in pool '{lang}'"));
-                self.connect_call(id);
+                self.request_connect(id);
             }
-            Ok(false) => self.send_progress(id, &format!("waiting for pool '{lang}' to start")),
+            Ok(false) => {
+                // Queued now, so that it keeps its place in arrival order.
+                self.runtimes[program].leases.waiting.push_back(id);
+                self.send_progress(id, &format!("waiting for pool '{lang}' to start"));
+            }
             Err(message) => self.finish_call(id, Err(message)),
         }
     }
@@ -181,13 +213,78 @@ impl Reactor {
         let Some(call) = self.calls.get(&id) else {
             return false;
         };
-        let command = self.catalog.programs[call.program].command(call.request.command);
-        std::iter::once(call.pool)
-            .chain(command.needed_pools.iter().copied())
-            .all(|p| self.pool_ready(call.program, p))
+        call.pools.iter().all(|&p| self.pool_ready(call.program, p))
     }
 
-    pub(super) fn connect_call(&mut self, id: CallId) {
+    /// Queues a call whose pools are ready for its lease, and connects it
+    /// if its turn has come.
+    fn request_connect(&mut self, id: CallId) {
+        let Some(call) = self.calls.get(&id) else {
+            return;
+        };
+        let program = call.program;
+        let leases = &mut self.runtimes[program].leases;
+        if !leases.waiting.contains(&id) {
+            leases.waiting.push_back(id);
+        }
+        self.dispatch_waiting(program);
+    }
+
+    /// Connects, in arrival order, every waiting call of `program` whose
+    /// pools are ready and whose lease is free. A call that must wait for
+    /// its lease holds up later calls that need any of its pools.
+    pub(super) fn dispatch_waiting(&mut self, program: usize) {
+        let n_pools = self.runtimes[program].pools.len();
+        let queue = std::mem::take(&mut self.runtimes[program].leases.waiting);
+        let mut blocked = vec![false; n_pools];
+        let mut still_waiting = std::collections::VecDeque::new();
+        let mut go = Vec::new();
+        for id in queue {
+            let Some(call) = self.calls.get(&id) else {
+                continue;
+            };
+            if call.stage != CallStage::WaitingForPool || call.leased {
+                continue;
+            }
+            if !self.needed_pools_ready(id) {
+                // Waiting for a pool to start: calls that need the same pools
+                // queue again when it is ready (`advance_probe`).
+                still_waiting.push_back(id);
+                continue;
+            }
+            let leases = &self.runtimes[program].leases;
+            if call.pools.iter().any(|&p| blocked[p]) || !leases.available(&call.pools, call.mode) {
+                for &p in &call.pools {
+                    blocked[p] = true;
+                }
+                still_waiting.push_back(id);
+                continue;
+            }
+            let (pools, mode) = (call.pools.clone(), call.mode);
+            self.runtimes[program].leases.take(&pools, mode);
+            if let Some(call) = self.calls.get_mut(&id) {
+                call.leased = true;
+            }
+            go.push(id);
+        }
+        // Anything queued meanwhile comes after the calls already waiting.
+        let queued_meanwhile = std::mem::take(&mut self.runtimes[program].leases.waiting);
+        still_waiting.extend(queued_meanwhile);
+        self.runtimes[program].leases.waiting = still_waiting;
+        for id in go {
+            self.connect_call(id);
+        }
+    }
+
+    /// Gives back the lease of a call that holds one, and lets waiting calls
+    /// have theirs.
+    fn release_lease(&mut self, program: usize, pools: &[usize], mode: LeaseMode) {
+        self.runtimes[program].leases.release(pools, mode);
+        self.dispatch_waiting(program);
+    }
+
+    /// Connects a call that holds its lease.
+    fn connect_call(&mut self, id: CallId) {
         let Some(call) = self.calls.get(&id) else {
             return;
         };
@@ -229,6 +326,15 @@ impl Reactor {
                     return;
                 };
                 call.stage = CallStage::WaitingForPool;
+                // Nothing was sent: the lease goes back (a readiness probe
+                // must be able to connect), and the call queues again once
+                // the pool answers.
+                if call.leased {
+                    call.leased = false;
+                    let (pools, mode) = (call.pools.clone(), call.mode);
+                    self.runtimes[program].leases.release(&pools, mode);
+                    self.runtimes[program].leases.waiting.push_front(id);
+                }
                 let lang = self.pool_lang(program, pool).to_string();
                 match self.ensure_pool(program, pool) {
                     Ok(false) => {}
@@ -465,6 +571,10 @@ impl Reactor {
             // descriptor refers to it), which saves a system call per call.
             drop(stream);
             self.sources.remove(&token);
+        }
+        if call.leased {
+            call.leased = false;
+            self.release_lease(call.program, &call.pools, call.mode);
         }
         Some(call)
     }

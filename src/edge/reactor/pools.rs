@@ -19,7 +19,7 @@ use mio::net::UnixStream;
 use mio::unix::SourceFd;
 use mio::{Interest, Token};
 
-use super::calls::{CallId, CallStage};
+use super::leases::Leases;
 use super::{Reactor, Source};
 use crate::edge::proc;
 use crate::edge::shm;
@@ -89,6 +89,60 @@ pub(super) struct Runtime {
     basename: String,
     volume0: Option<shm::Volume0>,
     pub(super) shm_reader: shm::ShmReader,
+    /// How the pools route results: see [`Routing`].
+    pub(super) routing: Routing,
+    pub(super) leases: Leases,
+}
+
+/// The routing settings the pools run with (manifest first, then what they
+/// inherit from our environment), as libmorloc reads them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Routing {
+    /// Flat results of at most this many bytes come back inline.
+    pub(super) inline_threshold: u64,
+    /// Larger results come back as shared-memory blocks (else as files).
+    pub(super) shm: bool,
+}
+
+/// libmorloc's default inline threshold.
+const DEFAULT_INLINE_THRESHOLD: u64 = 64 * 1024;
+
+impl Routing {
+    fn new(manifest_inline: Option<i64>, manifest_no_shm: bool) -> Routing {
+        let inherited = |name: &str| std::env::var(name).ok();
+        Routing::from_settings(
+            manifest_inline.map(|n| n.to_string()),
+            manifest_no_shm,
+            inherited("MORLOC_INLINE_SIZE"),
+            inherited("MORLOC_NO_SHM"),
+        )
+    }
+
+    /// `inline`: the value pools see for `MORLOC_INLINE_SIZE` (ours, from the
+    /// manifest, replaces theirs); `no_shm`: the manifest's flag, else the
+    /// inherited `MORLOC_NO_SHM`. Parsed as libmorloc does.
+    fn from_settings(
+        manifest_inline: Option<String>,
+        manifest_no_shm: bool,
+        env_inline: Option<String>,
+        env_no_shm: Option<String>,
+    ) -> Routing {
+        let inline_threshold = manifest_inline
+            .or(env_inline)
+            .and_then(|text| text.parse::<i64>().ok())
+            .and_then(|n| u64::try_from(n).ok())
+            .unwrap_or(DEFAULT_INLINE_THRESHOLD);
+        let env_off = env_no_shm.is_some_and(|v| {
+            matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "1" | "true" | "yes" | "on"
+            )
+        });
+        Routing {
+            inline_threshold,
+            shm: !(manifest_no_shm || env_off),
+        }
+    }
 }
 
 impl Runtime {
@@ -101,6 +155,8 @@ impl Runtime {
                 basename: String::new(),
                 volume0: None,
                 shm_reader: shm::ShmReader::new("", Path::new("")),
+                routing: Routing::new(None, false),
+                leases: Leases::new(0),
             });
         }
         let tmpdir = proc::make_tmpdir()?;
@@ -131,11 +187,6 @@ impl Runtime {
             let mut spawn = proc::PoolSpawn::for_pool(program, &socket_path, &tmpdir, &basename);
             spawn.env = vec![
                 ("MORLOC_POOL_HASH".into(), pool.pool_hash.clone().into()),
-                // Results always come back inline: a shared-memory result block
-                // is released when the same pool worker starts its next job, so
-                // with concurrent calls it could be reused before we read it.
-                // Inline replies make that race impossible (ARCHITECTURE.md).
-                ("MORLOC_INLINE_SIZE".into(), i64::MAX.to_string().into()),
                 (
                     "MORLOC_NEXUS_PATH".into(),
                     self_exe.clone().into_os_string(),
@@ -146,6 +197,15 @@ impl Runtime {
                 ),
                 ("MORLOC_QUIET".into(), "1".into()),
             ];
+            // The routing settings of the manifest, exported as the reference
+            // does: results above the inline threshold come back through
+            // shared memory (RPTR) or a file (FILE), never as one huge inline
+            // packet, which a real pool's non-blocking send cannot deliver.
+            if let Some(size) = manifest.inline_size {
+                spawn
+                    .env
+                    .push(("MORLOC_INLINE_SIZE".into(), size.to_string().into()));
+            }
             if manifest.no_shm {
                 spawn.env.push(("MORLOC_NO_SHM".into(), "1".into()));
             }
@@ -175,12 +235,15 @@ impl Runtime {
             });
         }
         let shm_reader = shm::ShmReader::new(&basename, &tmpdir);
+        let leases = Leases::new(pools.len());
         Ok(Runtime {
             pools,
             tmpdir: Some(tmpdir),
             basename,
             volume0,
             shm_reader,
+            routing: Routing::new(manifest.inline_size, manifest.no_shm),
+            leases,
         })
     }
 
@@ -345,6 +408,10 @@ impl Reactor {
         if !matches!(pool.status, PoolStatus::Starting) || pool.probe.is_some() {
             return;
         }
+        if self.runtimes[program].leases.exclusive(i) {
+            // A ping would free the block of the result still being read.
+            return self.schedule_probe(program, i);
+        }
         match UnixStream::connect(&pool.socket_path) {
             Ok(mut stream) => {
                 let token = self.token(Source::Probe { program, pool: i });
@@ -417,18 +484,9 @@ impl Reactor {
             return self.schedule_probe(program, i);
         }
         self.runtimes[program].pools[i].status = PoolStatus::Ready;
-        // Calls waiting for this pool go once every pool they need is ready.
-        let waiting: Vec<CallId> = self
-            .calls
-            .iter()
-            .filter(|(_, c)| c.program == program && c.stage == CallStage::WaitingForPool)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in waiting {
-            if self.needed_pools_ready(id) {
-                self.connect_call(id);
-            }
-        }
+        // Calls waiting for this pool go once every pool they need is ready
+        // (and their lease is free).
+        self.dispatch_waiting(program);
     }
 
     pub(super) fn pool_ready(&self, program: usize, pool: usize) -> bool {
@@ -680,5 +738,30 @@ fn stop_groups(pids: &[i32]) {
             break;
         }
         std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routing_follows_the_manifest_then_the_environment() {
+        let routing =
+            |inline: Option<&str>, no_shm: bool, env: Option<&str>, env_no: Option<&str>| {
+                let r = Routing::from_settings(
+                    inline.map(str::to_owned),
+                    no_shm,
+                    env.map(str::to_owned),
+                    env_no.map(str::to_owned),
+                );
+                (r.inline_threshold, r.shm)
+            };
+        assert_eq!(routing(None, false, None, None), (65536, true));
+        assert_eq!(routing(Some("0"), false, Some("99"), None), (0, true));
+        assert_eq!(routing(None, false, Some("99"), Some(" On ")), (99, false));
+        // Negative or unparsable values are ignored, as libmorloc does.
+        assert_eq!(routing(Some("-5"), false, Some("99"), None), (65536, true));
+        assert_eq!(routing(None, true, Some("x"), Some("0")), (65536, false));
     }
 }

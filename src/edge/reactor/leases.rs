@@ -1,0 +1,116 @@
+//! Result leases: which calls may have a connection open to which pools.
+//!
+//! A pool worker frees the shared-memory block of its last result as soon as
+//! it is handed its next connection, any connection (a ping, another call
+//! from us, a call from another pool). So while a call whose result may come
+//! back through shared memory (an RPTR reply) is in flight, nothing else may
+//! connect to the pools it involves until its reply has been copied out.
+//! Such a call holds an *exclusive* lease on its pool and on the pools its
+//! command calls into; a call whose result is certain to come back inline (or
+//! in a file) holds a *shared* one. Leases are taken in arrival order: a call
+//! that cannot have its lease yet blocks the later calls that need any of
+//! its pools, so an exclusive call is not starved by a stream of shared ones.
+//!
+//! This module is the bookkeeping only; the reactor (`calls`) takes a lease
+//! before connecting and gives it back when the call ends.
+
+use std::collections::VecDeque;
+
+use super::calls::CallId;
+
+/// How a call uses the pools it involves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum LeaseMode {
+    /// The result is certain not to be a shared-memory block: any number of
+    /// these may run together.
+    Shared,
+    /// The result may be a shared-memory block that the next connection to
+    /// the pool frees: nothing else may connect until it has been read.
+    Exclusive,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct PoolLease {
+    shared: usize,
+    exclusive: bool,
+}
+
+/// The leases of one program's pools, and the calls waiting for one.
+#[derive(Debug, Default)]
+pub(super) struct Leases {
+    pools: Vec<PoolLease>,
+    /// Calls that want a lease, in arrival order.
+    pub(super) waiting: VecDeque<CallId>,
+}
+
+impl Leases {
+    pub(super) fn new(n_pools: usize) -> Leases {
+        Leases {
+            pools: vec![PoolLease::default(); n_pools],
+            waiting: VecDeque::new(),
+        }
+    }
+
+    /// Whether a call in `mode` on `pools` could take its lease now.
+    pub(super) fn available(&self, pools: &[usize], mode: LeaseMode) -> bool {
+        pools.iter().all(|&p| {
+            let lease = self.pools[p];
+            match mode {
+                LeaseMode::Shared => !lease.exclusive,
+                LeaseMode::Exclusive => !lease.exclusive && lease.shared == 0,
+            }
+        })
+    }
+
+    /// Takes the lease; [`Leases::available`] must have said yes.
+    pub(super) fn take(&mut self, pools: &[usize], mode: LeaseMode) {
+        for &p in pools {
+            let lease = &mut self.pools[p];
+            match mode {
+                LeaseMode::Shared => lease.shared += 1,
+                LeaseMode::Exclusive => lease.exclusive = true,
+            }
+        }
+    }
+
+    /// Gives back a lease taken with the same arguments.
+    pub(super) fn release(&mut self, pools: &[usize], mode: LeaseMode) {
+        for &p in pools {
+            let lease = &mut self.pools[p];
+            match mode {
+                LeaseMode::Shared => lease.shared = lease.shared.saturating_sub(1),
+                LeaseMode::Exclusive => lease.exclusive = false,
+            }
+        }
+    }
+
+    /// Whether a call holds `pool` exclusively (then not even a readiness
+    /// probe may connect to it).
+    pub(super) fn exclusive(&self, pool: usize) -> bool {
+        self.pools.get(pool).is_some_and(|lease| lease.exclusive)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exclusive_excludes_everything_and_shared_only_exclusive() {
+        let mut leases = Leases::new(3);
+        let (a, b) = (&[0, 1][..], &[1, 2][..]);
+        assert!(leases.available(a, LeaseMode::Shared));
+        leases.take(a, LeaseMode::Shared);
+        assert!(leases.available(b, LeaseMode::Shared));
+        assert!(!leases.available(b, LeaseMode::Exclusive));
+        assert!(leases.available(&[2], LeaseMode::Exclusive));
+        leases.take(&[2], LeaseMode::Exclusive);
+        assert!(leases.exclusive(2) && !leases.exclusive(1));
+        assert!(!leases.available(b, LeaseMode::Shared));
+        leases.release(a, LeaseMode::Shared);
+        assert!(leases.available(&[0, 1], LeaseMode::Exclusive));
+        assert!(!leases.available(b, LeaseMode::Exclusive));
+        leases.release(&[2], LeaseMode::Exclusive);
+        assert!(leases.available(b, LeaseMode::Exclusive));
+    }
+}
