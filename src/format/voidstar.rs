@@ -30,6 +30,10 @@ use crate::format::value::{
     Value, MAX_VALUE_DEPTH,
 };
 
+mod json;
+
+pub use json::{flat_to_json, to_json, to_json_limited};
+
 /// The relptr that means "no value" (absent optional, empty path).
 pub const RELNULL: i64 = -1;
 

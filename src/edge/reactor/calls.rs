@@ -475,6 +475,31 @@ impl Reactor {
         let schema = mcp::return_schema(cmd)?;
         let decode_failed =
             |e: &dyn std::fmt::Display| format!("cannot decode the result of '{}': {e}", cmd.name);
+        if mcp::result_is_json_text(cmd) {
+            // Straight from the reply bytes (or shared memory) to the JSON
+            // text: no decoded value in between (ARCHITECTURE.md, cross-cutting concerns, "Memory").
+            let mut text = String::new();
+            match reply {
+                Reply::Fail(message) => return Ok(mcp::error_result(&message)),
+                Reply::Voidstar(blob) => voidstar::flat_to_json(schema, blob, &mut text)
+                    .map_err(|e| decode_failed(&e))?,
+                Reply::Rptr(relptr) => {
+                    let reader = &mut self.runtimes[program].shm_reader;
+                    let rendered = voidstar::to_json(schema, &*reader, relptr, &mut text);
+                    reader.clear();
+                    rendered.map_err(|e| decode_failed(&e))?
+                }
+                Reply::Msgpack(data) => {
+                    let value = msgpack::decode(schema, data).map_err(|e| decode_failed(&e))?;
+                    return Ok(mcp::success_result(cmd, &value));
+                }
+                Reply::File(path) => {
+                    let value = read_result_file(&path, schema, &cmd.name)?;
+                    return Ok(mcp::success_result(cmd, &value));
+                }
+            }
+            return Ok(mcp::text_result(cmd, text));
+        }
         let value: Value = match reply {
             Reply::Fail(message) => return Ok(mcp::error_result(&message)),
             Reply::Voidstar(blob) => {
@@ -489,13 +514,7 @@ impl Reactor {
                 reader.clear();
                 decoded.map_err(|e| decode_failed(&e))?
             }
-            Reply::File(path) => {
-                let data = std::fs::read(&path)
-                    .map_err(|e| format!("cannot read the result file {}: {e}", path.display()))?;
-                // Pools never delete their result files; the server owns them now.
-                let _ = std::fs::remove_file(&path);
-                msgpack::decode(schema, &data).map_err(|e| decode_failed(&e))?
-            }
+            Reply::File(path) => read_result_file(&path, schema, &cmd.name)?,
         };
         Ok(mcp::success_result(cmd, &value))
     }
@@ -764,6 +783,20 @@ impl Reactor {
             self.deliver(&client, &note, false);
         }
     }
+}
+
+/// Reads and removes a FILE result (pools never delete them; the server
+/// owns the file once it has the reply).
+fn read_result_file(
+    path: &std::path::Path,
+    schema: &crate::format::schema::Schema,
+    command: &str,
+) -> Result<Value, String> {
+    let data = std::fs::read(path)
+        .map_err(|e| format!("cannot read the result file {}: {e}", path.display()))?;
+    let _ = std::fs::remove_file(path);
+    msgpack::decode(schema, &data)
+        .map_err(|e| format!("cannot decode the result of '{command}': {e}"))
 }
 
 /// Builds the CALL packet: one inline voidstar DATA packet per argument.

@@ -95,9 +95,24 @@ pub fn success_result(command: &Command, value: &Value) -> Json {
         }
         None => text.push_str("null"),
     }
+    text_result(command, text)
+}
+
+/// Whether a result of `command` is shaped from its JSON text alone, so the
+/// text can be rendered straight from the reply ([`text_result`]) without
+/// decoding a value first: true unless the return has a media type.
+pub fn result_is_json_text(command: &Command) -> bool {
+    command.ret.mime.is_none()
+}
+
+/// The successful result of a command whose value's JSON text is `text`
+/// (see [`result_is_json_text`]): one text block, plus `structuredContent`
+/// for a record.
+pub fn text_result(command: &Command, text: String) -> Json {
+    let ret_schema = command.ret.schema.schema();
     let mut result = Map::new();
-    let structured = match (ret_schema.map(Schema::peel_named), value) {
-        (Some(Schema::Record(_)), Value::Record(_)) => serde_json::from_str::<Json>(&text).ok(),
+    let structured = match ret_schema.map(Schema::peel_named) {
+        Some(Schema::Record(_)) => serde_json::from_str::<Json>(&text).ok(),
         _ => None,
     };
     let mut block = Map::new();
