@@ -780,6 +780,78 @@ fn terminating_signals_exit_128_plus_signal_and_clean_up() {
     }
 }
 
+/// Adds `faultLitter` (test pool mid 95): leaves a directory with a file in
+/// the pool's temporary directory, as an R session leaves its `Rtmp*`, and
+/// returns its path.
+fn add_litter_command(manifest: &mut Value) {
+    let litter = json!({
+        "name": "faultLitter", "type": "remote", "mid": 95, "pool": 0, "needed_pools": [0],
+        "desc": ["Leaves files in the pool's temporary directory"],
+        "args": [{"kind": "pos", "schema": "j"}],
+        "return": {"schema": "s"}
+    });
+    match manifest.get_mut("commands").and_then(Value::as_array_mut) {
+        Some(list) => list.push(litter),
+        None => panic!("manifest has no commands"),
+    }
+}
+
+/// The string a successful tool result carries (its text is the string's JSON).
+#[track_caller]
+fn result_string(result: &str) -> String {
+    let result = parse(result);
+    assert_eq!(result["isError"], json!(false), "{result}");
+    match result["content"][0]["text"].as_str().map(parse) {
+        Some(Value::String(text)) => text,
+        _ => panic!("no string in {result}"),
+    }
+}
+
+/// Issue #16: a server killed with SIGKILL cannot clean up, so the next
+/// server removes the run directory (with what the pools left in their
+/// `TMPDIR` inside it) and the shared memory of the dead run at start-up.
+#[test]
+fn a_killed_servers_run_is_removed_by_the_next_start() {
+    let mut s = Server::shapes_with(&[], add_litter_command).ready();
+    let litter = PathBuf::from(result_string(&s.result("faultLitter", r#"{"_1":0}"#)));
+    let server = s.proc.pid();
+    let (pool, run_dir) = pool_and_run_dir(server);
+    assert!(
+        litter.starts_with(run_dir.join("tmp")),
+        "the pool's temporary directory {} is not inside the run directory {}",
+        litter.display(),
+        run_dir.display()
+    );
+    assert!(litter.join("litter").is_file());
+    assert!(!shm_files(server).is_empty());
+    s.proc.signal(libc::SIGKILL);
+    s.proc.wait_keeping_stdin(TIMEOUT);
+    // The pool follows (parent-death signal) and leaves its litter behind.
+    assert_exits(pool, "pool");
+    // Any server that starts its pools now removes the dead run. (Another
+    // test's server may get there first; either way it must go.)
+    let mut next = Server::shapes_with(&[], add_litter_command).ready();
+    assert_eq!(
+        next.result("addOne", r#"{"_1":1}"#),
+        text_result("2", false)
+    );
+    assert!(!run_dir.exists(), "{} left behind", run_dir.display());
+    assert_eq!(shm_files(server), Vec::<String>::new());
+    // A pool killed on its own leaves its litter in the live run, and the
+    // run's ordinary exit removes it.
+    let litter = PathBuf::from(result_string(&next.result("faultLitter", r#"{"_1":0}"#)));
+    let (pool, run_dir) = pool_and_run_dir(next.proc.pid());
+    // SAFETY: kill(2) on a pid we just read from /proc; no memory involved.
+    unsafe {
+        libc::kill(pool as libc::pid_t, libc::SIGKILL);
+    }
+    assert_exits(pool, "pool");
+    assert!(litter.join("litter").is_file());
+    let (status, stderr) = next.finish();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(!run_dir.exists(), "{} left behind", run_dir.display());
+}
+
 // ---- the protocol stream stays clean -------------------------------------
 
 #[test]

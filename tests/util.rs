@@ -184,11 +184,14 @@ pub struct Proc {
     stdout: Receiver<String>,
     stderr: Arc<Mutex<String>>,
     stderr_done: Receiver<()>,
+    /// Served over HTTP, so no client is on stdin (see [`Proc::stop`]).
+    http: bool,
 }
 
 impl Proc {
     #[track_caller]
     pub fn spawn(command: &mut Command) -> Proc {
+        let http = command.get_args().any(|arg| arg == "--http-port");
         command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -240,6 +243,7 @@ impl Proc {
             stdout,
             stderr,
             stderr_done,
+            http,
         }
     }
 
@@ -350,11 +354,45 @@ impl Proc {
     }
 }
 
+/// How long a dropped [`Proc`] gets to exit after each step of [`Proc::stop`].
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
+impl Proc {
+    /// Stops the child the way MCP clients stop a server: close stdin, then
+    /// SIGTERM, then SIGKILL, each after [`STOP_GRACE`] without an exit. An
+    /// HTTP server has no client on its stdin, so it starts at SIGTERM. A
+    /// server given the chance removes its run directory and shared memory;
+    /// one killed outright leaves them to the next server's start-up sweep.
+    pub fn stop(&mut self) {
+        let exited_within = |child: &mut Child, grace: Duration| {
+            let deadline = Instant::now() + grace;
+            loop {
+                match child.try_wait() {
+                    Ok(None) if Instant::now() < deadline => {
+                        thread::sleep(Duration::from_millis(2))
+                    }
+                    Ok(None) => return false,
+                    Ok(Some(_)) | Err(_) => return true,
+                }
+            }
+        };
+        self.close_stdin();
+        if !self.http && exited_within(&mut self.child, STOP_GRACE) {
+            return;
+        }
+        self.signal(libc::SIGTERM);
+        if exited_within(&mut self.child, STOP_GRACE) {
+            return;
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 impl Drop for Proc {
     fn drop(&mut self) {
         if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+            self.stop();
         }
     }
 }

@@ -12,13 +12,13 @@
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::fmt;
 use std::fs;
 use std::io;
 use std::mem;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::OsStringExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -95,7 +95,13 @@ pub fn rehome_stdout() -> io::Result<OwnedFd> {
 /// `<tmpdir>/pipe-<lang>` must fit in `sun_path` (108 bytes) and in the C++
 /// pool's 128-byte buffer, and an arbitrary `$TMPDIR` could make them too long.
 pub fn make_tmpdir() -> io::Result<PathBuf> {
-    let mut template = *b"/tmp/morloc.XXXXXX\0";
+    make_tmpdir_in(Path::new("/tmp"))
+}
+
+/// Creates `<parent>/morloc.XXXXXX` with mode 0700 (see [`make_tmpdir`]).
+pub fn make_tmpdir_in(parent: &Path) -> io::Result<PathBuf> {
+    let mut template = parent.join("morloc.XXXXXX").into_os_string().into_vec();
+    template.push(0);
     // SAFETY: `template` is a writable NUL-terminated buffer; mkdtemp only
     // rewrites the six X characters in place.
     let res = unsafe { libc::mkdtemp(template.as_mut_ptr().cast()) };
@@ -103,11 +109,14 @@ pub fn make_tmpdir() -> io::Result<PathBuf> {
         let err = io::Error::last_os_error();
         return Err(io::Error::new(
             err.kind(),
-            format!("cannot create temporary directory /tmp/morloc.XXXXXX: {err}"),
+            format!(
+                "cannot create temporary directory {}/morloc.XXXXXX: {err}",
+                parent.display()
+            ),
         ));
     }
-    let path = OsStr::from_bytes(&template[..template.len() - 1]);
-    Ok(PathBuf::from(path))
+    template.pop();
+    Ok(PathBuf::from(OsString::from_vec(template)))
 }
 
 /// Removes a directory tree, treating "already gone" as success.

@@ -52,6 +52,8 @@ send any (for example one Int):
     92  kills the whole pool process (exit status 3, no cleanup) mid-call
     93  hangs forever (the connection stays open)
     94  sends a truncated packet (header promises 8 more bytes), then closes
+    95  leaves a directory with a file in the pool's temporary directory
+        (tempfile.mkdtemp, so $TMPDIR) and returns its path as a Str
 
 Unknown mids fail like the real Python pool, whose dispatch table lookup
 raises KeyError: the FAIL text is the bare mid ("99").
@@ -1287,12 +1289,23 @@ def _fault(action: str) -> Callable[..., Any]:
     return go
 
 
+def _litter(*_args: Any) -> str:
+    # Like an R session's `Rtmp*`: a directory with a file in it, made in
+    # the pool's temporary directory and never removed.
+    import tempfile
+    path = tempfile.mkdtemp(prefix="Rtmp")
+    with open(os.path.join(path, "litter"), "w") as f:
+        f.write("left behind\n")
+    return path
+
+
 FAULTS: dict[int, Function] = {
     90: Function("faultBadMagic", None, "j", _fault("bad-magic")),
     91: Function("faultClose", None, "j", _fault("close")),
     92: Function("faultDie", None, "j", _fault("exit")),
     93: Function("faultHang", None, "j", _fault("hang")),
     94: Function("faultTruncated", None, "j", _fault("truncated")),
+    95: Function("faultLitter", None, "s", _litter),
 }
 
 # The tools the official MCP conformance suite calls in server mode

@@ -22,6 +22,7 @@ use mio::{Interest, Token};
 use super::leases::Leases;
 use super::{Reactor, Source};
 use crate::edge::proc;
+use crate::edge::rundir;
 use crate::edge::shm;
 use crate::format::packet;
 use crate::protocol::mcp::{self, Program};
@@ -86,6 +87,8 @@ pub(super) struct Pool {
 pub(super) struct Runtime {
     pub(super) pools: Vec<Pool>,
     tmpdir: Option<PathBuf>,
+    /// Holds the run directory's lock; dropped once the directory is gone.
+    run_dir: Option<rundir::RunDir>,
     basename: String,
     volume0: Option<shm::Volume0>,
     pub(super) shm_reader: shm::ShmReader,
@@ -152,6 +155,7 @@ impl Runtime {
             return Ok(Runtime {
                 pools: Vec::new(),
                 tmpdir: None,
+                run_dir: None,
                 basename: String::new(),
                 volume0: None,
                 shm_reader: shm::ShmReader::new("", Path::new("")),
@@ -159,8 +163,9 @@ impl Runtime {
                 leases: Leases::new(0),
             });
         }
-        let tmpdir = proc::make_tmpdir()?;
         let basename = shm::new_basename();
+        let run_dir = rundir::RunDir::create(&basename)?;
+        let tmpdir = run_dir.path().to_path_buf();
         // Pools expect volume 0 to exist; without it the processes inside one
         // pool race to create it.
         let volume0 = match shm::Volume0::create(&basename, &tmpdir) {
@@ -196,6 +201,10 @@ impl Runtime {
                     loaded.path.clone().into_os_string(),
                 ),
                 ("MORLOC_QUIET".into(), "1".into()),
+                // Whatever a pool leaves in its temporary directory (R makes
+                // an `Rtmp*` per session) goes with the run directory, even
+                // when the pool or the server is killed.
+                ("TMPDIR".into(), run_dir.pool_tmp().into_os_string()),
             ];
             // The routing settings of the manifest, exported as the reference
             // does: results above the inline threshold come back through
@@ -239,6 +248,7 @@ impl Runtime {
         Ok(Runtime {
             pools,
             tmpdir: Some(tmpdir),
+            run_dir: Some(run_dir),
             basename,
             volume0,
             shm_reader,
@@ -270,6 +280,9 @@ impl Runtime {
             }
             let _ = proc::remove_tmpdir(&tmpdir);
         }
+        // The lock goes last, so no other server sweeps the directory while
+        // it is being removed.
+        self.run_dir = None;
     }
 
     fn tail_note(&self, pool: usize) -> String {
@@ -287,6 +300,7 @@ impl Reactor {
         if !self.swept {
             // Like the reference, remove shared memory left by dead runs.
             self.swept = true;
+            rundir::sweep_dead();
             shm::sweep_stale();
         }
         for pool in 0..self.runtimes[program].pools.len() {
