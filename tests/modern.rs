@@ -125,7 +125,7 @@ fn modern_and_legacy_clients_share_one_stdio_process() {
     );
     assert_eq!(
         result["capabilities"]["tools"],
-        json!({"listChanged": false})
+        json!({"listChanged": true})
     );
     assert!(result["ttlMs"].as_u64().is_some(), "{result}");
     assert_eq!(result["cacheScope"], "public");
@@ -508,4 +508,104 @@ fn http_listen_streams_and_closing_the_stream_cancels() {
     let reply = modern_post(&mut client, &call, &[]).expect(200).json();
     assert_eq!(reply["result"]["content"][0]["text"], "10");
     let _ = &server.proc;
+}
+
+// ---- reload -----------------------------------------------------------------
+
+/// Rewrites the served manifest the way a rebuild does (new file, renamed
+/// over the old one), dropping the command `drop`.
+fn rebuild_without(dir: &TempDir, drop: &str) {
+    let scratch = TempDir::new();
+    let written = util::shapes_manifest_with(&scratch, |m| {
+        let commands = m["commands"].as_array_mut().unwrap();
+        commands.retain(|c| c["name"] != drop);
+        m["build"]["time"] = json!(1);
+    });
+    let next = dir.join("manifest.json.next");
+    std::fs::copy(&written, &next).unwrap();
+    std::fs::rename(&next, dir.join("manifest.json")).unwrap();
+}
+
+fn tool_count(list: &Value) -> usize {
+    list["result"]["tools"].as_array().map_or(0, Vec::len)
+}
+
+#[test]
+fn a_rebuilt_program_is_reloaded_and_subscribers_are_told() {
+    let dir = TempDir::new();
+    let manifest = util::shapes_manifest(&dir);
+    let mut command = util::cmd(["mcp"]);
+    command.arg(&manifest);
+    let mut s = Stdio {
+        proc: Proc::spawn(&mut command),
+        _dir: TempDir::new(),
+    };
+    // A legacy session and a modern subscription on the same process.
+    let init = s.ask(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "l", "version": "1"}}}));
+    assert_eq!(init["result"]["capabilities"]["tools"]["listChanged"], true);
+    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let before = tool_count(&s.ask(&modern_request(
+        json!(1),
+        "tools/list",
+        json!({}),
+        json!({}),
+    )));
+    let ack = s.ask(&modern_request(
+        json!("sub"),
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true}}),
+        json!({}),
+    ));
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    // A call running during the rebuild finishes on the old pools.
+    s.send(
+        &json!({"jsonrpc": "2.0", "id": "running", "method": "tools/call",
+        "params": {"name": "slowEcho", "arguments": {"_1": 1200}}}),
+    );
+    thread::sleep(Duration::from_millis(200));
+    rebuild_without(&dir, "hello");
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while got.len() < 3 && Instant::now() < deadline {
+        got.push(s.next());
+    }
+    let find = |pred: &dyn Fn(&Value) -> bool| got.iter().find(|m| pred(m)).cloned();
+    let modern_note = find(&|m| {
+        m["method"] == "notifications/tools/list_changed"
+            && m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "sub"
+    });
+    assert!(modern_note.is_some(), "{got:?}");
+    let legacy_note = find(&|m| {
+        m["method"] == "notifications/tools/list_changed" && m["params"].get("_meta").is_none()
+    });
+    assert!(legacy_note.is_some(), "{got:?}");
+    let answer = find(&|m| m["id"] == "running").expect("the running call is answered");
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    // The new surface is served, to both eras; new calls reach fresh pools.
+    let after = s.ask(&modern_request(
+        json!(2),
+        "tools/list",
+        json!({}),
+        json!({}),
+    ));
+    assert_eq!(tool_count(&after), before - 1);
+    let legacy = s.ask(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}));
+    assert_eq!(tool_count(&legacy), before - 1);
+    let reply = s.ask(&json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "addOne", "arguments": {"_1": 1}}}));
+    assert_eq!(reply["result"]["content"][0]["text"], "2", "{reply}");
+    // A manifest that does not load leaves the program serving.
+    std::fs::write(dir.join("manifest.json.next"), "{ not json").unwrap();
+    std::fs::rename(dir.join("manifest.json.next"), dir.join("manifest.json")).unwrap();
+    thread::sleep(Duration::from_millis(800));
+    s.quiet("still");
+    let reply = s.ask(&json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "addOne", "arguments": {"_1": 2}}}));
+    assert_eq!(reply["result"]["content"][0]["text"], "3", "{reply}");
+    let stderr = s.proc.stderr_now();
+    assert!(stderr.contains("was rebuilt; now serving"), "{stderr}");
+    assert!(stderr.contains("cannot be served"), "{stderr}");
+    let rest = s.finish();
+    assert!(rest.contains(r#""id":"sub""#), "{rest}");
 }

@@ -22,7 +22,7 @@ const MAX_LINE: usize = 64 * 1024 * 1024;
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}"#;
 const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-const INITIALIZE_RESULT: &str = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":false},"logging":{}},"serverInfo":{"name":"main","version":"0.98.2"}}}"#;
+const INITIALIZE_RESULT: &str = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":true},"logging":{}},"serverInfo":{"name":"main","version":"0.98.2"}}}"#;
 
 /// A running `morloc-mcp mcp <manifest>` and the directory its manifest lives in.
 struct Server {
@@ -1293,10 +1293,10 @@ const REFERENCE_DIFFERENCES: &[(usize, &[&str], &str)] = &[
         "a batch is an invalid message since 2025-06-18; the reference stays silent and the client waits forever"),
     (8, &[r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request id null: MCP request ids must be strings or integers"}}"#],
         "MCP ids must be strings or integers"),
-    (9, &[r#"{"jsonrpc":"2.0","id":4,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":false},"logging":{}},"serverInfo":{"name":"main","version":"0.98.2"}}}"#],
-        "we declare the logging capability"),
-    (12, &[r#"{"jsonrpc":"2.0","id":6,"result":{"protocolVersion":"2024-11-05","capabilities":{"tools":{"listChanged":false},"logging":{}},"serverInfo":{"name":"main","version":"0.98.2"}}}"#],
-        "we declare the logging capability and negotiate 2024-11-05, which current SDKs still offer"),
+    (9, &[r#"{"jsonrpc":"2.0","id":4,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":true},"logging":{}},"serverInfo":{"name":"main","version":"0.98.2"}}}"#],
+        "we declare the logging capability, and tools.listChanged (a rebuilt program is reloaded)"),
+    (12, &[r#"{"jsonrpc":"2.0","id":6,"result":{"protocolVersion":"2024-11-05","capabilities":{"tools":{"listChanged":true},"logging":{}},"serverInfo":{"name":"main","version":"0.98.2"}}}"#],
+        "we declare logging and tools.listChanged, and negotiate 2024-11-05, which current SDKs still offer"),
     (19, &[r#"{"jsonrpc":"2.0","id":13,"result":{"content":[{"type":"text","text":"argument '_1': expected an integer, got 41.5"}],"isError":true}}"#],
         "our own validation message, naming the argument"),
     (20, &[r#"{"jsonrpc":"2.0","id":14,"result":{"content":[{"type":"text","text":"argument '_1': expected an integer, got null"}],"isError":true}}"#],

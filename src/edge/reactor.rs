@@ -18,6 +18,7 @@ mod calls;
 mod http;
 mod leases;
 mod pools;
+mod reload;
 
 use std::collections::HashMap;
 use std::io::{self, Read};
@@ -114,7 +115,7 @@ pub fn serve(config: ServeConfig) -> Result<i32, StartError> {
 }
 
 fn run_server(
-    catalog: Catalog,
+    mut catalog: Catalog,
     options: Options,
     http: Option<HttpConfig>,
 ) -> Result<i32, StartError> {
@@ -126,6 +127,9 @@ fn run_server(
     proc::ignore_sigpipe().map_err(|e| StartError(format!("cannot ignore SIGPIPE: {e}")))?;
     // Orphaned pool workers are re-parented to us so they can be reaped.
     let _ = proc::set_child_subreaper();
+    // A rebuilt program is reloaded (`reactor::reload`), so the tool list
+    // can change: both eras declare `tools.listChanged`.
+    catalog.set_list_changes(true);
     let mut reactor = Reactor::new(catalog, options, protocol_out, http)?;
     let code = reactor.run();
     reactor.shutdown();
@@ -194,6 +198,8 @@ struct Reactor {
     /// Open modern `subscriptions/listen` requests, told when the tool list
     /// changes.
     listeners: mcp::Listeners<Client>,
+    /// The served manifests, watched for rebuilds.
+    watches: Vec<reload::Watch>,
 }
 
 impl Reactor {
@@ -251,7 +257,9 @@ impl Reactor {
             pools_pending: None,
             swept: false,
             listeners: mcp::Listeners::default(),
+            watches: Vec::new(),
         };
+        reactor.watches = reload::watches(&reactor.catalog);
         // Pools are spawned once the client's first message has been
         // answered (or after a few milliseconds without one): a client's
         // `initialize` is not held up by forking interpreters.
@@ -369,6 +377,7 @@ impl Reactor {
         if let Some(stdio) = &self.stdio {
             consider(stdio.eof_deadline);
         }
+        consider(self.next_reload_check());
         best
     }
 
@@ -377,6 +386,7 @@ impl Reactor {
         self.pool_timers(now);
         self.call_timers(now);
         self.http_timers(now);
+        self.reload_timers(now);
     }
 
     fn handle_signals(&mut self) {
@@ -525,7 +535,6 @@ impl Reactor {
 
     /// Tells every subscriber that the tool list changed: modern
     /// `subscriptions/listen` requests that asked for it, on their stream.
-    #[allow(dead_code)] // called by the manifest reload
     pub(crate) fn notify_tools_changed(&mut self) {
         for (client, note) in self.listeners.tools_changed() {
             self.deliver(&client, &note, false);

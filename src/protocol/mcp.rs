@@ -102,19 +102,32 @@ impl Program {
 
 /// Everything one endpoint serves: one program (stdio, single-program HTTP)
 /// or several (the router), with tool names already made unique.
+///
+/// A program rebuilt on disk is reloaded with [`Catalog::replace`]: the new
+/// program is appended and takes the old one's place in `live`, while the old
+/// one stays at its index (retired) so calls still running on it can finish.
 #[derive(Debug)]
 pub struct Catalog {
+    /// Every program ever served, retired ones included; a program's index
+    /// never changes.
     pub programs: Vec<Program>,
+    /// The programs served now, in their original order (indices into
+    /// `programs`).
+    live: Vec<usize>,
+    /// Tools are named `<module>__<command>`.
+    namespaced: bool,
     /// `serverInfo.name`.
     pub server_name: String,
     /// `serverInfo.version`.
     pub server_version: String,
     /// Tool name → program index.
     tool_index: HashMap<String, usize>,
-    /// The legacy `tools/list` result (the reference's bytes), computed once.
+    /// The legacy `tools/list` result (the reference's bytes), computed once
+    /// per surface.
     list: Json,
     /// The modern `tools/list` result (JSON Schema 2020-12 dialect named,
-    /// caching hints, `resultType`, server identity), computed once.
+    /// caching hints, `resultType`, server identity), computed once per
+    /// surface.
     modern_list: Json,
     /// The tool list can change (the program is reloaded when rebuilt):
     /// declared as `tools.listChanged` in both eras.
@@ -136,7 +149,7 @@ impl Catalog {
     pub fn single(program: Program) -> Catalog {
         let server_name = program.loaded.manifest.name.clone();
         let server_version = program.loaded.manifest.build.morloc_version.clone();
-        Catalog::build(vec![program], server_name, server_version)
+        Catalog::build(vec![program], false, server_name, server_version)
             .expect("one program has no cross-program collisions")
     }
 
@@ -147,24 +160,9 @@ impl Catalog {
         namespaced: bool,
         router: bool,
     ) -> Result<Catalog, CatalogError> {
-        let mut modules: HashMap<String, usize> = HashMap::new();
-        for (i, p) in programs.iter().enumerate() {
-            if let Some(j) = modules.insert(p.loaded.manifest.name.clone(), i) {
-                return Err(CatalogError(format!(
-                    "two programs have the module name '{}' ({} and {}); tool names would collide",
-                    p.loaded.manifest.name,
-                    programs[j].loaded.path.display(),
-                    p.loaded.path.display()
-                )));
-            }
-        }
         if namespaced {
             for p in &mut programs {
-                let module = p.loaded.manifest.name.clone();
-                for tool in &mut p.surface.tools {
-                    let name = format!("{module}__{}", tool.name);
-                    tool.rename(name);
-                }
+                namespace(p);
             }
         }
         let (server_name, server_version) = match (router, programs.first()) {
@@ -178,24 +176,57 @@ impl Catalog {
             ),
             (_, None) => ("morloc".to_string(), "unknown".to_string()),
         };
-        Catalog::build(programs, server_name, server_version)
+        Catalog::build(programs, namespaced, server_name, server_version)
     }
 
     fn build(
         programs: Vec<Program>,
+        namespaced: bool,
         server_name: String,
         server_version: String,
     ) -> Result<Catalog, CatalogError> {
+        let live = (0..programs.len()).collect();
+        let mut catalog = Catalog {
+            programs,
+            live,
+            namespaced,
+            server_name,
+            server_version,
+            tool_index: HashMap::new(),
+            list: Json::Null,
+            modern_list: Json::Null,
+            list_changes: false,
+        };
+        catalog.index()?;
+        Ok(catalog)
+    }
+
+    /// Recomputes the name index and both `tools/list` results from the
+    /// live programs.
+    fn index(&mut self) -> Result<(), CatalogError> {
+        let mut modules: HashMap<&str, usize> = HashMap::new();
+        for &i in &self.live {
+            let p = &self.programs[i];
+            if let Some(j) = modules.insert(&p.loaded.manifest.name, i) {
+                return Err(CatalogError(format!(
+                    "two programs have the module name '{}' ({} and {}); tool names would collide",
+                    p.loaded.manifest.name,
+                    self.programs[j].loaded.path.display(),
+                    p.loaded.path.display()
+                )));
+            }
+        }
         let mut tool_index = HashMap::new();
         let mut tools = Vec::new();
         let mut modern_tools = Vec::new();
-        for (i, p) in programs.iter().enumerate() {
+        for &i in &self.live {
+            let p = &self.programs[i];
             for tool in &p.surface.tools {
                 if let Some(j) = tool_index.insert(tool.name.clone(), i) {
                     if j != i {
                         return Err(CatalogError(format!(
                             "tool name collision on '{}' between modules '{}' and '{}'; rename a module or command",
-                            tool.name, programs[j].loaded.manifest.name, p.loaded.manifest.name
+                            tool.name, self.programs[j].loaded.manifest.name, p.loaded.manifest.name
                         )));
                     }
                 }
@@ -205,23 +236,55 @@ impl Catalog {
         }
         let mut list = Map::new();
         list.insert("tools".into(), Json::Array(tools));
-        let mut catalog = Catalog {
-            programs,
-            server_name,
-            server_version,
-            tool_index,
-            list: Json::Object(list),
-            modern_list: Json::Null,
-            list_changes: false,
-        };
-        catalog.modern_list = modern::list_result(&catalog, modern_tools);
-        Ok(catalog)
+        self.tool_index = tool_index;
+        self.list = Json::Object(list);
+        self.modern_list = modern::list_result(self, modern_tools);
+        Ok(())
     }
 
     /// Declares that the tool list can change (reloads are on); the cached
     /// modern list follows.
     pub fn set_list_changes(&mut self, on: bool) {
         self.list_changes = on;
+        self.modern_list = modern::list_result(self, self.modern_tools());
+    }
+
+    fn modern_tools(&self) -> Vec<Json> {
+        self.live
+            .iter()
+            .flat_map(|&i| self.programs[i].surface.tools.iter())
+            .map(|t| modern::tool_json(&t.json))
+            .collect()
+    }
+
+    /// The programs served now (indices into `programs`).
+    pub fn live(&self) -> &[usize] {
+        &self.live
+    }
+
+    /// Serves `program` in place of the live program at position `slot` of
+    /// [`Catalog::live`]; returns its index. The replaced program stays in
+    /// `programs` (retired). On a collision nothing changes.
+    pub fn replace(&mut self, slot: usize, mut program: Program) -> Result<usize, CatalogError> {
+        if self.namespaced {
+            namespace(&mut program);
+        }
+        let old = self.live[slot];
+        self.programs.push(program);
+        let new = self.programs.len() - 1;
+        self.live[slot] = new;
+        if let Err(e) = self.index() {
+            self.live[slot] = old;
+            self.programs.pop();
+            self.index().expect("the previous surface was consistent");
+            return Err(e);
+        }
+        Ok(new)
+    }
+
+    /// Whether program `index` is still served (not retired by a reload).
+    pub fn is_live(&self, index: usize) -> bool {
+        self.live.contains(&index)
     }
 
     /// The legacy `tools/list` result.
@@ -236,6 +299,15 @@ impl Catalog {
 
     pub fn program_of(&self, tool_name: &str) -> Option<usize> {
         self.tool_index.get(tool_name).copied()
+    }
+}
+
+/// Renames every tool of `program` `<module>__<command>`.
+fn namespace(program: &mut Program) {
+    let module = program.loaded.manifest.name.clone();
+    for tool in &mut program.surface.tools {
+        let name = format!("{module}__{}", tool.name);
+        tool.rename(name);
     }
 }
 
@@ -347,7 +419,8 @@ fn tools_call(
         .and_then(Json::as_str);
     // Unknown names fall through to the first program so that the
     // argument layer produces its usual error.
-    let program = name.and_then(|n| catalog.program_of(n)).unwrap_or(0);
+    let first = catalog.live().first().copied().unwrap_or(0);
+    let program = name.and_then(|n| catalog.program_of(n)).unwrap_or(first);
     let Some(prog) = catalog.programs.get(program) else {
         return Step::Reply(jsonrpc::error_response(
             Some(&id),

@@ -95,6 +95,8 @@ pub(super) struct Runtime {
     /// How the pools route results: see [`Routing`].
     pub(super) routing: Routing,
     pub(super) leases: Leases,
+    /// Its program was replaced by a reload and its pools have been stopped.
+    pub(super) retired: bool,
 }
 
 /// The routing settings the pools run with (manifest first, then what they
@@ -161,6 +163,7 @@ impl Runtime {
                 shm_reader: shm::ShmReader::new("", Path::new("")),
                 routing: Routing::new(None, false),
                 leases: Leases::new(0),
+                retired: false,
             });
         }
         let basename = shm::new_basename();
@@ -254,6 +257,7 @@ impl Runtime {
             shm_reader,
             routing: Routing::new(manifest.inline_size, manifest.no_shm),
             leases,
+            retired: false,
         })
     }
 
