@@ -138,14 +138,14 @@ fn no_oversized_source_files() {
     );
 }
 
-/// The committed files under [`PORTABLE`], or every file there when the
-/// tree is not a git checkout.
-fn committed_files() -> Vec<PathBuf> {
+/// The committed files under `paths`, or every file there when the tree is
+/// not a git checkout.
+fn committed_files(paths: &[&str]) -> Vec<PathBuf> {
     let listed = Command::new("git")
         .arg("-C")
         .arg(root())
         .args(["ls-files", "-z", "--"])
-        .args(PORTABLE)
+        .args(paths)
         .output();
     if let Ok(out) = listed {
         if out.status.success() {
@@ -158,10 +158,17 @@ fn committed_files() -> Vec<PathBuf> {
         }
     }
     let mut out = Vec::new();
-    let mut stack: Vec<PathBuf> = PORTABLE.iter().map(|p| root().join(p)).collect();
+    let mut stack: Vec<PathBuf> = paths.iter().map(|p| root().join(p)).collect();
     while let Some(path) = stack.pop() {
         if path.is_dir() {
-            let skip = ["target", "corpus", "artifacts", "__pycache__"];
+            let skip = [
+                "target",
+                "corpus",
+                "artifacts",
+                "__pycache__",
+                "node_modules",
+                ".cache",
+            ];
             if path
                 .file_name()
                 .is_some_and(|n| skip.iter().any(|s| n == *s))
@@ -188,7 +195,7 @@ fn no_machine_specific_paths() {
         concat!("/", "Users/"),
     ];
     let mut offenders = Vec::new();
-    for path in committed_files() {
+    for path in committed_files(PORTABLE) {
         let name = rel(&path);
         if NOT_PORTABLE_CHECKED
             .iter()
@@ -245,22 +252,44 @@ fn layers_import_only_downwards() {
     );
 }
 
+/// The optional real-runtime suite: the only tests and scripts that may read
+/// the shared directory beside the project, because they skip with one line
+/// when it is absent. Each entry is a path prefix and the start of the lines
+/// allowed in it (empty: the whole file).
+const REAL_SUITE: &[(&str, &str)] = &[("tests/real/", ""), ("Makefile", "test-real:")];
+
 #[test]
-fn rust_tests_do_not_read_the_shared_directory() {
-    // A clone on its own has no shared directory beside it; only the
-    // real-runtime suite (`tests/real/`, which skips without it) may read
-    // it. Fixtures are copied into `tests/data/`.
+fn only_the_real_runtime_suite_reads_the_shared_directory() {
+    // A clone on its own has no shared directory beside it, so every other
+    // test and script must pass without it: fixtures are copied into
+    // `tests/data/`. Prose (Markdown) may mention it.
     let needle = concat!("..", "/shared");
     let mut offenders = Vec::new();
-    for path in rust_files("src").into_iter().chain(rust_files("tests")) {
-        for (n, line) in read(&path).lines().enumerate() {
-            if line.contains(needle) {
-                offenders.push(format!("{}:{}", rel(&path), n + 1));
+    let mut scanned = PORTABLE.to_vec();
+    scanned.push("e2e");
+    for path in committed_files(&scanned) {
+        let name = rel(&path);
+        if name.ends_with(".md")
+            || NOT_PORTABLE_CHECKED
+                .iter()
+                .any(|prefix| name.starts_with(prefix))
+        {
+            continue;
+        }
+        let Ok(text) = fs::read_to_string(&path) else {
+            continue;
+        };
+        for (n, line) in text.lines().enumerate() {
+            let allowed = REAL_SUITE
+                .iter()
+                .any(|(prefix, start)| name.starts_with(prefix) && line.starts_with(start));
+            if line.contains(needle) && !allowed {
+                offenders.push(format!("{name}:{}", n + 1));
             }
         }
     }
     check(
-        "Rust tests must not read the shared directory beside the project; copy fixtures into tests/data/",
+        "only the real-runtime suite may read the shared directory beside the project; copy fixtures into tests/data/",
         offenders,
     );
 }
