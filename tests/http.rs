@@ -47,7 +47,12 @@ const MAX_CONNECTIONS: usize = 1024;
 /// Writes a copy of the shapes manifest into `dir/<file>` with module name
 /// `name` and its pool running the test pool (by absolute path), and
 /// returns its path. `edit` may change the manifest further.
-fn write_manifest(dir: &TempDir, file: &str, name: &str, edit: impl FnOnce(&mut Value)) -> PathBuf {
+pub(crate) fn write_manifest(
+    dir: &TempDir,
+    file: &str,
+    name: &str,
+    edit: impl FnOnce(&mut Value),
+) -> PathBuf {
     let text = util::read(&util::data("shapes/manifest.json"));
     let mut manifest: Value = serde_json::from_str(&text).expect("the shapes manifest is JSON");
     manifest["name"] = json!(name);
@@ -1981,7 +1986,7 @@ fn a_non_loopback_bind_needs_a_token() {
 // ---- tool names and the router -------------------------------------------------
 
 /// Starts `router <manifests...> --http-port 0 --lazy-pools <extra>`.
-fn router(dir: TempDir, manifests: &[&Path], extra: &[&str]) -> Server {
+pub(crate) fn router(dir: TempDir, manifests: &[&Path], extra: &[&str]) -> Server {
     let mut args: Vec<OsString> = vec!["router".into()];
     args.extend(manifests.iter().map(|m| m.as_os_str().to_owned()));
     args.extend(["--http-port", "0", "--lazy-pools"].map(OsString::from));

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::http::{post_request, Client, Response, Server as HttpServer};
+use crate::http::{post_request, router, write_manifest, Client, Response, Server as HttpServer};
 use crate::util::{self, Proc, TempDir, TIMEOUT};
 
 const MODERN: &str = "2026-07-28";
@@ -508,6 +508,52 @@ fn http_listen_streams_and_closing_the_stream_cancels() {
     let reply = modern_post(&mut client, &call, &[]).expect(200).json();
     assert_eq!(reply["result"]["content"][0]["text"], "10");
     let _ = &server.proc;
+}
+
+#[test]
+fn the_router_serves_modern_requests_with_module_names() {
+    let dir = TempDir::new();
+    let alpha = write_manifest(&dir, "alpha/manifest.json", "alpha", |_| {});
+    let beta = write_manifest(&dir, "beta/manifest.json", "beta", |_| {});
+    let server = router(dir, &[&alpha, &beta], &[]);
+    let mut client = server.connect();
+    let list = modern_request(json!(1), "tools/list", json!({}), json!({}));
+    let reply = modern_post(&mut client, &list, &[]).expect(200).json();
+    let result = &reply["result"];
+    assert_eq!(result["resultType"], "complete");
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "morloc"
+    );
+    let names: Vec<&str> = result["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"alpha__addOne") && names.contains(&"beta__addOne"),
+        "{names:?}"
+    );
+    for (id, tool, arg, text) in [(2, "alpha__addOne", 1, "2"), (3, "beta__addOne", 10, "11")] {
+        let call = modern_request(
+            json!(id),
+            "tools/call",
+            json!({"name": tool, "arguments": {"_1": arg}}),
+            json!({}),
+        );
+        let reply = modern_post(&mut client, &call, &[]).expect(200).json();
+        assert_eq!(reply["result"]["content"][0]["text"], text, "{reply}");
+        assert_eq!(reply["result"]["resultType"], "complete");
+    }
+    let bare = modern_request(
+        json!(4),
+        "tools/call",
+        json!({"name": "addOne", "arguments": {}}),
+        json!({}),
+    );
+    let reply = modern_post(&mut client, &bare, &[]).expect(400).json();
+    assert_eq!(reply["error"]["code"], -32602, "{reply}");
 }
 
 // ---- reload -----------------------------------------------------------------
