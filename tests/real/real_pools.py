@@ -7,6 +7,9 @@ the server binary given by --bin, and checks:
 
 - every program's tools/list against tests/data/real/<program>.tools.json;
 - every exported tool of every program, with known answers;
+- large values element for element (1, 20 and 100 MB strings, 1M- and
+  5M-element lists, 50k records, recursive records of 65535 nodes), in
+  results and in arguments;
 - rounds of 32 concurrent calls of mixed sizes, every byte of every reply;
 - a pool worker that exits during a call, and a pool and a worker killed
   by pid while a large result is built: the call fails clearly and the
@@ -525,7 +528,14 @@ class Suite:
         )
         self.check("workbench: tools/list and every tool", self.workbench_tools)
 
+        # -- large values
+        self.check("large: 1 MB, 20 MB and 100 MB strings (bigText)", self.large_strings)
+        self.check("large: 1 MB and 20 MB string arguments (echoText)", self.large_string_arguments)
+        self.check("large: 1M- and 5M-element lists (bigList)", self.large_lists)
+        self.check("large: 50k records out (bigRecords) and in (digest)", self.large_records)
+        self.check("large: recursive records of 65535 nodes out and in", self.large_recursive)
         self.check("concurrency: 3 rounds of 32 calls, results up to 100 KB, every byte", self.concurrent_small)
+        self.check("concurrency: 3 rounds of 32 calls, results up to 4.8 MB and small ones, every byte", self.concurrent_large)
         self.check("crash: the pool exits during a call (crash)", self.crash)
         self.check("crash: the pool killed by pid while its worker builds a large result", self.kill_mid_result)
         self.check("crash: a pool worker killed by pid while it builds a large result", self.kill_worker_mid_result)
@@ -587,10 +597,64 @@ class Suite:
             ],
         )
 
+    # -- large values ---------------------------------------------------------
+
+    def large_strings(self):
+        server = self.serve("workbench")
+        try:
+            for n in (1_000_000, 20_000_000, 100_000_000):
+                expect_text(server.call("bigText", {"_1": n}), "x" * n, "bigText %d" % n)
+        finally:
+            server.close()
+
+    def large_string_arguments(self):
+        server = self.serve("workbench")
+        # Every printable ASCII character and some that JSON must escape or
+        # that take several UTF-8 bytes, repeated: a wrong offset shows.
+        unit = "".join(map(chr, range(32, 127))) + "\"\\\n\t é✓\U0001f600"
+        try:
+            for size in (1_000_000, 20_000_000):
+                text = (unit * (size // len(unit) + 1))[:size]
+                expect_text(server.call("echoText", {"_1": text}), text, "echoText of %d chars" % size)
+        finally:
+            server.close()
+
+    def large_lists(self):
+        server = self.serve("workbench")
+        try:
+            for n in (1_000_000, 5_000_000):
+                expect_list(server.call("bigList", {"_1": n}), n, "bigList %d" % n)
+        finally:
+            server.close()
+
+    def large_records(self):
+        server = self.serve("workbench")
+        n = 50_000
+        try:
+            expect_records(server.call("bigRecords", {"_1": n}), n, "bigRecords %d" % n)
+            ps = records(n)
+            want = "%d:%s:%s" % (sum(p["x"] for p in ps), repr(sum(p["y"] for p in ps)), ",".join(p["label"] for p in ps))
+            expect_value(server.call("digest", {"_1": ps}), want, "digest of %d records" % n)
+        finally:
+            server.close()
+
+    def large_recursive(self):
+        server = self.serve("recursive-records")
+        try:
+            expect_value(server.call("trieBuild", {"_1": 15}), trie(15), "trieBuild 15", True)
+            expect_value(server.call("treeKVBuild", {"_1": 15}), tree_kv(15), "treeKVBuild 15", True)
+            expect_value(server.call("trieFromJson", {"_1": trie(15)}), 2**16 - 1, "trieFromJson of 65535 nodes")
+            expect_value(server.call("treeKVFromJson", {"_1": tree_kv(15)}), 2**16 - 1, "treeKVFromJson of 65535 nodes")
+        finally:
+            server.close()
+
     # -- concurrency ----------------------------------------------------------
 
     def concurrent_small(self):
         self.concurrent(list_n=5_000, text_n=100_000, records_n=1_000, echo_unit=1_000)
+
+    def concurrent_large(self):
+        self.concurrent(list_n=300_000, text_n=2_000_000, records_n=20_000, echo_unit=20_000)
 
     def concurrent(self, list_n, text_n, records_n, echo_unit):
         """Rounds of 32 calls sent at once before any reply is read; results
