@@ -332,6 +332,19 @@ mod tests {
             "a:2f8",
             Value::List(vec![Value::Float(1.5), Value::Float(-0.0)]),
         );
+        let leaf = |v: i64| {
+            Value::Record(vec![
+                Value::BigInt(BigInt::from_i64(v)),
+                Value::List(Vec::new()),
+            ])
+        };
+        check(
+            "&4Treem25valuej8childrena^4Tree",
+            Value::Record(vec![
+                Value::BigInt(BigInt::from_i64(0)),
+                Value::List(vec![leaf(1), leaf(2)]),
+            ]),
+        );
     }
 
     #[test]
