@@ -812,6 +812,42 @@ impl crate::format::voidstar::Memory for ShmReader {
             DecodeError::new(relptr as u64, DecodeErrorKind::BadPointer(relptr))
         })
     }
+
+    fn done_with(&self, relptr: i64, len: usize) {
+        self.release(relptr, len);
+    }
+}
+
+impl ShmReader {
+    /// Drops the pages wholly inside the `len` bytes at `relptr` from this
+    /// process's memory. The mapping is shared and read-only, so this loses
+    /// nothing: the volume keeps the data, and a later read maps the page
+    /// again. It keeps a large result from being counted twice, once as
+    /// the volume pages read and once as the text made from them.
+    pub fn release(&self, relptr: i64, len: usize) {
+        let Ok(region) = ShmReader::resolve(self, relptr) else {
+            return;
+        };
+        let len = len.min(region.len());
+        // SAFETY: sysconf has no preconditions.
+        let page = match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
+            n if n > 0 => n as usize,
+            _ => return,
+        };
+        let start = region.as_ptr() as usize;
+        let first = start.div_ceil(page) * page;
+        let end = (start + len) / page * page;
+        if end <= first {
+            return;
+        }
+        // SAFETY: `first..end` lies inside a live shared read-only mapping of
+        // ours (it is within `region`). MADV_DONTNEED on a shared file mapping
+        // only drops our page-table entries; the file keeps its contents, and
+        // any slice still pointing there reads the same bytes after a fault.
+        unsafe {
+            libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_DONTNEED);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -54,6 +54,11 @@ pub trait Memory {
     /// The bytes from the address `relptr` denotes to the end of its region
     /// (blob or volume data region). Errors for pointers that do not resolve.
     fn resolve(&self, relptr: i64) -> Result<&[u8], DecodeError>;
+
+    /// A hint that the `len` bytes at `relptr` have been read and will
+    /// probably not be read again, so memory backing them may be given back
+    /// (reading them again must still work). Does nothing by default.
+    fn done_with(&self, _relptr: i64, _len: usize) {}
 }
 
 /// A flat blob: relptrs are byte offsets from its start (volume bits are

@@ -298,6 +298,25 @@ fn reader_remaps_a_replaced_volume() {
 }
 
 #[test]
+fn released_pages_still_read_the_same() {
+    let cleanup = Cleanup::new();
+    let path = cleanup.dir.join(format!("{}_2", cleanup.basename));
+    let size = 5 * 4096;
+    let data: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+    write_volume(&path, 2, size, size, &data);
+    let reader = ShmReader::new(&cleanup.basename, &cleanup.dir);
+    let region = reader.resolve(relptr(2, 0)).expect("volume");
+    assert_eq!(region, &data[..]);
+    // Whole pages inside the range go; the data reads back unchanged, and
+    // ranges that are out of bounds or too small are ignored.
+    reader.release(relptr(2, 100), 3 * 4096);
+    reader.release(relptr(2, 10), 20);
+    reader.release(relptr(2, 1 << 40), 4096);
+    assert_eq!(region, &data[..]);
+    fs::remove_file(&path).expect("unlink");
+}
+
+#[test]
 fn unlink_all_removes_only_our_names() {
     let cleanup = Cleanup::new();
     let base = &cleanup.basename;

@@ -58,6 +58,10 @@ pub fn flat_to_json(schema: &Schema, blob: &[u8], out: &mut String) -> Result<()
     to_json(schema, &super::Flat(blob), 0, out)
 }
 
+/// How many bytes of list element heads are read before they are handed to
+/// [`Memory::done_with`].
+const RELEASE_CHUNK: usize = 1 << 20;
+
 struct JsonWriter<'a, 'o> {
     reader: Reader<'a>,
     out: &'o mut String,
@@ -190,6 +194,7 @@ impl<'a> JsonWriter<'a, '_> {
                     self.reader.data(ptr as i64, data_len as u64)?
                 };
                 self.out.push('[');
+                let mut released = 0;
                 for i in 0..count {
                     if i > 0 {
                         self.out.push(',');
@@ -197,6 +202,15 @@ impl<'a> JsonWriter<'a, '_> {
                     self.write(*elem, data, ptr, i * width, depth + 1)?;
                     // Zero-width elements still print: the limit bounds them.
                     self.check_limit(at)?;
+                    // The element heads behind us are done with: a large
+                    // list need not stay in memory beside its text.
+                    let read = (i + 1) * width;
+                    if read - released >= RELEASE_CHUNK {
+                        self.reader
+                            .mem
+                            .done_with(ptr.wrapping_add(released as u64) as i64, read - released);
+                        released = read;
+                    }
                 }
                 self.out.push(']');
             }
