@@ -255,8 +255,13 @@ fn layers_import_only_downwards() {
 /// The optional real-runtime suite: the only tests and scripts that may read
 /// the shared directory beside the project, because they skip with one line
 /// when it is absent. Each entry is a path prefix and the start of the lines
-/// allowed in it (empty: the whole file).
-const REAL_SUITE: &[(&str, &str)] = &[("tests/real/", ""), ("Makefile", "test-real:")];
+/// allowed in it (empty: the whole file). `bench/big_results.py` measures
+/// large results from the real pools and skips the same way.
+const REAL_SUITE: &[(&str, &str)] = &[
+    ("tests/real/", ""),
+    ("Makefile", "test-real:"),
+    ("bench/big_results.py", ""),
+];
 
 #[test]
 fn only_the_real_runtime_suite_reads_the_shared_directory() {
