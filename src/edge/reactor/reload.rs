@@ -47,8 +47,9 @@ pub(super) struct Watch {
     path: PathBuf,
     /// The version being served (or last tried).
     served: Option<Stamp>,
-    /// The version seen at the previous check, if it differed.
-    seen: Option<Stamp>,
+    /// The version seen at the previous check, if it differed from the
+    /// served one (`Some(None)`: the file was missing then).
+    seen: Option<Option<Stamp>>,
     next_check: Instant,
 }
 
@@ -89,13 +90,13 @@ impl Reactor {
                 w.seen = None;
                 continue;
             }
-            if w.seen.as_ref() == current.as_ref() {
+            if w.seen.as_ref() == Some(&current) {
                 // Unchanged since the last look: the write is complete.
                 w.served = current;
                 w.seen = None;
                 due.push(w.slot);
             } else {
-                w.seen = current;
+                w.seen = Some(current);
             }
         }
         for slot in due {
