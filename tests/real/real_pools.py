@@ -87,6 +87,7 @@ class Server:
         self.next_id = 1
         self.pool_runs = set()  # (tmpdir, shm basename) seen in pool argv
         self.pool_pids = set()  # pools and their workers
+        self.leftovers = None  # set by close()
         self.reader = threading.Thread(target=self._read_stdout, daemon=True)
         self.reader.start()
         self.err_reader = threading.Thread(target=self._read_stderr, daemon=True)
@@ -206,6 +207,20 @@ class Server:
         finally:
             self.reader.join(timeout=15)
             self.err_reader.join(timeout=15)
+            # At once: a later server's start-up removes what dead runs left.
+            self.leftovers = self.left_behind()
+
+    def left_behind(self):
+        """What this server's run left: its run directory, shared-memory
+        files named after it or its pools' basename, live pool processes."""
+        shm = os.listdir(SHM_DIR)
+        prefixes = ["morloc-%d-" % self.proc.pid] + [basename for _, basename in self.pool_runs]
+        left = [os.path.join(SHM_DIR, n) for n in shm if any(n.startswith(p) for p in prefixes)]
+        left += [tmpdir for tmpdir, _ in self.pool_runs if os.path.exists(tmpdir)]
+        left += [
+            "pool process %d" % pid for pid in self.pool_pids if any(a.endswith("pool.py") for a in cmdline(pid))
+        ]
+        return sorted(set(left))
 
 
 def process_table():
@@ -811,32 +826,16 @@ class Suite:
     # -- clean-up -------------------------------------------------------------
 
     def clean_up(self):
-        """Each server this run started is closed; none may leave its run
-        directory or a shared-memory volume behind (names taken from the
-        pools' argv and the server pid)."""
+        """No server this run started may leave its run directory, a
+        shared-memory file or a pool process behind (names taken from the
+        pools' argv and the server pid, checked as each server exited)."""
         for server in self.servers:
             if server.proc.poll() is None:
                 server.close()
-        left = []
-        shm = os.listdir(SHM_DIR)
-        for server in self.servers:
-            prefix = "morloc-%d-" % server.proc.pid
-            left += [os.path.join(SHM_DIR, n) for n in shm if n.startswith(prefix)]
-            for tmpdir, basename in server.pool_runs:
-                if os.path.exists(tmpdir):
-                    left.append(tmpdir)
-                left += [os.path.join(SHM_DIR, n) for n in shm if n.startswith(basename)]
         expect(self.servers, "no server was started")
         expect(all(s.pool_runs for s in self.servers), "a server's pools were never seen")
-        expect(not left, "left behind: %s" % sorted(set(left)))
-        # Every pool process (and worker) seen must be gone too.
-        alive = [
-            pid
-            for server in self.servers
-            for pid in server.pool_pids
-            if any(a.endswith("pool.py") for a in cmdline(pid))
-        ]
-        expect(not alive, "pool processes still running: %s" % alive)
+        left = [item for server in self.servers for item in server.leftovers]
+        expect(not left, "left behind: %s" % left)
 
 
 def trie(depth):
