@@ -210,6 +210,21 @@ class Server:
             # At once: a later server's start-up removes what dead runs left.
             self.leftovers = self.left_behind()
 
+    def stop(self, signum):
+        """Ends the server with a signal; returns the exit status."""
+        self.record_pools()
+        self.proc.send_signal(signum)
+        try:
+            return self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise CheckFailed("server did not exit within 15 s of signal %d" % signum)
+        finally:
+            self.reader.join(timeout=15)
+            self.err_reader.join(timeout=15)
+            self.leftovers = self.left_behind()
+
     def left_behind(self):
         """What this server's run left: its run directory, shared-memory
         files named after it or its pools' basename, live pool processes."""
@@ -557,6 +572,8 @@ class Suite:
         self.check("timeout: a call past --call-timeout fails, the pool restarts, the next call works", self.timeout)
         self.check("noise: pool stdout never reaches the protocol stream", self.noise)
 
+        self.check("clean-up: the server stopped mid-call (SIGTERM, SIGINT, stdin EOF) leaves nothing", self.stop_mid_call)
+
         # -- last, over every server this run started
         self.check("clean-up: nothing left in /dev/shm or /tmp", self.clean_up)
 
@@ -822,6 +839,26 @@ class Suite:
                 )
             finally:
                 server.close()
+
+    def stop_mid_call(self):
+        """However the server is told to stop while a pool worker builds a
+        large result (and another result sits in shared memory), it exits
+        promptly and leaves no run directory, volume or pool behind."""
+        for how in (signal.SIGTERM, signal.SIGINT, "eof"):
+            server = self.serve("workbench")
+            try:
+                expect_list(server.call("bigList", {"_1": 100_000}), 100_000, "bigList before")
+                pools = server.children()
+                expect(len(pools) == 1, "expected one pool process, found %s" % pools)
+                server.start_call("bigRecords", {"_1": 2_000_000})
+                busy_worker(pools[0])
+                server.record_pools()
+            finally:
+                if how == "eof":
+                    server.close()
+                else:
+                    server.stop(how)
+            expect(not server.leftovers, "after %s: left behind: %s" % (how, server.leftovers))
 
     # -- clean-up -------------------------------------------------------------
 
