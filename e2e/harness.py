@@ -7,7 +7,8 @@ builds the server first. Each job is one client on one transport, or one
 run of the official conformance suite:
 
     clients     python-sdk-1, python-sdk-2, fastmcp, typescript-sdk,
-                typescript-sdk-2, inspector
+                typescript-sdk-2 (negotiating), typescript-sdk-2-legacy (its
+                default, initialize only), inspector
     transports  stdio   (`morloc-mcp mcp PROGRAM`, started by the client
                          through e2e/stdio_tap.py, which records the wire)
                 http    (`morloc-mcp mcp PROGRAM --http-port 0`)
@@ -100,6 +101,10 @@ def clients() -> list[Client]:
                {"E2E_NODE_MODULES": node_modules}, era="legacy"),
         Client("typescript-sdk-2", [node, str(clients_dir / "ts_sdk.mjs")], [*era_steps, "cancel", "progress"],
                {"E2E_NODE_MODULES": node_modules, "E2E_TS_SDK": "2"}, era="auto"),
+        # The 2.x client as most code runs it: its default negotiation, "legacy".
+        Client("typescript-sdk-2-legacy", [node, str(clients_dir / "ts_sdk.mjs")], [*era_steps, "cancel", "progress"],
+               {"E2E_NODE_MODULES": node_modules, "E2E_TS_SDK": "2", "E2E_TS_NEGOTIATION": "legacy"},
+               era="legacy"),
         Client("inspector", [sys.executable, str(clients_dir / "inspector.py")], STEPS,
                {"E2E_INSPECTOR": str(NODE_BIN / "mcp-inspector"), "E2E_NODE_BIN": str(NODE_BIN),
                 "HOME": str(CACHE / "inspector-home")}),

@@ -8,9 +8,11 @@
 // Same steps and checks as the Python drivers (checks.py), plus:
 //   era       which protocol era the client adopted, against E2E_EXPECT_ERA
 //             (see checks.py): 1.x always runs `initialize`; 2.x connects
-//             with `versionNegotiation: {mode: "auto"}` (a `server/discover`
-//             probe, the documented way to reach 2026-07-28; its default is
-//             "legacy") and reports the outcome through getProtocolEra().
+//             with `versionNegotiation: {mode: E2E_TS_NEGOTIATION}`: "auto"
+//             (the default here: a `server/discover` probe, the documented
+//             way to reach 2026-07-28) or "legacy" (the SDK's own default,
+//             `initialize` only), and reports the outcome through
+//             getProtocolEra().
 //   cancel    a slow call aborted through an AbortSignal: the SDK sends
 //             notifications/cancelled; the server must then not answer the
 //             cancelled request (a late answer reaches client.onerror as a
@@ -50,6 +52,7 @@ const { Client, StdioClientTransport, StreamableHTTPClientTransport, McpError } 
 const sdkVersion = JSON.parse(
   readFileSync(join(modules, "@modelcontextprotocol", sdk.pkg, "package.json"), "utf8")).version;
 const EXPECT_ERA = process.env.E2E_EXPECT_ERA ?? "legacy";
+const NEGOTIATION = process.env.E2E_TS_NEGOTIATION ?? "auto";
 // callTool(params, options): 2.x dropped 1.x's resultSchema argument.
 const callTool = (client, params, options) =>
   V2 ? client.callTool(params, options) : client.callTool(params, undefined, options);
@@ -116,7 +119,7 @@ async function main() {
     ? new StdioClientTransport({ command: target[0], args: target.slice(1), stderr: "inherit" })
     : new StreamableHTTPClientTransport(new URL(target));
   const client = new Client({ name: "morloc-mcp-e2e", version: "1.0.0" },
-    V2 ? { versionNegotiation: { mode: "auto" } } : undefined);
+    V2 ? { versionNegotiation: { mode: NEGOTIATION } } : undefined);
   const clientErrors = [];
   client.onerror = (e) => clientErrors.push(String(e?.message ?? e));
 
@@ -129,9 +132,10 @@ async function main() {
   const info = client.getServerVersion();
   const protocol = V2 ? client.getNegotiatedProtocolVersion() : transport.protocolVersion;
   step("initialize", null, `protocol ${protocol ?? "(not exposed on stdio)"}; server ${info?.name}`);
-  // 2.x in "auto" mode: "modern" after an adopted server/discover, "legacy"
-  // after the fallback to initialize; 1.x knows only initialize.
-  const era = V2 ? (client.getProtocolEra() === "modern" ? "modern" : "fallback") : "legacy";
+  // 2.x in "auto" mode: "modern" after an adopted server/discover, else the
+  // fallback to initialize; in "legacy" mode and in 1.x: initialize only.
+  const era = !V2 || NEGOTIATION === "legacy" ? (V2 && client.getProtocolEra() === "modern" ? "modern" : "legacy")
+    : client.getProtocolEra() === "modern" ? "modern" : "fallback";
   const eraDetail = `${era}: ${V2 ? `getProtocolEra() = ${client.getProtocolEra()}, ` : ""}protocol ${protocol}`;
   step("era", era === EXPECT_ERA ? null : `expected the ${EXPECT_ERA} era, the client adopted ${eraDetail}`, eraDetail);
 
