@@ -165,3 +165,23 @@ fn the_worst_interleaving_cannot_corrupt_a_result() {
     }
     assert_eq!(s.finish(), 0);
 }
+
+/// Arguments always go inline, whatever their size: the pool (non-blocking,
+/// like a real one) reads them as they arrive.
+#[test]
+fn large_arguments_travel_inline() {
+    let mut s = Server::owning(Program::shapes(), &[]);
+    let name = "n".repeat(5_000_000);
+    let id = s.call("hello", json!({"_1": name}));
+    let expected = format!("\"Hello, {name}!\"");
+    assert_exact(&s.result_within(id, TIMEOUT), &expected, "hello of 5 MB");
+    let list: Vec<u64> = (0..300_000).collect();
+    let id = s.call("sumMany", json!({"_1": list}));
+    let sum: u64 = list.iter().sum();
+    assert_exact(
+        &s.result_within(id, TIMEOUT),
+        &sum.to_string(),
+        "sumMany of 300k",
+    );
+    assert_eq!(s.finish(), 0);
+}

@@ -373,6 +373,50 @@ mod tests {
         }
     }
 
+    /// Two shared-memory volumes: relptrs carry the volume in bits 48..63.
+    struct Volumes(Vec<(u16, Vec<u8>)>);
+
+    impl Memory for Volumes {
+        fn resolve(&self, relptr: i64) -> Result<&[u8], DecodeError> {
+            let volume = (relptr >> 48) as u16;
+            let offset = (relptr as u64 & crate::format::voidstar::OFFSET_MASK) as usize;
+            self.0
+                .iter()
+                .find(|(v, _)| *v == volume)
+                .and_then(|(_, bytes)| bytes.get(offset..))
+                .ok_or(DecodeError::new(
+                    relptr as u64,
+                    DecodeErrorKind::BadPointer(relptr),
+                ))
+        }
+    }
+
+    #[test]
+    fn relptrs_across_volumes_are_followed() {
+        // A list of two strings: its head in volume 1, the element heads in
+        // volume 5, the string bytes back in volume 1.
+        let rel = |volume: u64, offset: u64| (volume << 48 | offset).to_le_bytes();
+        let mut one = vec![0u8; 64];
+        one[..8].copy_from_slice(&2u64.to_le_bytes());
+        one[8..16].copy_from_slice(&rel(5, 0));
+        one[32..37].copy_from_slice(b"hello");
+        one[40..42].copy_from_slice(b"hi");
+        let mut five = vec![0u8; 32];
+        five[..8].copy_from_slice(&5u64.to_le_bytes());
+        five[8..16].copy_from_slice(&rel(1, 32));
+        five[16..24].copy_from_slice(&2u64.to_le_bytes());
+        five[24..32].copy_from_slice(&rel(1, 40));
+        let mem = Volumes(vec![(1, one), (5, five)]);
+        let schema = schema::parse("as").unwrap();
+        let mut out = String::new();
+        to_json(&schema, &mem, 1 << 48, &mut out).unwrap();
+        assert_eq!(out, r#"["hello","hi"]"#);
+        let value = crate::format::voidstar::decode(&schema, &mem, 1 << 48).unwrap();
+        let mut expected = String::new();
+        value::to_json(&schema, &value, &mut expected).unwrap();
+        assert_eq!(out, expected);
+    }
+
     #[test]
     fn the_text_is_limited() {
         let schema = schema::parse("az").unwrap();
