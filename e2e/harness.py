@@ -15,7 +15,8 @@ run of the official conformance suite:
                 router  (`morloc-mcp router --http-port 0 PROGRAM`)
     conformance conformance:2025-06-18 and conformance:all (suite 0.1.16),
                 conformance:2026-07-28 (suite 0.2.0-alpha.12, --suite all),
-                against tests/data/programs/conformance over HTTP
+                against tests/data/programs/conformance over HTTP, and
+                conformance:2026-07-28-router, the same through the router
     schemas     json-schema-2020-12: every modern tools/list schema of several
                 programs compiled as JSON Schema 2020-12 (Ajv, strict)
 
@@ -417,6 +418,9 @@ class Conformance:
     # Serve a scratch copy of the program that its pool may rewrite (the
     # 2026-07-28 scenarios trigger a tool-list change through a rebuild).
     scratch: bool = False
+    # `http` (morloc-mcp mcp --http-port) or `router` (morloc-mcp router,
+    # one program, so --plain-tool-names keeps the bare names).
+    front: str = "http"
 
 
 CONFORMANCE_RUNS = [
@@ -425,6 +429,8 @@ CONFORMANCE_RUNS = [
     Conformance("conformance:all", "@modelcontextprotocol/conformance", [], E2E / "conformance-baseline.yml"),
     Conformance("conformance:2026-07-28", "conformance-2026", ["--spec-version", "2026-07-28", "--suite", "all"],
                 E2E / "conformance-baseline-2026.yml", scratch=True),
+    Conformance("conformance:2026-07-28-router", "conformance-2026", ["--spec-version", "2026-07-28", "--suite", "all"],
+                E2E / "conformance-baseline-2026.yml", scratch=True, front="router"),
 ]
 
 
@@ -465,7 +471,7 @@ def run_conformance(binary: str, run: Conformance) -> Outcome:
     if run.scratch:
         manifest = scratch_program(program, logs / "program")
         env["TESTPOOL_RELOADABLE"] = "1"
-    http = HttpServer(server_argv(binary, "http", manifest, ["--plain-tool-names"]), logs / "server.log", env)
+    http = HttpServer(server_argv(binary, run.front, manifest, ["--plain-tool-names"]), logs / "server.log", env)
     url = http.wait_url()
     if url is None:
         note = http.stop()
@@ -545,7 +551,7 @@ def main(argv: list[str]) -> int:
     for o in failed:
         client, _, transport = o.job.partition(":")
         if client == "conformance":
-            print(f"\n=== FAILED: conformance suite (spec version {transport}) over HTTP\n{o.report}")
+            print(f"\n=== FAILED: conformance suite ({transport}) over HTTP\n{o.report}")
         else:
             print(f"\n=== FAILED: client {client}, transport {transport}\n{o.report}")
     print(f"\ne2e: {len(outcomes) - len(failed)} passed, {len(failed)} failed")
