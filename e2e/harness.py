@@ -342,7 +342,8 @@ def failed_checks(logs: Path, skip: set[str]) -> list[str]:
 
 def check_counts(logs: Path) -> tuple[int, int]:
     """(passed, total) over every check the suite saved under `logs`,
-    SKIPPED and INFO rows left out, as the suite's own summary counts."""
+    SKIPPED and INFO rows left out; only used when the suite printed no
+    `Total:` line (its own count leaves out some warning rows)."""
     passed = total = 0
     for path in logs.glob("server-*/checks.json"):
         try:
