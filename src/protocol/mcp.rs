@@ -231,7 +231,7 @@ impl Catalog {
                     }
                 }
                 tools.push(tool.json.clone());
-                modern_tools.push(modern::tool_json(&tool.json));
+                modern_tools.push(modern::tool_json(&tool.modern_json));
             }
         }
         let mut list = Map::new();
@@ -253,7 +253,7 @@ impl Catalog {
         self.live
             .iter()
             .flat_map(|&i| self.programs[i].surface.tools.iter())
-            .map(|t| modern::tool_json(&t.json))
+            .map(|t| modern::tool_json(&t.modern_json))
             .collect()
     }
 

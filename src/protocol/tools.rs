@@ -48,6 +48,10 @@ pub struct Tool {
     pub command: usize,
     /// The tool object of the `tools/list` payload.
     pub json: Value,
+    /// The same tool for MCP 2026-07-28: identical but for recursive types,
+    /// which are `$defs` entries reached through `$ref` instead of the
+    /// reference's bare `{"type":"object"}`.
+    pub modern_json: Value,
     /// The `inputSchema` properties in advertised order (`_render` last).
     pub properties: Vec<Property>,
     /// Property names a call must supply, in advertised order.
@@ -149,8 +153,10 @@ impl Tool {
     /// Changes the advertised name in place (the `name` key keeps its
     /// position); used to namespace tools as `<module>__<command>`.
     pub fn rename(&mut self, name: String) {
-        if let Value::Object(map) = &mut self.json {
-            map.insert("name".into(), Value::String(name.clone()));
+        for json in [&mut self.json, &mut self.modern_json] {
+            if let Value::Object(map) = json {
+                map.insert("name".into(), Value::String(name.clone()));
+            }
         }
         self.name = name;
     }
@@ -171,8 +177,13 @@ pub fn build(manifest: &Manifest) -> Surface {
         if command.internal {
             continue;
         }
-        match shape_tool(manifest, index, command) {
-            Ok(tool) => tools.push(tool),
+        match shape_tool(manifest, index, command, false) {
+            Ok(mut tool) => {
+                if let Ok(modern) = shape_tool(manifest, index, command, true) {
+                    tool.modern_json = modern.json;
+                }
+                tools.push(tool)
+            }
             Err(reason) => notes.push(format!(
                 "morloc mcp: excluding command '{}' from the tool surface ({reason})",
                 command.name
@@ -184,6 +195,55 @@ pub fn build(manifest: &Manifest) -> Surface {
 
 /// Maps a wire schema to its JSON Schema (the `T` of the surface spec).
 pub fn json_schema(schema: &Schema) -> Value {
+    emit(schema, &mut Emit::default())
+}
+
+/// How schemas are written: the reference's way (`defs` is `None`: a
+/// recursive type is a bare object), or for MCP 2026-07-28 (recursive types
+/// collected into `defs` and referenced with `$ref`).
+#[derive(Default)]
+struct Emit {
+    defs: Option<Map<String, Value>>,
+}
+
+impl Emit {
+    fn modern() -> Emit {
+        Emit {
+            defs: Some(Map::new()),
+        }
+    }
+
+    /// Takes the collected definitions (none for the reference's way).
+    fn take_defs(&mut self) -> Option<Map<String, Value>> {
+        self.defs
+            .as_mut()
+            .map(std::mem::take)
+            .filter(|d| !d.is_empty())
+    }
+}
+
+fn def_ref(name: &str) -> Value {
+    let mut map = Map::new();
+    map.insert("$ref".into(), Value::String(format!("#/$defs/{name}")));
+    Value::Object(map)
+}
+
+/// Whether `schema` refers back to the declaration `name`.
+fn refers_to(schema: &Schema, name: &str) -> bool {
+    match schema {
+        Schema::Recur(n) => n == name,
+        Schema::List { elem, .. } => refers_to(elem, name),
+        Schema::Optional(inner) => refers_to(inner, name),
+        Schema::Tuple(items) => items.iter().any(|s| refers_to(s, name)),
+        Schema::Record(fields) | Schema::Table(fields) => {
+            fields.iter().any(|(_, s)| refers_to(s, name))
+        }
+        Schema::Named { body, .. } => refers_to(body, name),
+        _ => false,
+    }
+}
+
+fn emit(schema: &Schema, e: &mut Emit) -> Value {
     match schema {
         Schema::Nil => type_only("null"),
         Schema::Bool => type_only("boolean"),
@@ -193,30 +253,45 @@ pub fn json_schema(schema: &Schema) -> Value {
         // Stream handles travel as their path text; commands using them are
         // excluded anyway.
         Schema::Handle(_) => type_only("string"),
-        Schema::List { elem, .. } => array_of(json_schema(elem)),
+        Schema::List { elem, .. } => array_of(emit(elem, e)),
         Schema::Tuple(items) => {
             let n = items.len() as u64;
             let mut map = Map::new();
             map.insert("type".into(), "array".into());
             map.insert(
                 "prefixItems".into(),
-                Value::Array(items.iter().map(json_schema).collect()),
+                Value::Array(items.iter().map(|s| emit(s, e)).collect()),
             );
             map.insert("minItems".into(), n.into());
             map.insert("maxItems".into(), n.into());
             Value::Object(map)
         }
-        Schema::Record(fields) => object_schema(fields.iter().map(|(k, s)| (k.as_str(), s))),
+        Schema::Record(fields) => object_schema(fields.iter().map(|(k, s)| (k.as_str(), s)), e),
         Schema::Table(columns) => {
             // Column schemas are arrays; the row object shows element types.
             let rows = columns.iter().map(|(k, s)| match s.peel_named() {
                 Schema::List { elem, .. } => (k.as_str(), &**elem),
                 _ => (k.as_str(), s),
             });
-            array_of(object_schema(rows))
+            array_of(object_schema(rows, e))
         }
-        Schema::Optional(inner) => with_null(json_schema(inner)),
-        Schema::Named { body, .. } => json_schema(body),
+        Schema::Optional(inner) => with_null(emit(inner, e)),
+        Schema::Named { name, body } if e.defs.is_some() && refers_to(body, name) => {
+            let known = e.defs.as_ref().is_some_and(|d| d.contains_key(name));
+            if !known {
+                // Reserve the name first: the body refers to it.
+                if let Some(defs) = e.defs.as_mut() {
+                    defs.insert(name.clone(), Value::Null);
+                }
+                let def = emit(body, e);
+                if let Some(defs) = e.defs.as_mut() {
+                    defs.insert(name.clone(), def);
+                }
+            }
+            def_ref(name)
+        }
+        Schema::Named { body, .. } => emit(body, e),
+        Schema::Recur(name) if e.defs.is_some() => def_ref(name),
         // Expanding a back-reference would not terminate; the reference
         // keeps only "it is an object".
         Schema::Recur(_) => type_only("object"),
@@ -241,14 +316,14 @@ fn array_of(items: Value) -> Value {
     Value::Object(map)
 }
 
-fn object_schema<'a>(fields: impl Iterator<Item = (&'a str, &'a Schema)>) -> Value {
+fn object_schema<'a>(fields: impl Iterator<Item = (&'a str, &'a Schema)>, e: &mut Emit) -> Value {
     let mut properties = Map::new();
     let mut required = Vec::new();
     for (key, schema) in fields {
         if !is_optional(schema) {
             required.push(Value::String(key.to_string()));
         }
-        properties.insert(key.to_string(), json_schema(schema));
+        properties.insert(key.to_string(), emit(schema, e));
     }
     let mut map = Map::new();
     map.insert("type".into(), "object".into());
@@ -260,6 +335,17 @@ fn object_schema<'a>(fields: impl Iterator<Item = (&'a str, &'a Schema)>) -> Val
 
 /// Unions `"null"` into a schema's `type`, keeping the key's position.
 fn with_null(mut schema: Value) -> Value {
+    // A `$ref` (modern recursive types only) has no `type` to extend.
+    if schema.get("$ref").is_some() && schema.get("type").is_none() {
+        let mut null = Map::new();
+        null.insert("type".into(), "null".into());
+        let mut map = Map::new();
+        map.insert(
+            "anyOf".into(),
+            Value::Array(vec![schema, Value::Object(null)]),
+        );
+        return Value::Object(map);
+    }
     if let Value::Object(map) = &mut schema {
         let new_type = match map.get("type") {
             Some(Value::String(t)) => {
@@ -282,9 +368,9 @@ fn with_null(mut schema: Value) -> Value {
 /// The property schema of a typed argument: `T(schema)`, or `{}` when the
 /// schema is absent or unparseable, array-wrapped for `many` unless it
 /// already is exactly an array.
-fn argument_schema(schema: Option<&SchemaText>, many: bool) -> Value {
+fn argument_schema(schema: Option<&SchemaText>, many: bool, e: &mut Emit) -> Value {
     let base = match schema.and_then(SchemaText::schema) {
-        Some(s) => json_schema(s),
+        Some(s) => emit(s, e),
         None => Value::Object(Map::new()),
     };
     if many && base.get("type").and_then(Value::as_str) != Some("array") {
@@ -406,7 +492,19 @@ impl Shaper {
 }
 
 /// Shapes one command, or gives the reason it cannot be served.
-fn shape_tool(manifest: &Manifest, index: usize, command: &Command) -> Result<Tool, String> {
+/// Shapes one command as a tool; `modern` writes its schemas for MCP
+/// 2026-07-28 (see [`Tool::modern_json`]).
+fn shape_tool(
+    manifest: &Manifest,
+    index: usize,
+    command: &Command,
+    modern: bool,
+) -> Result<Tool, String> {
+    let mut e = if modern {
+        Emit::modern()
+    } else {
+        Emit::default()
+    };
     for arg in &command.args {
         if matches!(arg, Arg::Pos(p) if p.stdin) {
             return Err("reads from @stdin".into());
@@ -435,7 +533,7 @@ fn shape_tool(manifest: &Manifest, index: usize, command: &Command) -> Result<To
                     Some(name) if !name.is_empty() => name.to_string(),
                     _ => format!("_{n_positionals}"),
                 };
-                let mut schema = argument_schema(pos.schema.as_ref(), pos.many);
+                let mut schema = argument_schema(pos.schema.as_ref(), pos.many, &mut e);
                 describe(&mut schema, &pos.desc, None);
                 // A missing or unparseable schema counts as required.
                 let optional = pos
@@ -451,7 +549,7 @@ fn shape_tool(manifest: &Manifest, index: usize, command: &Command) -> Result<To
             }
             Arg::Opt(opt) => {
                 let name = option_name(opt.long.as_ref(), opt.short.as_ref());
-                let mut schema = argument_schema(opt.schema.as_ref(), opt.many);
+                let mut schema = argument_schema(opt.schema.as_ref(), opt.many, &mut e);
                 describe(&mut schema, &opt.desc, opt.default.as_deref());
                 shaper.add(&name, schema, feeds, false)?;
                 let parsed = opt.schema.as_ref().and_then(SchemaText::schema);
@@ -476,7 +574,7 @@ fn shape_tool(manifest: &Manifest, index: usize, command: &Command) -> Result<To
                     None => "group".to_string(),
                 };
                 let mut schema = match group.schema.as_ref().and_then(SchemaText::schema) {
-                    Some(s) => json_schema(s),
+                    Some(s) => emit(s, &mut e),
                     None => type_only("object"),
                 };
                 describe(&mut schema, &group.desc, None);
@@ -495,7 +593,7 @@ fn shape_tool(manifest: &Manifest, index: usize, command: &Command) -> Result<To
                     for (field_index, entry) in group.entries.iter().enumerate() {
                         let field = record_field(record, &entry.key);
                         let mut schema = field
-                            .map(json_schema)
+                            .map(|f| emit(f, &mut e))
                             .unwrap_or_else(|| Value::Object(Map::new()));
                         let default = entry_default(&entry.arg);
                         describe(&mut schema, entry_desc(&entry.arg), default);
@@ -553,6 +651,9 @@ fn shape_tool(manifest: &Manifest, index: usize, command: &Command) -> Result<To
         Value::Array(required.iter().map(|r| Value::String(r.clone())).collect()),
     );
     input.insert("additionalProperties".into(), false.into());
+    if let Some(defs) = e.take_defs() {
+        input.insert("$defs".into(), Value::Object(defs));
+    }
 
     let mut json = Map::new();
     json.insert("name".into(), Value::String(command.name.clone()));
@@ -560,13 +661,24 @@ fn shape_tool(manifest: &Manifest, index: usize, command: &Command) -> Result<To
     json.insert("inputSchema".into(), Value::Object(input));
     if let Some(ret) = command.ret.schema.schema() {
         if matches!(ret.peel_named(), Schema::Record(_)) {
-            json.insert("outputSchema".into(), json_schema(ret));
+            // Its own definitions: `$ref`s resolve against the schema's root.
+            let mut out_e = if modern {
+                Emit::modern()
+            } else {
+                Emit::default()
+            };
+            let mut output = emit(ret, &mut out_e);
+            if let (Some(defs), Value::Object(map)) = (out_e.take_defs(), &mut output) {
+                map.insert("$defs".into(), Value::Object(defs));
+            }
+            json.insert("outputSchema".into(), output);
         }
     }
 
     Ok(Tool {
         name: command.name.clone(),
         command: index,
+        modern_json: Value::Null,
         json: Value::Object(json),
         properties,
         required,

@@ -497,3 +497,36 @@ fn slots_and_feeds_follow_the_manifest() {
     );
     assert_eq!(whole.required, Vec::<String>::new());
 }
+
+#[test]
+fn modern_schemas_define_recursive_types_once() {
+    let tree = crate::format::schema::parse("&4Treem25valuej8childrena^4Tree").unwrap();
+    // The reference's way: the back-reference is a bare object.
+    assert_eq!(
+        json_schema(&tree).to_string(),
+        r#"{"type":"object","properties":{"value":{"type":"integer"},"children":{"type":"array","items":{"type":"object"}}},"required":["value","children"],"additionalProperties":false}"#
+    );
+    let mut e = Emit::modern();
+    assert_eq!(
+        emit(&tree, &mut e).to_string(),
+        r##"{"$ref":"#/$defs/Tree"}"##
+    );
+    let defs = e.take_defs().unwrap();
+    assert_eq!(
+        serde_json::Value::Object(defs).to_string(),
+        r##"{"Tree":{"type":"object","properties":{"value":{"type":"integer"},"children":{"type":"array","items":{"$ref":"#/$defs/Tree"}}},"required":["value","children"],"additionalProperties":false}}"##
+    );
+    // An optional recursive type: the reference or null.
+    let maybe = crate::format::schema::parse("&4Listm24headj4tail?^4List").unwrap();
+    let mut e = Emit::modern();
+    emit(&maybe, &mut e);
+    assert_eq!(
+        e.take_defs().unwrap()["List"]["properties"]["tail"].to_string(),
+        r##"{"anyOf":[{"$ref":"#/$defs/List"},{"type":"null"}]}"##
+    );
+    // A declaration that does not refer to itself stays inline.
+    let point = crate::format::schema::parse("&5Pointm21xj1yj").unwrap();
+    let mut e = Emit::modern();
+    assert_eq!(emit(&point, &mut e), json_schema(&point));
+    assert!(e.take_defs().is_none());
+}
