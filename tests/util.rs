@@ -196,9 +196,20 @@ impl Proc {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut child = command
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot spawn {command:?}: {e}"));
+        // A script a test has just written can be "busy" (ETXTBSY) for a
+        // moment: a child that another test thread forks inherits the
+        // writing descriptor until its exec closes it. Retry briefly.
+        let mut attempts = 0;
+        let mut child = loop {
+            match command.spawn() {
+                Ok(child) => break child,
+                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && attempts < 100 => {
+                    attempts += 1;
+                    thread::sleep(Duration::from_millis(10));
+                }
+                Err(e) => panic!("cannot spawn {command:?}: {e}"),
+            }
+        };
         let stdin = child.stdin.take();
         let (line_tx, stdout) = mpsc::channel();
         if let Some(out) = child.stdout.take() {
