@@ -1024,20 +1024,44 @@ impl Reactor {
             return;
         };
         let Some(busy) = conn.busy.take() else { return };
-        let text = serde_json::to_string(msg).unwrap_or_default();
+        let status = if busy.modern {
+            era::http_status(msg)
+        } else {
+            200
+        };
         if busy.sse {
+            let text = serde_json::to_string(msg).unwrap_or_default();
             http::write_sse_message(&mut conn.out, &text);
             http::write_last_chunk(&mut conn.out);
             if !busy.keep_alive {
                 conn.close_after_write = true;
             }
             self.flush_conn(token);
+        } else if status == 200 && !conn.head_request {
+            // Serialized straight into the connection's buffer, its length
+            // counted first: a large result is not held a third time as an
+            // intermediate string.
+            let length = json_length(msg);
+            let refs: Vec<(&str, &str)> = busy
+                .cors
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            http::write_head(
+                &mut conn.out,
+                200,
+                Some("application/json"),
+                Some(length),
+                &refs,
+                busy.keep_alive,
+            );
+            let _ = serde_json::to_writer(&mut conn.out, msg);
+            if !busy.keep_alive {
+                conn.close_after_write = true;
+            }
+            self.flush_conn(token);
         } else {
-            let status = if busy.modern {
-                era::http_status(msg)
-            } else {
-                200
-            };
+            let text = serde_json::to_string(msg).unwrap_or_default();
             self.respond(token, status, &busy.cors, text.as_bytes(), busy.keep_alive);
         }
         // Pipelined requests that waited behind this one.
@@ -1116,4 +1140,21 @@ impl Reactor {
             self.http_notify(token, &note);
         }
     }
+}
+
+/// The length of `msg`'s compact JSON text, without building it.
+fn json_length(msg: &Json) -> usize {
+    struct Count(usize);
+    impl Write for Count {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, msg);
+    count.0
 }
