@@ -11,12 +11,14 @@ the server binary given by --bin, and checks:
   5M-element lists, 50k records, recursive records of 65535 nodes), in
   results and in arguments;
 - rounds of 32 concurrent calls of mixed sizes, every byte of every reply;
+- large and concurrent results over Streamable HTTP too;
 - a pool worker that exits during a call, and a pool and a worker killed
   by pid while a large result is built: the call fails clearly and the
   next call works;
 - a call past --call-timeout: it fails, and the restarted pool serves on;
 - pool output on stdout never reaching the protocol stream;
-- no file left in /dev/shm or /tmp by what the run started.
+- no file left in /dev/shm or /tmp by what the run started, however a
+  server is stopped (stdin EOF, SIGTERM, SIGINT), even mid-call.
 
 Standard library only. Expects the runtime's environment to be set already
 (MORLOC_HOME, LD_LIBRARY_PATH, PYTHONPATH; tests/real/run.sh does it).
@@ -26,8 +28,10 @@ NAME.
 """
 
 import argparse
+import http.client
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -236,6 +240,101 @@ class Server:
             "pool process %d" % pid for pid in self.pool_pids if any(a.endswith("pool.py") for a in cmdline(pid))
         ]
         return sorted(set(left))
+
+
+class HttpServer(Server):
+    """The same server over Streamable HTTP (`--http-port 0`): one POST per
+    message, a fresh connection each, so calls from several threads run
+    concurrently. Replies come as JSON or as an event stream."""
+
+    def __init__(self, binary, manifest, env):
+        self.proc = subprocess.Popen(
+            [binary, "mcp", manifest, "--http-port", "0"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        self.lock = threading.Condition()
+        self.bad_lines = []
+        self.stderr_lines = []
+        self.pool_runs = set()
+        self.pool_pids = set()
+        self.leftovers = None
+        self.next_id = 1
+        # The first stderr line names the bound port.
+        line = self.proc.stderr.readline().decode("utf-8", "replace")
+        found = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", line)
+        if not found:
+            self.proc.kill()
+            self.proc.wait()
+            raise CheckFailed("no HTTP address on the server's stderr: %r" % line)
+        self.port = int(found.group(1))
+        self.reader = threading.Thread(target=self.proc.stdout.read, daemon=True)
+        self.reader.start()
+        self.err_reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self.err_reader.start()
+        self.session = None
+        reply, headers = self.post(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "real-pools-suite", "version": "1"},
+                },
+            }
+        )
+        expect(reply and "result" in reply, "initialize failed: %s" % short(reply))
+        self.session = headers.get("mcp-session-id")
+        expect(self.session, "no Mcp-Session-Id header")
+        self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def post(self, msg):
+        """POSTs one message; returns (the reply with msg's id or None, headers)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=CALL_TIMEOUT)
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2025-06-18",
+        }
+        if self.session:
+            headers["Mcp-Session-Id"] = self.session
+        try:
+            conn.request("POST", "/mcp", json.dumps(msg).encode(), headers)
+            response = conn.getresponse()
+            body = response.read()
+            got = {k.lower(): v for k, v in response.getheaders()}
+        finally:
+            conn.close()
+        if "id" not in msg:
+            expect(response.status == 202, "notification answered %d" % response.status)
+            return None, got
+        expect(response.status == 200, "HTTP %d: %s" % (response.status, short(body)))
+        if got.get("content-type", "").startswith("text/event-stream"):
+            # One JSON-RPC message per event; ours carries the request id.
+            for event in body.split(b"\n\n"):
+                data = b"\n".join(l[5:].lstrip() for l in event.split(b"\n") if l.startswith(b"data:"))
+                if data:
+                    reply = json.loads(data)
+                    if reply.get("id") == msg["id"] and "method" not in reply:
+                        return reply, got
+            raise CheckFailed("no reply in the event stream: %s" % short(body))
+        return json.loads(body), got
+
+    def call(self, name, arguments, timeout=CALL_TIMEOUT):
+        self.record_pools()
+        with self.lock:
+            rid = self.next_id
+            self.next_id += 1
+        reply, _ = self.post({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
+        expect("result" in reply, "%s: JSON-RPC error %s" % (name, short(reply)))
+        return reply["result"]
+
+    def close(self):
+        return self.stop(signal.SIGTERM)
 
 
 def process_table():
@@ -569,6 +668,7 @@ class Suite:
         self.check("crash: the pool exits during a call (crash)", self.crash)
         self.check("crash: the pool killed by pid while its worker builds a large result", self.kill_mid_result)
         self.check("crash: a pool worker killed by pid while it builds a large result", self.kill_worker_mid_result)
+        self.check("http: large results and 8 concurrent calls over Streamable HTTP", self.http)
         self.check("timeout: a call past --call-timeout fails, the pool restarts, the next call works", self.timeout)
         self.check("noise: pool stdout never reaches the protocol stream", self.noise)
 
@@ -786,6 +886,45 @@ class Suite:
             expect(server.children() == pools, "the pool itself was restarted")
         finally:
             server.close()
+
+    def http(self):
+        """Results reach an HTTP client just as a stdio one, large ones and
+        concurrent ones included; tools are named <module>__<command>."""
+        server = HttpServer(self.binary, self.manifest("workbench"), self.env)
+        self.servers.append(server)
+        try:
+            reply, _ = server.post({"jsonrpc": "2.0", "id": "list", "method": "tools/list", "params": {}})
+            with open(os.path.join(GOLDEN, "workbench.tools.json"), encoding="utf-8") as f:
+                want = ["workbench__" + t["name"] for t in json.load(f)["tools"]]
+            names = [t["name"] for t in reply["result"]["tools"]]
+            expect(names == want, "tools over HTTP: %s, want %s" % (names, want))
+            expect_value(server.call("workbench__addOne", {"_1": 41}), 42, "addOne")
+            expect_list(server.call("workbench__bigList", {"_1": 1_000_000}), 1_000_000, "bigList 1000000")
+            expect_text(server.call("workbench__bigText", {"_1": 20_000_000}), "x" * 20_000_000, "bigText 20000000")
+            plan = [
+                ("workbench__bigList", {"_1": 200_000 + i}, lambda r, w, n=200_000 + i: expect_list(r, n, w))
+                if i % 2 == 0
+                else ("workbench__addOne", {"_1": i}, lambda r, w, i=i: expect_value(r, i + 1, w))
+                for i in range(8)
+            ]
+            errors = []
+
+            def run(tool, args, verify):
+                try:
+                    verify(server.call(tool, args), "%s %s" % (tool, compact(args)))
+                except Exception as e:  # collected, reported below
+                    errors.append(str(e))
+
+            threads = [threading.Thread(target=run, args=item) for item in plan]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(CALL_TIMEOUT)
+            expect(not any(t.is_alive() for t in threads), "an HTTP call did not finish")
+            expect(not errors, "%d of 8 wrong: %s" % (len(errors), "; ".join(short(e, 200) for e in errors[:3])))
+        finally:
+            server.close()
+        expect(not server.leftovers, "left behind: %s" % server.leftovers)
 
     def timeout(self):
         """The real Python pool runs one call at a time, so a call stuck in
