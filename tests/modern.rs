@@ -346,9 +346,15 @@ fn subscriptions_listen_acknowledges_and_ends_with_a_result() {
         json!({}),
     ));
     assert_eq!(reply["result"]["content"][0]["text"], "2");
-    // At EOF the open subscription ends gracefully with its result.
+    // At EOF the open subscription ends gracefully with its result, then
+    // the stdio teardown notification.
     let rest = s.finish();
-    let closing = parse(rest.trim_end());
+    let lines: Vec<&str> = rest.lines().collect();
+    assert_eq!(lines.len(), 2, "{rest}");
+    let teardown = parse(lines[1]);
+    assert_eq!(teardown["method"], "notifications/cancelled");
+    assert_eq!(teardown["params"]["requestId"], json!(7));
+    let closing = parse(lines[0]);
     assert_eq!(closing["id"], json!(7));
     assert_complete(&closing["result"]);
     assert_eq!(

@@ -618,6 +618,12 @@ impl Reactor {
             }
             let reply = mcp::subscriptions::closing_response(&self.catalog, &listener.id);
             self.deliver(&listener.client, &reply, true);
+            // On stdio there is no stream to close: the server ends a
+            // subscription with `notifications/cancelled` naming it.
+            if listener.client == Client::Stdio {
+                let note = mcp::subscriptions::teardown_notification(&listener.id);
+                self.send_stdio(&note);
+            }
         }
         let ids: Vec<CallId> = self.calls.keys().copied().collect();
         for id in ids {

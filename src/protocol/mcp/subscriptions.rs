@@ -189,6 +189,18 @@ pub fn tools_changed_notification(id: &RequestId) -> Json {
     )
 }
 
+/// `notifications/cancelled` for subscription `id`: how a stdio server
+/// tears a subscription down (the only use servers make of it).
+pub fn teardown_notification(id: &RequestId) -> Json {
+    let mut params = Map::new();
+    params.insert("requestId".into(), id.to_json());
+    params.insert(
+        "reason".into(),
+        Json::String("the server is shutting down".into()),
+    );
+    jsonrpc::notification("notifications/cancelled", Json::Object(params))
+}
+
 /// The response that ends subscription `id` gracefully (server shutdown).
 pub fn closing_response(catalog: &Catalog, id: &RequestId) -> Json {
     let mut meta = Map::new();
