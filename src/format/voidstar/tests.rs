@@ -282,6 +282,11 @@ fn seeds_round_trip() {
         );
         // A second encoding is identical.
         assert_eq!(encode_flat(&schema, &back).unwrap(), blob, "{schema_text}");
+        // Rendering the blob straight to JSON gives the same text.
+        let mut direct = String::new();
+        flat_to_json(&schema, &blob, &mut direct)
+            .unwrap_or_else(|e| panic!("{schema_text} {json}: {e}"));
+        assert_eq!(direct, json_of(&schema, &v), "{schema_text}");
     }
 }
 
