@@ -416,6 +416,10 @@ fn http_serves_modern_requests_without_a_session() {
     let no_meta = json!({"jsonrpc": "2.0", "id": 4, "method": "server/discover", "params": {}});
     let reply = modern_post(&mut client, &no_meta, &[]).expect(400);
     assert_eq!(reply.json()["error"]["code"], -32602);
+    let no_meta = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"});
+    let reply = modern_post(&mut client, &no_meta, &[]).expect(400);
+    assert_eq!(reply.json()["error"]["code"], -32602);
+    assert_eq!(reply.json()["id"], 5);
     for headers in [
         vec![("Mcp-Method", "")],
         vec![("Mcp-Method", "TOOLS/CALL")],

@@ -698,8 +698,11 @@ impl Reactor {
             .is_some_and(|v| era::MODERN_VERSIONS.contains(&v));
         let in_session = req.header("mcp-session-id").is_some();
         let modern = match &msg {
+            // A modern version header without a session is a modern request
+            // too, even one missing its `_meta` (which is then `-32602`).
             Incoming::Request { method, params, .. } => {
                 era::is_modern(method, params.as_ref(), in_session)
+                    || (modern_header && !in_session)
             }
             Incoming::Notification { .. } | Incoming::Invalid(_) | Incoming::Empty => {
                 modern_header && !in_session
