@@ -98,7 +98,7 @@ impl Server {
     }
 
     /// Runs `command` and waits for its banner.
-    fn spawn(dir: TempDir, command: &mut Command) -> Server {
+    pub(crate) fn spawn(dir: TempDir, command: &mut Command) -> Server {
         let proc = Proc::spawn(command);
         let addr = wait_for_banner(&proc);
         Server {

@@ -665,3 +665,66 @@ fn a_rebuilt_program_is_reloaded_and_subscribers_are_told() {
     let rest = s.finish();
     assert!(rest.contains(r#""id":"sub""#), "{rest}");
 }
+
+#[test]
+fn an_http_listen_stream_hears_of_a_rebuild() {
+    let dir = TempDir::new();
+    let manifest = util::shapes_manifest(&dir);
+    let mut command = util::cmd(["mcp"]);
+    command
+        .arg(&manifest)
+        .args(["--http-port", "0", "--lazy-pools"]);
+    let server = HttpServer::spawn(TempDir::new(), &mut command);
+    let mut listener = server.connect();
+    let listen = modern_request(
+        json!("tools"),
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true}}),
+        json!({}),
+    );
+    let request = post_request(
+        listener.addr,
+        None,
+        listen.to_string().as_bytes(),
+        &[
+            ("MCP-Protocol-Version", MODERN),
+            ("Mcp-Method", "subscriptions/listen"),
+        ],
+    );
+    listener.send(&request);
+    assert_eq!(listener.read_head().status, 200);
+    let event = |chunk: Vec<u8>| -> Option<Value> {
+        let text = String::from_utf8(chunk).unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix("data: "))
+            .map(parse)
+    };
+    let ack = event(listener.read_chunk().unwrap()).expect("the acknowledgement");
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    rebuild_without(&dir, "hello");
+    // Keep-alive comments may come first; the change arrives within seconds.
+    let note = loop {
+        let chunk = listener.read_chunk().expect("the stream stays open");
+        if let Some(msg) = event(chunk) {
+            break msg;
+        }
+    };
+    assert_eq!(note["method"], "notifications/tools/list_changed");
+    assert_eq!(
+        note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "tools"
+    );
+    let mut client = server.connect();
+    let list = modern_request(json!(1), "tools/list", json!({}), json!({}));
+    let reply = modern_post(&mut client, &list, &[]).expect(200).json();
+    let names: Vec<&str> = reply["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        !names.contains(&"main__hello") && names.contains(&"main__addOne"),
+        "{names:?}"
+    );
+}
