@@ -5,6 +5,7 @@
 
 pub mod args;
 pub mod http;
+pub mod instance;
 pub mod jsonrpc;
 pub mod mcp;
 pub mod tools;

@@ -245,7 +245,7 @@ impl Client {
 
     /// `initialize` then `notifications/initialized`; returns the session id.
     #[track_caller]
-    fn initialize(&mut self) -> String {
+    pub(crate) fn initialize(&mut self) -> String {
         let reply = self.post(None, &initialize_message(1)).expect(200);
         let sid = reply
             .header("mcp-session-id")
@@ -553,9 +553,14 @@ fn initialize_creates_a_session_and_requests_get_200_or_202() {
         .header("mcp-session-id")
         .expect("Mcp-Session-Id")
         .to_string();
+    // `<instance id>.<32 lowercase hex digits>`; the default instance id is
+    // `i` and 12 hex digits.
+    let (instance, random) = sid.split_once('.').expect("an instance prefix");
     assert!(
-        sid.len() == 32
-            && sid
+        instance.len() == 13
+            && instance.starts_with('i')
+            && random.len() == 32
+            && random
                 .bytes()
                 .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()),
         "{sid}"
@@ -943,7 +948,7 @@ fn foreign_host_on_a_loopback_bind_gets_403() {
 fn unknown_paths_and_sessions_get_404() {
     let server = Server::start(&[]);
     let (mut client, sid) = server.session();
-    for target in ["/", "/mcp/", "/MCP", "/health", "/mcpx"] {
+    for target in ["/", "/mcp/", "/MCP", "/healthz", "/mcpx"] {
         let reply = client
             .roundtrip(&simple_request("GET", target, server.addr, ""))
             .expect(404);

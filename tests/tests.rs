@@ -8,6 +8,7 @@ mod http;
 mod modern;
 mod pools;
 mod results;
+mod scale;
 mod stdio;
 mod tidy;
 mod util;

@@ -25,6 +25,7 @@ use lexopt::Arg::{Long, Short, Value as Word};
 use serde_json::{Map, Value};
 
 use crate::format::manifest::{self, Loaded};
+use crate::protocol::instance::InstanceId;
 use crate::protocol::tools;
 
 /// The environment variable holding the HTTP bearer token when
@@ -79,6 +80,11 @@ Options:
       --call-timeout <seconds>  fail a tool call that runs longer than this
                                 (0 for no limit) [default: 600]
       --lazy-pools              start language pools on first use, not at start-up
+      --instance-id <name>      this server's name behind a load balancer, the
+                                prefix of every session id it mints (letters,
+                                digits, '-', '_') [default: random per process]
+      --drain-timeout <seconds> over HTTP, how long SIGTERM waits for running
+                                calls before exiting [default: 30]
       --plain-tool-names        over HTTP, name a single program's tools <command>
                                 instead of <module>__<command> (stdio never
                                 prefixes; with several programs it is ignored)
@@ -179,6 +185,8 @@ pub struct RawServe {
     pub pool_start_timeout: Option<Duration>,
     pub plain_tool_names: bool,
     pub lazy_pools: bool,
+    pub instance_id: Option<InstanceId>,
+    pub drain_timeout: Option<Duration>,
 }
 
 /// The outside world [`prepare`] consults, passed in so tests can fake it.
@@ -228,7 +236,14 @@ pub struct ServeConfig {
     pub plain_tool_names: bool,
     /// How long a pool may take to answer its first ping.
     pub pool_start_timeout: Duration,
+    /// The prefix of every session and task id; `None`: pick one at random.
+    pub instance_id: Option<InstanceId>,
+    /// Over HTTP, how long SIGTERM lets running calls finish.
+    pub drain_timeout: Duration,
 }
+
+/// How long SIGTERM lets calls finish over HTTP, unless `--drain-timeout`.
+pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long a pool may take to become ready, unless changed (hidden flag).
 pub const DEFAULT_POOL_START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -412,6 +427,8 @@ pub fn prepare(raw: RawArgs, env: &Env, warnings: &mut Vec<String>) -> Result<Ac
                 pool_start_timeout: serve
                     .pool_start_timeout
                     .unwrap_or(DEFAULT_POOL_START_TIMEOUT),
+                instance_id: serve.instance_id.clone(),
+                drain_timeout: serve.drain_timeout.unwrap_or(DEFAULT_DRAIN_TIMEOUT),
             }))
         }
     }
@@ -617,6 +634,17 @@ fn parse_serve(
             }
             Long("plain-tool-names") => raw.plain_tool_names = true,
             Long("lazy-pools") => raw.lazy_pools = true,
+            Long("instance-id") => {
+                let text = string_value(&mut parser, "--instance-id", command)?;
+                let id = InstanceId::parse(&text).map_err(|why| {
+                    CliError::Usage(format!("invalid value '{text}' for '--instance-id': {why}"))
+                })?;
+                raw.instance_id = Some(id);
+            }
+            Long("drain-timeout") => {
+                let text = string_value(&mut parser, "--drain-timeout", command)?;
+                raw.drain_timeout = Some(seconds(&text, "--drain-timeout")?);
+            }
             Word(target) if router || raw.targets.is_empty() => {
                 raw.targets.push(PathBuf::from(target))
             }

@@ -31,6 +31,7 @@ use serde_json::Value as Json;
 
 use crate::edge::cli::{HttpConfig, ServeConfig};
 use crate::edge::proc;
+use crate::protocol::instance::InstanceId;
 use crate::protocol::jsonrpc::{self, Frame, LineFramer};
 use crate::protocol::mcp::{self, Catalog, Program, Session, Step};
 use crate::protocol::tools;
@@ -77,6 +78,10 @@ pub struct Options {
     pub lazy_pools: bool,
     /// How long a pool may take to answer its first ping.
     pub pool_start_timeout: Duration,
+    /// The prefix of every session (and task) id this server mints.
+    pub instance: InstanceId,
+    /// Over HTTP, how long SIGTERM lets running calls finish.
+    pub drain_timeout: Duration,
 }
 
 /// Builds each program's tool surface (printing exclusion notes), then
@@ -90,10 +95,21 @@ pub fn serve(config: ServeConfig) -> Result<i32, StartError> {
         }
         programs.push(Program::new(p.loaded, surface).map_err(|e| StartError(e.to_string()))?);
     }
+    let instance = match config.instance_id {
+        Some(id) => id,
+        None => {
+            let mut random = [0u8; 6];
+            proc::fill_random(&mut random)
+                .map_err(|e| StartError(format!("cannot pick an instance id: {e}")))?;
+            InstanceId::from_random(random)
+        }
+    };
     let options = Options {
         call_timeout: config.call_timeout,
         lazy_pools: config.lazy_pools,
         pool_start_timeout: config.pool_start_timeout,
+        instance,
+        drain_timeout: config.drain_timeout,
     };
     match config.http {
         None => {
@@ -231,7 +247,7 @@ impl Reactor {
         };
         let http = match http {
             None => None,
-            Some(config) => Some(HttpFront::bind(&poll, config, &catalog)?),
+            Some(config) => Some(HttpFront::bind(&poll, config, &catalog, &options.instance)?),
         };
 
         let mut runtimes = Vec::new();

@@ -43,6 +43,4 @@ pub use response::{
     CORS_ALLOW_METHODS, CORS_MAX_AGE,
 };
 pub use security::{bearer_ok, is_loopback_host, OriginPolicy};
-pub use session::{
-    session_id_hex, Session, SessionLimits, Sessions, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_TTL,
-};
+pub use session::{Session, SessionLimits, Sessions, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_TTL};

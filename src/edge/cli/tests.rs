@@ -429,3 +429,31 @@ fn prepare_fills_defaults_and_the_env_token() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn instance_id_and_drain_timeout() {
+    let words =
+        |w: &[&str]| parse_args(Some(OsStr::new("morloc-mcp")), w.iter().map(OsString::from));
+    let parsed = words(&["mcp", "p", "--instance-id", "a", "--drain-timeout", "2.5"]).unwrap();
+    let RawArgs::Serve(raw) = parsed else {
+        panic!("{parsed:?}")
+    };
+    assert_eq!(raw.instance_id.as_ref().map(|i| i.as_str()), Some("a"));
+    assert_eq!(raw.drain_timeout, Some(Duration::from_millis(2500)));
+    for (bad, why) in [
+        ("a.b", "'.' is not allowed"),
+        ("", "at least one character"),
+        ("x y", "' ' is not allowed"),
+    ] {
+        let err = words(&["router", "p", "--http-port", "1", "--instance-id", bad]).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        let text = err.to_string();
+        assert!(
+            text.starts_with(&format!("invalid value '{bad}' for '--instance-id': "))
+                && text.contains(why),
+            "{text}"
+        );
+    }
+    let err = words(&["mcp", "p", "--drain-timeout", "-1"]).unwrap_err();
+    assert!(err.to_string().contains("'--drain-timeout'"), "{err}");
+}

@@ -25,6 +25,7 @@ use crate::edge::proc;
 use crate::protocol::http::{
     self, OriginPolicy, Parser, Progress, Request, SessionLimits, Sessions,
 };
+use crate::protocol::instance::InstanceId;
 use crate::protocol::jsonrpc::{self, Incoming};
 use crate::protocol::mcp::{self, era, Catalog, Step};
 
@@ -111,6 +112,7 @@ impl HttpFront {
         poll: &Poll,
         config: HttpConfig,
         catalog: &Catalog,
+        instance: &InstanceId,
     ) -> Result<HttpFront, StartError> {
         // IP literals and `localhost` only: no name service lookup, so a
         // static binary needs no NSS modules and start-up never waits on DNS.
@@ -148,14 +150,17 @@ impl HttpFront {
             .register(&mut listener, LISTENER, Interest::READABLE)
             .map_err(|e| StartError(format!("cannot watch the listener: {e}")))?;
         eprintln!(
-            "morloc mcp: serving \"{}\" over HTTP at http://{addr}/mcp",
+            "morloc mcp: serving \"{}\" (instance {instance}) over HTTP at http://{addr}/mcp",
             catalog.server_name
         );
         let policy = OriginPolicy::new(&config.host, config.allow_origins.iter());
-        let sessions = Sessions::new(SessionLimits {
-            ttl: config.session_ttl,
-            ..SessionLimits::default()
-        });
+        let sessions = Sessions::new(
+            SessionLimits {
+                ttl: config.session_ttl,
+                ..SessionLimits::default()
+            },
+            instance.clone(),
+        );
         Ok(HttpFront {
             listener,
             request_timeout: config.request_timeout,

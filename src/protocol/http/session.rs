@@ -5,6 +5,10 @@
 //! (checked on every lookup, so a stale id is unknown at once), or when the
 //! table is full and a new one needs room (least recently used first).
 //!
+//! Ids have the form `NAME.<32 hex digits>` (`instance::InstanceId::mint`),
+//! so a load balancer can send a session's requests to the instance that
+//! holds it; an id carrying another instance's name is unknown here.
+//!
 //! The table is pure: the caller passes the current `Instant` and the 16
 //! random bytes of each new id. Sessions are kept in a hash map by id and in
 //! an ordered map by last use, so lookups are O(1) and eviction and expiry
@@ -12,6 +16,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
+
+use crate::protocol::instance::InstanceId;
 
 /// Default for [`SessionLimits::ttl`]: one hour, as in the reference server.
 pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(3600);
@@ -60,9 +66,11 @@ impl Session {
 }
 
 /// The session table; see the module docs.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Sessions {
     limits: SessionLimits,
+    /// The name every id of this table starts with.
+    instance: InstanceId,
     by_id: HashMap<[u8; 16], Session>,
     /// INVARIANT: holds `(last_used, serial) -> id` for exactly the sessions
     /// in `by_id`, so its first entry is the least recently used.
@@ -71,16 +79,19 @@ pub struct Sessions {
 }
 
 impl Sessions {
-    /// An empty table.
-    pub fn new(limits: SessionLimits) -> Self {
+    /// An empty table whose ids start with `instance`.
+    pub fn new(limits: SessionLimits, instance: InstanceId) -> Self {
         Sessions {
             limits,
-            ..Sessions::default()
+            instance,
+            by_id: HashMap::new(),
+            by_use: BTreeMap::new(),
+            next_serial: 0,
         }
     }
 
-    /// Creates a session whose id is `random` as 32 lowercase hex digits and
-    /// returns the id. Expired sessions are dropped first, then the least
+    /// Creates a session whose id is the instance id, a dot and `random` as
+    /// 32 lowercase hex digits, and returns the id. Expired sessions are dropped first, then the least
     /// recently used ones while the table is full. Returns `None`, changing
     /// nothing, if the id is already taken (only a broken random source does
     /// that); the caller then retries with fresh bytes.
@@ -112,13 +123,13 @@ impl Sessions {
                 serial,
             },
         );
-        Some(session_id_hex(&random))
+        Some(self.instance.mint(&random))
     }
 
     /// The live session called `id`, without refreshing it. An expired
     /// session is removed and reported as unknown, like an id never issued.
     pub fn get(&mut self, id: &str, now: Instant) -> Option<&mut Session> {
-        let key = parse_id(id)?;
+        let key = self.instance.owns(id)?;
         let session = self.by_id.get(&key)?;
         if now.saturating_duration_since(session.last_used) >= self.limits.ttl {
             self.remove_key(&key);
@@ -130,7 +141,7 @@ impl Sessions {
     /// Marks the live session `id` as used at `now`. Returns false (and
     /// removes it, if expired) when there is no such live session.
     pub fn touch(&mut self, id: &str, now: Instant) -> bool {
-        let Some(key) = parse_id(id) else {
+        let Some(key) = self.instance.owns(id) else {
             return false;
         };
         if self.get(id, now).is_none() {
@@ -149,7 +160,9 @@ impl Sessions {
 
     /// Ends session `id` (DELETE). Returns whether it existed.
     pub fn remove(&mut self, id: &str) -> bool {
-        parse_id(id).is_some_and(|key| self.remove_key(&key))
+        self.instance
+            .owns(id)
+            .is_some_and(|key| self.remove_key(&key))
     }
 
     /// Drops every session idle for the TTL or longer and returns how many.
@@ -195,30 +208,6 @@ impl Sessions {
     }
 }
 
-/// `bytes` as 32 lowercase hex digits, the form of a session id.
-pub fn session_id_hex(bytes: &[u8; 16]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
-}
-
-/// The bytes of a session id; anything but 32 lowercase hex digits is an id
-/// this table never issued.
-fn parse_id(id: &str) -> Option<[u8; 16]> {
-    let digits = id.as_bytes();
-    if digits.len() != 32 {
-        return None;
-    }
-    let nibble = |b: u8| match b {
-        b'0'..=b'9' => Some(b - b'0'),
-        b'a'..=b'f' => Some(b - b'a' + 10),
-        _ => None,
-    };
-    let mut key = [0u8; 16];
-    for (byte, pair) in key.iter_mut().zip(digits.chunks_exact(2)) {
-        *byte = nibble(pair[0])? << 4 | nibble(pair[1])?;
-    }
-    Some(key)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,32 +221,42 @@ mod tests {
         bytes
     }
 
+    fn table(limits: SessionLimits) -> Sessions {
+        Sessions::new(limits, InstanceId::parse("n1").unwrap())
+    }
+
+    fn id_of(bytes: &[u8; 16]) -> String {
+        InstanceId::parse("n1").unwrap().mint(bytes)
+    }
+
     #[test]
-    fn ids() {
-        let bytes = [
-            0x9b, 0xa9, 0x71, 0x97, 0x88, 0x32, 0xe5, 0x9b, 0x7a, 0x46, 0x25, 0x44, 0x57, 0xd3,
-            0x8e, 0x92,
-        ];
-        assert_eq!(session_id_hex(&bytes), "9ba971978832e59b7a46254457d38e92");
-        assert_eq!(parse_id("9ba971978832e59b7a46254457d38e92"), Some(bytes));
+    fn ids_carry_the_instance_and_others_are_unknown() {
+        let start = Instant::now();
+        let mut sessions = table(SessionLimits::default());
+        let id = sessions.create(id_bytes(7), "v", start).unwrap();
+        assert_eq!(id, "n1.ab000000000000000000000000000007");
+        assert!(sessions.get(&id, start).is_some());
+        // The same random part under another instance's name is not ours.
+        let mut other = Sessions::new(SessionLimits::default(), InstanceId::parse("n2").unwrap());
+        assert!(other.get(&id, start).is_none());
+        assert!(!other.touch(&id, start));
+        assert!(!other.remove(&id));
         for bad in [
-            "",
-            "9BA971978832E59B7A46254457D38E92",
-            "9ba971978832e59b7a46254457d38e9",
-            "9ba971978832e59b7a46254457d38e92 ",
-            "g0000000000000000000000000000000",
-            "ä0000000000000000000000000000000",
+            "ab000000000000000000000000000007",
+            "n2.ab000000000000000000000000000007",
+            "n1.AB000000000000000000000000000007",
+            "n1ab000000000000000000000000000007",
         ] {
-            assert_eq!(parse_id(bad), None, "{bad:?}");
+            assert!(sessions.get(bad, start).is_none(), "{bad:?}");
         }
     }
 
     #[test]
     fn lifecycle() {
         let start = Instant::now();
-        let mut sessions = Sessions::new(SessionLimits::default());
+        let mut sessions = table(SessionLimits::default());
         let id = sessions.create(id_bytes(1), "2025-06-18", start).unwrap();
-        assert_eq!(id, "ab000000000000000000000000000001");
+        assert_eq!(id, "n1.ab000000000000000000000000000001");
         assert_eq!(
             sessions.create(id_bytes(1), "2025-06-18", start),
             None,
@@ -271,7 +270,7 @@ mod tests {
         session.initialized = true;
         assert!(sessions.get(&id, start).unwrap().initialized);
         assert!(sessions
-            .get("ab000000000000000000000000000002", start)
+            .get("n1.ab000000000000000000000000000002", start)
             .is_none());
         assert!(sessions.get("not an id", start).is_none());
         assert!(sessions.remove(&id));
@@ -284,7 +283,7 @@ mod tests {
     #[test]
     fn idle_expiry() {
         let start = Instant::now();
-        let mut sessions = Sessions::new(SessionLimits::default());
+        let mut sessions = table(SessionLimits::default());
         let id = sessions.create(id_bytes(1), "v", start).unwrap();
         // Touching moves the deadline; a lookup alone does not.
         assert!(sessions.get(&id, start + HOUR / 2).is_some());
@@ -302,7 +301,7 @@ mod tests {
         assert!(!sessions.touch(&id, start + 2 * HOUR));
         assert_eq!(sessions.len(), 0);
         // A short TTL for tests.
-        let mut sessions = Sessions::new(SessionLimits {
+        let mut sessions = table(SessionLimits {
             ttl: Duration::from_secs(5),
             ..SessionLimits::default()
         });
@@ -314,7 +313,7 @@ mod tests {
     #[test]
     fn sweep_drops_only_expired() {
         let start = Instant::now();
-        let mut sessions = Sessions::new(SessionLimits::default());
+        let mut sessions = table(SessionLimits::default());
         for n in 0..10u8 {
             sessions
                 .create(id_bytes(n), "v", start + Duration::from_secs(u64::from(n)))
@@ -322,12 +321,8 @@ mod tests {
         }
         assert_eq!(sessions.sweep(start + HOUR + Duration::from_secs(3)), 4);
         assert_eq!(sessions.len(), 6);
-        assert!(sessions
-            .get(&session_id_hex(&id_bytes(3)), start + HOUR)
-            .is_none());
-        assert!(sessions
-            .get(&session_id_hex(&id_bytes(4)), start + HOUR)
-            .is_some());
+        assert!(sessions.get(&id_of(&id_bytes(3)), start + HOUR).is_none());
+        assert!(sessions.get(&id_of(&id_bytes(4)), start + HOUR).is_some());
         // Creating sweeps too.
         sessions
             .create(id_bytes(100), "v", start + 2 * HOUR)
@@ -339,7 +334,7 @@ mod tests {
     fn least_recently_used_is_dropped_when_full() {
         let start = Instant::now();
         let at = |secs: u64| start + Duration::from_secs(secs);
-        let mut sessions = Sessions::new(SessionLimits {
+        let mut sessions = table(SessionLimits {
             max_sessions: 3,
             ..SessionLimits::default()
         });
@@ -361,7 +356,7 @@ mod tests {
         assert!(sessions.get(&ids[2], at(12)).is_none());
         assert!(sessions.get(&fifth, at(12)).is_some());
         // Same instant: creation order breaks the tie.
-        let mut sessions = Sessions::new(SessionLimits {
+        let mut sessions = table(SessionLimits {
             max_sessions: 2,
             ..SessionLimits::default()
         });
@@ -371,7 +366,7 @@ mod tests {
         assert!(sessions.get(&a, start).is_none());
         assert!(sessions.get(&b, start).is_some());
         // A limit of 0 keeps the newest session.
-        let mut sessions = Sessions::new(SessionLimits {
+        let mut sessions = table(SessionLimits {
             max_sessions: 0,
             ..SessionLimits::default()
         });
@@ -382,7 +377,7 @@ mod tests {
     #[test]
     fn full_table_stays_fast_and_consistent() {
         let start = Instant::now();
-        let mut sessions = Sessions::new(SessionLimits::default());
+        let mut sessions = table(SessionLimits::default());
         for n in 0..30_000u32 {
             let mut bytes = [0u8; 16];
             bytes[..4].copy_from_slice(&n.to_be_bytes());
