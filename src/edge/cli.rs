@@ -85,6 +85,10 @@ Options:
                                 digits, '-', '_') [default: random per process]
       --drain-timeout <seconds> over HTTP, how long SIGTERM waits for running
                                 calls before exiting [default: 30]
+      --pool-replicas <lang>=<n>
+                                run at most <n> processes of each <lang> pool
+                                (repeatable; 1 = one process, as morloc-nexus)
+                                [default: py and r scale up to max(CPUs, 8)]
       --plain-tool-names        over HTTP, name a single program's tools <command>
                                 instead of <module>__<command> (stdio never
                                 prefixes; with several programs it is ignored)
@@ -187,6 +191,10 @@ pub struct RawServe {
     pub lazy_pools: bool,
     pub instance_id: Option<InstanceId>,
     pub drain_timeout: Option<Duration>,
+    /// `--pool-replicas LANG=N`, in command-line order (a later one wins).
+    pub pool_replicas: Vec<(String, usize)>,
+    /// Hidden, for tests: how long an idle replica lives.
+    pub replica_idle: Option<Duration>,
 }
 
 /// The outside world [`prepare`] consults, passed in so tests can fake it.
@@ -240,10 +248,17 @@ pub struct ServeConfig {
     pub instance_id: Option<InstanceId>,
     /// Over HTTP, how long SIGTERM lets running calls finish.
     pub drain_timeout: Duration,
+    /// `--pool-replicas`: the most processes per pool language.
+    pub pool_replicas: Vec<(String, usize)>,
+    /// How long a replica may sit idle before it is stopped.
+    pub replica_idle: Duration,
 }
 
 /// How long SIGTERM lets calls finish over HTTP, unless `--drain-timeout`.
 pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long an idle replica lives, unless changed (hidden flag).
+pub const DEFAULT_REPLICA_IDLE: Duration = Duration::from_secs(30);
 
 /// How long a pool may take to become ready, unless changed (hidden flag).
 pub const DEFAULT_POOL_START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -429,6 +444,8 @@ pub fn prepare(raw: RawArgs, env: &Env, warnings: &mut Vec<String>) -> Result<Ac
                     .unwrap_or(DEFAULT_POOL_START_TIMEOUT),
                 instance_id: serve.instance_id.clone(),
                 drain_timeout: serve.drain_timeout.unwrap_or(DEFAULT_DRAIN_TIMEOUT),
+                pool_replicas: serve.pool_replicas.clone(),
+                replica_idle: serve.replica_idle.unwrap_or(DEFAULT_REPLICA_IDLE),
             }))
         }
     }
@@ -645,6 +662,15 @@ fn parse_serve(
                 let text = string_value(&mut parser, "--drain-timeout", command)?;
                 raw.drain_timeout = Some(seconds(&text, "--drain-timeout")?);
             }
+            Long("pool-replicas") => {
+                let text = string_value(&mut parser, "--pool-replicas", command)?;
+                raw.pool_replicas.push(replicas_value(&text)?);
+            }
+            // Hidden: lets tests see an idle replica stop.
+            Long("replica-idle") => {
+                let text = string_value(&mut parser, "--replica-idle", command)?;
+                raw.replica_idle = Some(seconds(&text, "--replica-idle")?);
+            }
             Word(target) if router || raw.targets.is_empty() => {
                 raw.targets.push(PathBuf::from(target))
             }
@@ -756,3 +782,25 @@ fn parse_nexus_run(words: &[OsString]) -> Result<RawArgs, CliError> {
 
 #[cfg(test)]
 mod tests;
+
+/// `--pool-replicas LANG=N`: a pool language and a process count of at least 1.
+fn replicas_value(text: &str) -> Result<(String, usize), CliError> {
+    let bad = |why: &str| {
+        CliError::Usage(format!(
+            "invalid value '{text}' for '--pool-replicas': {why} (expected <lang>=<n>, e.g. py=4)"
+        ))
+    };
+    let (lang, count) = text.split_once('=').ok_or_else(|| bad("no '='"))?;
+    let lang = lang.trim();
+    if lang.is_empty() {
+        return Err(bad("empty language"));
+    }
+    let count: usize = count
+        .trim()
+        .parse()
+        .map_err(|_| bad("the count is not a whole number"))?;
+    if count == 0 {
+        return Err(bad("the count must be at least 1"));
+    }
+    Ok((lang.to_ascii_lowercase(), count))
+}

@@ -82,6 +82,10 @@ pub struct Options {
     pub instance: InstanceId,
     /// Over HTTP, how long SIGTERM lets running calls finish.
     pub drain_timeout: Duration,
+    /// `--pool-replicas`: the most processes per pool language.
+    pub pool_replicas: Vec<(String, usize)>,
+    /// How long a replica may sit idle before it is stopped.
+    pub replica_idle: Duration,
 }
 
 /// Builds each program's tool surface (printing exclusion notes), then
@@ -110,6 +114,8 @@ pub fn serve(config: ServeConfig) -> Result<i32, StartError> {
         pool_start_timeout: config.pool_start_timeout,
         instance,
         drain_timeout: config.drain_timeout,
+        pool_replicas: config.pool_replicas,
+        replica_idle: config.replica_idle,
     };
     match config.http {
         None => {
@@ -380,7 +386,11 @@ impl Reactor {
             }
         };
         for rt in &self.runtimes {
-            rt.deadlines(self.options.pool_start_timeout, &mut consider);
+            rt.deadlines(
+                self.options.pool_start_timeout,
+                self.options.replica_idle,
+                &mut consider,
+            );
         }
         for call in self.calls.values() {
             consider(call.deadline);

@@ -457,3 +457,28 @@ fn instance_id_and_drain_timeout() {
     let err = words(&["mcp", "p", "--drain-timeout", "-1"]).unwrap_err();
     assert!(err.to_string().contains("'--drain-timeout'"), "{err}");
 }
+
+#[test]
+fn pool_replicas_take_a_language_and_a_count() {
+    check(
+        "mcp p --pool-replicas py=4 --pool-replicas R=1 --replica-idle 0.5",
+        RawArgs::Serve(RawServe {
+            pool_replicas: vec![("py".into(), 4), ("r".into(), 1)],
+            replica_idle: Some(Duration::from_millis(500)),
+            ..serve(&["p"])
+        }),
+    );
+    let bad = |value: &str, why: &str| {
+        check_usage(
+            "morloc-mcp",
+            &format!("mcp p --pool-replicas {value}"),
+            &format!(
+                "invalid value '{value}' for '--pool-replicas': {why} (expected <lang>=<n>, e.g. py=4)"
+            ),
+        )
+    };
+    bad("py", "no '='");
+    bad("=2", "empty language");
+    bad("py=x", "the count is not a whole number");
+    bad("py=0", "the count must be at least 1");
+}

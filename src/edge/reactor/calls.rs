@@ -56,8 +56,19 @@ pub(super) struct Call {
     pub(super) client: Client,
     pub(super) request: CallRequest,
     pub(super) program: usize,
+    /// The manifest pool of the command.
     pub(super) pool: usize,
-    /// The call's pool and the pools its command calls into, each once.
+    /// The process of that pool the call runs on (`Runtime::pools` slot):
+    /// chosen when it connects, the primary until then.
+    pub(super) slot: usize,
+    /// The call's pool and the pools its command calls into, each once
+    /// (manifest indices).
+    bases: Vec<usize>,
+    /// The command calls into other pools, which call back the primary:
+    /// it runs on the primary only.
+    primary_only: bool,
+    /// The processes the call holds its lease on: its own process and the
+    /// primaries of the other pools (set when it connects).
     pools: Vec<usize>,
     /// The lease the call needs (see `leases`), and whether it holds it.
     mode: LeaseMode,
@@ -122,12 +133,13 @@ impl Reactor {
             }
         };
         let pool = command.pool;
-        let mut pools = vec![pool];
+        let mut bases = vec![pool];
         for &p in &command.needed_pools {
-            if !pools.contains(&p) {
-                pools.push(p);
+            if !bases.contains(&p) {
+                bases.push(p);
             }
         }
+        let primary_only = bases.len() > 1;
         let routing = self.runtimes[program].routing;
         // Inline replies (and files) belong to the connection that carries
         // them; only a shared-memory block can be freed under us.
@@ -154,7 +166,10 @@ impl Reactor {
                 request,
                 program,
                 pool,
-                pools,
+                slot: pool,
+                bases,
+                primary_only,
+                pools: Vec::new(),
                 mode,
                 leased: false,
                 packet,
@@ -201,19 +216,45 @@ impl Reactor {
                 .copied()
                 .filter(|p| *p != call.pool),
         );
+        let own = pools[0];
+        let replica_ready = pools.len() == 1 && {
+            let rt = &self.runtimes[program];
+            rt.instances(own)
+                .any(|slot| slot != own && self.pool_ready(program, slot))
+        };
         let mut all_ready = true;
         for p in pools {
-            all_ready &= self.ensure_pool(program, p)?;
+            match self.ensure_pool(program, p) {
+                Ok(ready) => all_ready &= ready,
+                // A ready replica serves while the primary cannot start.
+                Err(_) if replica_ready => {}
+                Err(message) => return Err(message),
+            }
         }
-        Ok(all_ready)
+        Ok(all_ready || replica_ready)
     }
 
-    /// Whether every pool call `id` needs answers pings.
-    pub(super) fn needed_pools_ready(&self, id: CallId) -> bool {
+    /// The ready processes call `id` may run on (empty while a pool it
+    /// needs is not ready).
+    fn ready_slots(&self, id: CallId) -> Vec<usize> {
         let Some(call) = self.calls.get(&id) else {
-            return false;
+            return Vec::new();
         };
-        call.pools.iter().all(|&p| self.pool_ready(call.program, p))
+        let program = call.program;
+        if !call.bases[1..].iter().all(|&p| self.pool_ready(program, p)) {
+            return Vec::new();
+        }
+        if call.primary_only {
+            return if self.pool_ready(program, call.pool) {
+                vec![call.pool]
+            } else {
+                Vec::new()
+            };
+        }
+        self.runtimes[program]
+            .instances(call.pool)
+            .filter(|&slot| self.pool_ready(program, slot))
+            .collect()
     }
 
     /// Queues a call whose pools are ready for its lease, and connects it
@@ -231,14 +272,18 @@ impl Reactor {
     }
 
     /// Connects, in arrival order, every waiting call of `program` whose
-    /// pools are ready and whose lease is free. A call that must wait for
-    /// its lease holds up later calls that need any of its pools.
+    /// pools are ready and whose lease is free, each on the least busy
+    /// process of its pool that it can lease. A call that must wait for its
+    /// lease holds up later calls that need any of its pools. Calls left
+    /// waiting while every process of their pool is busy start replicas.
     pub(super) fn dispatch_waiting(&mut self, program: usize) {
-        let n_pools = self.runtimes[program].pools.len();
+        let n_bases = self.catalog.programs[program].loaded.manifest.pools.len();
         let queue = std::mem::take(&mut self.runtimes[program].leases.waiting);
-        let mut blocked = vec![false; n_pools];
+        let mut blocked = vec![false; n_bases];
+        let mut demand = vec![0usize; n_bases];
         let mut still_waiting = std::collections::VecDeque::new();
         let mut go = Vec::new();
+        let now = Instant::now();
         for id in queue {
             let Some(call) = self.calls.get(&id) else {
                 continue;
@@ -246,24 +291,49 @@ impl Reactor {
             if call.stage != CallStage::WaitingForPool || call.leased {
                 continue;
             }
-            if !self.needed_pools_ready(id) {
+            let candidates = self.ready_slots(id);
+            let Some(call) = self.calls.get(&id) else {
+                continue;
+            };
+            if candidates.is_empty() {
                 // Waiting for a pool to start: calls that need the same pools
                 // queue again when it is ready (`advance_probe`).
                 still_waiting.push_back(id);
                 continue;
             }
             let leases = &self.runtimes[program].leases;
-            if call.pools.iter().any(|&p| blocked[p]) || !leases.available(&call.pools, call.mode) {
-                for &p in &call.pools {
+            let others = &call.bases[1..];
+            let lease_on = |slot: usize| {
+                let mut pools = vec![slot];
+                pools.extend_from_slice(others);
+                pools
+            };
+            let chosen = if call.bases.iter().any(|&p| blocked[p]) {
+                None
+            } else {
+                candidates
+                    .iter()
+                    .copied()
+                    .filter(|&slot| leases.available(&lease_on(slot), call.mode))
+                    .min_by_key(|&slot| (leases.busy(slot), slot))
+            };
+            let Some(slot) = chosen else {
+                for &p in &call.bases {
                     blocked[p] = true;
+                }
+                if !call.primary_only {
+                    demand[call.pool] += 1;
                 }
                 still_waiting.push_back(id);
                 continue;
-            }
-            let (pools, mode) = (call.pools.clone(), call.mode);
+            };
+            let (pools, mode) = (lease_on(slot), call.mode);
             self.runtimes[program].leases.take(&pools, mode);
+            self.runtimes[program].pools[slot].last_used = now;
             if let Some(call) = self.calls.get_mut(&id) {
                 call.leased = true;
+                call.slot = slot;
+                call.pools = pools;
             }
             go.push(id);
         }
@@ -273,6 +343,11 @@ impl Reactor {
         self.runtimes[program].leases.waiting = still_waiting;
         for id in go {
             self.connect_call(id);
+        }
+        for (base, waiting) in demand.into_iter().enumerate() {
+            if waiting > 0 {
+                self.scale_up(program, base, waiting);
+            }
         }
     }
 
@@ -288,8 +363,8 @@ impl Reactor {
         let Some(call) = self.calls.get(&id) else {
             return;
         };
-        let (program, pool) = (call.program, call.pool);
-        let path = self.runtimes[program].pools[pool].socket_path.clone();
+        let (program, pool, slot) = (call.program, call.pool, call.slot);
+        let path = self.runtimes[program].pools[slot].socket_path.clone();
         match UnixStream::connect(&path) {
             Ok(mut stream) => {
                 let token = self.token(Source::Call(id));
@@ -303,7 +378,7 @@ impl Reactor {
                     self.sources.remove(&token);
                     let message = format!(
                         "cannot watch the connection to pool '{}': {e}",
-                        self.pool_lang(program, pool)
+                        self.runtimes[program].pools[slot].label()
                     );
                     return self.finish_call(id, Err(message));
                 }
@@ -335,7 +410,16 @@ impl Reactor {
                     self.runtimes[program].leases.release(&pools, mode);
                     self.runtimes[program].leases.waiting.push_front(id);
                 }
-                let lang = self.pool_lang(program, pool).to_string();
+                let lang = self.runtimes[program].pools[slot].label();
+                if slot != pool {
+                    // A replica: probe it again if it still looks ready; the
+                    // call goes to whichever process is ready first.
+                    if self.pool_ready(program, slot) {
+                        eprintln!("morloc-mcp: pool '{lang}' refused a connection ({e}); probing it again");
+                        self.reprobe_pool(program, slot);
+                    }
+                    return self.dispatch_waiting(program);
+                }
                 match self.ensure_pool(program, pool) {
                     Ok(false) => {}
                     Ok(true) => {
@@ -343,8 +427,9 @@ impl Reactor {
                         eprintln!("morloc-mcp: pool '{lang}' refused a connection ({e}); probing it again");
                         self.reprobe_pool(program, pool);
                     }
-                    Err(message) => self.finish_call(id, Err(message)),
+                    Err(message) => return self.finish_call(id, Err(message)),
                 }
+                self.dispatch_waiting(program);
             }
         }
     }
@@ -356,7 +441,7 @@ impl Reactor {
         let Some((_, stream)) = call.stream.as_mut() else {
             return;
         };
-        let lang = &self.runtimes[call.program].pools[call.pool].lang;
+        let lang = self.runtimes[call.program].pools[call.slot].label();
         if call.stage == CallStage::Sending {
             // The pool parses the header from its first read, so the whole
             // packet goes out in as few writes as the socket allows.
@@ -541,10 +626,10 @@ impl Reactor {
         let Some(call) = self.calls.get(&id) else {
             return;
         };
-        let (program, pool) = (call.program, call.pool);
+        let (program, slot) = (call.program, call.slot);
         if self.call_wants_logs(&call.client, &call.request) {
             // Lines the pool printed before replying go out before the reply.
-            self.read_pool_output(program, pool);
+            self.read_pool_output(program, slot);
         }
         // No progress notification goes right before the reply: some clients
         // handle notifications after the response of the same read and
@@ -593,6 +678,9 @@ impl Reactor {
         }
         if call.leased {
             call.leased = false;
+            if let Some(pool) = self.runtimes[call.program].pools.get_mut(call.slot) {
+                pool.last_used = Instant::now();
+            }
             self.release_lease(call.program, &call.pools, call.mode);
         }
         Some(call)
@@ -643,31 +731,33 @@ impl Reactor {
         }
     }
 
-    /// Fails calls on pool `pool`: all of them, or (`include_waiting` false)
-    /// only those already sent, leaving waiting calls for the restarted pool.
+    /// Fails calls on process `slot` of a pool: the calls running on it,
+    /// and (`include_waiting`, the pool cannot be used now) the calls
+    /// waiting for it, leaving waiting calls for the restarted pool
+    /// otherwise. Waiting calls are not tied to a replica: they fail only
+    /// when the primary fails and no replica of their pool can serve them.
     pub(super) fn fail_pool_calls(
         &mut self,
         program: usize,
-        pool: usize,
+        slot: usize,
         message: &str,
         include_waiting: bool,
     ) {
-        let programs = &self.catalog.programs;
+        let rt = &self.runtimes[program];
+        let base = rt.pools[slot].base;
+        let primary = rt.pools[slot].replica == 0;
+        let replica_alive = rt.other_instance_alive(base, slot);
         // A waiting call also depends on the pools its command calls into.
         let needs = |c: &Call| {
-            c.pool == pool
-                || programs[c.program]
-                    .command(c.request.command)
-                    .needed_pools
-                    .contains(&pool)
+            c.bases.contains(&base) && (c.primary_only || c.pool != base || !replica_alive)
         };
         let ids: Vec<CallId> = self
             .calls
             .iter()
             .filter(|(_, c)| c.program == program)
             .filter(|(_, c)| match c.stage {
-                CallStage::WaitingForPool => include_waiting && needs(c),
-                _ => c.pool == pool,
+                CallStage::WaitingForPool => include_waiting && primary && needs(c),
+                _ => c.slot == slot,
             })
             .map(|(id, _)| *id)
             .collect();
@@ -729,9 +819,9 @@ impl Reactor {
         let Some(call) = self.calls.get(&id) else {
             return;
         };
-        let (program, pool) = (call.program, call.pool);
+        let (program, slot) = (call.program, call.slot);
         let secs = self.options.call_timeout.map_or(0.0, |t| t.as_secs_f64());
-        let lang = self.pool_lang(program, pool).to_string();
+        let lang = self.runtimes[program].pools[slot].label();
         let was_running = call.stage != CallStage::WaitingForPool;
         self.finish_call(
             id,
@@ -742,7 +832,7 @@ impl Reactor {
         if was_running {
             // A stuck worker would hold up every later call (a Python pool
             // serves one call at a time), so the pool is restarted.
-            self.restart_pool(program, pool, &format!("a call timed out after {secs} s"));
+            self.restart_pool(program, slot, &format!("a call timed out after {secs} s"));
         }
     }
 }
@@ -771,7 +861,7 @@ impl Reactor {
         let targets: Vec<(Client, Json)> = self
             .calls
             .values()
-            .filter(|c| c.program == program && c.pool == pool)
+            .filter(|c| c.program == program && c.slot == pool)
             .filter(|c| c.stage != CallStage::WaitingForPool)
             .filter_map(|c| {
                 let wanted = c.request.modern.as_ref()?.log_level;

@@ -84,6 +84,20 @@ impl Leases {
         }
     }
 
+    /// Makes room for pools added later (replicas), with no lease on them.
+    pub(super) fn grow(&mut self, n_pools: usize) {
+        if self.pools.len() < n_pools {
+            self.pools.resize(n_pools, PoolLease::default());
+        }
+    }
+
+    /// How many calls hold a lease on `pool`.
+    pub(super) fn busy(&self, pool: usize) -> usize {
+        self.pools
+            .get(pool)
+            .map_or(0, |lease| lease.shared + usize::from(lease.exclusive))
+    }
+
     /// Whether a call holds `pool` exclusively (then not even a readiness
     /// probe may connect to it).
     pub(super) fn exclusive(&self, pool: usize) -> bool {

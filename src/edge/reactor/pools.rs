@@ -7,6 +7,17 @@
 //! pool that dies is restarted at once unless it crash-loops; calls that were
 //! already running on it fail with a message saying how it died, and calls
 //! still waiting for it go to the restarted pool.
+//!
+//! A pool of a single-threaded language (Python, R) may have *replicas*:
+//! more processes of the same pool, each on its own socket in the run
+//! directory, with the same arguments, environment and shared-memory
+//! basename. `Runtime::pools` holds every process: the manifest's pools
+//! first (the *primaries*, at their manifest index, on the socket the other
+//! pools call), then the replicas, each naming its primary (`base`). The
+//! server spreads its own calls over a pool's ready processes, least busy
+//! first; calls that go through other pools stay on the primary. A replica
+//! starts when every process of its pool is busy and calls are waiting (up
+//! to the pool's cap, `--pool-replicas`), and stops after sitting idle.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -69,6 +80,12 @@ struct Probe {
 
 pub(super) struct Pool {
     pub(super) lang: String,
+    /// The manifest pool this process serves (its own index for a primary).
+    pub(super) base: usize,
+    /// 0 for the primary, else the replica's number (1, 2, ...).
+    pub(super) replica: usize,
+    /// When a call last started or ended on it (idle replicas stop).
+    pub(super) last_used: Instant,
     pub(super) socket_path: PathBuf,
     spawn: proc::PoolSpawn,
     pub(super) status: PoolStatus,
@@ -149,6 +166,29 @@ impl Routing {
         }
     }
 }
+
+impl Pool {
+    /// How messages name this process: `py`, or `py#2` for a replica.
+    pub(super) fn label(&self) -> String {
+        if self.replica == 0 {
+            self.lang.clone()
+        } else {
+            format!("{}#{}", self.lang, self.replica)
+        }
+    }
+}
+
+/// Languages whose pools run one local call at a time.
+fn single_threaded(lang: &str) -> bool {
+    matches!(
+        lang.to_ascii_lowercase().as_str(),
+        "py" | "python" | "python3" | "r"
+    )
+}
+
+/// The fewest processes a single-threaded pool may scale up to by default
+/// (sleeping or waiting functions gain beyond the number of CPUs).
+const MIN_DEFAULT_REPLICAS: usize = 8;
 
 impl Runtime {
     pub(super) fn new(program: &Program) -> io::Result<Runtime> {
@@ -232,6 +272,9 @@ impl Runtime {
                 .push(("MORLOC_TMPDIR".into(), file_dir.into_os_string()));
             pools.push(Pool {
                 lang: pool.lang.clone(),
+                base: pools.len(),
+                replica: 0,
+                last_used: Instant::now(),
                 socket_path,
                 spawn,
                 status: PoolStatus::Idle,
@@ -264,14 +307,84 @@ impl Runtime {
     pub(super) fn deadlines(
         &self,
         start_timeout: Duration,
+        replica_idle: Duration,
         consider: &mut impl FnMut(Option<Instant>),
     ) {
-        for pool in &self.pools {
+        for (slot, pool) in self.pools.iter().enumerate() {
             consider(pool.next_probe);
             if matches!(pool.status, PoolStatus::Starting) {
                 consider(Some(pool.started_at + start_timeout));
             }
+            if pool.replica > 0
+                && matches!(pool.status, PoolStatus::Ready)
+                && self.leases.busy(slot) == 0
+            {
+                consider(Some(pool.last_used + replica_idle));
+            }
         }
+    }
+
+    /// The processes (slots) serving manifest pool `base`, primary first.
+    pub(super) fn instances(&self, base: usize) -> impl Iterator<Item = usize> + '_ {
+        self.pools
+            .iter()
+            .enumerate()
+            .filter(move |(_, p)| p.base == base)
+            .map(|(slot, _)| slot)
+    }
+
+    /// Whether a process of `base` other than `except` is running or starting.
+    pub(super) fn other_instance_alive(&self, base: usize, except: usize) -> bool {
+        self.instances(base).any(|slot| {
+            slot != except
+                && matches!(
+                    self.pools[slot].status,
+                    PoolStatus::Starting | PoolStatus::Ready
+                )
+        })
+    }
+
+    /// Adds a slot for a new replica of manifest pool `base` (not started):
+    /// the primary's command, arguments and environment, on its own socket.
+    fn add_replica(&mut self, base: usize) -> usize {
+        let number = self.instances(base).count();
+        let primary = &self.pools[base];
+        let mut name = primary
+            .socket_path
+            .file_name()
+            .unwrap_or_default()
+            .to_owned();
+        name.push(format!(".r{number}"));
+        let socket_path = primary.socket_path.with_file_name(name);
+        let mut spawn = proc::PoolSpawn {
+            program: primary.spawn.program.clone(),
+            args: primary.spawn.args.clone(),
+            env: primary.spawn.env.clone(),
+        };
+        if let Some(first) = spawn.args.first_mut() {
+            *first = socket_path.clone().into_os_string();
+        }
+        let pool = Pool {
+            lang: primary.lang.clone(),
+            base,
+            replica: number,
+            last_used: Instant::now(),
+            socket_path,
+            spawn,
+            status: PoolStatus::Idle,
+            pid: None,
+            started_at: Instant::now(),
+            output: None,
+            output_buf: Vec::new(),
+            tail: VecDeque::new(),
+            starts: VecDeque::new(),
+            probe: None,
+            next_probe: None,
+            probe_delay: PROBE_DELAY_MIN,
+        };
+        self.pools.push(pool);
+        self.leases.grow(self.pools.len());
+        self.pools.len() - 1
     }
 
     /// Removes the run directory and every shared-memory file of the run.
@@ -300,6 +413,89 @@ impl Runtime {
 }
 
 impl Reactor {
+    /// The most processes pool `lang` may run: `--pool-replicas`, else for
+    /// a single-threaded language max(CPUs, 8), else 1.
+    pub(super) fn replica_cap(&self, lang: &str) -> usize {
+        let canon = |l: &str| match l.to_ascii_lowercase().as_str() {
+            "python" | "python3" => "py".to_string(),
+            other => other.to_string(),
+        };
+        let want = canon(lang);
+        if let Some((_, n)) = self
+            .options
+            .pool_replicas
+            .iter()
+            .rev()
+            .find(|(l, _)| canon(l) == want)
+        {
+            return *n;
+        }
+        if single_threaded(lang) {
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+            cpus.max(MIN_DEFAULT_REPLICAS)
+        } else {
+            1
+        }
+    }
+
+    /// `waiting` calls of `program` wait for a process of manifest pool
+    /// `base` while every one is busy: start replicas for those that the
+    /// starting ones will not take, up to the pool's cap.
+    pub(super) fn scale_up(&mut self, program: usize, base: usize, waiting: usize) {
+        let rt = &self.runtimes[program];
+        if rt.retired || !matches!(rt.pools[base].status, PoolStatus::Ready) {
+            return;
+        }
+        let cap = self.replica_cap(&rt.pools[base].lang);
+        let alive = |p: &Pool| matches!(p.status, PoolStatus::Starting | PoolStatus::Ready);
+        let live = rt.instances(base).filter(|&s| alive(&rt.pools[s])).count();
+        let starting = rt
+            .instances(base)
+            .filter(|&s| matches!(rt.pools[s].status, PoolStatus::Starting))
+            .count();
+        let wanted = waiting
+            .saturating_sub(starting)
+            .min(cap.saturating_sub(live));
+        for _ in 0..wanted {
+            let rt = &self.runtimes[program];
+            // A stopped replica's slot is used again; one that failed only
+            // after a while.
+            let reusable = rt.instances(base).find(|&s| match &rt.pools[s].status {
+                PoolStatus::Idle => rt.pools[s].replica > 0,
+                PoolStatus::Failed { at, .. } => {
+                    rt.pools[s].replica > 0 && at.elapsed() >= RETRY_FAILED_AFTER
+                }
+                _ => false,
+            });
+            let slot = match reusable {
+                Some(slot) => slot,
+                None if rt.instances(base).count() < cap => {
+                    self.runtimes[program].add_replica(base)
+                }
+                None => break,
+            };
+            self.runtimes[program].pools[slot].starts.clear();
+            self.start_pool(program, slot);
+        }
+    }
+
+    /// Stops replicas that have been idle for `--replica-idle`.
+    fn stop_idle_replicas(&mut self, program: usize, now: Instant) {
+        let idle = self.options.replica_idle;
+        for slot in 0..self.runtimes[program].pools.len() {
+            let rt = &self.runtimes[program];
+            let pool = &rt.pools[slot];
+            if pool.replica > 0
+                && matches!(pool.status, PoolStatus::Ready)
+                && rt.leases.busy(slot) == 0
+                && !rt.leases.exclusive(slot)
+                && now >= pool.last_used + idle
+            {
+                self.stop_pool(program, slot);
+            }
+        }
+    }
+
     pub(super) fn start_all_pools(&mut self, program: usize) {
         if !self.swept {
             // Like the reference, remove shared memory left by dead runs.
@@ -308,7 +504,8 @@ impl Reactor {
             shm::sweep_stale();
         }
         for pool in 0..self.runtimes[program].pools.len() {
-            if matches!(self.runtimes[program].pools[pool].status, PoolStatus::Idle) {
+            let p = &self.runtimes[program].pools[pool];
+            if p.replica == 0 && matches!(p.status, PoolStatus::Idle) {
                 self.start_pool(program, pool);
             }
         }
@@ -381,7 +578,7 @@ impl Reactor {
                 self.runtimes[program].pools[i].output = Some((token, fd));
             }
             Err(e) => {
-                let message = format!("cannot start pool '{}': {e}", pool.lang);
+                let message = format!("cannot start pool '{}': {e}", pool.label());
                 eprintln!("morloc-mcp: {message}");
                 pool.status = PoolStatus::Failed {
                     message: message.clone(),
@@ -394,6 +591,7 @@ impl Reactor {
 
     pub(super) fn pool_timers(&mut self, now: Instant) {
         for program in 0..self.runtimes.len() {
+            self.stop_idle_replicas(program, now);
             for i in 0..self.runtimes[program].pools.len() {
                 let pool = &mut self.runtimes[program].pools[i];
                 if pool.next_probe.is_some_and(|t| t <= now) {
@@ -405,7 +603,7 @@ impl Reactor {
                 if matches!(pool.status, PoolStatus::Starting) && now >= pool.started_at + limit {
                     let message = format!(
                         "pool '{}' did not become ready within {} s{}",
-                        pool.lang,
+                        pool.label(),
                         limit.as_secs_f64(),
                         self.runtimes[program].tail_note(i)
                     );
@@ -573,11 +771,18 @@ impl Reactor {
         if lines.is_empty() {
             return;
         }
-        let logger = format!("pool:{}", self.runtimes[program].pools[i].lang);
+        let label = self.runtimes[program].pools[i].label();
+        let logger = format!("pool:{label}");
         {
+            // A replica's lines say which process printed them.
+            let prefix = if self.runtimes[program].pools[i].replica > 0 {
+                format!("[{label}] ")
+            } else {
+                String::new()
+            };
             let mut stderr = io::stderr().lock();
             for line in &lines {
-                let _ = writeln!(stderr, "{line}");
+                let _ = writeln!(stderr, "{prefix}{line}");
             }
         }
         for line in lines {
@@ -634,7 +839,7 @@ impl Reactor {
             let _ = proc::kill_group(pid, libc::SIGKILL);
             self.end_probe(program, i);
             self.close_pool_output(program, i);
-            let lang = self.runtimes[program].pools[i].lang.clone();
+            let lang = self.runtimes[program].pools[i].label();
             let starting = matches!(self.runtimes[program].pools[i].status, PoolStatus::Starting);
             eprintln!("morloc-mcp: pool '{lang}' (pid {pid}) {status}");
             let message = if starting {
@@ -713,7 +918,7 @@ impl Reactor {
 
     /// Restarts a pool whose worker is stuck (a call timed out on it).
     pub(super) fn restart_pool(&mut self, program: usize, i: usize, reason: &str) {
-        let lang = self.runtimes[program].pools[i].lang.clone();
+        let lang = self.runtimes[program].pools[i].label();
         eprintln!("morloc-mcp: restarting pool '{lang}': {reason}");
         self.stop_pool(program, i);
         let message = format!("pool '{lang}' was restarted: {reason}");
