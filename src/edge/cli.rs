@@ -155,6 +155,8 @@ const NEXUS_ONLY_MCP: &str =
     "only the MCP modes of morloc-nexus are provided (mcp, --mcp-tools, --mcp-config)";
 
 /// What was typed, checked but not yet acted on.
+// Made once per process: the size of the serving variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RawArgs {
     /// Print this text on stdout and exit 0.
@@ -217,6 +219,7 @@ impl Env {
 
 /// What to do after the command line has been prepared.
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
 pub enum Action {
     /// Write `stderr` lines (each without its newline), then `stdout`
     /// verbatim, and exit 0.
