@@ -157,7 +157,7 @@ impl Server {
 
     /// Sends a request; returns its id.
     #[track_caller]
-    fn request(&mut self, method: &str, params: Json) -> u64 {
+    pub(crate) fn request(&mut self, method: &str, params: Json) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
@@ -184,7 +184,7 @@ impl Server {
 
     /// Waits for the response to request `id`, stashing everything else.
     #[track_caller]
-    fn response(&mut self, id: u64, timeout: Duration) -> Json {
+    pub(crate) fn response(&mut self, id: u64, timeout: Duration) -> Json {
         let is_it = |m: &Json| m.get("method").is_none() && m.get("id") == Some(&json!(id));
         if let Some(pos) = self.stash.iter().position(is_it) {
             return self.stash.remove(pos);
@@ -256,7 +256,7 @@ impl Server {
 
     /// Waits until the server's stderr contains `needle`.
     #[track_caller]
-    fn wait_stderr(&self, needle: &str) {
+    pub(crate) fn wait_stderr(&self, needle: &str) {
         let deadline = Instant::now() + TIMEOUT;
         while !self.proc.stderr_now().contains(needle) {
             if Instant::now() >= deadline {
@@ -305,7 +305,7 @@ pub(crate) fn text_of(result: &Json) -> String {
 
 /// The text of a result that must be an `isError` result.
 #[track_caller]
-fn error_text(result: &Json) -> String {
+pub(crate) fn error_text(result: &Json) -> String {
     assert_eq!(
         result["isError"],
         json!(true),
@@ -317,7 +317,7 @@ fn error_text(result: &Json) -> String {
 // ---- processes, tmpdirs and shared memory ---------------------------------
 
 /// `(ppid, pgrp)` of a live process, from `/proc/<pid>/stat`.
-fn stat_of(pid: i32) -> Option<(i32, i32)> {
+pub(crate) fn stat_of(pid: i32) -> Option<(i32, i32)> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name is in parentheses and may contain anything.
     let after = &stat[stat.rfind(')')? + 1..];
@@ -328,7 +328,7 @@ fn stat_of(pid: i32) -> Option<(i32, i32)> {
     Some((ppid, pgrp))
 }
 
-fn all_pids() -> Vec<i32> {
+pub(crate) fn all_pids() -> Vec<i32> {
     let Ok(entries) = fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -338,7 +338,7 @@ fn all_pids() -> Vec<i32> {
         .collect()
 }
 
-fn cmdline(pid: i32) -> Vec<String> {
+pub(crate) fn cmdline(pid: i32) -> Vec<String> {
     fs::read(format!("/proc/{pid}/cmdline"))
         .map(|bytes| {
             bytes
@@ -441,7 +441,7 @@ fn group_members(groups: &[i32]) -> Vec<(i32, Vec<String>)> {
 /// After the server exited: no process of its pool groups, no tmpdir, no
 /// shared-memory files of its pid.
 #[track_caller]
-fn assert_no_leftovers(server_pid: i32, groups: &[i32], tmpdir: &Path) {
+pub(crate) fn assert_no_leftovers(server_pid: i32, groups: &[i32], tmpdir: &Path) {
     let members = group_members(groups);
     assert!(
         members.is_empty(),

@@ -7,6 +7,7 @@ mod golden_tools;
 mod http;
 mod modern;
 mod pools;
+mod replicas;
 mod results;
 mod scale;
 mod stdio;
