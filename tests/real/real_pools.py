@@ -12,6 +12,8 @@ the server binary given by --bin, and checks:
   results and in arguments;
 - rounds of 32 concurrent calls of mixed sizes, every byte of every reply;
 - large and concurrent results over Streamable HTTP too;
+- 8 concurrent 300 ms calls overlapping on pool replicas (under 0.6 s),
+  and queueing with --pool-replicas py=1;
 - a pool worker that exits during a call, and a pool and a worker killed
   by pid while a large result is built: the call fails clearly and the
   next call works;
@@ -665,6 +667,7 @@ class Suite:
         self.check("large: recursive records of 65535 nodes out and in", self.large_recursive)
         self.check("concurrency: 3 rounds of 32 calls, results up to 100 KB, every byte", self.concurrent_small)
         self.check("concurrency: 3 rounds of 32 calls, results up to 4.8 MB and small ones, every byte", self.concurrent_large)
+        self.check("replicas: 8 concurrent slowEcho 300 in under 0.6 s; about 2.4 s with --pool-replicas py=1", self.replicas)
         self.check("crash: the pool exits during a call (crash)", self.crash)
         self.check("crash: the pool killed by pid while its worker builds a large result", self.kill_mid_result)
         self.check("crash: a pool worker killed by pid while it builds a large result", self.kill_worker_mid_result)
@@ -779,6 +782,40 @@ class Suite:
             expect_value(server.call("treeKVFromJson", {"_1": tree_kv(15)}), 2**16 - 1, "treeKVFromJson of 65535 nodes")
         finally:
             server.close()
+
+    # -- replicas -------------------------------------------------------------
+
+    def slow_round(self, server, n=8, ms=300):
+        started = time.monotonic()
+        ids = [server.start("tools/call", {"name": "slowEcho", "arguments": {"_1": ms}}) for _ in range(n)]
+        for rid in ids:
+            reply = server.wait(rid)
+            expect("result" in reply, "slowEcho: JSON-RPC error %s" % short(reply))
+            expect_value(reply["result"], ms, "slowEcho %d" % ms)
+        return time.monotonic() - started
+
+    def replicas(self):
+        """A real Python pool runs one call at a time; with replicas (the
+        default) 8 calls overlap once the replicas are up. The first round
+        starts them; the bound holds from then on."""
+        server = self.serve("workbench")
+        try:
+            cold = self.slow_round(server)
+            warm = [self.slow_round(server) for _ in range(3)]
+            server.record_pools()
+            print("     replicas: 8 x slowEcho 300: first round %.2f s, then %s s"
+                  % (cold, ", ".join("%.2f" % t for t in warm)), flush=True)
+            expect(min(warm) < 0.6, "8 x slowEcho 300 took %s s with replicas" % warm)
+        finally:
+            server.close()
+        one = self.serve("workbench", ("--pool-replicas", "py=1"))
+        try:
+            took = self.slow_round(one)
+            print("     replicas: 8 x slowEcho 300 with --pool-replicas py=1: %.2f s" % took, flush=True)
+            # One process: the calls cannot take less than 8 x 300 ms.
+            expect(took >= 2.35, "8 calls into one Python pool took only %.2f s" % took)
+        finally:
+            one.close()
 
     # -- concurrency ----------------------------------------------------------
 
