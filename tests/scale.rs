@@ -3,9 +3,13 @@
 //! with the shipped nginx and HAProxy configurations, is driven by
 //! `make test-scale`.)
 
+use std::net::TcpStream;
+use std::thread;
+use std::time::{Duration, Instant};
+
 use serde_json::{json, Value};
 
-use crate::http::Server;
+use crate::http::{post_request, Client, Server};
 
 fn ping(id: u64) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "ping"})
@@ -48,5 +52,176 @@ fn a_session_id_names_its_instance_and_other_instances_do_not_know_it() {
         json!(false),
         "{:?}",
         reply.text()
+    );
+}
+
+fn get(client: &mut Client, method: &str, path: &str, extra: &str) -> crate::http::Response {
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {}\r\n{extra}\r\n",
+        client.addr
+    );
+    client.roundtrip(request.as_bytes())
+}
+
+fn slow_call(id: u64, ms: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "main__slowEcho", "arguments": {"_1": ms}}})
+}
+
+#[test]
+fn health_reports_the_pools_and_asks_for_no_token_origin_or_host() {
+    let server = Server::start(&["--auth-token", "s3cret"]);
+    let mut client = server.connect();
+    // No token, a foreign Origin and a foreign Host: still answered.
+    let reply = get(
+        &mut client,
+        "GET",
+        "/health",
+        "Origin: https://evil.example\r\nHost-Extra: x\r\n",
+    )
+    .expect(200);
+    assert_eq!(reply.header("content-type"), Some("application/json"));
+    assert_eq!(reply.header("cache-control"), Some("no-store"));
+    let body = reply.json();
+    let keys: Vec<&str> = body
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        ["status", "uptimeSeconds", "callsInFlight", "pools"],
+        "{body}"
+    );
+    assert_eq!(body["status"], json!("ready"));
+    assert_eq!(body["callsInFlight"], json!(0));
+    assert!(body["uptimeSeconds"].is_u64(), "{body}");
+    // Lazy pools not started yet count as ready: they start on first use.
+    assert_eq!(
+        body["pools"],
+        json!([{"program": "main", "language": "py", "state": "idle"}])
+    );
+    let foreign_host = "GET /health HTTP/1.1\r\nHost: evil.example\r\n\r\n";
+    client.roundtrip(foreign_host.as_bytes()).expect(200);
+    // HEAD: the same head, no body; other methods: 405.
+    let head = format!("HEAD /health HTTP/1.1\r\nHost: {}\r\n\r\n", server.addr);
+    client.send(head.as_bytes());
+    let head = client.read_head().expect(200);
+    assert!(head.header("content-length").is_some_and(|n| n != "0"));
+    let post = get(&mut client, "POST", "/health", "Content-Length: 0\r\n").expect(405);
+    assert_eq!(post.header("allow"), Some("GET, HEAD"));
+    // /mcp still wants the token.
+    get(&mut client, "GET", "/mcp", "").expect(401);
+}
+
+#[test]
+fn health_is_503_while_a_pool_starts_and_200_once_it_is_ready() {
+    let server = Server::start_env(&[], &[("TESTPOOL_STARTUP_DELAY_MS", "1500")]);
+    let (mut caller, sid) = server.session();
+    // The first call starts the lazy pool, which takes 1.5 s.
+    let body = slow_call(2, 10).to_string();
+    caller.send(&post_request(server.addr, Some(&sid), body.as_bytes(), &[]));
+    let mut probe = server.connect();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let starting = loop {
+        let reply = get(&mut probe, "GET", "/health", "");
+        if reply.status == 503 {
+            break reply.json();
+        }
+        assert!(Instant::now() < deadline, "never 503: {:?}", reply.text());
+        thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(starting["status"], json!("starting"), "{starting}");
+    assert_eq!(starting["pools"][0]["state"], json!("starting"));
+    assert_eq!(starting["callsInFlight"], json!(1));
+    caller.read_response().expect(200);
+    let ready = get(&mut probe, "GET", "/health", "").expect(200).json();
+    assert_eq!(ready["pools"][0]["state"], json!("ready"), "{ready}");
+    assert_eq!(ready["callsInFlight"], json!(0));
+}
+
+#[test]
+fn sigterm_drains_a_running_call_then_exits_0() {
+    let mut server = Server::start(&["--drain-timeout", "20"]);
+    let (mut caller, sid) = server.session();
+    caller.post(Some(&sid), &slow_call(2, 10)).expect(200);
+    let mut keep_alive = server.connect();
+    get(&mut keep_alive, "GET", "/health", "").expect(200);
+    let body = slow_call(3, 1500).to_string();
+    caller.send(&post_request(server.addr, Some(&sid), body.as_bytes(), &[]));
+    thread::sleep(Duration::from_millis(200));
+    let started = Instant::now();
+    server.proc.signal(libc::SIGTERM);
+    // New connections are refused at once.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while TcpStream::connect(server.addr).is_ok() {
+        assert!(Instant::now() < deadline, "still accepting connections");
+        thread::sleep(Duration::from_millis(10));
+    }
+    // An open keep-alive connection hears 503 and is closed after it.
+    let reply = get(&mut keep_alive, "GET", "/health", "").expect(503);
+    assert_eq!(reply.json()["status"], json!("draining"));
+    assert_eq!(reply.json()["callsInFlight"], json!(1));
+    assert_eq!(reply.header("connection"), Some("close"));
+    // The running call completes.
+    let done = caller.read_response().expect(200);
+    assert_eq!(done.json()["result"]["content"][0]["text"], json!("1500"));
+    let status = server.proc.wait(Duration::from_secs(10));
+    assert_eq!(status.code(), Some(0), "{}", server.proc.stderr_now());
+    assert!(started.elapsed() < Duration::from_secs(8));
+    assert!(server.proc.stderr_now().contains("SIGTERM: draining"));
+}
+
+#[test]
+fn a_drain_ends_at_its_deadline() {
+    let mut server = Server::start(&["--drain-timeout", "0.5"]);
+    let (mut caller, sid) = server.session();
+    let body = slow_call(2, 20_000).to_string();
+    caller.send(&post_request(server.addr, Some(&sid), body.as_bytes(), &[]));
+    thread::sleep(Duration::from_millis(1000));
+    let started = Instant::now();
+    server.proc.signal(libc::SIGTERM);
+    let status = server.proc.wait(Duration::from_secs(10));
+    assert_eq!(status.code(), Some(0), "{}", server.proc.stderr_now());
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn a_second_sigterm_stops_a_drain_at_once() {
+    let mut server = Server::start(&["--drain-timeout", "30"]);
+    let (mut caller, sid) = server.session();
+    let body = slow_call(2, 20_000).to_string();
+    caller.send(&post_request(server.addr, Some(&sid), body.as_bytes(), &[]));
+    thread::sleep(Duration::from_millis(1000));
+    server.proc.signal(libc::SIGTERM);
+    thread::sleep(Duration::from_millis(200));
+    server.proc.signal(libc::SIGTERM);
+    let status = server.proc.wait(Duration::from_secs(5));
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM));
+}
+
+#[test]
+fn the_router_reports_every_program_s_pools() {
+    let dir = crate::util::TempDir::new();
+    let alpha = crate::http::write_manifest(&dir, "alpha/manifest.json", "alpha", |_| {});
+    let beta = crate::http::write_manifest(&dir, "beta/manifest.json", "beta", |_| {});
+    let server = crate::http::router(dir, &[&alpha, &beta], &[]);
+    let (mut caller, sid) = server.session();
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "beta__addOne", "arguments": {"_1": 1}}});
+    caller.post(Some(&sid), &call).expect(200);
+    let mut probe = server.connect();
+    let body = get(&mut probe, "GET", "/health", "").expect(200).json();
+    assert_eq!(
+        body["pools"],
+        json!([
+            {"program": "alpha", "language": "py", "state": "idle"},
+            {"program": "beta", "language": "py", "state": "ready"},
+        ])
     );
 }

@@ -222,6 +222,11 @@ struct Reactor {
     listeners: mcp::Listeners<Client>,
     /// The served manifests, watched for rebuilds.
     watches: Vec<reload::Watch>,
+    /// When serving began (the uptime `/health` reports).
+    started: Instant,
+    /// Set by SIGTERM over HTTP: the latest time to exit (see
+    /// `http::health`).
+    draining: Option<Instant>,
 }
 
 impl Reactor {
@@ -280,6 +285,8 @@ impl Reactor {
             swept: false,
             listeners: mcp::Listeners::default(),
             watches: Vec::new(),
+            started: Instant::now(),
+            draining: None,
         };
         reactor.watches = reload::watches(&reactor.catalog);
         // Pools are spawned once the client's first message has been
@@ -312,6 +319,9 @@ impl Reactor {
                 return code;
             }
             let now = Instant::now();
+            if self.drained(now) {
+                return 0;
+            }
             if let Some(stdio) = &self.stdio {
                 if !stdio.stdin_open
                     && (self.calls.is_empty() || stdio.eof_deadline.is_some_and(|d| now >= d))
@@ -404,6 +414,7 @@ impl Reactor {
             consider(stdio.eof_deadline);
         }
         consider(self.next_reload_check());
+        consider(self.draining);
         best
     }
 
@@ -419,6 +430,12 @@ impl Reactor {
         for sig in self.signals.drain() {
             match sig {
                 libc::SIGCHLD => self.check_children(),
+                // Over HTTP the first SIGTERM drains: running calls may
+                // finish while the balancer moves traffic elsewhere; a
+                // second one (or SIGINT, SIGHUP) stops at once.
+                libc::SIGTERM if self.http.is_some() && self.draining.is_none() => {
+                    self.start_drain();
+                }
                 libc::SIGTERM | libc::SIGINT | libc::SIGHUP => {
                     self.exit_code.get_or_insert(128 + sig);
                 }

@@ -29,6 +29,7 @@ use crate::protocol::instance::InstanceId;
 use crate::protocol::jsonrpc::{self, Incoming};
 use crate::protocol::mcp::{self, era, Catalog, Step};
 
+mod health;
 mod vet;
 use vet::{json_error, vet};
 
@@ -51,7 +52,8 @@ const MAX_BUFFERED: usize = 1024 * 1024;
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 pub(super) struct HttpFront {
-    listener: TcpListener,
+    /// `None` once a drain has closed it (see `reactor::drain`).
+    listener: Option<TcpListener>,
     /// A request's head and body must arrive within this time of its first
     /// byte (`cli::DEFAULT_REQUEST_TIMEOUT` unless changed for tests).
     request_timeout: Duration,
@@ -162,7 +164,7 @@ impl HttpFront {
             instance.clone(),
         );
         Ok(HttpFront {
-            listener,
+            listener: Some(listener),
             request_timeout: config.request_timeout,
             token: config.auth_token,
             policy,
@@ -266,7 +268,10 @@ impl Reactor {
             let Some(front) = self.http.as_mut() else {
                 return;
             };
-            match front.listener.accept() {
+            let Some(listener) = front.listener.as_ref() else {
+                return;
+            };
+            match listener.accept() {
                 Ok((mut stream, _)) => {
                     if front.conns.len() >= front.max_conns {
                         refuse(stream);
@@ -315,7 +320,7 @@ impl Reactor {
                     // Out of descriptors: free the spare to take the
                     // connection and refuse it, then hold a spare again.
                     front.spare_fd = None;
-                    if let Ok((stream, _)) = front.listener.accept() {
+                    if let Some(Ok((stream, _))) = front.listener.as_ref().map(|l| l.accept()) {
                         refuse(stream);
                     }
                     front.spare_fd = File::open("/dev/null").ok();
@@ -449,6 +454,9 @@ impl Reactor {
                     // alone decides; the unread body then ends the connection.
                     let refused = self.http.as_ref().and_then(|front| {
                         let head = front.conns.get(&token)?.parser.head()?;
+                        if head.path == health::PATH {
+                            return None;
+                        }
                         vet(front, head).err()
                     });
                     match refused {
@@ -467,7 +475,12 @@ impl Reactor {
                         }
                     }
                 }
-                Ok((Progress::Done(request), used)) => {
+                Ok((Progress::Done(mut request), used)) => {
+                    if self.draining.is_some() {
+                        // Draining: answer, then close, so the balancer's
+                        // next request goes to another instance.
+                        request.keep_alive = false;
+                    }
                     conn.inpos += used;
                     consumed = true;
                     conn.request_started = None;
@@ -635,6 +648,11 @@ impl Reactor {
     }
 
     fn handle_request(&mut self, token: Token, req: Request) {
+        // The health check needs no token and no Origin or Host check: load
+        // balancers and orchestrators probe it, and it tells nothing else.
+        if req.path == health::PATH {
+            return self.http_health(token, &req);
+        }
         let Some(front) = self.http.as_ref() else {
             return;
         };

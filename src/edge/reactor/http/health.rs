@@ -1,0 +1,133 @@
+//! Serving behind a load balancer: `GET /health` and the graceful drain.
+//!
+//! `/health` answers `200` with a small JSON body when every pool of every
+//! served program is ready (or, with `--lazy-pools`, not started yet: it
+//! starts on the first call), and `503` with the same body while the server
+//! starts, while a pool starts or restarts, while one is down, and while the
+//! server drains. It asks for no token and checks neither `Origin` nor
+//! `Host`; the body holds the overall status, the uptime, the number of calls
+//! in flight and each pool's program, language and state, nothing else.
+//!
+//! A drain (SIGTERM while serving HTTP) closes the listener, so new
+//! connections are refused and the balancer sends them elsewhere; it ends the
+//! open `subscriptions/listen` streams with their closing result (clients
+//! reopen them at another instance). Requests still arriving on connections
+//! already open are answered, each with `Connection: close` (so `/health`
+//! tells a balancer holding a keep-alive connection that this instance is
+//! going). The server exits with status 0 once no call is in
+//! flight and every response has been written, or at the drain deadline.
+
+use super::*;
+use crate::edge::reactor::pools::PoolStatus;
+
+/// The health check's path.
+pub(super) const PATH: &str = "/health";
+
+impl Reactor {
+    pub(super) fn http_health(&mut self, token: Token, req: &Request) {
+        let keep_alive = req.keep_alive;
+        if req.method != "GET" && req.method != "HEAD" {
+            let headers = vec![("Allow".to_string(), "GET, HEAD".to_string())];
+            return self.respond(
+                token,
+                405,
+                &headers,
+                &json_error("method not allowed"),
+                keep_alive,
+            );
+        }
+        let (ready, body) = self.health();
+        let headers = vec![("Cache-Control".to_string(), "no-store".to_string())];
+        let status = if ready { 200 } else { 503 };
+        self.respond(token, status, &headers, &body, keep_alive);
+    }
+
+    /// Whether the server is ready, and the body of `/health`.
+    fn health(&self) -> (bool, Vec<u8>) {
+        let mut pools = Vec::new();
+        let mut all_ready = self.pools_pending.is_none();
+        for (program, rt) in self.runtimes.iter().enumerate() {
+            if rt.retired {
+                continue;
+            }
+            let name = self
+                .catalog
+                .programs
+                .get(program)
+                .map(|p| p.loaded.manifest.name.as_str())
+                .unwrap_or("");
+            for pool in &rt.pools {
+                let state = match pool.status {
+                    PoolStatus::Idle if self.pools_pending.is_some() => "starting",
+                    PoolStatus::Idle => "idle",
+                    PoolStatus::Starting => "starting",
+                    PoolStatus::Ready => "ready",
+                    PoolStatus::Failed { .. } => "down",
+                };
+                all_ready &= matches!(state, "idle" | "ready");
+                pools.push(serde_json::json!({
+                    "program": name,
+                    "language": pool.lang,
+                    "state": state,
+                }));
+            }
+        }
+        let status = if self.draining.is_some() {
+            "draining"
+        } else if all_ready {
+            "ready"
+        } else if pools.iter().any(|p| p["state"] == "down") {
+            "down"
+        } else {
+            "starting"
+        };
+        let body = serde_json::json!({
+            "status": status,
+            "uptimeSeconds": self.started.elapsed().as_secs(),
+            "callsInFlight": self.calls.len(),
+            "pools": pools,
+        });
+        (
+            status == "ready",
+            serde_json::to_vec(&body).unwrap_or_default(),
+        )
+    }
+
+    /// Starts the graceful drain; see the module docs.
+    pub(in crate::edge::reactor) fn start_drain(&mut self) {
+        let Some(front) = self.http.as_mut() else {
+            return;
+        };
+        if let Some(mut listener) = front.listener.take() {
+            let _ = self.poll.registry().deregister(&mut listener);
+        }
+        let deadline = Instant::now() + self.options.drain_timeout;
+        self.draining = Some(deadline);
+        eprintln!(
+            "morloc-mcp: SIGTERM: draining (no new connections; {} call(s) in flight get up to {:.1} s)",
+            self.calls.len(),
+            self.options.drain_timeout.as_secs_f64()
+        );
+        for listener in self.listeners.remove_where(|_| true) {
+            let reply = mcp::subscriptions::closing_response(&self.catalog, &listener.id);
+            self.deliver(&listener.client, &reply, true);
+        }
+    }
+
+    /// During a drain: whether the server may exit now (nothing in flight,
+    /// every response written, or the deadline passed).
+    pub(in crate::edge::reactor) fn drained(&self, now: Instant) -> bool {
+        let Some(deadline) = self.draining else {
+            return false;
+        };
+        if now >= deadline {
+            return true;
+        }
+        let written = self.http.as_ref().is_none_or(|f| {
+            f.conns
+                .values()
+                .all(|c| c.written >= c.out.len() && c.busy.is_none())
+        });
+        self.calls.is_empty() && written
+    }
+}
