@@ -100,7 +100,7 @@ fn health_reports_the_pools_and_asks_for_no_token_origin_or_host() {
     // Lazy pools not started yet count as ready: they start on first use.
     assert_eq!(
         body["pools"],
-        json!([{"program": "main", "language": "py", "state": "idle"}])
+        json!([{"program": "main", "language": "py", "state": "idle", "replicas": 0}])
     );
     let foreign_host = "GET /health HTTP/1.1\r\nHost: evil.example\r\n\r\n";
     client.roundtrip(foreign_host.as_bytes()).expect(200);
@@ -220,8 +220,8 @@ fn the_router_reports_every_program_s_pools() {
     assert_eq!(
         body["pools"],
         json!([
-            {"program": "alpha", "language": "py", "state": "idle"},
-            {"program": "beta", "language": "py", "state": "ready"},
+            {"program": "alpha", "language": "py", "state": "idle", "replicas": 0},
+            {"program": "beta", "language": "py", "state": "ready", "replicas": 0},
         ])
     );
 }

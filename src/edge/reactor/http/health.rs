@@ -6,7 +6,9 @@
 //! starts, while a pool starts or restarts, while one is down, and while the
 //! server drains. It asks for no token and checks neither `Origin` nor
 //! `Host`; the body holds the overall status, the uptime, the number of calls
-//! in flight and each pool's program, language and state, nothing else.
+//! in flight and each manifest pool's program, language, state and number of
+//! ready replicas, nothing else. Replicas come and go with demand, so only
+//! the primary process of each pool decides readiness.
 //!
 //! A drain (SIGTERM while serving HTTP) closes the listener, so new
 //! connections are refused and the balancer sends them elsewhere; it ends the
@@ -56,7 +58,7 @@ impl Reactor {
                 .get(program)
                 .map(|p| p.loaded.manifest.name.as_str())
                 .unwrap_or("");
-            for pool in &rt.pools {
+            for pool in rt.pools.iter().filter(|p| p.replica == 0) {
                 let state = match pool.status {
                     PoolStatus::Idle if self.pools_pending.is_some() => "starting",
                     PoolStatus::Idle => "idle",
@@ -65,10 +67,19 @@ impl Reactor {
                     PoolStatus::Failed { .. } => "down",
                 };
                 all_ready &= matches!(state, "idle" | "ready");
+                // Replicas start and stop with demand; they are counted, but
+                // only the primary decides readiness.
+                let replicas = rt
+                    .pools
+                    .iter()
+                    .filter(|r| r.replica > 0 && r.base == pool.base)
+                    .filter(|r| matches!(r.status, PoolStatus::Ready))
+                    .count();
                 pools.push(serde_json::json!({
                     "program": name,
                     "language": pool.lang,
                     "state": state,
+                    "replicas": replicas,
                 }));
             }
         }
