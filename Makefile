@@ -4,7 +4,7 @@
 CARGO ?= cargo
 PYTHON ?= python3
 
-.PHONY: help build test test-rust test-pool test-real lint demo bench fuzz-smoke static e2e e2e-static
+.PHONY: help build test test-rust test-pool test-real test-scale lint demo bench fuzz-smoke static e2e e2e-static
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -12,13 +12,16 @@ help: ## List the targets
 build: ## Build the release binary
 	$(CARGO) build --release
 
-test: test-pool test-rust test-real static e2e e2e-static ## Run every test (what CI runs)
+test: test-pool test-rust test-real static e2e e2e-static test-scale ## Run every test (what CI runs)
 
 test-rust: ## Unit, golden and end-to-end tests of the server
 	$(CARGO) test --all-targets
 
 test-real: ## The real Morloc runtime and compiled programs, release build (from ../shared/morloc; skips without it)
 	sh tests/real/run.sh
+
+test-scale: ## Three instances behind nginx and HAProxy from deploy/ (skips a balancer that is not installed)
+	sh tests/scale/run.sh
 
 test-pool: ## Check the test pool against the reference wire bytes
 	$(PYTHON) -m unittest discover -s tests/pool -t tests/pool

@@ -1,0 +1,341 @@
+"""Three morloc-mcp instances behind a load balancer started from the shipped
+configuration (deploy/nginx.conf or deploy/haproxy.cfg, with its addresses
+replaced by free loopback ports), driven through the balancer:
+
+1. 1,000 modern tools/call requests from 8 concurrent clients: no errors,
+   and every instance served some of them;
+2. a legacy session from the Python MCP SDK 1.x: 50 calls;
+3. SIGKILL of the instance holding a legacy session while load runs: modern
+   calls started after its death all succeed, that session gets 404 (the
+   client must re-initialize), a session on another instance still works;
+4. SIGTERM of an instance with a slow call in flight: the call completes,
+   new requests go elsewhere, and the instance exits with status 0.
+
+Usage: lb_test.py BINARY nginx|haproxy LB_PATH SDK_PYTHON
+Prints one line per step; exits 1 on the first failure.
+"""
+
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+MODERN = "2026-07-28"
+META = {"io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {}}
+NAMES = ["a", "b", "c"]
+DEFAULT_PORTS = {"a": 8101, "b": 8102, "c": 8103}
+DEFAULT_LB_PORT = 8100
+STEP_TIMEOUT = 60
+
+
+class Failure(Exception):
+    pass
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def post(conn: http.client.HTTPConnection, body: dict, headers: dict) -> tuple[int, dict, bytes]:
+    data = json.dumps(body).encode()
+    conn.request("POST", "/mcp", data, {"Content-Type": "application/json",
+                                        "Accept": "application/json, text/event-stream", **headers})
+    resp = conn.getresponse()
+    return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+
+
+def modern_call(conn, n: int) -> None:
+    body = {"jsonrpc": "2.0", "id": n, "method": "tools/call",
+            "params": {"name": "main__addOne", "arguments": {"_1": n}, "_meta": META}}
+    status, _, raw = post(conn, body, {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call",
+                                       "Mcp-Name": "main__addOne"})
+    if status != 200:
+        raise Failure(f"status {status}: {raw[:200]!r}")
+    reply = json.loads(raw)
+    text = reply.get("result", {}).get("content", [{}])[0].get("text")
+    if text != str(n + 1):
+        raise Failure(f"wrong answer {raw[:200]!r}")
+
+
+def legacy_init(port: int) -> tuple[http.client.HTTPConnection, str]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "lb-test", "version": "1"}}}
+    status, headers, raw = post(conn, init, {})
+    if status != 200 or "mcp-session-id" not in headers:
+        raise Failure(f"initialize: {status} {raw[:200]!r}")
+    sid = headers["mcp-session-id"]
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    status, _, _ = post(conn, note, {"Mcp-Session-Id": sid})
+    if status != 202:
+        raise Failure(f"notifications/initialized: {status}")
+    return conn, sid
+
+
+def legacy_ping(port: int, sid: str) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        status, _, _ = post(conn, {"jsonrpc": "2.0", "id": 7, "method": "ping"}, {"Mcp-Session-Id": sid})
+        return status
+    finally:
+        conn.close()
+
+
+def session_on(lb_port: int, name: str) -> tuple[http.client.HTTPConnection, str]:
+    """A legacy session made through the balancer that landed on `name`."""
+    for _ in range(30):
+        conn, sid = legacy_init(lb_port)
+        if sid.startswith(name + "."):
+            return conn, sid
+        conn.close()
+    raise Failure(f"no session landed on instance {name} in 30 tries")
+
+
+def closed_connections(port: int) -> int:
+    """Connections to or from `port` in TIME_WAIT: both balancers use one
+    upstream connection per request, so this counts the requests an
+    instance served lately."""
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            ports = {int(fields[1].split(":")[1], 16), int(fields[2].split(":")[1], 16)}
+            if fields[3] == "06" and port in ports:
+                count += 1
+    return count
+
+
+class Cluster:
+    def __init__(self, binary: str, kind: str, lb_path: str, tmp: Path):
+        self.binary, self.kind, self.lb_path, self.tmp = binary, kind, lb_path, tmp
+        self.instances: dict[str, subprocess.Popen] = {}
+        self.ports = {name: free_port() for name in NAMES}
+        self.lb_port = free_port()
+        self.lb = None
+        manifest = json.loads((ROOT / "tests/data/shapes/manifest.json").read_text())
+        manifest["pools"][0]["exec"] = ["python3", str(ROOT / "tests/pool/testpool.py")]
+        self.manifest = tmp / "manifest.json"
+        self.manifest.write_text(json.dumps(manifest))
+
+    def start(self) -> None:
+        for name in NAMES:
+            log = open(self.tmp / f"{name}.log", "wb")
+            self.instances[name] = subprocess.Popen(
+                [self.binary, "mcp", str(self.manifest), "--http-port", str(self.ports[name]),
+                 "--instance-id", name, "--drain-timeout", "20"],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
+        for name in NAMES:
+            self.wait_health(self.ports[name], f"instance {name}")
+        self.start_balancer()
+        self.wait_health(self.lb_port, self.kind)
+
+    def start_balancer(self) -> None:
+        shipped = "nginx.conf" if self.kind == "nginx" else "haproxy.cfg"
+        text = (ROOT / "deploy" / shipped).read_text()
+        for name in NAMES:
+            old = f"127.0.0.1:{DEFAULT_PORTS[name]}"
+            if old not in text:
+                raise Failure(f"deploy/{shipped} has no {old}")
+            text = text.replace(old, f"127.0.0.1:{self.ports[name]}")
+        text = text.replace(f"127.0.0.1:{DEFAULT_LB_PORT}", f"127.0.0.1:{self.lb_port}")
+        conf = self.tmp / shipped
+        conf.write_text(text)
+        log = open(self.tmp / f"{self.kind}.log", "wb")
+        if self.kind == "nginx":
+            argv = [self.lb_path, "-p", str(self.tmp), "-e", "stderr", "-c", str(conf)]
+        else:
+            argv = [self.lb_path, "-f", str(conf), "-db"]
+        self.lb = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+
+    def wait_health(self, port: int, what: str) -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+                conn.request("GET", "/health")
+                if conn.getresponse().status == 200:
+                    conn.close()
+                    return
+                conn.close()
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise Failure(f"{what} never became healthy; logs in {self.tmp}")
+
+    def stop(self) -> None:
+        # The balancer gets SIGTERM (a killed nginx master leaves its
+        # workers running), the instances SIGTERM, then SIGKILL.
+        procs = [p for p in [self.lb, *self.instances.values()] if p is not None]
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+
+
+def load(port: int, clients: int, per_client: int | None, stop: threading.Event | None,
+         results: list) -> list[threading.Thread]:
+    """Modern calls from `clients` threads, each on its own keep-alive
+    connection to the balancer; appends (start time, error or None)."""
+    def run(k: int) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        n = 0
+        while (per_client is None or n < per_client) and not (stop and stop.is_set()):
+            started = time.monotonic()
+            try:
+                modern_call(conn, k * 100_000 + n)
+                results.append((started, None))
+            except (Failure, OSError, http.client.HTTPException) as e:
+                results.append((started, f"{type(e).__name__}: {e}"))
+                conn.close()
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            n += 1
+        conn.close()
+    threads = [threading.Thread(target=run, args=(k,), daemon=True) for k in range(clients)]
+    for t in threads:
+        t.start()
+    return threads
+
+
+def scenario(binary: str, kind: str, lb_path: str, sdk_python: str) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="morloc-lb-"))
+    cluster = Cluster(binary, kind, lb_path, tmp)
+    try:
+        cluster.start()
+        lb = cluster.lb_port
+
+        # 1. 1,000 modern calls from 8 clients, spread over every instance.
+        before = {n: closed_connections(cluster.ports[n]) for n in NAMES}
+        results: list = []
+        started = time.monotonic()
+        for t in load(lb, 8, 125, None, results):
+            t.join(STEP_TIMEOUT)
+        took = time.monotonic() - started
+        errors = [e for _, e in results if e]
+        grown = {n: closed_connections(cluster.ports[n]) - before[n] for n in NAMES}
+        if len(results) != 1000 or errors:
+            raise Failure(f"{len(results)} calls, {len(errors)} errors: {errors[:3]}")
+        idle = [n for n, g in grown.items() if g < 100]
+        if idle:
+            raise Failure(f"instances {idle} served (almost) nothing: requests {grown}")
+        print(f"{kind}: 1000 modern tools/call from 8 clients: 0 errors in {took:.1f} s, "
+              f"every instance used (requests: {', '.join(f'{n} {g}' for n, g in grown.items())})")
+
+        # 2. A legacy session from the real SDK, 50 calls.
+        out = subprocess.run([sdk_python, str(ROOT / "tests/scale/legacy_client.py"),
+                              f"http://127.0.0.1:{lb}/mcp", "50"],
+                             capture_output=True, text=True, timeout=STEP_TIMEOUT)
+        if out.returncode != 0:
+            raise Failure(f"the SDK client failed: {out.stderr[-2000:]}")
+        report = json.loads(out.stdout.strip().splitlines()[-1])
+        if report["ok"] != 50:
+            raise Failure(f"SDK session: {report}")
+        print(f"{kind}: Python SDK legacy session {report['session']}: 50/50 calls through the balancer")
+
+        # 3. SIGKILL instance a under load.
+        _, sid_a = session_on(lb, "a")
+        _, sid_b = session_on(lb, "b")
+        results = []
+        stop = threading.Event()
+        threads = load(lb, 8, None, stop, results)
+        time.sleep(1.0)
+        victim = cluster.instances["a"]
+        victim.send_signal(signal.SIGKILL)
+        victim.wait(10)
+        dead_at = time.monotonic()
+        time.sleep(2.0)
+        stop.set()
+        for t in threads:
+            t.join(STEP_TIMEOUT)
+        after = [e for s, e in results if s > dead_at]
+        late_errors = [e for e in after if e]
+        early_errors = [e for s, e in results if s <= dead_at and e]
+        if not after or late_errors:
+            raise Failure(f"{len(after)} calls after the kill, {len(late_errors)} errors: {late_errors[:3]}")
+        dead_status = legacy_ping(lb, sid_a)
+        live_status = legacy_ping(lb, sid_b)
+        if dead_status != 404 or live_status != 200:
+            raise Failure(f"after the kill: the dead instance's session got {dead_status} "
+                          f"(want 404), the live one's {live_status} (want 200)")
+        print(f"{kind}: SIGKILL of instance a under load: {len(after)} modern calls started afterwards, "
+              f"0 errors ({len(early_errors)} of the calls in flight at the kill failed); "
+              f"its legacy session gets 404, a session on b still 200")
+
+        # 4. SIGTERM instance b with a slow call in flight.
+        conn_b, sid = session_on(lb, "b")
+        slow = {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                "params": {"name": "main__slowEcho", "arguments": {"_1": 2000}}}
+        box: dict = {}
+
+        def slow_call() -> None:
+            try:
+                box["reply"] = post(conn_b, slow, {"Mcp-Session-Id": sid})
+            except Exception as e:  # noqa: BLE001 - reported below
+                box["error"] = repr(e)
+        caller = threading.Thread(target=slow_call, daemon=True)
+        caller.start()
+        time.sleep(0.4)
+        term = cluster.instances["b"]
+        term.send_signal(signal.SIGTERM)
+        time.sleep(0.2)
+        results = []
+        for t in load(lb, 4, 25, None, results):
+            t.join(STEP_TIMEOUT)
+        errors = [e for _, e in results if e]
+        caller.join(STEP_TIMEOUT)
+        code = term.wait(30)
+        if "reply" not in box:
+            raise Failure(f"the slow call failed: {box}")
+        status, _, raw = box["reply"]
+        text = json.loads(raw)["result"]["content"][0]["text"] if status == 200 else None
+        if status != 200 or text != "2000":
+            raise Failure(f"the slow call: {status} {raw[:200]!r}")
+        if errors:
+            raise Failure(f"{len(errors)} of 100 modern calls during the drain failed: {errors[:3]}")
+        if code != 0:
+            raise Failure(f"the drained instance exited with {code}")
+        try:
+            socket.create_connection(("127.0.0.1", cluster.ports["b"]), timeout=1).close()
+            raise Failure("the drained instance still accepts connections")
+        except OSError:
+            pass
+        print(f"{kind}: SIGTERM of instance b with a 2 s call in flight: the call completed, "
+              f"100 new modern calls went elsewhere with 0 errors, b exited 0")
+    finally:
+        cluster.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main(argv: list[str]) -> int:
+    binary, kind, lb_path, sdk_python = argv[1:5]
+    try:
+        scenario(binary, kind, lb_path, sdk_python)
+    except Failure as e:
+        print(f"{kind}: FAILED: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
