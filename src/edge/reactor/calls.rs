@@ -543,14 +543,15 @@ impl Reactor {
         }
         // A complete reply: decode it now, before anything else runs.
         let reply = std::mem::take(&mut call.reply);
-        let (program, command) = (call.program, call.request.command);
-        let outcome = self.decode_reply(program, command, &reply);
+        let (program, command, slot) = (call.program, call.request.command, call.slot);
+        let outcome = self.decode_reply(program, slot, command, &reply);
         self.finish_call(id, outcome);
     }
 
     fn decode_reply(
         &mut self,
         program: usize,
+        slot: usize,
         command: usize,
         bytes: &[u8],
     ) -> Result<Json, String> {
@@ -569,7 +570,7 @@ impl Reactor {
                 Reply::Voidstar(blob) => voidstar::flat_to_json(schema, blob, &mut text)
                     .map_err(|e| decode_failed(&e))?,
                 Reply::Rptr(relptr) => {
-                    let reader = &mut self.runtimes[program].shm_reader;
+                    let reader = self.runtimes[program].reader(slot);
                     let rendered = voidstar::to_json(schema, &*reader, relptr, &mut text);
                     reader.clear();
                     rendered.map_err(|e| decode_failed(&e))?
@@ -592,7 +593,7 @@ impl Reactor {
             }
             Reply::Msgpack(data) => msgpack::decode(schema, data).map_err(|e| decode_failed(&e))?,
             Reply::Rptr(relptr) => {
-                let reader = &mut self.runtimes[program].shm_reader;
+                let reader = self.runtimes[program].reader(slot);
                 let decoded = voidstar::decode(schema, &*reader, relptr);
                 // Volumes may be unlinked and recreated under the same index;
                 // mappings are cheap to redo.

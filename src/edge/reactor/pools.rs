@@ -86,6 +86,9 @@ pub(super) struct Pool {
     pub(super) replica: usize,
     /// When a call last started or ended on it (idle replicas stop).
     pub(super) last_used: Instant,
+    /// A replica's own shared memory: its volume 0 and a reader of its
+    /// volumes (a primary uses the run's, in `Runtime`).
+    own_shm: Option<(Option<shm::Volume0>, shm::ShmReader)>,
     pub(super) socket_path: PathBuf,
     spawn: proc::PoolSpawn,
     pub(super) status: PoolStatus,
@@ -275,6 +278,7 @@ impl Runtime {
                 base: pools.len(),
                 replica: 0,
                 last_used: Instant::now(),
+                own_shm: None,
                 socket_path,
                 spawn,
                 status: PoolStatus::Idle,
@@ -361,14 +365,37 @@ impl Runtime {
             args: primary.spawn.args.clone(),
             env: primary.spawn.env.clone(),
         };
-        if let Some(first) = spawn.args.first_mut() {
-            *first = socket_path.clone().into_os_string();
+        // Its own shared-memory basename, under the run's (so the run's
+        // clean-up removes its volumes too): libmorloc's allocator is not
+        // safe between processes that allocate at the same time (a free
+        // block is found under the volume's lock, but claimed after it is
+        // released), and replicas run calls at the same time (measured: a
+        // replica read another's zeroed argument). Replicas run only calls
+        // that stay in their own pool, so no other pool needs their memory.
+        let basename = format!("{}_r{number}", self.basename);
+        if let Some(slot) = spawn.args.get_mut(0) {
+            *slot = socket_path.clone().into_os_string();
         }
+        if let Some(slot) = spawn.args.get_mut(2) {
+            *slot = basename.clone().into();
+        }
+        let fallback = self.tmpdir.clone().unwrap_or_default();
+        let volume0 = match shm::Volume0::create(&basename, &fallback) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                eprintln!(
+                    "morloc-mcp: warning: cannot create shared memory volume 0 of a replica: {e}"
+                );
+                None
+            }
+        };
+        let own_shm = Some((volume0, shm::ShmReader::new(&basename, &fallback)));
         let pool = Pool {
             lang: primary.lang.clone(),
             base,
             replica: number,
             last_used: Instant::now(),
+            own_shm,
             socket_path,
             spawn,
             status: PoolStatus::Idle,
@@ -387,10 +414,25 @@ impl Runtime {
         self.pools.len() - 1
     }
 
-    /// Removes the run directory and every shared-memory file of the run.
+    /// The reader of the volumes of process `slot`'s results.
+    pub(super) fn reader(&mut self, slot: usize) -> &mut shm::ShmReader {
+        match self.pools.get_mut(slot).and_then(|p| p.own_shm.as_mut()) {
+            Some((_, reader)) => reader,
+            None => &mut self.shm_reader,
+        }
+    }
+
+    /// Removes the run directory and every shared-memory file of the run
+    /// (the replicas' basenames extend the run's, so they go too).
     pub(super) fn remove_files(&mut self) {
         self.volume0 = None;
         self.shm_reader.clear();
+        for pool in &mut self.pools {
+            if let Some((volume0, reader)) = pool.own_shm.as_mut() {
+                *volume0 = None;
+                reader.clear();
+            }
+        }
         if let Some(tmpdir) = self.tmpdir.take() {
             if !self.basename.is_empty() {
                 let _ = shm::unlink_all(&self.basename, &tmpdir);
