@@ -25,6 +25,8 @@ struct PoolProc {
     pid: i32,
     pgid: i32,
     socket: String,
+    /// Its shared-memory basename (argv after the tmpdir).
+    basename: String,
 }
 
 impl PoolProc {
@@ -47,7 +49,13 @@ fn pool_procs(server: &Server) -> Vec<PoolProc> {
             let args = cmdline(pid);
             let at = args.iter().position(|a| a.ends_with("testpool.py"))?;
             let socket = args.get(at + 1)?.clone();
-            Some(PoolProc { pid, pgid, socket })
+            let basename = args.get(at + 3)?.clone();
+            Some(PoolProc {
+                pid,
+                pgid,
+                socket,
+                basename,
+            })
         })
         .collect();
     procs.sort_by_key(|p| p.pid);
@@ -106,11 +114,17 @@ fn sleeping_calls_overlap_on_replicas_and_queue_on_one_process() {
     );
     let procs = pool_procs(&s);
     assert!((2..=8).contains(&procs.len()), "pool processes: {procs:?}");
-    assert_eq!(
-        procs.iter().filter(|p| !p.is_replica()).count(),
-        1,
-        "{procs:?}"
-    );
+    let primaries: Vec<&PoolProc> = procs.iter().filter(|p| !p.is_replica()).collect();
+    assert_eq!(primaries.len(), 1, "{procs:?}");
+    // Each replica allocates in volumes of its own, named under the run's.
+    for replica in procs.iter().filter(|p| p.is_replica()) {
+        let (_, number) = replica.socket.rsplit_once(".r").expect("a replica socket");
+        assert_eq!(
+            replica.basename,
+            format!("{}_r{number}", primaries[0].basename),
+            "{procs:?}"
+        );
+    }
     let tmpdir = tmpdir_of(&s);
     let (server_pid, groups) = (s.pid(), procs.iter().map(|p| p.pgid).collect::<Vec<_>>());
     assert_eq!(s.finish(), 0);

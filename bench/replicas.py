@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+"""Calls per second through pool replicas, by replica count.
+
+    python3 bench/replicas.py target/release/morloc-mcp [--rounds N] [--out FILE]
+
+A Python pool runs one call at a time; the server runs up to
+`--pool-replicas py=N` processes of it. For N in 1, 2, 4 and 8 this starts
+a fresh server with that cap, warms it (rounds of concurrent calls until
+the replicas are up), then sends rounds of 16 concurrent calls and reports
+the median calls per second over the rounds, for:
+
+- a sleeping function (`slowEcho 100`): the pool waits, so more processes
+  than CPUs still help;
+- a CPU-bound function: in the test pool, `bigList 50000` (the pool builds
+  and encodes a 50k-element list in Python); in the real workbench pool,
+  `countWords` of a 200k-word text (a Python loop over the words); here
+  more processes than CPUs cannot help.
+
+The test pool (`tests/pool/testpool.py`, one call at a time like a real
+Python pool) always runs; the real workbench pool runs when the real
+runtime and programs are there (as for bench/big_results.py), else one line
+says it was skipped. Every reply is checked. The section between the
+`replicas` markers of bench/RESULTS.md is replaced (or written to --out).
+No figure is asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BEGIN = "<!-- replicas:begin -->"
+END = "<!-- replicas:end -->"
+COUNTS = [1, 2, 4, 8]
+BATCH = 16
+WORDS = " ".join("w%d" % (i % 10) for i in range(200_000))
+
+
+def usable_home(home: str) -> bool:
+    return (os.path.isfile(os.path.join(home, "lib", "libmorloc.so"))
+            and os.path.isdir(os.path.join(home, "opt")))
+
+
+def runtime_env() -> dict[str, str] | None:
+    candidates = [os.environ.get("MORLOC_HOME", ""), os.path.join(ROOT, ".cache", "morloc")]
+    for home in candidates:
+        if home and usable_home(home):
+            env = dict(os.environ)
+            env["MORLOC_HOME"] = home
+            env["LD_LIBRARY_PATH"] = os.pathsep.join(
+                p for p in (os.path.join(home, "lib"), env.get("LD_LIBRARY_PATH", "")) if p)
+            env["PYTHONPATH"] = os.pathsep.join(
+                p for p in (os.path.join(home, "opt"), env.get("PYTHONPATH", "")) if p)
+            return env
+    return None
+
+
+class Server:
+    def __init__(self, binary: str, manifest: str, env: dict[str, str], replicas: int):
+        self.proc = subprocess.Popen(
+            [binary, "mcp", manifest, "--pool-replicas", "py=%d" % replicas],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        self.next_id = 1
+        self.send("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                 "clientInfo": {"name": "replicas-bench", "version": "1"}})
+        self.read()
+        self.proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        self.proc.stdin.flush()
+
+    def send(self, method: str, params: dict) -> int:
+        rid = self.next_id
+        self.next_id += 1
+        msg = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+        self.proc.stdin.write(json.dumps(msg).encode() + b"\n")
+        self.proc.stdin.flush()
+        return rid
+
+    def read(self) -> dict:
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError("the server closed its stdout")
+            msg = json.loads(line)
+            if "id" in msg and "method" not in msg:
+                return msg
+
+    def batch(self, tool: str, arguments: dict, expected: str, n: int) -> float:
+        started = time.monotonic()
+        for _ in range(n):
+            self.send("tools/call", {"name": tool, "arguments": arguments})
+        for _ in range(n):
+            msg = self.read()
+            result = msg.get("result", {})
+            text = result.get("content", [{}])[0].get("text")
+            if result.get("isError") or text != expected:
+                raise RuntimeError("%s: unexpected reply %s" % (tool, json.dumps(msg)[:300]))
+        return time.monotonic() - started
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def measure(binary, manifest, env, replicas, tool, arguments, expected, rounds):
+    server = Server(binary, manifest, env, replicas)
+    try:
+        # Warm-up: the replicas start while these wait.
+        for _ in range(3):
+            server.batch(tool, arguments, expected, BATCH)
+        rates = [BATCH / server.batch(tool, arguments, expected, BATCH) for _ in range(rounds)]
+    finally:
+        server.close()
+    return rates
+
+
+def test_pool_manifest(directory: str) -> str:
+    with open(os.path.join(ROOT, "tests", "data", "shapes", "manifest.json"), encoding="utf-8") as f:
+        manifest = json.load(f)
+    manifest["pools"][0]["exec"] = ["python3", os.path.join(ROOT, "tests", "pool", "testpool.py")]
+    path = os.path.join(directory, "manifest.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(manifest, f)
+    return path
+
+
+def count_words_text() -> str:
+    return json.dumps([["w%d" % i, 20_000] for i in range(10)], separators=(",", ":"))
+
+
+def render(rows, rounds: int, binary: str) -> str:
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    load = open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else []
+    lines = [BEGIN, "", "## Pool replicas (`bench/replicas.py`)", "",
+             "Calls per second through `--pool-replicas py=N`: rounds of %d concurrent calls after a warm-up, "
+             "median over %d rounds (min-max beside it). %s, commit %s, %d CPUs, load average at the end %s."
+             % (BATCH, rounds, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), commit or "?",
+                os.cpu_count() or 0, " ".join(load)), "",
+             "| pool | function | " + " | ".join("py=%d" % n for n in COUNTS) + " | py=8 / py=1 |",
+             "|---|---|" + "---|" * (len(COUNTS) + 1)]
+    for pool, label, rates in rows:
+        cells = []
+        for n in COUNTS:
+            r = rates.get(n)
+            cells.append("%.1f (%.1f-%.1f)" % (statistics.median(r), min(r), max(r)) if r else "-")
+        gain = (statistics.median(rates[8]) / statistics.median(rates[1])
+                if rates.get(1) and rates.get(8) else 0)
+        lines.append("| %s | %s | %s | %.2fx |" % (pool, label, " | ".join(cells), gain))
+    lines += ["", END, ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    rounds, out, rest = 5, os.path.join(ROOT, "bench", "RESULTS.md"), []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--rounds" and i + 1 < len(argv):
+            rounds = max(1, int(argv[i + 1]))
+            i += 1
+        elif argv[i] == "--out" and i + 1 < len(argv):
+            out = argv[i + 1]
+            i += 1
+        else:
+            rest.append(argv[i])
+        i += 1
+    if len(rest) != 1:
+        print("usage: replicas.py <path-to-morloc-mcp> [--rounds N] [--out FILE]", file=sys.stderr)
+        return 2
+    binary = os.path.abspath(rest[0])
+    cases = []
+    tmp = tempfile.TemporaryDirectory()
+    shapes = test_pool_manifest(tmp.name)
+    big = json.dumps(list(range(50_000)), separators=(",", ":"))
+    cases.append(("test pool", "`slowEcho 100` (sleeps)", shapes, dict(os.environ),
+                  "slowEcho", {"_1": 100}, "100"))
+    cases.append(("test pool", "`bigList 50000` (CPU in the pool)", shapes, dict(os.environ),
+                  "bigList", {"_1": 50_000}, big))
+    shared = os.environ.get("MORLOC_SHARED", os.path.join(ROOT, "..", "shared", "morloc"))
+    workbench = os.path.join(shared, "programs", "workbench", "nexus-build", "manifest.json")
+    env = runtime_env()
+    if os.path.isfile(workbench) and env is not None:
+        cases.append(("real Python pool", "`slowEcho 100` (sleeps)", workbench, env,
+                      "slowEcho", {"_1": 100}, "100"))
+        cases.append(("real Python pool", "`countWords` of 200k words (CPU in the pool)", workbench, env,
+                      "countWords", {"_1": WORDS}, count_words_text()))
+    else:
+        print("replicas: real pool skipped: needs ../shared/morloc (or MORLOC_SHARED) and a Morloc runtime")
+    rows = []
+    for pool, label, manifest, case_env, tool, arguments, expected in cases:
+        rates = {}
+        for n in COUNTS:
+            rates[n] = measure(binary, manifest, case_env, n, tool, arguments, expected, rounds)
+            print("%s, %s, py=%d: %.1f calls/s" % (pool, label, n, statistics.median(rates[n])), flush=True)
+        rows.append((pool, label, rates))
+    section = render(rows, rounds, binary)
+    text = open(out, encoding="utf-8").read() if os.path.exists(out) else ""
+    if BEGIN in text and END in text:
+        text = text[:text.index(BEGIN)] + section + text[text.index(END) + len(END) + 1:]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    with open(out, "w", encoding="utf-8") as f:
+        f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
