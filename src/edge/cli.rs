@@ -35,6 +35,11 @@ pub const TOKEN_ENV: &str = "MORLOC_MCP_TOKEN";
 /// Bind address used when `--http-host` is not given.
 pub const DEFAULT_HTTP_HOST: &str = "127.0.0.1";
 
+/// How long a remote call runs before a tasks-aware client gets a task
+/// handle, when `--task-after` is not given.
+pub const DEFAULT_TASK_AFTER: Duration = Duration::from_millis(1000);
+/// How long a settled task is kept, when `--task-ttl` is not given.
+pub const DEFAULT_TASK_TTL: Duration = Duration::from_secs(3600);
 /// The per-call deadline used when `--call-timeout` is not given.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -79,6 +84,12 @@ Options:
                                 (repeatable)
       --call-timeout <seconds>  fail a tool call that runs longer than this
                                 (0 for no limit) [default: 600]
+      --task-after <ms>         answer a remote tool call still running after
+                                this many milliseconds with a task handle, to
+                                clients that declared the tasks extension
+                                (0: at once) [default: 1000]
+      --task-ttl <seconds>      keep a finished task's result this long
+                                [default: 3600]
       --lazy-pools              start language pools on first use, not at start-up
       --instance-id <name>      this server's name behind a load balancer, the
                                 prefix of every session id it mints (letters,
@@ -184,6 +195,8 @@ pub struct RawServe {
     pub allow_no_auth: bool,
     pub allow_origins: Vec<String>,
     pub call_timeout: Option<Duration>,
+    pub task_after: Option<Duration>,
+    pub task_ttl: Option<Duration>,
     pub session_ttl: Option<Duration>,
     /// Hidden, for tests: how long a request may take to arrive.
     pub request_timeout: Option<Duration>,
@@ -241,6 +254,11 @@ pub struct ServeConfig {
     pub http: Option<HttpConfig>,
     /// Deadline of one tool call; `None` means no limit.
     pub call_timeout: Option<Duration>,
+    /// How long a remote call of a tasks-aware client runs before it is
+    /// answered with a task.
+    pub task_after: Duration,
+    /// How long a settled task is kept.
+    pub task_ttl: Duration,
     /// Start pools on first use instead of before serving.
     pub lazy_pools: bool,
     /// Router: name tools `<command>` instead of `<module>__<command>`.
@@ -440,6 +458,8 @@ pub fn prepare(raw: RawArgs, env: &Env, warnings: &mut Vec<String>) -> Result<Ac
                 programs,
                 http,
                 call_timeout,
+                task_after: serve.task_after.unwrap_or(DEFAULT_TASK_AFTER),
+                task_ttl: serve.task_ttl.unwrap_or(DEFAULT_TASK_TTL),
                 lazy_pools: serve.lazy_pools,
                 plain_tool_names: serve.plain_tool_names,
                 pool_start_timeout: serve
@@ -637,6 +657,19 @@ fn parse_serve(
             Long("call-timeout") => {
                 let text = string_value(&mut parser, "--call-timeout", command)?;
                 raw.call_timeout = Some(seconds(&text, "--call-timeout")?);
+            }
+            Long("task-after") => {
+                let text = string_value(&mut parser, "--task-after", command)?;
+                let ms: u64 = text.trim().parse().map_err(|_| {
+                    CliError::Usage(format!(
+                        "invalid value '{text}' for '--task-after': expected a number of milliseconds (0 or more)"
+                    ))
+                })?;
+                raw.task_after = Some(Duration::from_millis(ms));
+            }
+            Long("task-ttl") => {
+                let text = string_value(&mut parser, "--task-ttl", command)?;
+                raw.task_ttl = Some(seconds(&text, "--task-ttl")?);
             }
             // Hidden: lets tests watch sessions expire.
             Long("session-ttl") => {

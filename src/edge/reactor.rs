@@ -19,6 +19,7 @@ mod http;
 mod leases;
 mod pools;
 mod reload;
+mod tasks;
 
 use std::collections::HashMap;
 use std::io::{self, Read};
@@ -86,6 +87,10 @@ pub struct Options {
     pub pool_replicas: Vec<(String, usize)>,
     /// How long a replica may sit idle before it is stopped.
     pub replica_idle: Duration,
+    /// See `ServeConfig::task_after`.
+    pub task_after: Duration,
+    /// See `ServeConfig::task_ttl`.
+    pub task_ttl: Duration,
 }
 
 /// Builds each program's tool surface (printing exclusion notes), then
@@ -116,6 +121,8 @@ pub fn serve(config: ServeConfig) -> Result<i32, StartError> {
         drain_timeout: config.drain_timeout,
         pool_replicas: config.pool_replicas,
         replica_idle: config.replica_idle,
+        task_after: config.task_after,
+        task_ttl: config.task_ttl,
     };
     match config.http {
         None => {
@@ -227,6 +234,8 @@ struct Reactor {
     /// Set by SIGTERM over HTTP: the latest time to exit (see
     /// `http::health`).
     draining: Option<Instant>,
+    /// Calls that became tasks (Tasks extension), and their outcomes.
+    tasks: mcp::tasks::Tasks,
 }
 
 impl Reactor {
@@ -268,6 +277,7 @@ impl Reactor {
                     .map_err(|e| io_err("cannot prepare the pools' run directory", e))?,
             );
         }
+        let task_ttl_ms = options.task_ttl.as_millis() as u64;
         let mut reactor = Reactor {
             poll,
             catalog,
@@ -287,6 +297,7 @@ impl Reactor {
             watches: Vec::new(),
             started: Instant::now(),
             draining: None,
+            tasks: mcp::tasks::Tasks::new(task_ttl_ms, mcp::tasks::MAX_TASKS),
         };
         reactor.watches = reload::watches(&reactor.catalog);
         // Pools are spawned once the client's first message has been
@@ -406,7 +417,9 @@ impl Reactor {
             consider(call.deadline);
             consider(call.next_progress);
             consider(call.lost_until());
+            consider(call.task_at);
         }
+        consider(self.next_task_expiry());
         if let Some(http) = &self.http {
             consider(http.next_deadline());
         }
@@ -422,6 +435,7 @@ impl Reactor {
         let now = Instant::now();
         self.pool_timers(now);
         self.call_timers(now);
+        self.task_timers(now);
         self.http_timers(now);
         self.reload_timers(now);
     }
@@ -569,6 +583,10 @@ impl Reactor {
                 }
             }
             Step::Call(request) => self.start_call(Client::Stdio, request),
+            Step::Task(request) => {
+                let reply = self.answer_task("", request);
+                self.send_stdio(&reply);
+            }
             Step::Listen(listen) => {
                 self.listeners.add(Client::Stdio, &listen);
                 self.send_stdio(&mcp::subscriptions::acknowledgement(&listen));

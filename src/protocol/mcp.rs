@@ -24,6 +24,7 @@ mod legacy;
 mod modern;
 mod results;
 pub mod subscriptions;
+pub mod tasks;
 
 pub use discover::{discover_result, initialize_result, server_info};
 pub use results::*;
@@ -349,12 +350,21 @@ pub struct CallRequest {
     /// result is then completed (`resultType`, server identity) and its log
     /// level decides which pool output it receives.
     pub modern: Option<era::RequestMeta>,
+    /// The authorization the request came with (over HTTP, its
+    /// `Authorization` header; empty otherwise): a task made of the call is
+    /// visible only under the same one.
+    pub owner: String,
 }
 
 impl CallRequest {
     /// Whether the call is a modern request.
     pub fn is_modern(&self) -> bool {
         self.modern.is_some()
+    }
+
+    /// Whether the request declared the Tasks extension.
+    pub fn wants_tasks(&self) -> bool {
+        self.modern.as_ref().is_some_and(|m| m.tasks)
     }
 }
 
@@ -369,6 +379,25 @@ pub enum Step {
     /// A modern `subscriptions/listen`: register it, then send its
     /// acknowledgement.
     Listen(ListenRequest),
+    /// A modern `tasks/get`, `tasks/update` or `tasks/cancel` from a client
+    /// that declared the extension: the reactor holds the task table.
+    Task(TaskRequest),
+}
+
+/// Which `tasks/*` method.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskMethod {
+    Get,
+    Update,
+    Cancel,
+}
+
+/// A checked `tasks/*` request.
+#[derive(Clone, Debug)]
+pub struct TaskRequest {
+    pub id: RequestId,
+    pub method: TaskMethod,
+    pub task_id: String,
 }
 
 /// Handles one inbound message.
@@ -454,6 +483,7 @@ fn tools_call(
                 command,
                 args: call.args,
                 modern,
+                owner: String::new(),
             }),
             // A `_render` projection whose entry command does not exist.
             Err(entry) => Step::Reply(call_response(

@@ -92,6 +92,14 @@ fn serve_options() {
         }),
     );
     check(
+        "mcp p --task-after 0 --task-ttl 0.5",
+        RawArgs::Serve(RawServe {
+            task_after: Some(Duration::ZERO),
+            task_ttl: Some(Duration::from_millis(500)),
+            ..serve(&["p"])
+        }),
+    );
+    check(
         "mcp p --call-timeout 0",
         RawArgs::Serve(RawServe {
             call_timeout: Some(Duration::ZERO),

@@ -22,7 +22,8 @@ use crate::format::packet::{self, Reply};
 use crate::format::schema;
 use crate::format::value::Value;
 use crate::format::voidstar;
-use crate::protocol::jsonrpc::RequestId;
+use crate::protocol::jsonrpc::{self, RequestId};
+use crate::protocol::mcp::tasks::Outcome;
 use crate::protocol::mcp::{self, CallRequest, Program};
 
 /// Progress heartbeats for calls that carry a progress token: after 1 s and
@@ -84,6 +85,12 @@ pub(super) struct Call {
     pub(super) next_progress: Option<Instant>,
     /// The last progress value sent (they must increase).
     last_progress: Option<f64>,
+    /// When the call is answered with a task handle if still running (its
+    /// client declared the Tasks extension).
+    pub(super) task_at: Option<Instant>,
+    /// The task the call became: its outcome settles the task, and nothing
+    /// more goes to its client.
+    pub(super) task: Option<String>,
 }
 
 impl Call {
@@ -183,8 +190,18 @@ impl Reactor {
                 // start is bounded by the start-up timeout instead.
                 deadline: None,
                 last_progress: None,
+                task_at: None,
+                task: None,
             },
         );
+        let task_at = self.task_deadline(self.calls[&id].request.wants_tasks(), now);
+        if let Some(call) = self.calls.get_mut(&id) {
+            call.task_at = task_at;
+        }
+        if task_at.is_some_and(|t| t <= now) {
+            // `--task-after 0`: the task exists before its handle is sent.
+            self.make_task(id);
+        }
         let lang = self.pool_lang(program, pool).to_string();
         match self.ensure_needed_pools(id) {
             Ok(true) => {
@@ -639,6 +656,9 @@ impl Reactor {
             return;
         };
         let result = outcome.unwrap_or_else(|message| mcp::error_result(&message));
+        if let Some(task) = &call.task {
+            return self.settle_task(task, Outcome::Completed(result));
+        }
         let reply = mcp::call_response(
             &self.catalog,
             &call.request.id,
@@ -646,6 +666,23 @@ impl Reactor {
             result,
         );
         self.deliver(&call.client, &reply, true);
+    }
+
+    /// Ends a call with a protocol-level failure (its pool died, or it timed
+    /// out): an `isError` result as always, but a task it became is
+    /// `failed` with a JSON-RPC error.
+    pub(super) fn fail_call(&mut self, id: CallId, message: String) {
+        let task = self.calls.get(&id).and_then(|c| c.task.clone());
+        match task {
+            Some(task) => {
+                self.take_call(id);
+                self.settle_task(
+                    &task,
+                    Outcome::Failed(jsonrpc::ErrorCode::InternalError as i64, message),
+                );
+            }
+            None => self.finish_call(id, Err(message)),
+        }
     }
 
     /// Sends `notifications/progress` for a call that carries a progress
@@ -657,6 +694,9 @@ impl Reactor {
         let Some(token) = call.request.progress_token.clone() else {
             return;
         };
+        if call.task.is_some() {
+            return;
+        }
         let elapsed = (call.started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
         let progress = match call.last_progress {
             Some(last) if elapsed <= last => last + 0.001,
@@ -696,7 +736,9 @@ impl Reactor {
         let found = self
             .calls
             .iter()
-            .find(|(_, c)| &c.request.id == request_id && same_session(&c.client, client))
+            .find(|(_, c)| {
+                c.task.is_none() && &c.request.id == request_id && same_session(&c.client, client)
+            })
             .map(|(id, _)| *id);
         if let Some(id) = found {
             // Closing the connection is all a pool understands; its worker
@@ -710,6 +752,7 @@ impl Reactor {
         let ids: Vec<CallId> = self
             .calls
             .iter()
+            .filter(|(_, c)| c.task.is_none())
             .filter(|(_, c)| matches!(&c.client, Client::Http { session: s, .. } if s == session))
             .map(|(id, _)| *id)
             .collect();
@@ -724,6 +767,7 @@ impl Reactor {
         let ids: Vec<CallId> = self
             .calls
             .iter()
+            .filter(|(_, c)| c.task.is_none())
             .filter(|(_, c)| matches!(&c.client, Client::Http { conn: t, .. } if *t == conn))
             .map(|(id, _)| *id)
             .collect();
@@ -763,7 +807,7 @@ impl Reactor {
             .map(|(id, _)| *id)
             .collect();
         for id in ids {
-            self.finish_call(id, Err(message.to_string()));
+            self.fail_call(id, message.to_string());
         }
     }
 
@@ -811,7 +855,7 @@ impl Reactor {
             };
             if let CallStage::Lost { message, .. } = &call.stage {
                 let message = message.clone();
-                self.finish_call(id, Err(message));
+                self.fail_call(id, message);
             }
         }
     }
@@ -824,11 +868,9 @@ impl Reactor {
         let secs = self.options.call_timeout.map_or(0.0, |t| t.as_secs_f64());
         let lang = self.runtimes[program].pools[slot].label();
         let was_running = call.stage != CallStage::WaitingForPool;
-        self.finish_call(
+        self.fail_call(
             id,
-            Err(format!(
-                "timed out after {secs} s waiting for pool '{lang}'"
-            )),
+            format!("timed out after {secs} s waiting for pool '{lang}'"),
         );
         if was_running {
             // A stuck worker would hold up every later call (a Python pool
@@ -863,7 +905,7 @@ impl Reactor {
             .calls
             .values()
             .filter(|c| c.program == program && c.slot == pool)
-            .filter(|c| c.stage != CallStage::WaitingForPool)
+            .filter(|c| c.stage != CallStage::WaitingForPool && c.task.is_none())
             .filter_map(|c| {
                 let wanted = c.request.modern.as_ref()?.log_level;
                 let note = mcp::log_message(wanted, level, logger, line)?;

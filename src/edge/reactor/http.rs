@@ -835,6 +835,12 @@ impl Reactor {
         match step {
             // `subscriptions/listen` is always a modern request.
             Step::Nothing | Step::Listen(_) => self.respond(token, 202, &cors, &[], keep_alive),
+            Step::Task(request) => {
+                let owner = req.header("authorization").unwrap_or("").to_string();
+                let reply = self.answer_task(&owner, request);
+                let status = era::http_status(&reply);
+                self.respond(token, status, &cors, &body(&reply), keep_alive)
+            }
             Step::Reply(reply) => self.respond(token, 200, &cors, &body(&reply), keep_alive),
             Step::Cancel(id) => {
                 // No JSON-RPC response is due for a cancelled request (clients
@@ -854,7 +860,8 @@ impl Reactor {
                 }
                 self.respond(token, 202, &cors, &[], keep_alive)
             }
-            Step::Call(request) => {
+            Step::Call(mut request) => {
+                request.owner = req.header("authorization").unwrap_or("").to_string();
                 let sse = accepts_sse
                     && req.minor_version >= 1
                     && (request.progress_token.is_some() || session.log_level.is_some());
@@ -957,7 +964,14 @@ impl Reactor {
                 let status = era::http_status(&reply);
                 self.respond(token, status, &cors, &body(&reply), keep_alive)
             }
-            Step::Call(request) => {
+            Step::Task(request) => {
+                let owner = req.header("authorization").unwrap_or("").to_string();
+                let reply = self.answer_task(&owner, request);
+                let status = era::http_status(&reply);
+                self.respond(token, status, &cors, &body(&reply), keep_alive)
+            }
+            Step::Call(mut request) => {
+                request.owner = req.header("authorization").unwrap_or("").to_string();
                 let wants_logs = request
                     .modern
                     .as_ref()

@@ -6,6 +6,7 @@
 //! reloaded) and `logging`. The modern era also declares empty `prompts` and
 //! `resources`: their list methods answer with empty, cacheable lists there,
 //! so a modern client asking for them gets a result instead of an error.
+//! It also declares the Tasks extension (`io.modelcontextprotocol/tasks`).
 //!
 //! Architecture Invariant: pure; no I/O.
 
@@ -36,6 +37,9 @@ pub fn discover_result(catalog: &Catalog) -> Json {
     caps.insert("prompts".into(), Json::Object(Map::new()));
     caps.insert("resources".into(), Json::Object(Map::new()));
     caps.insert("logging".into(), Json::Object(Map::new()));
+    let mut extensions = Map::new();
+    extensions.insert(super::tasks::EXTENSION.into(), Json::Object(Map::new()));
+    caps.insert("extensions".into(), Json::Object(extensions));
     let mut result = Map::new();
     result.insert("supportedVersions".into(), Json::Array(versions));
     result.insert("capabilities".into(), Json::Object(caps));

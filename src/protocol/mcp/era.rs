@@ -75,6 +75,8 @@ pub struct RequestMeta {
     pub version: String,
     /// Index into [`LOG_LEVELS`]; `None`: the request wants no log messages.
     pub log_level: Option<usize>,
+    /// The request declared the Tasks extension in its capabilities.
+    pub tasks: bool,
 }
 
 /// Checks a modern request's `_meta`: `-32602` when a required field is
@@ -140,7 +142,11 @@ pub fn request_meta(id: &RequestId, params: Option<&Json>) -> Result<RequestMeta
     if !MODERN_VERSIONS.contains(&version.as_str()) {
         return Err(unsupported_version(Some(id), &version));
     }
-    Ok(RequestMeta { version, log_level })
+    Ok(RequestMeta {
+        version,
+        log_level,
+        tasks: super::tasks::declared(params),
+    })
 }
 
 /// `UnsupportedProtocolVersionError` (`-32022`) for `requested`.

@@ -19,7 +19,9 @@ use serde_json::{Map, Value as Json};
 use crate::protocol::jsonrpc::{self, ErrorCode, RequestId};
 
 use super::results::{cacheable, complete, CACHE_TTL_MS};
-use super::{discover, era, subscriptions, tools_call, Catalog, Step};
+use super::{
+    discover, era, subscriptions, tasks, tools_call, Catalog, Step, TaskMethod, TaskRequest,
+};
 
 /// The JSON Schema dialect every modern tool schema names.
 pub const SCHEMA_DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
@@ -44,6 +46,9 @@ pub(super) fn request(
             Ok(listen) => Step::Listen(listen),
             Err(reply) => Step::Reply(reply),
         },
+        "tasks/get" | "tasks/update" | "tasks/cancel" => {
+            task_request(id, method, params.as_ref(), &meta)
+        }
         "prompts/list" => reply(empty_list(catalog, "prompts")),
         "resources/list" => reply(empty_list(catalog, "resources")),
         "resources/templates/list" => reply(empty_list(catalog, "resourceTemplates")),
@@ -82,6 +87,39 @@ pub(super) fn request(
             ),
         )),
     }
+}
+
+/// `tasks/*`: only for a client that declared the extension (`-32021`
+/// otherwise), with a string `taskId`.
+fn task_request(
+    id: RequestId,
+    method: &str,
+    params: Option<&Json>,
+    meta: &era::RequestMeta,
+) -> Step {
+    if !meta.tasks {
+        return Step::Reply(tasks::missing_capability(&id));
+    }
+    let task_id = match tasks::task_id_param(params) {
+        Ok(t) => t,
+        Err(message) => {
+            return Step::Reply(jsonrpc::error_response(
+                Some(&id),
+                ErrorCode::InvalidParams,
+                &message,
+            ))
+        }
+    };
+    let method = match method {
+        "tasks/get" => TaskMethod::Get,
+        "tasks/update" => TaskMethod::Update,
+        _ => TaskMethod::Cancel,
+    };
+    Step::Task(TaskRequest {
+        id,
+        method,
+        task_id,
+    })
 }
 
 fn name_of(params: Option<&Json>, key: &str) -> String {

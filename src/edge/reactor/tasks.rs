@@ -1,0 +1,127 @@
+//! The Tasks extension on the reactor's side: turning a long remote call into
+//! a task (`--task-after`), settling it when the call ends, answering
+//! `tasks/get`, `tasks/update` and `tasks/cancel`, and freeing settled tasks
+//! after their TTL. The table and every message live in
+//! `protocol::mcp::tasks`; this file adds the clock and the random ids.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::Value as Json;
+
+use crate::edge::proc;
+use crate::protocol::mcp::tasks::{self, Outcome, Status};
+use crate::protocol::mcp::{TaskMethod, TaskRequest};
+
+use super::calls::CallId;
+use super::Reactor;
+
+/// Milliseconds since the Unix epoch.
+pub(super) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl Reactor {
+    /// When a call just started should become a task: `None` for a client
+    /// that did not declare the extension.
+    pub(super) fn task_deadline(&self, wants_tasks: bool, now: Instant) -> Option<Instant> {
+        wants_tasks.then(|| now + self.options.task_after)
+    }
+
+    /// Answers the call with a task handle and lets it run on. At the cap
+    /// (every slot holds a running task) the call simply stays synchronous.
+    pub(super) fn make_task(&mut self, id: CallId) {
+        let Some(call) = self.calls.get_mut(&id) else {
+            return;
+        };
+        call.task_at = None;
+        // Unguessable: `<instance id>.<128 random bits>`, so a balancer can
+        // route `tasks/*` on the prefix of `Mcp-Name`.
+        let mut bytes = [0u8; 16];
+        if proc::fill_random(&mut bytes).is_err() {
+            return;
+        }
+        let task_id = self.options.instance.mint(&bytes);
+        let Some(call) = self.calls.get_mut(&id) else {
+            return;
+        };
+        let now = now_ms();
+        let ttl = self.tasks.ttl_ms();
+        let owner = call.request.owner.clone();
+        let Ok(task) = self.tasks.create(task_id.clone(), &owner, now) else {
+            return;
+        };
+        let result = tasks::create_result(task, ttl, now, &self.catalog);
+        let reply = crate::protocol::jsonrpc::result_response(&call.request.id, result);
+        let client = call.client.clone();
+        // From now on nothing of the call goes to its client: progress and
+        // log messages are not part of a task.
+        call.task = Some(task_id);
+        call.next_progress = None;
+        self.deliver(&client, &reply, true);
+    }
+
+    /// Settles the task a call became.
+    pub(super) fn settle_task(&mut self, task_id: &str, outcome: Outcome) {
+        self.tasks.settle(task_id, outcome, now_ms());
+    }
+
+    /// Answers a `tasks/*` request from a caller with authorization `owner`.
+    pub(super) fn answer_task(&mut self, owner: &str, req: TaskRequest) -> Json {
+        let now = now_ms();
+        let ttl = self.tasks.ttl_ms();
+        let status = match self.tasks.get(&req.task_id, owner, now) {
+            Ok(task) => task.status,
+            Err(_) => return tasks::unknown_task(&req.id, &req.task_id),
+        };
+        let result = match req.method {
+            TaskMethod::Get => match self.tasks.get(&req.task_id, owner, now) {
+                Ok(task) => tasks::get_result(task, ttl, now, &self.catalog),
+                Err(_) => return tasks::unknown_task(&req.id, &req.task_id),
+            },
+            // Nothing in a Morloc call asks for input: the keys are ignored.
+            TaskMethod::Update => tasks::ack(&self.catalog),
+            TaskMethod::Cancel => {
+                if status == Status::Working {
+                    let call = self
+                        .calls
+                        .iter()
+                        .find(|(_, c)| c.task.as_deref() == Some(req.task_id.as_str()))
+                        .map(|(id, _)| *id);
+                    if let Some(call) = call {
+                        // As for `notifications/cancelled`: the connection
+                        // to the pool is closed, the worker runs to its end.
+                        self.drop_call(call);
+                    }
+                    self.settle_task(&req.task_id, Outcome::Cancelled);
+                }
+                tasks::ack(&self.catalog)
+            }
+        };
+        crate::protocol::jsonrpc::result_response(&req.id, result)
+    }
+
+    /// Calls due to become tasks, and settled tasks due to be freed.
+    pub(super) fn task_timers(&mut self, now: Instant) {
+        let due: Vec<CallId> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.task_at.is_some_and(|t| t <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in due {
+            self.make_task(id);
+        }
+        if self.tasks.next_expiry().is_some_and(|e| e <= now_ms()) {
+            self.tasks.expire(now_ms());
+        }
+    }
+
+    /// When the next settled task is freed, as an `Instant`.
+    pub(super) fn next_task_expiry(&self) -> Option<Instant> {
+        let at = self.tasks.next_expiry()?;
+        let wait = at.saturating_sub(now_ms());
+        Some(Instant::now() + Duration::from_millis(wait))
+    }
+}

@@ -1,0 +1,387 @@
+//! The Tasks extension (`io.modelcontextprotocol/tasks`) of MCP 2026-07-28:
+//! a long `tools/call` answered with a task handle, polled with `tasks/get`,
+//! cancelled with `tasks/cancel`.
+//!
+//! This module holds the task table and its state machine (`working` to one
+//! of `completed`, `failed`, `cancelled`, never back), expiry, the cap, and
+//! the JSON of a task. Times are milliseconds since the Unix epoch, passed in
+//! by the caller; ids are made by the caller too (`instance::InstanceId::mint`),
+//! so the table is deterministic and testable.
+//!
+//! Lifetime: a settled task is kept for the table's TTL after it settled,
+//! then freed; the `ttlMs` it reports counts from its creation (as the
+//! extension defines it), so it grows by the time the task ran. A running
+//! task is never freed. At the cap, the settled task that settled first is
+//! freed early; when every slot holds a running task, no task is created
+//! (`Full`) and the caller answers the call synchronously instead.
+//!
+//! Architecture Invariant: pure; no I/O.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value as Json};
+
+use crate::protocol::jsonrpc::{self, ErrorCode, RequestId};
+
+use super::results::complete;
+use super::Catalog;
+
+/// The extension's identifier, in capabilities.
+pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
+/// At most this many tasks are held at once.
+pub const MAX_TASKS: usize = 1024;
+/// The polling interval suggested to clients.
+pub const POLL_INTERVAL_MS: u64 = 1000;
+/// The message of a task whose server stopped while it ran.
+pub const RESTARTED: &str = "the server restarted while the task was running";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Working,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Working => "working",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+            Status::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Status> {
+        [
+            Status::Working,
+            Status::Completed,
+            Status::Failed,
+            Status::Cancelled,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == text)
+    }
+}
+
+/// One task.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Task {
+    pub id: String,
+    /// Who may see it: the authorization it was created under.
+    pub owner: String,
+    pub status: Status,
+    /// Set when the task settles (a working task's message is computed).
+    pub message: Option<String>,
+    pub created_ms: u64,
+    pub updated_ms: u64,
+    /// When a settled task is freed.
+    pub expires_ms: Option<u64>,
+    /// The `CallToolResult` of a completed task, the JSON-RPC error object
+    /// of a failed one.
+    pub payload: Option<Json>,
+}
+
+/// How a running task ends.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    /// The call's result (a tool error included: `isError`).
+    Completed(Json),
+    /// A protocol-level failure: code and message of the JSON-RPC error.
+    Failed(i64, String),
+    Cancelled,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskError {
+    /// No such task for this owner (or it expired).
+    Unknown,
+    /// Every slot holds a running task.
+    Full,
+}
+
+/// The task table.
+#[derive(Debug)]
+pub struct Tasks {
+    map: HashMap<String, Task>,
+    ttl_ms: u64,
+    cap: usize,
+}
+
+impl Tasks {
+    pub fn new(ttl_ms: u64, cap: usize) -> Tasks {
+        Tasks {
+            map: HashMap::new(),
+            ttl_ms,
+            cap: cap.max(1),
+        }
+    }
+
+    pub fn ttl_ms(&self) -> u64 {
+        self.ttl_ms
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Creates a working task (after freeing expired ones; at the cap, the
+    /// settled task that settled first).
+    pub fn create(&mut self, id: String, owner: &str, now: u64) -> Result<&Task, TaskError> {
+        self.expire(now);
+        if self.map.len() >= self.cap {
+            let oldest = self
+                .map
+                .values()
+                .filter(|t| t.status != Status::Working)
+                .min_by_key(|t| (t.updated_ms, t.id.clone()))
+                .map(|t| t.id.clone());
+            match oldest {
+                Some(old) => {
+                    self.map.remove(&old);
+                }
+                None => return Err(TaskError::Full),
+            }
+        }
+        let task = Task {
+            id: id.clone(),
+            owner: owner.to_string(),
+            status: Status::Working,
+            message: None,
+            created_ms: now,
+            updated_ms: now,
+            expires_ms: None,
+            payload: None,
+        };
+        Ok(self.map.entry(id).or_insert(task))
+    }
+
+    /// Puts back a task read from storage (see `tasks_file`): a task that
+    /// was still running is failed, since its work is gone.
+    pub fn restore(&mut self, mut task: Task, now: u64) {
+        if task.status == Status::Working {
+            task.status = Status::Failed;
+            task.message = Some(RESTARTED.into());
+            task.payload = Some(error_object(-32603, RESTARTED));
+            task.updated_ms = now;
+            task.expires_ms = Some(now + self.ttl_ms);
+        }
+        if task.expires_ms.is_some_and(|e| e <= now) || self.map.len() >= self.cap {
+            return;
+        }
+        self.map.insert(task.id.clone(), task);
+    }
+
+    /// The task, if `owner` may see it and it has not expired.
+    pub fn get(&self, id: &str, owner: &str, now: u64) -> Result<&Task, TaskError> {
+        match self.map.get(id) {
+            Some(t) if t.owner == owner && t.expires_ms.is_none_or(|e| e > now) => Ok(t),
+            _ => Err(TaskError::Unknown),
+        }
+    }
+
+    /// Settles a working task; `None` when it is unknown or already settled
+    /// (a late result after a cancel is dropped).
+    pub fn settle(&mut self, id: &str, outcome: Outcome, now: u64) -> Option<&Task> {
+        let ttl = self.ttl_ms;
+        let task = self.map.get_mut(id)?;
+        if task.status != Status::Working {
+            return None;
+        }
+        let (status, message, payload) = match outcome {
+            Outcome::Completed(result) => {
+                let failed = result.get("isError") == Some(&Json::Bool(true));
+                let message = if failed {
+                    "the tool reported an error"
+                } else {
+                    "the call completed"
+                };
+                (Status::Completed, message.to_string(), Some(result))
+            }
+            Outcome::Failed(code, message) => {
+                let error = error_object(code, &message);
+                (Status::Failed, message, Some(error))
+            }
+            Outcome::Cancelled => (Status::Cancelled, "cancelled by the client".into(), None),
+        };
+        task.status = status;
+        task.message = Some(message);
+        task.payload = payload;
+        task.updated_ms = now.max(task.created_ms);
+        task.expires_ms = Some(task.updated_ms + ttl);
+        Some(task)
+    }
+
+    /// Frees the tasks whose time is up; returns their ids.
+    pub fn expire(&mut self, now: u64) -> Vec<String> {
+        let gone: Vec<String> = self
+            .map
+            .values()
+            .filter(|t| t.expires_ms.is_some_and(|e| e <= now))
+            .map(|t| t.id.clone())
+            .collect();
+        for id in &gone {
+            self.map.remove(id);
+        }
+        gone
+    }
+
+    /// The earliest expiry of any task.
+    pub fn next_expiry(&self) -> Option<u64> {
+        self.map.values().filter_map(|t| t.expires_ms).min()
+    }
+
+    /// Every task, in creation order (for storage).
+    pub fn all(&self) -> Vec<&Task> {
+        let mut all: Vec<&Task> = self.map.values().collect();
+        all.sort_by(|a, b| (a.created_ms, &a.id).cmp(&(b.created_ms, &b.id)));
+        all
+    }
+}
+
+/// `{"code": …, "message": …}`.
+pub fn error_object(code: i64, message: &str) -> Json {
+    let mut error = Map::new();
+    error.insert("code".into(), Json::from(code));
+    error.insert("message".into(), Json::String(message.into()));
+    Json::Object(error)
+}
+
+/// The task as the extension shows it (`CreateTaskResult`, `tasks/get`,
+/// `notifications/tasks`): status, timestamps, TTL from creation, polling
+/// interval, and the inlined result or error of a settled task. `now` gives
+/// a working task's message its elapsed time.
+pub fn task_json(task: &Task, ttl_ms: u64, now: u64) -> Map<String, Json> {
+    let mut out = Map::new();
+    out.insert("taskId".into(), Json::String(task.id.clone()));
+    out.insert("status".into(), Json::String(task.status.as_str().into()));
+    let message = match (&task.message, task.status) {
+        (Some(m), _) => m.clone(),
+        (None, _) => {
+            let secs = now.saturating_sub(task.created_ms) as f64 / 1000.0;
+            format!("running for {secs:.1} s")
+        }
+    };
+    out.insert("statusMessage".into(), Json::String(message));
+    out.insert("createdAt".into(), Json::String(iso8601(task.created_ms)));
+    out.insert(
+        "lastUpdatedAt".into(),
+        Json::String(iso8601(task.updated_ms)),
+    );
+    let ttl = match task.expires_ms {
+        Some(e) => e.saturating_sub(task.created_ms),
+        None => ttl_ms,
+    };
+    out.insert("ttlMs".into(), Json::from(ttl));
+    out.insert("pollIntervalMs".into(), Json::from(POLL_INTERVAL_MS));
+    match (task.status, &task.payload) {
+        (Status::Completed, Some(result)) => {
+            out.insert("result".into(), result.clone());
+        }
+        (Status::Failed, Some(error)) => {
+            out.insert("error".into(), error.clone());
+        }
+        _ => {}
+    }
+    out
+}
+
+/// Whether a request's `_meta` clientCapabilities declare the extension.
+pub fn declared(params: Option<&Json>) -> bool {
+    params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(super::era::CAPABILITIES_KEY))
+        .and_then(|c| c.get("extensions"))
+        .and_then(|e| e.get(EXTENSION))
+        .is_some_and(Json::is_object)
+}
+
+/// The `CreateTaskResult` answering a call that became `task`.
+pub fn create_result(task: &Task, ttl_ms: u64, now: u64, catalog: &Catalog) -> Json {
+    let mut result = complete(Json::Object(task_json(task, ttl_ms, now)), catalog);
+    if let Json::Object(m) = &mut result {
+        m.insert("resultType".into(), Json::String("task".into()));
+    }
+    result
+}
+
+/// The `tasks/get` result.
+pub fn get_result(task: &Task, ttl_ms: u64, now: u64, catalog: &Catalog) -> Json {
+    complete(Json::Object(task_json(task, ttl_ms, now)), catalog)
+}
+
+/// The empty acknowledgement of `tasks/update` and `tasks/cancel`.
+pub fn ack(catalog: &Catalog) -> Json {
+    complete(Json::Object(Map::new()), catalog)
+}
+
+/// `-32602` for a task id this server does not hold for this caller.
+pub fn unknown_task(id: &RequestId, task_id: &str) -> Json {
+    jsonrpc::error_response(
+        Some(id),
+        ErrorCode::InvalidParams,
+        &format!(
+            "unknown task '{task_id}': no such task here (it expired, was never created by this server instance, or belongs to another authorization)"
+        ),
+    )
+}
+
+/// `-32021`: the request needs the extension declared.
+pub fn missing_capability(id: &RequestId) -> Json {
+    let mut ext = Map::new();
+    ext.insert(EXTENSION.into(), Json::Object(Map::new()));
+    let mut caps = Map::new();
+    caps.insert("extensions".into(), Json::Object(ext));
+    let mut data = Map::new();
+    data.insert("requiredCapabilities".into(), Json::Object(caps));
+    jsonrpc::error_response_data(
+        Some(id),
+        ErrorCode::MissingRequiredClientCapability,
+        &format!(
+            "Missing required client capability: declare the '{EXTENSION}' extension in '_meta.{}'",
+            super::era::CAPABILITIES_KEY
+        ),
+        Json::Object(data),
+    )
+}
+
+/// `params.taskId` of a `tasks/*` request.
+pub fn task_id_param(params: Option<&Json>) -> Result<String, String> {
+    match params.and_then(|p| p.get("taskId")) {
+        Some(Json::String(id)) => Ok(id.clone()),
+        None => Err("missing 'params.taskId'".into()),
+        Some(other) => Err(format!("'params.taskId' must be a string, got {other}")),
+    }
+}
+
+/// Milliseconds since the epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC).
+pub fn iso8601(ms: u64) -> String {
+    let secs = ms / 1000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (proleptic Gregorian).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        ms % 1000
+    )
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,124 @@
+//! Unit tests of the task table: the state machine, owners, expiry, the cap,
+//! restored tasks, the capability check and the timestamps.
+
+use super::*;
+use serde_json::json;
+
+const HOUR: u64 = 3_600_000;
+
+#[test]
+fn a_task_settles_once_and_expires_after_its_ttl() {
+    let mut t = Tasks::new(1000, 8);
+    t.create("a".into(), "me", 10_000).unwrap();
+    let got = t.get("a", "me", 10_500).unwrap();
+    assert_eq!(got.status, Status::Working);
+    let j = task_json(got, t.ttl_ms(), 12_000);
+    assert_eq!(j["statusMessage"], "running for 2.0 s");
+    assert_eq!(j["ttlMs"], 1000);
+    assert!(j.get("result").is_none());
+    let result = json!({"content": [{"type": "text", "text": "42"}], "isError": false});
+    t.settle("a", Outcome::Completed(result.clone()), 13_000)
+        .unwrap();
+    // A late second outcome (e.g. a cancel racing the result) changes nothing.
+    assert!(t.settle("a", Outcome::Cancelled, 13_100).is_none());
+    let got = t.get("a", "me", 13_500).unwrap();
+    let j = task_json(got, t.ttl_ms(), 13_500);
+    assert_eq!(j["status"], "completed");
+    assert_eq!(j["result"], result);
+    // TTL counts from creation: 3 s of running + 1 s kept.
+    assert_eq!(j["ttlMs"], 4000);
+    assert_eq!(t.next_expiry(), Some(14_000));
+    assert_eq!(t.get("a", "me", 14_000), Err(TaskError::Unknown));
+    assert_eq!(t.expire(14_000), vec!["a".to_string()]);
+    assert!(t.is_empty());
+}
+
+#[test]
+fn a_task_is_seen_only_by_its_owner() {
+    let mut t = Tasks::new(HOUR, 8);
+    t.create("a".into(), "token-1", 0).unwrap();
+    assert!(t.get("a", "token-1", 1).is_ok());
+    assert_eq!(t.get("a", "token-2", 1), Err(TaskError::Unknown));
+    assert_eq!(t.get("b", "token-1", 1), Err(TaskError::Unknown));
+}
+
+#[test]
+fn failures_inline_a_json_rpc_error_and_tool_errors_complete() {
+    let mut t = Tasks::new(HOUR, 8);
+    t.create("f".into(), "", 0).unwrap();
+    t.settle("f", Outcome::Failed(-32603, "pool 'py' died".into()), 5);
+    let j = task_json(t.get("f", "", 6).unwrap(), HOUR, 6);
+    assert_eq!(j["status"], "failed");
+    assert_eq!(
+        j["error"],
+        json!({"code": -32603, "message": "pool 'py' died"})
+    );
+    assert_eq!(j["statusMessage"], "pool 'py' died");
+    assert!(j.get("result").is_none());
+
+    t.create("e".into(), "", 0).unwrap();
+    let tool_error = json!({"content": [{"type": "text", "text": "boom"}], "isError": true});
+    t.settle("e", Outcome::Completed(tool_error.clone()), 5);
+    let j = task_json(t.get("e", "", 6).unwrap(), HOUR, 6);
+    assert_eq!(j["status"], "completed");
+    assert_eq!(j["result"], tool_error);
+
+    t.create("c".into(), "", 0).unwrap();
+    t.settle("c", Outcome::Cancelled, 5);
+    let j = task_json(t.get("c", "", 6).unwrap(), HOUR, 6);
+    assert_eq!(j["status"], "cancelled");
+    assert!(j.get("result").is_none() && j.get("error").is_none());
+}
+
+#[test]
+fn at_the_cap_the_oldest_settled_task_goes_and_running_ones_stay() {
+    let mut t = Tasks::new(HOUR, 2);
+    t.create("a".into(), "", 0).unwrap();
+    t.create("b".into(), "", 1).unwrap();
+    assert_eq!(t.create("c".into(), "", 2).err(), Some(TaskError::Full));
+    t.settle("b", Outcome::Cancelled, 3);
+    t.create("c".into(), "", 4).unwrap();
+    assert!(t.get("b", "", 5).is_err());
+    assert!(t.get("a", "", 5).is_ok() && t.get("c", "", 5).is_ok());
+    assert_eq!(t.len(), 2);
+}
+
+#[test]
+fn a_restored_running_task_is_failed() {
+    let mut t = Tasks::new(HOUR, 8);
+    let task = Task {
+        id: "r".into(),
+        owner: "".into(),
+        status: Status::Working,
+        message: None,
+        created_ms: 0,
+        updated_ms: 0,
+        expires_ms: None,
+        payload: None,
+    };
+    t.restore(task, 100);
+    let j = task_json(t.get("r", "", 100).unwrap(), HOUR, 100);
+    assert_eq!(j["status"], "failed");
+    assert_eq!(j["statusMessage"], RESTARTED);
+    assert_eq!(j["error"]["code"], -32603);
+}
+
+#[test]
+fn capability_and_params() {
+    let with = json!({"_meta": {"io.modelcontextprotocol/clientCapabilities":
+        {"extensions": {"io.modelcontextprotocol/tasks": {}}}}});
+    let without = json!({"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}});
+    assert!(declared(Some(&with)));
+    assert!(!declared(Some(&without)));
+    assert!(!declared(None));
+    assert_eq!(task_id_param(Some(&json!({"taskId": "x"}))), Ok("x".into()));
+    assert!(task_id_param(Some(&json!({"taskId": 3}))).is_err());
+    assert!(task_id_param(None).is_err());
+}
+
+#[test]
+fn timestamps_are_iso8601_utc() {
+    assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
+    assert_eq!(iso8601(951_782_400_123), "2000-02-29T00:00:00.123Z");
+    assert_eq!(iso8601(1_795_000_000_000), "2026-11-18T11:06:40.000Z");
+}

@@ -1,0 +1,335 @@
+//! End-to-end tests of the Tasks extension (`io.modelcontextprotocol/tasks`)
+//! over stdio and HTTP, with the test pool's sleeping `slowEcho`: a call
+//! that outlives `--task-after` becomes a task that is polled to its exact
+//! result; cancel; a pool killed mid-task; expiry after `--task-ttl`; the
+//! capability gate; and on HTTP the `Mcp-Name` routing header.
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::http::{post_request, Client, Server as HttpServer};
+use crate::util::{self, Proc, TempDir, TIMEOUT};
+
+const MODERN: &str = "2026-07-28";
+const EXT: &str = "io.modelcontextprotocol/tasks";
+
+fn request(id: u64, method: &str, mut params: Value, tasks: bool) -> Value {
+    let caps = if tasks {
+        json!({"extensions": {EXT: {}}})
+    } else {
+        json!({})
+    };
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": caps,
+    });
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+fn call(id: u64, tool: &str, ms: u64, tasks: bool) -> Value {
+    request(
+        id,
+        "tools/call",
+        json!({"name": tool, "arguments": {"_1": ms}}),
+        tasks,
+    )
+}
+
+fn task_req(id: u64, method: &str, task: &str) -> Value {
+    let mut params = json!({"taskId": task});
+    if method == "tasks/update" {
+        params["inputResponses"] = json!({});
+    }
+    request(id, method, params, true)
+}
+
+/// The shapes program plus `crashPool` (the test pool's fault 92: the pool
+/// process exits mid-call).
+fn manifest(dir: &TempDir) -> std::path::PathBuf {
+    util::shapes_manifest_with(dir, |m| {
+        let commands = m["commands"].as_array_mut().expect("commands");
+        let mut crash = commands
+            .iter()
+            .find(|c| c["name"] == "slowEcho")
+            .expect("slowEcho")
+            .clone();
+        crash["name"] = json!("crashPool");
+        crash["mid"] = json!(92);
+        commands.push(crash);
+    })
+}
+
+struct Stdio {
+    proc: Proc,
+    _dir: TempDir,
+}
+
+impl Stdio {
+    fn start(extra: &[&str]) -> Stdio {
+        let dir = TempDir::new();
+        let mut command = util::cmd(["mcp"]);
+        command.arg(manifest(&dir)).args(extra);
+        Stdio {
+            proc: Proc::spawn(&mut command),
+            _dir: dir,
+        }
+    }
+
+    #[track_caller]
+    fn ask(&mut self, msg: &Value) -> Value {
+        self.proc.send_line(&msg.to_string());
+        match self.proc.read_line(TIMEOUT) {
+            Some(line) => serde_json::from_str(line.trim_end()).expect("JSON"),
+            None => panic!("stdout closed; stderr:\n{}", self.proc.stderr_now()),
+        }
+    }
+}
+
+/// Polls `tasks/get` until the task leaves `working`.
+#[track_caller]
+fn settle(ask: &mut dyn FnMut(&Value) -> Value, task: &str) -> Value {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let reply = ask(&task_req(900, "tasks/get", task));
+        let result = &reply["result"];
+        assert_eq!(result["resultType"], "complete", "{reply}");
+        assert_eq!(result["taskId"], task, "{reply}");
+        if result["status"] != "working" {
+            return result.clone();
+        }
+        assert!(Instant::now() < deadline, "task still working: {reply}");
+        thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn stdio_tasks_complete_cancel_fail_and_expire() {
+    let mut s = Stdio::start(&["--task-after", "300", "--task-ttl", "1.5"]);
+    // A fast call answers normally, even to a client that wants tasks.
+    let fast = s.ask(&call(1, "slowEcho", 10, true));
+    assert_eq!(fast["result"]["resultType"], "complete", "{fast}");
+    assert_eq!(fast["result"]["content"][0]["text"], "10");
+
+    // A slow call becomes a task after --task-after, which resolves at once.
+    let started = Instant::now();
+    let created = s.ask(&call(2, "slowEcho", 1500, true));
+    let waited = started.elapsed();
+    let result = &created["result"];
+    assert_eq!(result["resultType"], "task", "{created}");
+    assert_eq!(result["status"], "working");
+    assert!(
+        waited >= Duration::from_millis(250),
+        "handle after {waited:?}"
+    );
+    assert!(
+        waited < Duration::from_millis(1400),
+        "handle after {waited:?}"
+    );
+    let task = result["taskId"].as_str().expect("taskId").to_string();
+    let (prefix, random) = task.split_once('.').expect("<instance>.<random>");
+    assert!(!prefix.is_empty());
+    assert_eq!(random.len(), 32, "128 random bits: {task}");
+    let now = s.ask(&task_req(3, "tasks/get", &task));
+    assert_eq!(now["result"]["status"], "working", "{now}");
+    assert!(now["result"]["statusMessage"]
+        .as_str()
+        .is_some_and(|m| m.starts_with("running for ")));
+    assert_eq!(now["result"]["pollIntervalMs"], 1000);
+    let done = settle(&mut |m| s.ask(m), &task);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"],
+        json!({"content": [{"type": "text", "text": "1500"}], "isError": false})
+    );
+    // ttlMs counts from creation: the run time plus the 1.5 s kept.
+    assert!(done["ttlMs"].as_u64().is_some_and(|t| t >= 2500), "{done}");
+    let ack = s.ask(&task_req(4, "tasks/update", &task));
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+
+    // Cancel: acknowledged at once, settled as cancelled, and idempotent.
+    let created = s.ask(&call(5, "slowEcho", 20_000, true));
+    let long = created["result"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_string();
+    let ack = s.ask(&task_req(6, "tasks/cancel", &long));
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    assert!(ack["result"].get("status").is_none());
+    let got = s.ask(&task_req(7, "tasks/get", &long));
+    assert_eq!(got["result"]["status"], "cancelled", "{got}");
+    let again = s.ask(&task_req(8, "tasks/cancel", &long));
+    assert_eq!(again["result"]["resultType"], "complete", "{again}");
+
+    // The completed task is freed once its TTL is over.
+    thread::sleep(Duration::from_millis(1600));
+    let gone = s.ask(&task_req(9, "tasks/get", &task));
+    assert_eq!(gone["error"]["code"], -32602, "{gone}");
+    assert!(gone["error"]["message"]
+        .as_str()
+        .is_some_and(|m| m.contains("unknown task")));
+
+    // Without the extension: synchronous, and tasks/* are refused.
+    let sync = s.ask(&call(10, "slowEcho", 700, false));
+    assert_eq!(sync["result"]["content"][0]["text"], "700", "{sync}");
+    assert!(sync["result"].get("taskId").is_none());
+    let mut get = task_req(11, "tasks/get", &long);
+    get["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({});
+    let refused = s.ask(&get);
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+    // Pure commands stay synchronous.
+    let pure = s.ask(&request(
+        12,
+        "tools/call",
+        json!({"name": "pureAnswer", "arguments": {}}),
+        true,
+    ));
+    assert_eq!(pure["result"]["resultType"], "complete", "{pure}");
+    s.proc.close_stdin();
+    s.proc.wait(TIMEOUT);
+}
+
+#[test]
+fn stdio_a_pool_killed_mid_task_fails_the_task() {
+    let mut s = Stdio::start(&["--task-after", "0"]);
+    let created = s.ask(&call(1, "crashPool", 1, true));
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let task = created["result"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_string();
+    let failed = settle(&mut |m| s.ask(m), &task);
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert_eq!(failed["error"]["code"], -32603, "{failed}");
+    assert!(failed["error"]["message"]
+        .as_str()
+        .is_some_and(|m| m.contains("pool 'py' died")));
+    assert!(failed.get("result").is_none());
+    // The restarted pool serves the next task.
+    let created = s.ask(&call(2, "slowEcho", 50, true));
+    let task = created["result"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_string();
+    let done = settle(&mut |m| s.ask(m), &task);
+    assert_eq!(done["result"]["content"][0]["text"], "50", "{done}");
+    s.proc.close_stdin();
+    s.proc.wait(TIMEOUT);
+}
+
+fn post(client: &mut Client, body: &Value, name: Option<&str>, auth: Option<&str>) -> (u16, Value) {
+    let method = body["method"].as_str().unwrap_or("").to_string();
+    let mut headers: Vec<(&str, &str)> =
+        vec![("MCP-Protocol-Version", MODERN), ("Mcp-Method", &method)];
+    if let Some(n) = name {
+        headers.push(("Mcp-Name", n));
+    }
+    let bearer = auth.map(|t| format!("Bearer {t}"));
+    if let Some(b) = &bearer {
+        headers.push(("Authorization", b));
+    }
+    let request = post_request(client.addr, None, body.to_string().as_bytes(), &headers);
+    let response = client.roundtrip(&request);
+    (response.status, response.json())
+}
+
+#[test]
+fn http_tasks_are_created_polled_cancelled_and_routed_by_mcp_name() {
+    let server = HttpServer::start(&["--task-after", "0", "--auth-token", "tok"]);
+    let mut c = server.connect();
+    let auth = Some("tok");
+    let (status, discover) = post(
+        &mut c,
+        &request(1, "server/discover", json!({}), true),
+        None,
+        auth,
+    );
+    assert_eq!(status, 200);
+    assert_eq!(
+        discover["result"]["capabilities"]["extensions"][EXT],
+        json!({})
+    );
+    let (status, created) = post(
+        &mut c,
+        &call(2, "main__slowEcho", 800, true),
+        Some("main__slowEcho"),
+        auth,
+    );
+    assert_eq!(status, 200, "{created}");
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let task = created["result"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_string();
+    // The routing header must name the task.
+    let (status, bad) = post(
+        &mut c,
+        &task_req(3, "tasks/get", &task),
+        Some("other"),
+        auth,
+    );
+    assert_eq!(status, 400, "{bad}");
+    assert_eq!(bad["error"]["code"], -32020);
+    let (status, bad) = post(&mut c, &task_req(4, "tasks/get", &task), None, auth);
+    assert_eq!(status, 400, "{bad}");
+    let mut ask = |m: &Value| post(&mut c, m, m["params"]["taskId"].as_str(), auth).1;
+    let done = settle(&mut ask, &task);
+    assert_eq!(
+        done["result"],
+        json!({"content": [{"type": "text", "text": "800"}], "isError": false})
+    );
+    // A call on a connection that is then closed goes on as a task.
+    let mut other = server.connect();
+    let (_, created) = post(
+        &mut other,
+        &call(5, "main__slowEcho", 600, true),
+        Some("main__slowEcho"),
+        auth,
+    );
+    let second = created["result"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_string();
+    drop(other);
+    let done = settle(&mut ask, &second);
+    assert_eq!(done["result"]["content"][0]["text"], "600", "{done}");
+    // Cancel over HTTP.
+    let (_, created) = post(
+        &mut c,
+        &call(6, "main__slowEcho", 20_000, true),
+        Some("main__slowEcho"),
+        auth,
+    );
+    let long = created["result"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_string();
+    let (status, ack) = post(
+        &mut c,
+        &task_req(7, "tasks/cancel", &long),
+        Some(&long),
+        auth,
+    );
+    assert_eq!(status, 200, "{ack}");
+    let (_, got) = post(&mut c, &task_req(8, "tasks/get", &long), Some(&long), auth);
+    assert_eq!(got["result"]["status"], "cancelled", "{got}");
+    // Unknown ids (another instance's included) are -32602.
+    let foreign = "mm1.00000000000000000000000000000000";
+    let (_, unknown) = post(
+        &mut c,
+        &task_req(9, "tasks/get", foreign),
+        Some(foreign),
+        auth,
+    );
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    // No extension declared: a synchronous result.
+    let (_, sync) = post(
+        &mut c,
+        &call(10, "main__slowEcho", 30, false),
+        Some("main__slowEcho"),
+        auth,
+    );
+    assert_eq!(sync["result"]["content"][0]["text"], "30", "{sync}");
+    assert_eq!(sync["result"]["resultType"], "complete");
+}
