@@ -1347,6 +1347,18 @@ def _conformance_fail() -> str:
     raise RuntimeError(CONFORMANCE_ERROR)
 
 
+def _conformance_slow_compute(seconds: int, label: str) -> str:
+    # Bounded, so that a cancelled call's worker does not sleep for ever.
+    time.sleep(min(max(0, seconds), 120))
+    return f"{label}: computed after {seconds} s"
+
+
+def _conformance_protocol_error() -> str:
+    # The pool process dies mid-call: the server cannot produce a result, which
+    # is a protocol-level failure (a task is `failed`, not `completed`).
+    os._exit(3)
+
+
 def _conformance_logging() -> str:
     # Three stderr lines ~50 ms apart; the server forwards pool output as
     # notifications/message to clients that asked for logs.
@@ -1419,6 +1431,10 @@ CONFORMANCE: dict[int, Function] = {
     9: Function("test_logging_tool", (), "s", _conformance_logging),
     10: Function("test_trigger_tool_change", (), "s", _conformance_trigger_tool_change),
     11: Function(RELOADED_TOOL, (), "s", lambda: CONFORMANCE_TEXT),
+    # The Tasks extension (tasks-* scenarios).
+    12: Function("slow_compute", ("j", "s"), "s", _conformance_slow_compute),
+    13: Function("failing_job", (), "s", _conformance_fail),
+    14: Function("protocol_error_job", (), "s", _conformance_protocol_error),
 }
 
 # The `recursive-records` program (tests/data/programs/recursive): recursive
