@@ -36,6 +36,7 @@ demo: build ## Serve the example program and drive a short scripted session
 bench: build ## Benchmarks; results go to bench/RESULTS.md (HTTP load and soak: bench/http_bench.py, bench/soak.py)
 	$(PYTHON) bench/run.py target/release/morloc-mcp
 	$(PYTHON) bench/modern_bench.py target/release/morloc-mcp
+	$(PYTHON) bench/scale_bench.py target/release/morloc-mcp
 	$(PYTHON) bench/big_results.py target/release/morloc-mcp
 	$(PYTHON) bench/replicas.py target/release/morloc-mcp
 	$(PYTHON) bench/http_bench.py target/release/morloc-mcp --tool addOne

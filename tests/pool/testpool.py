@@ -29,7 +29,8 @@ Environment (read once at start):
                               (FILE+MSGPACK) instead of shared memory (RPTR)
     MORLOC_TMPDIR             directory for those files (else $TMPDIR or /tmp)
     MORLOC_POOL_HASH          ignored
-    TESTPOOL_PROGRAM          which function table to serve (default "shapes")
+    TESTPOOL_PROGRAM          which function table to serve (default "shapes";
+                              "bench" is bench/scale_bench.py's CPU-bound spin)
     TESTPOOL_STARTUP_DELAY_MS sleep this long before binding the socket
     TESTPOOL_NEVER_LISTEN=1   never bind; stay alive until signalled
     TESTPOOL_DIE_AFTER_MS     exit with status 3 after this long, without any
@@ -1471,7 +1472,21 @@ RECURSIVE: dict[int, Function] = {
     7: Function("treeKVFromJson", (TREE_KV,), "j", lambda t: _size(t, "children")),
 }
 
+def _spin(n: int) -> int:
+    # CPU-bound on purpose (bench/scale_bench.py): n steps of integer work.
+    x = 1
+    for i in range(n):
+        x = (x * 31 + i) % 1_000_003
+    return x
+
+
+# bench/scale_bench.py serves this one function (mid 1), named `spin`.
+BENCH: dict[int, Function] = {
+    1: Function("spin", ("j",), "j", _spin),
+}
+
 PROGRAMS: dict[str, dict[int, Function]] = {
+    "bench": BENCH,
     "shapes": {**SHAPES, **FAULTS},
     "conformance": {**CONFORMANCE, **FAULTS},
     "recursive": {**RECURSIVE, **FAULTS},
