@@ -261,6 +261,7 @@ const REAL_SUITE: &[(&str, &str)] = &[
     ("tests/real/", ""),
     ("Makefile", "test-real:"),
     ("bench/big_results.py", ""),
+    ("bench/replicas.py", ""),
 ];
 
 #[test]
