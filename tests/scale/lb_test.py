@@ -4,10 +4,13 @@ replaced by free loopback ports), driven through the balancer:
 
 1. 1,000 modern tools/call requests from 8 concurrent clients: no errors,
    and every instance served some of them;
-2. a legacy session from the Python MCP SDK 1.x: 50 calls;
+2. a legacy session from the Python MCP SDK 1.x: 50 calls; a task
+   (io.modelcontextprotocol/tasks) created through the balancer and polled
+   to completion through it;
 3. SIGKILL of the instance holding a legacy session while load runs: modern
    calls started after its death all succeed, that session gets 404 (the
-   client must re-initialize), a session on another instance still works;
+   client must re-initialize) and its task the unknown-task error -32602,
+   a session and a task on another instance still work;
 4. SIGTERM of an instance with a slow call in flight: the call completes,
    new requests go elsewhere, and the instance exits with status 0.
 
@@ -67,6 +70,43 @@ def modern_call(conn, n: int) -> None:
     text = reply.get("result", {}).get("content", [{}])[0].get("text")
     if text != str(n + 1):
         raise Failure(f"wrong answer {raw[:200]!r}")
+
+
+TASK_META = {**META, "io.modelcontextprotocol/clientCapabilities": {
+    "extensions": {"io.modelcontextprotocol/tasks": {}}}}
+
+
+def modern_post(port: int, method: str, name: str, params: dict) -> tuple[int, dict]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        body = {"jsonrpc": "2.0", "id": 5, "method": method, "params": {**params, "_meta": TASK_META}}
+        status, _, raw = post(conn, body, {"MCP-Protocol-Version": MODERN, "Mcp-Method": method,
+                                           "Mcp-Name": name})
+        return status, json.loads(raw)
+    finally:
+        conn.close()
+
+
+def create_task(port: int, ms: int) -> str:
+    """A tools/call that becomes a task (the instances run --task-after 0)."""
+    status, reply = modern_post(port, "tools/call", "main__slowEcho",
+                                {"name": "main__slowEcho", "arguments": {"_1": ms}})
+    result = reply.get("result", {})
+    if status != 200 or result.get("resultType") != "task" or "taskId" not in result:
+        raise Failure(f"the call did not become a task: {status} {reply}")
+    return result["taskId"]
+
+
+def get_task(port: int, task_id: str) -> tuple[int, dict]:
+    return modern_post(port, "tasks/get", task_id, {"taskId": task_id})
+
+
+def task_on(port: int, name: str, ms: int) -> str:
+    for _ in range(30):
+        task_id = create_task(port, ms)
+        if task_id.startswith(name + "."):
+            return task_id
+    raise Failure(f"no task landed on instance {name} in 30 tries")
 
 
 def legacy_init(port: int) -> tuple[http.client.HTTPConnection, str]:
@@ -139,7 +179,7 @@ class Cluster:
             log = open(self.tmp / f"{name}.log", "wb")
             self.instances[name] = subprocess.Popen(
                 [self.binary, "mcp", str(self.manifest), "--http-port", str(self.ports[name]),
-                 "--instance-id", name, "--drain-timeout", "20"],
+                 "--instance-id", name, "--drain-timeout", "20", "--task-after", "0"],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
         for name in NAMES:
             self.wait_health(self.ports[name], f"instance {name}")
@@ -253,9 +293,32 @@ def scenario(binary: str, kind: str, lb_path: str, sdk_python: str) -> None:
             raise Failure(f"SDK session: {report}")
         print(f"{kind}: Python SDK legacy session {report['session']}: 50/50 calls through the balancer")
 
+        # 2b. A task created through the balancer, polled to completion
+        # through it (each tasks/get goes to the instance holding the task).
+        task_id = create_task(lb, 300)
+        deadline = time.monotonic() + 20
+        polls = 0
+        while True:
+            status, reply = get_task(lb, task_id)
+            polls += 1
+            state = reply.get("result", {}).get("status")
+            if status != 200 or state not in ("working", "completed"):
+                raise Failure(f"tasks/get {task_id}: {status} {reply}")
+            if state == "completed":
+                break
+            if time.monotonic() > deadline:
+                raise Failure(f"task {task_id} still working after 20 s")
+            time.sleep(0.05)
+        text = reply["result"]["result"]["content"][0]["text"]
+        if text != "300":
+            raise Failure(f"task {task_id} completed with {reply}")
+        print(f"{kind}: task {task_id} created through the balancer, completed after {polls} tasks/get through it")
+
         # 3. SIGKILL instance a under load.
         _, sid_a = session_on(lb, "a")
         _, sid_b = session_on(lb, "b")
+        task_a = task_on(lb, "a", 60_000)
+        task_b = task_on(lb, "b", 100)
         results = []
         stop = threading.Event()
         threads = load(lb, 8, None, stop, results)
@@ -278,9 +341,18 @@ def scenario(binary: str, kind: str, lb_path: str, sdk_python: str) -> None:
         if dead_status != 404 or live_status != 200:
             raise Failure(f"after the kill: the dead instance's session got {dead_status} "
                           f"(want 404), the live one's {live_status} (want 200)")
+        # The dead instance's task is unknown wherever it lands (-32602);
+        # the live instance's task is intact.
+        dead_task_status, dead_task = get_task(lb, task_a)
+        if dead_task.get("error", {}).get("code") != -32602:
+            raise Failure(f"the dead instance's task: {dead_task_status} {dead_task}")
+        live_task_status, live_task = get_task(lb, task_b)
+        if live_task_status != 200 or live_task.get("result", {}).get("status") != "completed":
+            raise Failure(f"the live instance's task: {live_task_status} {live_task}")
         print(f"{kind}: SIGKILL of instance a under load: {len(after)} modern calls started afterwards, "
               f"0 errors ({len(early_errors)} of the calls in flight at the kill failed); "
-              f"its legacy session gets 404, a session on b still 200")
+              f"its legacy session gets 404 and its task -32602 (HTTP {dead_task_status}), "
+              f"b's session and task unaffected")
 
         # 4. SIGTERM instance b with a slow call in flight.
         conn_b, sid = session_on(lb, "b")
