@@ -333,3 +333,46 @@ fn http_tasks_are_created_polled_cancelled_and_routed_by_mcp_name() {
     assert_eq!(sync["result"]["content"][0]["text"], "30", "{sync}");
     assert_eq!(sync["result"]["resultType"], "complete");
 }
+
+#[test]
+fn stdio_subscribers_hear_a_task_settle() {
+    let mut s = Stdio::start(&["--task-after", "0"]);
+    let created = s.ask(&call(1, "slowEcho", 600, true));
+    let task = created["result"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_string();
+    let listen = request(
+        2,
+        "subscriptions/listen",
+        json!({"notifications": {"taskIds": [task, "i0.unknown"]}}),
+        true,
+    );
+    let ack = s.ask(&listen);
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    // Only the task this caller may see is agreed to.
+    assert_eq!(ack["params"]["notifications"]["taskIds"], json!([task]));
+    let note = match s.proc.read_line(TIMEOUT) {
+        Some(line) => serde_json::from_str::<Value>(line.trim_end()).expect("JSON"),
+        None => panic!("no notification; stderr:\n{}", s.proc.stderr_now()),
+    };
+    assert_eq!(note["method"], "notifications/tasks", "{note}");
+    assert_eq!(note["params"]["taskId"], json!(task));
+    assert_eq!(note["params"]["status"], "completed");
+    assert_eq!(note["params"]["result"]["content"][0]["text"], "600");
+    assert_eq!(
+        note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        json!(2)
+    );
+    // Without the extension, asking for task notifications is refused.
+    let mut plain = listen.clone();
+    plain["id"] = json!(3);
+    plain["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({});
+    let refused = s.ask(&plain);
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+    s.proc.close_stdin();
+    s.proc.wait(TIMEOUT);
+}

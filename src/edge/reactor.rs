@@ -587,7 +587,8 @@ impl Reactor {
                 let reply = self.answer_task("", request);
                 self.send_stdio(&reply);
             }
-            Step::Listen(listen) => {
+            Step::Listen(mut listen) => {
+                self.agreed_task_ids(&mut listen, "");
                 self.listeners.add(Client::Stdio, &listen);
                 self.send_stdio(&mcp::subscriptions::acknowledgement(&listen));
             }

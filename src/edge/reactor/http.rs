@@ -1004,7 +1004,7 @@ impl Reactor {
                     request,
                 );
             }
-            Step::Listen(listen) => {
+            Step::Listen(mut listen) => {
                 if req.minor_version < 1 {
                     let reply = jsonrpc::error_response(
                         Some(&listen.id),
@@ -1019,6 +1019,11 @@ impl Reactor {
                 let refs: Vec<(&str, &str)> =
                     cors.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
                 http::write_sse_head(&mut conn.out, &refs, keep_alive);
+                let owner = req.header("authorization").unwrap_or("").to_string();
+                self.agreed_task_ids(&mut listen, &owner);
+                let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
+                    return;
+                };
                 let ack = mcp::subscriptions::acknowledgement(&listen);
                 http::write_sse_message(&mut conn.out, &ack.to_string());
                 conn.busy = Some(Busy {

@@ -10,7 +10,7 @@ use serde_json::Value as Json;
 
 use crate::edge::proc;
 use crate::protocol::mcp::tasks::{self, Outcome, Status};
-use crate::protocol::mcp::{TaskMethod, TaskRequest};
+use crate::protocol::mcp::{ListenRequest, TaskMethod, TaskRequest};
 
 use super::calls::CallId;
 use super::Reactor;
@@ -62,9 +62,27 @@ impl Reactor {
         self.deliver(&client, &reply, true);
     }
 
-    /// Settles the task a call became.
+    /// Settles the task a call became, and tells its subscribers.
     pub(super) fn settle_task(&mut self, task_id: &str, outcome: Outcome) {
-        self.tasks.settle(task_id, outcome, now_ms());
+        let now = now_ms();
+        let ttl = self.tasks.ttl_ms();
+        let Some(task) = self.tasks.settle(task_id, outcome, now) else {
+            return;
+        };
+        let shown = tasks::task_json(task, ttl, now);
+        for (client, note) in self.listeners.task_changed(task_id, &shown) {
+            self.deliver(&client, &note, false);
+        }
+    }
+
+    /// Keeps, of a `subscriptions/listen` request's `taskIds`, those the
+    /// caller may see (the acknowledgement lists only these).
+    pub(super) fn agreed_task_ids(&self, listen: &mut ListenRequest, owner: &str) {
+        let now = now_ms();
+        listen
+            .filter
+            .task_ids
+            .retain(|id| self.tasks.get(id, owner, now).is_ok());
     }
 
     /// Answers a `tasks/*` request from a caller with authorization `owner`.

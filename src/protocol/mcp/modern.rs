@@ -43,6 +43,10 @@ pub(super) fn request(
         "tools/list" => reply(catalog.modern_list().clone()),
         "tools/call" => tools_call(catalog, id, params, Some(meta)),
         "subscriptions/listen" => match subscriptions::listen_request(id, params.as_ref()) {
+            // Task notifications are for clients of the Tasks extension.
+            Ok(listen) if !listen.filter.task_ids.is_empty() && !meta.tasks => {
+                Step::Reply(tasks::missing_capability(&listen.id))
+            }
             Ok(listen) => Step::Listen(listen),
             Err(reply) => Step::Reply(reply),
         },

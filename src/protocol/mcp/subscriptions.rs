@@ -24,10 +24,13 @@ use super::results;
 use super::Catalog;
 
 /// The notification types a subscription receives (only those we can send).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Filter {
     /// `notifications/tools/list_changed`.
     pub tools_list_changed: bool,
+    /// `taskIds` (Tasks extension): the tasks whose status changes are
+    /// sent as `notifications/tasks`.
+    pub task_ids: Vec<String>,
 }
 
 /// A `subscriptions/listen` request that passed its checks.
@@ -65,7 +68,7 @@ impl<K: Clone + PartialEq> Listeners<K> {
         self.open.push(Listener {
             client,
             id: request.id.clone(),
-            filter: request.filter,
+            filter: request.filter.clone(),
         });
     }
 
@@ -97,6 +100,23 @@ impl<K: Clone + PartialEq> Listeners<K> {
             .iter()
             .filter(|l| l.filter.tools_list_changed)
             .map(|l| (l.client.clone(), tools_changed_notification(&l.id)))
+            .collect()
+    }
+
+    /// `notifications/tasks` for every subscription to task `task_id`;
+    /// `task` is the task as `tasks/get` shows it.
+    pub fn task_changed(&self, task_id: &str, task: &Map<String, Json>) -> Vec<(K, Json)> {
+        self.open
+            .iter()
+            .filter(|l| l.filter.task_ids.iter().any(|t| t == task_id))
+            .map(|l| {
+                let mut params = tagged_params(&l.id);
+                for (k, v) in task {
+                    params.insert(k.clone(), v.clone());
+                }
+                let note = jsonrpc::notification("notifications/tasks", Json::Object(params));
+                (l.client.clone(), note)
+            })
             .collect()
     }
 
@@ -151,10 +171,25 @@ pub fn listen_request(id: RequestId, params: Option<&Json>) -> Result<ListenRequ
             ));
         }
     }
+    let task_ids = match filter.get("taskIds") {
+        None => Vec::new(),
+        Some(Json::Array(ids)) if ids.iter().all(Json::is_string) => ids
+            .iter()
+            .filter_map(|i| i.as_str().map(str::to_string))
+            .collect(),
+        Some(other) => {
+            return invalid(&format!(
+                "'params.notifications.taskIds' must be an array of strings, got {other}"
+            ))
+        }
+    };
     let tools_list_changed = filter.get("toolsListChanged") == Some(&Json::Bool(true));
     Ok(ListenRequest {
         id,
-        filter: Filter { tools_list_changed },
+        filter: Filter {
+            tools_list_changed,
+            task_ids,
+        },
     })
 }
 
@@ -173,6 +208,10 @@ pub fn acknowledgement(request: &ListenRequest) -> Json {
     let mut honoured = Map::new();
     if request.filter.tools_list_changed {
         honoured.insert("toolsListChanged".into(), Json::Bool(true));
+    }
+    if !request.filter.task_ids.is_empty() {
+        let ids = request.filter.task_ids.iter().cloned().map(Json::String);
+        honoured.insert("taskIds".into(), Json::Array(ids.collect()));
     }
     params.insert("notifications".into(), Json::Object(honoured));
     jsonrpc::notification(
@@ -252,12 +291,13 @@ mod tests {
         let mut all: Listeners<&str> = Listeners::default();
         let tools = Filter {
             tools_list_changed: true,
+            task_ids: Vec::new(),
         };
         all.add(
             "a",
             &ListenRequest {
                 id: id(1),
-                filter: tools,
+                filter: tools.clone(),
             },
         );
         all.add(
@@ -271,7 +311,7 @@ mod tests {
             "a",
             &ListenRequest {
                 id: id(2),
-                filter: tools,
+                filter: tools.clone(),
             },
         );
         let sent = all.tools_changed();
