@@ -31,7 +31,7 @@ use crate::protocol::mcp::{self, era, Catalog, Step};
 
 mod health;
 mod vet;
-use vet::{json_error, vet};
+use vet::{connection_cap, json_error, refuse, vet};
 
 /// Most open connections; one more gets 503 and is closed. Fewer when the
 /// open-file limit cannot be raised far enough (see `connection_cap`).
@@ -199,54 +199,6 @@ impl HttpFront {
         proc::fill_random(&mut bytes)?;
         Ok(bytes)
     }
-}
-
-/// Raises the soft open-file limit as far as the connection cap can use
-/// (each connection may also hold a socket to a pool) and returns how many
-/// connections fit under the resulting limit.
-fn connection_cap() -> usize {
-    let wanted: libc::rlim_t = 2 * MAX_CONNECTIONS as libc::rlim_t + FD_RESERVE;
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit and setrlimit only read and write the struct we own.
-    let soft = unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
-            return MAX_CONNECTIONS;
-        }
-        if limit.rlim_cur >= wanted {
-            wanted
-        } else {
-            let raised = libc::rlimit {
-                rlim_cur: wanted.min(limit.rlim_max),
-                rlim_max: limit.rlim_max,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
-                raised.rlim_cur
-            } else {
-                limit.rlim_cur
-            }
-        }
-    };
-    let cap = soft.saturating_sub(FD_RESERVE) / 2;
-    usize::try_from(cap)
-        .unwrap_or(MAX_CONNECTIONS)
-        .clamp(1, MAX_CONNECTIONS)
-}
-
-/// Answers a connection over the cap with 503 and closes it.
-fn refuse(mut stream: TcpStream) {
-    let mut out = Vec::new();
-    http::write_response(
-        &mut out,
-        503,
-        Some("application/json"),
-        &[("Retry-After", "1")],
-        &json_error("too many connections"),
-        false,
-    );
-    let _ = stream.write(&out);
 }
 
 /// The address `--http-host` names: an IPv4 or IPv6 literal (brackets

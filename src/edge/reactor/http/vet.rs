@@ -1,6 +1,7 @@
 //! The checks an HTTP request passes before it is handled (Host, Origin,
-//! CORS preflight, bearer token, path, method), and the small JSON error
-//! bodies of the responses that refuse it.
+//! CORS preflight, bearer token, path, method), the small JSON error bodies
+//! of the responses that refuse it, and the connection cap (with the 503 for
+//! a connection over it).
 
 use super::*;
 
@@ -100,4 +101,52 @@ pub(super) fn json_error(message: &str) -> Vec<u8> {
     let mut m = serde_json::Map::new();
     m.insert("error".into(), Json::String(message.into()));
     serde_json::to_vec(&Json::Object(m)).unwrap_or_default()
+}
+
+/// Raises the soft open-file limit as far as the connection cap can use
+/// (each connection may also hold a socket to a pool) and returns how many
+/// connections fit under the resulting limit.
+pub(super) fn connection_cap() -> usize {
+    let wanted: libc::rlim_t = 2 * MAX_CONNECTIONS as libc::rlim_t + FD_RESERVE;
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write the struct we own.
+    let soft = unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return MAX_CONNECTIONS;
+        }
+        if limit.rlim_cur >= wanted {
+            wanted
+        } else {
+            let raised = libc::rlimit {
+                rlim_cur: wanted.min(limit.rlim_max),
+                rlim_max: limit.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                raised.rlim_cur
+            } else {
+                limit.rlim_cur
+            }
+        }
+    };
+    let cap = soft.saturating_sub(FD_RESERVE) / 2;
+    usize::try_from(cap)
+        .unwrap_or(MAX_CONNECTIONS)
+        .clamp(1, MAX_CONNECTIONS)
+}
+
+/// Answers a connection over the cap with 503 and closes it.
+pub(super) fn refuse(mut stream: TcpStream) {
+    let mut out = Vec::new();
+    http::write_response(
+        &mut out,
+        503,
+        Some("application/json"),
+        &[("Retry-After", "1")],
+        &json_error("too many connections"),
+        false,
+    );
+    let _ = stream.write(&out);
 }
