@@ -1709,12 +1709,9 @@ fn progress_streams_as_server_sent_events() {
     assert_eq!(head.header("transfer-encoding"), Some("chunked"));
     assert_eq!(head.header("content-length"), None);
     assert_eq!(head.header("connection"), Some("keep-alive"));
-    // The head goes out at once, before the call finishes.
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "head after {:?}",
-        started.elapsed()
-    );
+    // The head goes out at once, before the call finishes (checked below
+    // against the response's arrival, so a loaded machine cannot fail it).
+    let head_at = started.elapsed();
 
     let mut events = Vec::new();
     while let Some(chunk) = client.read_chunk() {
@@ -1736,12 +1733,18 @@ fn progress_streams_as_server_sent_events() {
         let progress = note["params"]["progress"].as_f64().unwrap_or(-1.0);
         assert!(progress > previous, "{note} after progress {previous}");
         previous = progress;
-        assert!(*at < last_at, "progress at {at:?}");
+        assert!(*at <= last_at, "progress at {at:?}");
     }
-    // Streamed as they happen, not batched with the response.
+    // Streamed as they happen, not batched with the response: the call runs
+    // 2.5 s after its first heartbeat, so the head and that heartbeat arrive
+    // well before the response, however slow the machine.
     assert!(
-        events[0].0 < Duration::from_millis(1500),
-        "first event at {:?}",
+        head_at + Duration::from_secs(1) < last_at,
+        "head at {head_at:?}, response at {last_at:?}"
+    );
+    assert!(
+        events[0].0 + Duration::from_secs(1) < last_at,
+        "first event at {:?}, response at {last_at:?}",
         events[0].0
     );
     // The connection carries on after the stream.
