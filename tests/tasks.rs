@@ -376,3 +376,43 @@ fn stdio_subscribers_hear_a_task_settle() {
     s.proc.close_stdin();
     s.proc.wait(TIMEOUT);
 }
+
+#[test]
+fn task_dir_keeps_results_across_a_restart() {
+    let store = TempDir::new();
+    let dir = store.path().join("tasks");
+    let dir_arg = dir.to_string_lossy().to_string();
+    let args = ["--task-after", "0", "--task-dir", dir_arg.as_str()];
+    let mut s = Stdio::start(&args);
+    let created = s.ask(&call(1, "slowEcho", 100, true));
+    let done_id = created["result"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_string();
+    let done = settle(&mut |m| s.ask(m), &done_id);
+    assert_eq!(done["status"], "completed");
+    let created = s.ask(&call(2, "slowEcho", 30_000, true));
+    let running = created["result"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_string();
+    s.proc.signal(libc::SIGTERM);
+    s.proc.wait(TIMEOUT);
+    // One file per task.
+    let files = std::fs::read_dir(&dir).expect("task dir").count();
+    assert_eq!(files, 2);
+
+    let mut again = Stdio::start(&args);
+    let got = again.ask(&task_req(3, "tasks/get", &done_id));
+    assert_eq!(got["result"]["status"], "completed", "{got}");
+    assert_eq!(got["result"]["result"], done["result"]);
+    let got = again.ask(&task_req(4, "tasks/get", &running));
+    assert_eq!(got["result"]["status"], "failed", "{got}");
+    assert_eq!(
+        got["result"]["statusMessage"],
+        "the server restarted while the task was running"
+    );
+    assert_eq!(got["result"]["error"]["code"], -32603);
+    again.proc.close_stdin();
+    again.proc.wait(TIMEOUT);
+}

@@ -90,6 +90,8 @@ Options:
                                 (0: at once) [default: 1000]
       --task-ttl <seconds>      keep a finished task's result this long
                                 [default: 3600]
+      --task-dir <dir>          keep tasks in this directory, so finished results
+                                survive a restart
       --lazy-pools              start language pools on first use, not at start-up
       --instance-id <name>      this server's name behind a load balancer, the
                                 prefix of every session id it mints (letters,
@@ -197,6 +199,7 @@ pub struct RawServe {
     pub call_timeout: Option<Duration>,
     pub task_after: Option<Duration>,
     pub task_ttl: Option<Duration>,
+    pub task_dir: Option<PathBuf>,
     pub session_ttl: Option<Duration>,
     /// Hidden, for tests: how long a request may take to arrive.
     pub request_timeout: Option<Duration>,
@@ -259,6 +262,8 @@ pub struct ServeConfig {
     pub task_after: Duration,
     /// How long a settled task is kept.
     pub task_ttl: Duration,
+    /// Where tasks are stored (`None`: in memory only).
+    pub task_dir: Option<PathBuf>,
     /// Start pools on first use instead of before serving.
     pub lazy_pools: bool,
     /// Router: name tools `<command>` instead of `<module>__<command>`.
@@ -460,6 +465,7 @@ pub fn prepare(raw: RawArgs, env: &Env, warnings: &mut Vec<String>) -> Result<Ac
                 call_timeout,
                 task_after: serve.task_after.unwrap_or(DEFAULT_TASK_AFTER),
                 task_ttl: serve.task_ttl.unwrap_or(DEFAULT_TASK_TTL),
+                task_dir: serve.task_dir.clone(),
                 lazy_pools: serve.lazy_pools,
                 plain_tool_names: serve.plain_tool_names,
                 pool_start_timeout: serve
@@ -666,6 +672,10 @@ fn parse_serve(
                     ))
                 })?;
                 raw.task_after = Some(Duration::from_millis(ms));
+            }
+            Long("task-dir") => {
+                let text = string_value(&mut parser, "--task-dir", command)?;
+                raw.task_dir = Some(PathBuf::from(text));
             }
             Long("task-ttl") => {
                 let text = string_value(&mut parser, "--task-ttl", command)?;

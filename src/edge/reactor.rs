@@ -91,6 +91,8 @@ pub struct Options {
     pub task_after: Duration,
     /// See `ServeConfig::task_ttl`.
     pub task_ttl: Duration,
+    /// See `ServeConfig::task_dir`.
+    pub task_dir: Option<std::path::PathBuf>,
 }
 
 /// Builds each program's tool surface (printing exclusion notes), then
@@ -123,6 +125,7 @@ pub fn serve(config: ServeConfig) -> Result<i32, StartError> {
         replica_idle: config.replica_idle,
         task_after: config.task_after,
         task_ttl: config.task_ttl,
+        task_dir: config.task_dir,
     };
     match config.http {
         None => {
@@ -300,6 +303,7 @@ impl Reactor {
             tasks: mcp::tasks::Tasks::new(task_ttl_ms, mcp::tasks::MAX_TASKS),
         };
         reactor.watches = reload::watches(&reactor.catalog);
+        reactor.load_tasks();
         // Pools are spawned once the client's first message has been
         // answered (or after a few milliseconds without one): a client's
         // `initialize` is not held up by forking interpreters.
@@ -689,11 +693,13 @@ impl Reactor {
         }
         let ids: Vec<CallId> = self.calls.keys().copied().collect();
         for id in ids {
+            // A task's call is just dropped: its task stays `working`, and
+            // with `--task-dir` the next start reports it failed.
             if at_eof
                 && self
                     .calls
                     .get(&id)
-                    .is_some_and(|c| c.client == Client::Stdio)
+                    .is_some_and(|c| c.client == Client::Stdio && c.task.is_none())
             {
                 self.finish_call(
                     id,

@@ -459,7 +459,7 @@ impl Reactor {
         consumed
     }
 
-    fn respond(
+    pub(super) fn respond(
         &mut self,
         token: Token,
         status: u16,
@@ -787,12 +787,7 @@ impl Reactor {
         match step {
             // `subscriptions/listen` is always a modern request.
             Step::Nothing | Step::Listen(_) => self.respond(token, 202, &cors, &[], keep_alive),
-            Step::Task(request) => {
-                let owner = req.header("authorization").unwrap_or("").to_string();
-                let reply = self.answer_task(&owner, request);
-                let status = era::http_status(&reply);
-                self.respond(token, status, &cors, &body(&reply), keep_alive)
-            }
+            Step::Task(request) => self.http_task(token, &req, request, &cors, keep_alive),
             Step::Reply(reply) => self.respond(token, 200, &cors, &body(&reply), keep_alive),
             Step::Cancel(id) => {
                 // No JSON-RPC response is due for a cancelled request (clients
@@ -916,12 +911,7 @@ impl Reactor {
                 let status = era::http_status(&reply);
                 self.respond(token, status, &cors, &body(&reply), keep_alive)
             }
-            Step::Task(request) => {
-                let owner = req.header("authorization").unwrap_or("").to_string();
-                let reply = self.answer_task(&owner, request);
-                let status = era::http_status(&reply);
-                self.respond(token, status, &cors, &body(&reply), keep_alive)
-            }
+            Step::Task(request) => self.http_task(token, req, request, &cors, keep_alive),
             Step::Call(mut request) => {
                 request.owner = req.header("authorization").unwrap_or("").to_string();
                 let wants_logs = request

@@ -8,7 +8,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value as Json;
 
+use mio::Token;
+
 use crate::edge::proc;
+use crate::protocol::http::Request;
+use crate::protocol::mcp::era;
 use crate::protocol::mcp::tasks::{self, Outcome, Status};
 use crate::protocol::mcp::{ListenRequest, TaskMethod, TaskRequest};
 
@@ -57,8 +61,11 @@ impl Reactor {
         let client = call.client.clone();
         // From now on nothing of the call goes to its client: progress and
         // log messages are not part of a task.
-        call.task = Some(task_id);
+        call.task = Some(task_id.clone());
         call.next_progress = None;
+        // Stored before the handle goes out: after a restart it reads as
+        // failed rather than unknown.
+        self.store_task(&task_id);
         self.deliver(&client, &reply, true);
     }
 
@@ -70,6 +77,7 @@ impl Reactor {
             return;
         };
         let shown = tasks::task_json(task, ttl, now);
+        self.store_task(task_id);
         for (client, note) in self.listeners.task_changed(task_id, &shown) {
             self.deliver(&client, &note, false);
         }
@@ -120,6 +128,22 @@ impl Reactor {
         crate::protocol::jsonrpc::result_response(&req.id, result)
     }
 
+    /// A `tasks/*` request over HTTP, answered under its `Authorization`.
+    pub(super) fn http_task(
+        &mut self,
+        token: Token,
+        req: &Request,
+        task: TaskRequest,
+        headers: &[(String, String)],
+        keep_alive: bool,
+    ) {
+        let owner = req.header("authorization").unwrap_or("").to_string();
+        let reply = self.answer_task(&owner, task);
+        let status = era::http_status(&reply);
+        let body = serde_json::to_vec(&reply).unwrap_or_default();
+        self.respond(token, status, headers, &body, keep_alive);
+    }
+
     /// Calls due to become tasks, and settled tasks due to be freed.
     pub(super) fn task_timers(&mut self, now: Instant) {
         let due: Vec<CallId> = self
@@ -132,7 +156,83 @@ impl Reactor {
             self.make_task(id);
         }
         if self.tasks.next_expiry().is_some_and(|e| e <= now_ms()) {
-            self.tasks.expire(now_ms());
+            for id in self.tasks.expire(now_ms()) {
+                self.unstore_task(&id);
+            }
+        }
+    }
+
+    /// `--task-dir`: reads the stored tasks back. A task that was running
+    /// when the server stopped is failed (its work is gone) and stored so;
+    /// files of expired tasks are removed; unreadable ones are reported and
+    /// left alone.
+    pub(super) fn load_tasks(&mut self) {
+        let Some(dir) = self.options.task_dir.clone() else {
+            return;
+        };
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            eprintln!(
+                "morloc-mcp: cannot create the task directory {}: {e}; tasks live in memory",
+                dir.display()
+            );
+            self.options.task_dir = None;
+            return;
+        }
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return;
+        };
+        let now = now_ms();
+        let mut kept = Vec::new();
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.extension().is_none_or(|x| x != "json") {
+                continue;
+            }
+            let parsed = std::fs::read(&path)
+                .map_err(|e| e.to_string())
+                .and_then(|bytes| tasks::from_stored(&bytes));
+            match parsed {
+                Ok(task) => {
+                    let id = task.id.clone();
+                    if self.tasks.restore(task, now) {
+                        kept.push(id);
+                    } else {
+                        let _ = std::fs::remove_file(&path);
+                    }
+                }
+                Err(why) => eprintln!("morloc-mcp: ignoring task file {}: {why}", path.display()),
+            }
+        }
+        for id in kept {
+            self.store_task(&id);
+        }
+    }
+
+    /// Writes a task's file (a temporary file renamed over it).
+    fn store_task(&self, id: &str) {
+        let (Some(dir), Some(task)) = (&self.options.task_dir, self.tasks.by_id(id)) else {
+            return;
+        };
+        if !tasks::storable_id(id) {
+            return;
+        }
+        let path = dir.join(format!("{id}.json"));
+        let tmp = dir.join(format!(".{id}.tmp"));
+        let text = tasks::to_stored(task).to_string();
+        let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, &path));
+        if let Err(e) = written {
+            eprintln!(
+                "morloc-mcp: cannot store task {id} in {}: {e}",
+                dir.display()
+            );
+        }
+    }
+
+    fn unstore_task(&self, id: &str) {
+        if let Some(dir) = &self.options.task_dir {
+            if tasks::storable_id(id) {
+                let _ = std::fs::remove_file(dir.join(format!("{id}.json")));
+            }
         }
     }
 

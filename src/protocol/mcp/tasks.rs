@@ -69,7 +69,8 @@ impl Status {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Task {
     pub id: String,
-    /// Who may see it: the authorization it was created under.
+    /// Who may see it: a hash of the authorization it was created under
+    /// (`owner_key`), so a stored task does not hold the token itself.
     pub owner: String,
     pub status: Status,
     /// Set when the task settles (a working task's message is computed).
@@ -150,7 +151,7 @@ impl Tasks {
         }
         let task = Task {
             id: id.clone(),
-            owner: owner.to_string(),
+            owner: owner_key(owner),
             status: Status::Working,
             message: None,
             created_ms: now,
@@ -163,7 +164,7 @@ impl Tasks {
 
     /// Puts back a task read from storage (see `tasks_file`): a task that
     /// was still running is failed, since its work is gone.
-    pub fn restore(&mut self, mut task: Task, now: u64) {
+    pub fn restore(&mut self, mut task: Task, now: u64) -> bool {
         if task.status == Status::Working {
             task.status = Status::Failed;
             task.message = Some(RESTARTED.into());
@@ -172,15 +173,21 @@ impl Tasks {
             task.expires_ms = Some(now + self.ttl_ms);
         }
         if task.expires_ms.is_some_and(|e| e <= now) || self.map.len() >= self.cap {
-            return;
+            return false;
         }
         self.map.insert(task.id.clone(), task);
+        true
+    }
+
+    /// A task by id, whoever owns it (for storage).
+    pub fn by_id(&self, id: &str) -> Option<&Task> {
+        self.map.get(id)
     }
 
     /// The task, if `owner` may see it and it has not expired.
     pub fn get(&self, id: &str, owner: &str, now: u64) -> Result<&Task, TaskError> {
         match self.map.get(id) {
-            Some(t) if t.owner == owner && t.expires_ms.is_none_or(|e| e > now) => Ok(t),
+            Some(t) if t.owner == owner_key(owner) && t.expires_ms.is_none_or(|e| e > now) => Ok(t),
             _ => Err(TaskError::Unknown),
         }
     }
@@ -242,6 +249,101 @@ impl Tasks {
         all.sort_by(|a, b| (a.created_ms, &a.id).cmp(&(b.created_ms, &b.id)));
         all
     }
+}
+
+/// The stored form of an owner: FNV-1a (64 bits) of the authorization, in
+/// hex. Not a secret-keeping hash: it only keeps the token out of the task
+/// files; whoever holds the token still passes the server's own check.
+pub fn owner_key(owner: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in owner.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// Whether a task id is safe as a file name (`<instance>.<hex>`).
+pub fn storable_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 128
+        && !id.starts_with('.')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-' || b == b'_')
+}
+
+/// A task as stored in a task file (`--task-dir`): one JSON object.
+pub fn to_stored(task: &Task) -> Json {
+    let mut out = Map::new();
+    out.insert("taskId".into(), Json::String(task.id.clone()));
+    out.insert("owner".into(), Json::String(task.owner.clone()));
+    out.insert("status".into(), Json::String(task.status.as_str().into()));
+    if let Some(m) = &task.message {
+        out.insert("statusMessage".into(), Json::String(m.clone()));
+    }
+    out.insert("createdMs".into(), Json::from(task.created_ms));
+    out.insert("updatedMs".into(), Json::from(task.updated_ms));
+    if let Some(e) = task.expires_ms {
+        out.insert("expiresMs".into(), Json::from(e));
+    }
+    if let Some(p) = &task.payload {
+        out.insert("payload".into(), p.clone());
+    }
+    Json::Object(out)
+}
+
+/// Reads a task file's bytes back (see [`to_stored`]); the error names the
+/// field at fault.
+pub fn from_stored(bytes: &[u8]) -> Result<Task, String> {
+    let json: Json = serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
+    let Json::Object(o) = json else {
+        return Err("not a JSON object".into());
+    };
+    let text = |key: &str| -> Result<String, String> {
+        match o.get(key) {
+            Some(Json::String(s)) => Ok(s.clone()),
+            Some(other) => Err(format!("'{key}' must be a string, got {other}")),
+            None => Err(format!("missing '{key}'")),
+        }
+    };
+    let ms = |key: &str| -> Result<Option<u64>, String> {
+        match o.get(key) {
+            None => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .map(Some)
+                .ok_or_else(|| format!("'{key}' must be a non-negative integer, got {v}")),
+        }
+    };
+    let id = text("taskId")?;
+    if !storable_id(&id) {
+        return Err(format!("'taskId' {id:?} is not a task id"));
+    }
+    let status_text = text("status")?;
+    let status =
+        Status::parse(&status_text).ok_or_else(|| format!("unknown 'status' {status_text:?}"))?;
+    let message = match o.get("statusMessage") {
+        None => None,
+        Some(Json::String(m)) => Some(m.clone()),
+        Some(other) => return Err(format!("'statusMessage' must be a string, got {other}")),
+    };
+    let created_ms = ms("createdMs")?.ok_or("missing 'createdMs'")?;
+    let updated_ms = ms("updatedMs")?.ok_or("missing 'updatedMs'")?;
+    let payload = o.get("payload").cloned();
+    if payload.as_ref().is_some_and(|p| !p.is_object()) {
+        return Err("'payload' must be an object".into());
+    }
+    Ok(Task {
+        id,
+        owner: text("owner")?,
+        status,
+        message,
+        created_ms,
+        updated_ms,
+        expires_ms: ms("expiresMs")?,
+        payload,
+    })
 }
 
 /// `{"code": …, "message": …}`.

@@ -37,6 +37,7 @@ fn a_task_settles_once_and_expires_after_its_ttl() {
 fn a_task_is_seen_only_by_its_owner() {
     let mut t = Tasks::new(HOUR, 8);
     t.create("a".into(), "token-1", 0).unwrap();
+    assert_ne!(owner_key("token-1"), owner_key("token-2"));
     assert!(t.get("a", "token-1", 1).is_ok());
     assert_eq!(t.get("a", "token-2", 1), Err(TaskError::Unknown));
     assert_eq!(t.get("b", "token-1", 1), Err(TaskError::Unknown));
@@ -88,7 +89,7 @@ fn a_restored_running_task_is_failed() {
     let mut t = Tasks::new(HOUR, 8);
     let task = Task {
         id: "r".into(),
-        owner: "".into(),
+        owner: owner_key(""),
         status: Status::Working,
         message: None,
         created_ms: 0,
@@ -121,4 +122,41 @@ fn timestamps_are_iso8601_utc() {
     assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
     assert_eq!(iso8601(951_782_400_123), "2000-02-29T00:00:00.123Z");
     assert_eq!(iso8601(1_795_000_000_000), "2026-11-18T11:06:40.000Z");
+}
+
+#[test]
+fn a_stored_task_reads_back_and_bad_files_are_named() {
+    let mut t = Tasks::new(HOUR, 8);
+    t.create("i1.ab".into(), "Bearer x", 5).unwrap();
+    let result = json!({"content": [], "isError": false});
+    let task = t
+        .settle("i1.ab", Outcome::Completed(result), 9)
+        .unwrap()
+        .clone();
+    let bytes = to_stored(&task).to_string();
+    assert!(
+        !bytes.contains("Bearer"),
+        "the token is not stored: {bytes}"
+    );
+    assert_eq!(from_stored(bytes.as_bytes()), Ok(task.clone()));
+    let mut back = Tasks::new(HOUR, 8);
+    back.restore(task, 10);
+    assert!(back.get("i1.ab", "Bearer x", 10).is_ok());
+    assert!(back.get("i1.ab", "Bearer y", 10).is_err());
+    for (bad, why) in [
+        ("[]", "not a JSON object"),
+        ("{", "not JSON"),
+        (r#"{"taskId":"../x"}"#, "is not a task id"),
+        (
+            r#"{"taskId":"a.b","owner":"","status":"odd"}"#,
+            "unknown 'status'",
+        ),
+        (
+            r#"{"taskId":"a.b","owner":"","status":"working","createdMs":-1}"#,
+            "'createdMs' must be",
+        ),
+    ] {
+        let err = from_stored(bad.as_bytes()).unwrap_err();
+        assert!(err.contains(why), "{bad}: {err}");
+    }
 }
