@@ -231,7 +231,9 @@ try:
         with urllib.request.urlopen(req, timeout=20) as resp:
             return resp.headers.get("Mcp-Session-Id"), resp.read()
     session, _ = post(init)
-    assert session and len(session) == 32, session
+    # Session ids are <instance id>.<32 hex digits>.
+    name, _, rand = (session or "").rpartition(".")
+    assert name and len(rand) == 32 and all(c in "0123456789abcdef" for c in rand), session
     post(msg(None, "notifications/initialized"), session)
     # Over HTTP, tools are named <module>__<command>.
     call["params"]["name"] = "nopool__pureAnswer"
