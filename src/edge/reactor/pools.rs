@@ -119,58 +119,41 @@ pub(super) struct Runtime {
     pub(super) retired: bool,
 }
 
-/// The routing settings the pools run with (manifest first, then what they
-/// inherit from our environment), as libmorloc reads them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Routing {
-    /// Flat results of at most this many bytes come back inline.
-    pub(super) inline_threshold: u64,
-    /// Larger results come back as shared-memory blocks (else as files).
-    pub(super) shm: bool,
-}
-
-/// libmorloc's default inline threshold.
-const DEFAULT_INLINE_THRESHOLD: u64 = 64 * 1024;
-
-impl Routing {
-    fn new(manifest_inline: Option<i64>, manifest_no_shm: bool) -> Routing {
-        let inherited = |name: &str| std::env::var(name).ok();
-        Routing::from_settings(
-            manifest_inline.map(|n| n.to_string()),
-            manifest_no_shm,
-            inherited("MORLOC_INLINE_SIZE"),
-            inherited("MORLOC_NO_SHM"),
-        )
-    }
-
-    /// `inline`: the value pools see for `MORLOC_INLINE_SIZE` (ours, from the
-    /// manifest, replaces theirs); `no_shm`: the manifest's flag, else the
-    /// inherited `MORLOC_NO_SHM`. Parsed as libmorloc does.
-    fn from_settings(
-        manifest_inline: Option<String>,
-        manifest_no_shm: bool,
-        env_inline: Option<String>,
-        env_no_shm: Option<String>,
-    ) -> Routing {
-        let inline_threshold = manifest_inline
-            .or(env_inline)
-            .and_then(|text| text.parse::<i64>().ok())
-            .and_then(|n| u64::try_from(n).ok())
-            .unwrap_or(DEFAULT_INLINE_THRESHOLD);
-        let env_off = env_no_shm.is_some_and(|v| {
-            matches!(
-                v.trim().to_ascii_lowercase().as_str(),
-                "1" | "true" | "yes" | "on"
-            )
-        });
-        Routing {
-            inline_threshold,
-            shm: !(manifest_no_shm || env_off),
-        }
-    }
-}
+mod routing;
+pub(super) use routing::Routing;
 
 impl Pool {
+    /// A process of manifest pool `base` (`replica` 0 is the primary), not
+    /// started yet.
+    fn new(
+        lang: &str,
+        base: usize,
+        replica: usize,
+        own_shm: Option<(Option<shm::Volume0>, shm::ShmReader)>,
+        socket_path: PathBuf,
+        spawn: proc::PoolSpawn,
+    ) -> Pool {
+        Pool {
+            lang: lang.to_owned(),
+            base,
+            replica,
+            last_used: Instant::now(),
+            own_shm,
+            socket_path,
+            spawn,
+            status: PoolStatus::Idle,
+            pid: None,
+            started_at: Instant::now(),
+            output: None,
+            output_buf: Vec::new(),
+            tail: VecDeque::new(),
+            starts: VecDeque::new(),
+            probe: None,
+            next_probe: None,
+            probe_delay: PROBE_DELAY_MIN,
+        }
+    }
+
     /// How messages name this process: `py`, or `py#2` for a replica.
     pub(super) fn label(&self) -> String {
         if self.replica == 0 {
@@ -273,25 +256,8 @@ impl Runtime {
             spawn
                 .env
                 .push(("MORLOC_TMPDIR".into(), file_dir.into_os_string()));
-            pools.push(Pool {
-                lang: pool.lang.clone(),
-                base: pools.len(),
-                replica: 0,
-                last_used: Instant::now(),
-                own_shm: None,
-                socket_path,
-                spawn,
-                status: PoolStatus::Idle,
-                pid: None,
-                started_at: Instant::now(),
-                output: None,
-                output_buf: Vec::new(),
-                tail: VecDeque::new(),
-                starts: VecDeque::new(),
-                probe: None,
-                next_probe: None,
-                probe_delay: PROBE_DELAY_MIN,
-            });
+            let base = pools.len();
+            pools.push(Pool::new(&pool.lang, base, 0, None, socket_path, spawn));
         }
         let shm_reader = shm::ShmReader::new(&basename, &tmpdir);
         let leases = Leases::new(pools.len());
@@ -390,25 +356,7 @@ impl Runtime {
             }
         };
         let own_shm = Some((volume0, shm::ShmReader::new(&basename, &fallback)));
-        let pool = Pool {
-            lang: primary.lang.clone(),
-            base,
-            replica: number,
-            last_used: Instant::now(),
-            own_shm,
-            socket_path,
-            spawn,
-            status: PoolStatus::Idle,
-            pid: None,
-            started_at: Instant::now(),
-            output: None,
-            output_buf: Vec::new(),
-            tail: VecDeque::new(),
-            starts: VecDeque::new(),
-            probe: None,
-            next_probe: None,
-            probe_delay: PROBE_DELAY_MIN,
-        };
+        let pool = Pool::new(&primary.lang, base, number, own_shm, socket_path, spawn);
         self.pools.push(pool);
         self.leases.grow(self.pools.len());
         self.pools.len() - 1
@@ -1003,30 +951,5 @@ fn stop_groups(pids: &[i32]) {
             break;
         }
         std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn routing_follows_the_manifest_then_the_environment() {
-        let routing =
-            |inline: Option<&str>, no_shm: bool, env: Option<&str>, env_no: Option<&str>| {
-                let r = Routing::from_settings(
-                    inline.map(str::to_owned),
-                    no_shm,
-                    env.map(str::to_owned),
-                    env_no.map(str::to_owned),
-                );
-                (r.inline_threshold, r.shm)
-            };
-        assert_eq!(routing(None, false, None, None), (65536, true));
-        assert_eq!(routing(Some("0"), false, Some("99"), None), (0, true));
-        assert_eq!(routing(None, false, Some("99"), Some(" On ")), (99, false));
-        // Negative or unparsable values are ignored, as libmorloc does.
-        assert_eq!(routing(Some("-5"), false, Some("99"), None), (65536, true));
-        assert_eq!(routing(None, true, Some("x"), Some("0")), (65536, false));
     }
 }

@@ -1,0 +1,423 @@
+//! What an HTTP request asks for, once it has passed the connection's
+//! checks: the health endpoint, `DELETE` of a legacy session, and `POST`s
+//! of JSON-RPC messages in either era, routed into `mcp`.
+
+use std::time::Instant;
+
+use mio::Token;
+use serde_json::Value as Json;
+
+use super::super::{Client, Reactor};
+use super::vet::{json_error, vet};
+use super::{health, Busy, KEEP_ALIVE};
+use crate::protocol::http::{self, Request};
+use crate::protocol::jsonrpc::{self, Incoming};
+use crate::protocol::mcp::{self, era, Step};
+
+impl Reactor {
+    pub(super) fn handle_request(&mut self, token: Token, req: Request) {
+        // The health check needs no token and no Origin or Host check: load
+        // balancers and orchestrators probe it, and it tells nothing else.
+        if req.path == health::PATH {
+            return self.http_health(token, &req);
+        }
+        let Some(front) = self.http.as_ref() else {
+            return;
+        };
+        match vet(front, &req) {
+            Err(early) => self.respond(
+                token,
+                early.status,
+                &early.headers,
+                &early.body,
+                early.keep_alive,
+            ),
+            Ok(cors) => match req.method.as_str() {
+                "DELETE" => self.http_delete(token, &req, cors),
+                _ => self.http_post(token, req, cors),
+            },
+        }
+    }
+
+    fn http_delete(&mut self, token: Token, req: &Request, cors: Vec<(String, String)>) {
+        let keep_alive = req.keep_alive;
+        let Some(front) = self.http.as_mut() else {
+            return;
+        };
+        let Some(id) = req.header("mcp-session-id").map(str::to_string) else {
+            return self.respond(
+                token,
+                400,
+                &cors,
+                &json_error("missing Mcp-Session-Id header"),
+                keep_alive,
+            );
+        };
+        if !front.sessions.remove(&id) {
+            return self.respond(
+                token,
+                404,
+                &cors,
+                &json_error("unknown or expired session"),
+                keep_alive,
+            );
+        }
+        // The session's running calls are cancelled; their requests are
+        // answered with an error (naming the request, so the client can match
+        // it) so no client waits forever.
+        let waiting = self.waiting_requests(&id, None);
+        self.cancel_session(&id);
+        for (conn, request_id) in waiting {
+            let msg = jsonrpc::error_response(
+                Some(&request_id),
+                jsonrpc::ErrorCode::InvalidRequest,
+                "session terminated by DELETE",
+            );
+            self.http_reply(conn, &msg);
+        }
+        self.respond(token, 200, &cors, br#"{"ok":true}"#, keep_alive);
+    }
+
+    fn http_post(&mut self, token: Token, req: Request, cors: Vec<(String, String)>) {
+        let keep_alive = req.keep_alive;
+        let accepts_sse = req
+            .header("accept")
+            .is_some_and(|a| a.contains("text/event-stream"));
+        let msg = jsonrpc::decode(&req.body);
+        let modern_header = req
+            .header("mcp-protocol-version")
+            .is_some_and(|v| era::MODERN_VERSIONS.contains(&v));
+        let in_session = req.header("mcp-session-id").is_some();
+        let modern = match &msg {
+            // A modern version header without a session is a modern request
+            // too, even one missing its `_meta` (which is then `-32602`).
+            Incoming::Request { method, params, .. } => {
+                era::is_modern(method, params.as_ref(), in_session)
+                    || (modern_header && !in_session)
+            }
+            Incoming::Notification { .. } | Incoming::Invalid(_) | Incoming::Empty => {
+                modern_header && !in_session
+            }
+            Incoming::Response => false,
+        };
+        if modern {
+            return self.http_modern(token, &req, msg, cors);
+        }
+        let now = Instant::now();
+        let Some(front) = self.http.as_mut() else {
+            return;
+        };
+        let body = |v: &Json| serde_json::to_vec(v).unwrap_or_default();
+        match &msg {
+            Incoming::Invalid(reply) => {
+                // Unparseable bodies and batches are HTTP errors; a well-formed
+                // request with a bad shape still gets its JSON-RPC error.
+                let status = if reply.get("id").is_none_or(Json::is_null) {
+                    400
+                } else {
+                    200
+                };
+                return self.respond(token, status, &cors, &body(reply), keep_alive);
+            }
+            Incoming::Empty => {
+                let reply = jsonrpc::error_response(
+                    None,
+                    jsonrpc::ErrorCode::ParseError,
+                    "invalid JSON: empty body",
+                );
+                return self.respond(token, 400, &cors, &body(&reply), keep_alive);
+            }
+            Incoming::Request { method, .. } if method == "initialize" => {
+                let mut session = mcp::Session::default();
+                let step = mcp::handle(&self.catalog, &mut session, msg);
+                let version = session
+                    .protocol_version
+                    .clone()
+                    .unwrap_or_else(|| mcp::DEFAULT_VERSION.to_string());
+                let id = loop {
+                    let random = match front.random_id() {
+                        Ok(r) => r,
+                        Err(e) => {
+                            let m = format!("cannot create a session: {e}");
+                            return self.respond(token, 500, &cors, &json_error(&m), keep_alive);
+                        }
+                    };
+                    if let Some(id) = front.sessions.create(random, &version, now) {
+                        break id;
+                    }
+                };
+                let mut headers = cors;
+                headers.push(("Mcp-Session-Id".into(), id));
+                let Step::Reply(reply) = step else {
+                    return self.respond(
+                        token,
+                        500,
+                        &headers,
+                        &json_error("initialize produced no reply"),
+                        keep_alive,
+                    );
+                };
+                return self.respond(token, 200, &headers, &body(&reply), keep_alive);
+            }
+            _ => {}
+        }
+        let Some(session_id) = req.header("mcp-session-id").map(str::to_string) else {
+            return self.respond(
+                token,
+                400,
+                &cors,
+                &json_error("missing Mcp-Session-Id header"),
+                keep_alive,
+            );
+        };
+        let Some(stored) = front.sessions.get(&session_id, now) else {
+            return self.respond(
+                token,
+                404,
+                &cors,
+                &json_error("unknown or expired session; re-initialize"),
+                keep_alive,
+            );
+        };
+        if let Some(v) = req.header("mcp-protocol-version") {
+            // Any revision we speak is accepted (clients may send another
+            // supported one than the session's); anything else is refused.
+            if !mcp::SUPPORTED_VERSIONS.contains(&v) {
+                let m = format!(
+                    "unsupported MCP-Protocol-Version '{v}' (supported: {}; this session uses {})",
+                    mcp::SUPPORTED_VERSIONS.join(", "),
+                    stored.protocol_version
+                );
+                return self.respond(token, 400, &cors, &json_error(&m), keep_alive);
+            }
+        }
+        let mut session = mcp::Session {
+            initialized: stored.initialized,
+            protocol_version: Some(stored.protocol_version.clone()),
+            log_level: stored.log_level,
+        };
+        let step = mcp::handle(&self.catalog, &mut session, msg);
+        stored.initialized = session.initialized;
+        stored.log_level = session.log_level;
+        front.sessions.touch(&session_id, now);
+        match step {
+            // `subscriptions/listen` is always a modern request.
+            Step::Nothing | Step::Listen(_) => self.respond(token, 202, &cors, &[], keep_alive),
+            Step::Task(request) => self.http_task(token, &req, request, &cors, keep_alive),
+            Step::Reply(reply) => self.respond(token, 200, &cors, &body(&reply), keep_alive),
+            Step::Cancel(id) => {
+                // No JSON-RPC response is due for a cancelled request (clients
+                // reject one for an id they gave up on), but its POST still
+                // needs an HTTP answer or that connection hangs for good: an
+                // event stream just ends, a plain request gets an empty 202.
+                let waiting = self.waiting_requests(&session_id, Some(&id));
+                self.cancel(
+                    &Client::Http {
+                        conn: token,
+                        session: session_id,
+                    },
+                    &id,
+                );
+                for (conn, _) in waiting {
+                    self.http_abandon(conn);
+                }
+                self.respond(token, 202, &cors, &[], keep_alive)
+            }
+            Step::Call(mut request) => {
+                request.owner = req.header("authorization").unwrap_or("").to_string();
+                let sse = accepts_sse
+                    && req.minor_version >= 1
+                    && (request.progress_token.is_some() || session.log_level.is_some());
+                let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
+                    return;
+                };
+                if sse {
+                    let refs: Vec<(&str, &str)> =
+                        cors.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+                    http::write_sse_head(&mut conn.out, &refs, keep_alive);
+                }
+                conn.busy = Some(Busy {
+                    session: session_id.clone(),
+                    sse,
+                    keep_alive,
+                    cors,
+                    modern: false,
+                    listen: None,
+                });
+                self.flush_conn(token);
+                self.start_call(
+                    Client::Http {
+                        conn: token,
+                        session: session_id,
+                    },
+                    request,
+                );
+            }
+        }
+    }
+
+    /// A modern (2026-07-28) request: no session, its headers checked against
+    /// its body, its answer's status chosen by the revision (`404` for an
+    /// unknown method, `400` for the request errors).
+    fn http_modern(
+        &mut self,
+        token: Token,
+        req: &Request,
+        msg: Incoming,
+        cors: Vec<(String, String)>,
+    ) {
+        let keep_alive = req.keep_alive;
+        let accepts_sse = req
+            .header("accept")
+            .is_some_and(|a| a.contains("text/event-stream"));
+        let body = |v: &Json| serde_json::to_vec(v).unwrap_or_default();
+        match &msg {
+            Incoming::Request { id, method, params } => {
+                // A missing or malformed `_meta` is reported first; then the
+                // headers must agree with the body; only then is the version
+                // judged (a version we do not serve in both is -32022).
+                let meta = era::request_meta(id, params.as_ref());
+                let malformed = meta.as_ref().err().filter(|r| {
+                    jsonrpc::error_code(r) == Some(jsonrpc::ErrorCode::InvalidParams as i64)
+                });
+                if let Some(reply) = malformed {
+                    return self.respond(token, 400, &cors, &body(reply), keep_alive);
+                }
+                let lookup = |name: &str| req.header(name).map(str::to_string);
+                if let Err(reply) = mcp::headers::check(id, method, params.as_ref(), &lookup) {
+                    return self.respond(token, 400, &cors, &body(&reply), keep_alive);
+                }
+            }
+            Incoming::Invalid(reply) => {
+                // A modern client gets a JSON-RPC error without the `null`
+                // id this revision's schema forbids.
+                let mut reply = reply.clone();
+                if let Json::Object(m) = &mut reply {
+                    if m.get("id").is_some_and(Json::is_null) {
+                        m.remove("id");
+                    }
+                }
+                let status =
+                    if jsonrpc::error_code(&reply) == Some(jsonrpc::ErrorCode::ParseError as i64) {
+                        400
+                    } else {
+                        era::http_status(&reply).max(400)
+                    };
+                return self.respond(token, status, &cors, &body(&reply), keep_alive);
+            }
+            Incoming::Empty => {
+                let mut reply = jsonrpc::error_response(
+                    None,
+                    jsonrpc::ErrorCode::ParseError,
+                    "invalid JSON: empty body",
+                );
+                if let Json::Object(m) = &mut reply {
+                    m.remove("id");
+                }
+                return self.respond(token, 400, &cors, &body(&reply), keep_alive);
+            }
+            Incoming::Notification { .. } | Incoming::Response => {}
+        }
+        let mut stateless = mcp::Session::default();
+        match mcp::handle(&self.catalog, &mut stateless, msg) {
+            // Notifications are accepted and ignored: on HTTP a modern
+            // request is cancelled by closing its stream, not by a message.
+            Step::Nothing | Step::Cancel(_) => self.respond(token, 202, &cors, &[], keep_alive),
+            Step::Reply(reply) => {
+                let status = era::http_status(&reply);
+                self.respond(token, status, &cors, &body(&reply), keep_alive)
+            }
+            Step::Task(request) => self.http_task(token, req, request, &cors, keep_alive),
+            Step::Call(mut request) => {
+                request.owner = req.header("authorization").unwrap_or("").to_string();
+                let wants_logs = request
+                    .modern
+                    .as_ref()
+                    .is_some_and(|m| m.log_level.is_some());
+                let sse = accepts_sse
+                    && req.minor_version >= 1
+                    && (request.progress_token.is_some() || wants_logs);
+                let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
+                    return;
+                };
+                if sse {
+                    let refs: Vec<(&str, &str)> =
+                        cors.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+                    http::write_sse_head(&mut conn.out, &refs, keep_alive);
+                }
+                conn.busy = Some(Busy {
+                    session: String::new(),
+                    sse,
+                    keep_alive,
+                    cors,
+                    modern: true,
+                    listen: None,
+                });
+                self.flush_conn(token);
+                self.start_call(
+                    Client::Http {
+                        conn: token,
+                        session: String::new(),
+                    },
+                    request,
+                );
+            }
+            Step::Listen(mut listen) => {
+                if req.minor_version < 1 {
+                    let reply = jsonrpc::error_response(
+                        Some(&listen.id),
+                        jsonrpc::ErrorCode::InvalidRequest,
+                        "subscriptions/listen needs HTTP/1.1 (its answer is an open event stream)",
+                    );
+                    return self.respond(token, 400, &cors, &body(&reply), keep_alive);
+                }
+                let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
+                    return;
+                };
+                let refs: Vec<(&str, &str)> =
+                    cors.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+                http::write_sse_head(&mut conn.out, &refs, keep_alive);
+                let owner = req.header("authorization").unwrap_or("").to_string();
+                self.agreed_task_ids(&mut listen, &owner);
+                let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
+                    return;
+                };
+                let ack = mcp::subscriptions::acknowledgement(&listen);
+                http::write_sse_message(&mut conn.out, &ack.to_string());
+                conn.busy = Some(Busy {
+                    session: String::new(),
+                    sse: true,
+                    keep_alive,
+                    cors,
+                    modern: true,
+                    listen: Some((listen.id.clone(), Instant::now() + KEEP_ALIVE)),
+                });
+                let client = Client::Http {
+                    conn: token,
+                    session: String::new(),
+                };
+                self.listeners.add(client, &listen);
+                self.flush_conn(token);
+            }
+        }
+    }
+
+    /// The connections waiting for running calls of `session` (only the call
+    /// with request id `only`, if given), with the request ids.
+    fn waiting_requests(
+        &self,
+        session: &str,
+        only: Option<&jsonrpc::RequestId>,
+    ) -> Vec<(Token, jsonrpc::RequestId)> {
+        self.calls
+            .values()
+            .filter(|c| only.is_none_or(|id| &c.request.id == id))
+            .filter_map(|c| match &c.client {
+                Client::Http { conn, session: s } if s == session => {
+                    Some((*conn, c.request.id.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+}
