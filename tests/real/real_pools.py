@@ -18,6 +18,11 @@ the server binary given by --bin, and checks:
   by pid while a large result is built: the call fails clearly and the
   next call works;
 - a call past --call-timeout: it fails, and the restarted pool serves on;
+- long calls as tasks (a 2026-07-28 client declaring the Tasks
+  extension, over stdio and HTTP at once, slowEcho as the slow function): a
+  task polled while working to its exact result, synchronous answers without
+  the extension, expiry after --task-ttl, tasks/cancel, the pool killed by
+  pid mid-task (failed), and --task-dir across a server restart;
 - pool output on stdout never reaching the protocol stream;
 - no file left in /dev/shm or /tmp by what the run started, however a
   server is stopped (stdin EOF, SIGTERM, SIGINT), even mid-call.
@@ -34,9 +39,11 @@ import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -77,7 +84,7 @@ class Server:
     matched to requests by id, so many calls can be in flight.
     """
 
-    def __init__(self, binary, manifest, env, args=()):
+    def __init__(self, binary, manifest, env, args=(), initialize=True):
         self.proc = subprocess.Popen(
             [binary, "mcp", manifest, *args],
             stdin=subprocess.PIPE,
@@ -98,6 +105,8 @@ class Server:
         self.reader.start()
         self.err_reader = threading.Thread(target=self._read_stderr, daemon=True)
         self.err_reader.start()
+        if not initialize:  # a 2026-07-28 client: every request says its version
+            return
         reply = self.request(
             "initialize",
             {
@@ -249,9 +258,9 @@ class HttpServer(Server):
     message, a fresh connection each, so calls from several threads run
     concurrently. Replies come as JSON or as an event stream."""
 
-    def __init__(self, binary, manifest, env):
+    def __init__(self, binary, manifest, env, args=(), initialize=True):
         self.proc = subprocess.Popen(
-            [binary, "mcp", manifest, "--http-port", "0"],
+            [binary, "mcp", manifest, "--http-port", "0", *args],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -277,6 +286,8 @@ class HttpServer(Server):
         self.err_reader = threading.Thread(target=self._read_stderr, daemon=True)
         self.err_reader.start()
         self.session = None
+        if not initialize:  # a 2026-07-28 client: no session, headers per request
+            return
         reply, headers = self.post(
             {
                 "jsonrpc": "2.0",
@@ -294,14 +305,16 @@ class HttpServer(Server):
         expect(self.session, "no Mcp-Session-Id header")
         self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
-    def post(self, msg):
-        """POSTs one message; returns (the reply with msg's id or None, headers)."""
+    def post(self, msg, extra=None, status=200):
+        """POSTs one message (with the `extra` headers); returns (the reply
+        with msg's id or None, headers). The HTTP status must be `status`."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=CALL_TIMEOUT)
         headers = {
             "Content-Type": "application/json",
             "Accept": "application/json, text/event-stream",
             "MCP-Protocol-Version": "2025-06-18",
         }
+        headers.update(extra or {})
         if self.session:
             headers["Mcp-Session-Id"] = self.session
         try:
@@ -314,7 +327,7 @@ class HttpServer(Server):
         if "id" not in msg:
             expect(response.status == 202, "notification answered %d" % response.status)
             return None, got
-        expect(response.status == 200, "HTTP %d: %s" % (response.status, short(body)))
+        expect(response.status == status, "HTTP %d, want %d: %s" % (response.status, status, short(body)))
         if got.get("content-type", "").startswith("text/event-stream"):
             # One JSON-RPC message per event; ours carries the request id.
             for event in body.split(b"\n\n"):
@@ -337,6 +350,128 @@ class HttpServer(Server):
 
     def close(self):
         return self.stop(signal.SIGTERM)
+
+
+# The 2026-07-28 protocol and its Tasks extension (README "Long calls").
+MODERN = "2026-07-28"
+TASKS = "io.modelcontextprotocol/tasks"
+
+
+class TaskClient:
+    """A 2026-07-28 client of one server, over stdio or HTTP: every request
+    carries its version and client capabilities in `_meta`, declaring the
+    Tasks extension or not. Over HTTP each request also names its method and
+    target in `Mcp-Method` and `Mcp-Name` (the tool, or the task id), tools
+    are named `workbench__<command>`, and a request in flight runs on a
+    thread of its own; over stdio requests are matched to replies by id."""
+
+    def __init__(self, server, http):
+        self.server = server
+        self.http = http
+        self.label = "http" if http else "stdio"
+        self.next_id = 1
+
+    def tool(self, command):
+        return "workbench__" + command if self.http else command
+
+    def message(self, method, params, tasks):
+        caps = {"extensions": {TASKS: {}}} if tasks else {}
+        params = dict(params, _meta={
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": caps,
+        })
+        self.next_id += 1
+        return {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+
+    def send(self, method, params, tasks=True, name=None, status=200):
+        """Sends a request; returns a handle for result()."""
+        self.server.record_pools()
+        msg = self.message(method, params, tasks)
+        if not self.http:
+            return self.server.start(method, msg["params"])
+        if name is None:
+            name = params.get("taskId", params.get("name"))
+        headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": method}
+        if name:
+            headers["Mcp-Name"] = name
+        box = {}
+
+        def post():
+            try:
+                box["reply"] = self.server.post(msg, headers, status)[0]
+            except Exception as e:  # re-raised by result()
+                box["error"] = e
+
+        thread = threading.Thread(target=post, daemon=True)
+        thread.start()
+        return thread, box
+
+    def result(self, handle, timeout=CALL_TIMEOUT):
+        if not self.http:
+            return self.server.wait(handle, timeout)
+        thread, box = handle
+        thread.join(timeout)
+        expect(not thread.is_alive(), "no HTTP reply within %.0f s" % timeout)
+        if "error" in box:
+            raise box["error"]
+        return box["reply"]
+
+    def ask(self, method, params, tasks=True, **kw):
+        return self.result(self.send(method, params, tasks, **kw))
+
+    def call(self, command, ms_or_arg, tasks=True):
+        """A tools/call of `command` with `_1`; returns the reply."""
+        return self.ask("tools/call", {"name": self.tool(command), "arguments": {"_1": ms_or_arg}}, tasks)
+
+    def get(self, task):
+        reply = self.ask("tasks/get", {"taskId": task})
+        expect("result" in reply, "tasks/get %s: %s" % (task, short(reply)))
+        result = reply["result"]
+        expect(result.get("taskId") == task and result.get("resultType") == "complete",
+               "tasks/get %s answered %s" % (task, short(result)))
+        return result
+
+    def task(self, command, arg, what):
+        """A call that must become a task; returns its id."""
+        reply = self.call(command, arg)
+        result = reply.get("result", {})
+        expect(result.get("resultType") == "task" and result.get("status") == "working",
+               "%s: want a task handle, got %s" % (what, short(reply)))
+        task = result.get("taskId", "")
+        expect(re.fullmatch(r"[A-Za-z0-9_-]+\.[0-9a-f]{32}", task), "%s: task id %r" % (what, task))
+        return task
+
+    def settle(self, task, what, interval=0.1):
+        """Polls tasks/get while the task is `working` (each such answer
+        must say something in statusMessage); returns the last answer and
+        how many `working` answers came before it."""
+        deadline = time.monotonic() + 60
+        working = 0
+        while True:
+            result = self.get(task)
+            if result.get("status") != "working":
+                return result, working
+            working += 1
+            message = result.get("statusMessage")
+            expect(isinstance(message, str) and message.startswith("running for "),
+                   "%s: working with statusMessage %r" % (what, message))
+            expect(time.monotonic() < deadline, "%s: still working after 60 s" % what)
+            time.sleep(interval)
+
+    def completed(self, command, arg, want, what):
+        """The call becomes a task that completes with exactly the value `want`."""
+        done, _ = self.settle(self.task(command, arg, what), what)
+        expect(done.get("status") == "completed", "%s: %s" % (what, short(done)))
+        expect(done.get("result") == {"content": [{"type": "text", "text": compact(want)}], "isError": False},
+               "%s: result %s, want %s" % (what, short(done.get("result")), compact(want)))
+
+    def synchronous(self, handle, want, what):
+        """The reply to a call sent without the extension: the plain result."""
+        reply = self.result(handle)
+        result = reply.get("result", {})
+        expect(result.get("resultType") == "complete" and "taskId" not in result,
+               "%s: want a plain result, got %s" % (what, short(reply)))
+        expect_value(result, want, what)
 
 
 def process_table():
@@ -674,6 +809,15 @@ class Suite:
         self.check("http: large results and 8 concurrent calls over Streamable HTTP", self.http)
         self.check("timeout: a call past --call-timeout fails, the pool restarts, the next call works", self.timeout)
         self.check("noise: pool stdout never reaches the protocol stream", self.noise)
+        self.check("tasks: slowEcho 1500 a task after --task-after 300, polled while working, completed exactly; "
+                   "without the extension synchronous; freed after --task-ttl (stdio and HTTP)",
+                   lambda: self.on_both(self.tasks_complete))
+        self.check("tasks: tasks/cancel settles cancelled, the pool serves on; a tool error is completed with isError "
+                   "(stdio and HTTP)", lambda: self.on_both(self.tasks_cancel))
+        self.check("tasks: the pool killed by pid mid-task: failed with a JSON-RPC error, the next task completes "
+                   "(stdio and HTTP)", lambda: self.on_both(self.tasks_kill))
+        self.check("tasks: --task-dir across a restart: completed survives, running reads failed (stdio and HTTP)",
+                   lambda: self.on_both(self.tasks_restart))
 
         self.check("clean-up: the server stopped mid-call (SIGTERM, SIGINT, stdin EOF) leaves nothing", self.stop_mid_call)
 
@@ -992,6 +1136,222 @@ class Suite:
             expect(server.children() != pools, "the pool was not restarted")
         finally:
             server.close()
+
+    # -- tasks ----------------------------------------------------------------
+
+    def task_client(self, http, args):
+        """A 2026-07-28 client of a new workbench server started with `args`."""
+        kind = HttpServer if http else Server
+        server = kind(self.binary, self.manifest("workbench"), self.env, args, initialize=False)
+        self.servers.append(server)
+        return TaskClient(server, http)
+
+    def on_both(self, scenario):
+        """Runs scenario(make, http) over stdio and over HTTP at the same
+        time (`make(args)` starts a server for that transport); both must
+        pass. Prints what each scenario measured."""
+        outcome = {}
+
+        def run(http):
+            label = "http" if http else "stdio"
+            started = time.monotonic()
+            try:
+                note = scenario(lambda args: self.task_client(http, args), http)
+                outcome[label] = (None, "%s %.2f s: %s" % (label, time.monotonic() - started, note))
+            except Exception as e:  # reported below, never a pass
+                outcome[label] = (e if isinstance(e, CheckFailed) else "%s: %s" % (type(e).__name__, e), None)
+
+        threads = [threading.Thread(target=run, args=(http,), daemon=True) for http in (False, True)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(CALL_TIMEOUT)
+        expect(len(outcome) == 2, "a transport's scenario did not finish within %.0f s" % CALL_TIMEOUT)
+        for label in ("stdio", "http"):
+            if outcome[label][1]:
+                print("     %s" % outcome[label][1], flush=True)
+        failures = ["%s: %s" % (label, outcome[label][0]) for label in ("stdio", "http") if outcome[label][0]]
+        expect(not failures, "; ".join(failures))
+
+    def tasks_complete(self, make, http):
+        """--task-after 300: slowEcho 10 answers normally; slowEcho 1500
+        becomes a task (handle after about 0.3 s) that a tasks/get sent at
+        once finds working, that is polled while working and completes with
+        exactly the result; the same call without the extension answers
+        synchronously; the result is freed after --task-ttl 1.5."""
+        c = make(["--task-after", "300", "--task-ttl", "1.5"])
+        try:
+            # The first call waits for the pool to start, which can take
+            # longer than 300 ms: it is made without the extension.
+            c.synchronous(c.send("tools/call", {"name": c.tool("addOne"), "arguments": {"_1": 1}}, tasks=False),
+                          2, "addOne 1 without the extension")
+            fast = c.call("slowEcho", 10).get("result", {})
+            expect(fast.get("resultType") == "complete" and "taskId" not in fast,
+                   "slowEcho 10: want a plain result, got %s" % short(fast))
+            expect_value(fast, 10, "slowEcho 10")
+
+            started = time.monotonic()
+            reply = c.call("slowEcho", 1500)
+            handle_after = time.monotonic() - started
+            created = reply.get("result", {})
+            expect(created.get("resultType") == "task" and created.get("status") == "working",
+                   "slowEcho 1500: want a task handle, got %s" % short(reply))
+            expect(0.25 <= handle_after < 1.4, "slowEcho 1500: the handle came after %.2f s" % handle_after)
+            task = created.get("taskId", "")
+            expect(re.fullmatch(r"[A-Za-z0-9_-]+\.[0-9a-f]{32}", task), "task id %r" % task)
+            expect(created.get("pollIntervalMs") == 1000 and isinstance(created.get("ttlMs"), int),
+                   "handle without pollIntervalMs/ttlMs: %s" % short(created))
+            now = c.get(task)  # sent at once: the task exists already
+            expect(now.get("status") == "working" and str(now.get("statusMessage")).startswith("running for "),
+                   "tasks/get at once: %s" % short(now))
+            plain_sent = time.monotonic()
+            plain = c.send("tools/call", {"name": c.tool("slowEcho"), "arguments": {"_1": 1500}}, tasks=False)
+
+            done, polls = c.settle(task, "slowEcho 1500")
+            completed_at = time.monotonic()
+            expect(done.get("status") == "completed", "slowEcho 1500: %s" % short(done))
+            expect(done.get("result") == {"content": [{"type": "text", "text": "1500"}], "isError": False},
+                   "slowEcho 1500: result %s" % short(done.get("result")))
+            expect(polls >= 3, "only %d tasks/get answered working during a 1.5 s call" % polls)
+            # ttlMs counts from the task's creation (about 300 ms into the call).
+            expect(isinstance(done.get("ttlMs"), int) and done["ttlMs"] >= 2600,
+                   "ttlMs %s, want the time the task ran plus 1500" % done.get("ttlMs"))
+            ack = c.ask("tasks/update", {"taskId": task, "inputResponses": {}})
+            expect(ack.get("result", {}).get("resultType") == "complete", "tasks/update: %s" % short(ack))
+            expect(c.get(task).get("status") == "completed", "the result is gone before its TTL")
+
+            c.synchronous(plain, 1500, "slowEcho 1500 without the extension")
+            plain_took = time.monotonic() - plain_sent
+            expect(plain_took >= 1.45, "slowEcho 1500 without the extension answered after %.2f s" % plain_took)
+
+            foreign = "mm1." + "0" * 32
+            # Over HTTP, -32602 is answered with status 400.
+            unknown = c.ask("tasks/get", {"taskId": foreign}, status=400 if http else 200)
+            error = unknown.get("error", {})
+            expect(error.get("code") == -32602 and "unknown task" in error.get("message", ""),
+                   "another instance's task id: %s" % short(unknown))
+            if http:  # the routing header must name the task
+                bad = c.ask("tasks/get", {"taskId": task}, name="other", status=400)
+                expect(bad.get("error", {}).get("code") == -32020, "Mcp-Name naming another task: %s" % short(bad))
+
+            time.sleep(max(0.0, completed_at + 1.5 + 0.5 - time.monotonic()))
+            gone = c.ask("tasks/get", {"taskId": task}, status=400 if http else 200)
+            error = gone.get("error", {})
+            expect(error.get("code") == -32602 and "unknown task" in error.get("message", ""),
+                   "2 s after completing with --task-ttl 1.5, want unknown task: %s" % short(gone))
+            note = "handle after %.2f s, %d polls while working, the call without the extension %.2f s" % (
+                handle_after, polls, plain_took)
+        finally:
+            c.server.close()
+        expect(not c.server.leftovers, "left behind: %s" % c.server.leftovers)
+        return note
+
+    def tasks_cancel(self, make, http):
+        """--task-after 0: slowEcho 2000 cancelled is `cancelled` at once
+        and still so once the call would have ended; the next calls get
+        their own results; a tool error is `completed` with isError."""
+        c = make(["--task-after", "0"])
+        try:
+            c.completed("addOne", 1, 2, "addOne 1")
+            task = c.task("slowEcho", 2000, "slowEcho 2000")
+            started = time.monotonic()
+            ack = c.ask("tasks/cancel", {"taskId": task})
+            acked = time.monotonic() - started
+            result = ack.get("result", {})
+            expect(result.get("resultType") == "complete" and "status" not in result,
+                   "tasks/cancel: %s" % short(ack))
+            got = c.get(task)
+            expect(got.get("status") == "cancelled", "after tasks/cancel: %s" % short(got))
+            again = c.ask("tasks/cancel", {"taskId": task})
+            expect(again.get("result", {}).get("resultType") == "complete", "a second tasks/cancel: %s" % short(again))
+
+            c.completed("slowEcho", 60, 60, "slowEcho 60 after the cancel")
+            c.completed("addOne", 5, 6, "addOne 5 after the cancel")
+            failing, _ = c.settle(c.task("fail", "it broke", "fail"), "fail")
+            expect(failing.get("status") == "completed", "a tool error: %s" % short(failing))
+            expect_error(failing.get("result", {}), "it broke", "a tool error in a task")
+            c.synchronous(c.send("tools/call", {"name": c.tool("slowEcho"), "arguments": {"_1": 50}}, tasks=False),
+                          50, "slowEcho 50 without the extension")
+
+            time.sleep(max(0.0, started + 2.3 - time.monotonic()))
+            got = c.get(task)
+            expect(got.get("status") == "cancelled", "once the cancelled call would have ended: %s" % short(got))
+            c.completed("addOne", 7, 8, "addOne 7 once the cancelled call would have ended")
+            note = "cancel acknowledged in %.3f s" % acked
+        finally:
+            c.server.close()
+        expect(not c.server.leftovers, "left behind: %s" % c.server.leftovers)
+        return note
+
+    def tasks_kill(self, make, http):
+        """--task-after 0: the pool process killed by pid while a task's
+        slowEcho 3000 runs in it: the task is `failed` with an inlined
+        JSON-RPC error at once, and the restarted pool serves the next task."""
+        c = make(["--task-after", "0"])
+        try:
+            c.completed("addOne", 1, 2, "addOne before")
+            pools = c.server.children()
+            expect(len(pools) == 1, "expected one pool process, found %s" % pools)
+            task = c.task("slowEcho", 3000, "slowEcho 3000")
+            time.sleep(0.3)  # the call is in the pool
+            os.kill(pools[0], signal.SIGKILL)
+            killed = time.monotonic()
+            failed, _ = c.settle(task, "slowEcho 3000 with the pool killed")
+            took = time.monotonic() - killed
+            expect(failed.get("status") == "failed", "slowEcho 3000 with the pool killed: %s" % short(failed))
+            error = failed.get("error", {})
+            expect(error.get("code") == -32603 and "pool 'py' died" in error.get("message", "")
+                   and "SIGKILL" in error.get("message", ""), "the inlined error: %s" % short(error))
+            expect("result" not in failed, "a failed task with a result: %s" % short(failed))
+            expect(took < 2.5, "the task failed %.2f s after the kill" % took)
+            c.completed("slowEcho", 50, 50, "slowEcho 50 after the kill")
+            c.completed("addOne", 2, 3, "addOne 2 after the kill")
+            now = c.server.children()
+            expect(now and pools[0] not in now, "the pool was not restarted: %s, before %s" % (now, pools))
+            note = "failed %.2f s after the kill" % took
+        finally:
+            c.server.close()
+        expect(not c.server.leftovers, "left behind: %s" % c.server.leftovers)
+        return note
+
+    def tasks_restart(self, make, http):
+        """--task-dir: a task completed before a restart reads back with its
+        result, one running at the stop (SIGTERM) reads back `failed`."""
+        store = tempfile.mkdtemp(prefix="morloc-mcp-real-tasks-")
+        args = ["--task-after", "0", "--task-dir", store, "--drain-timeout", "0.5"]
+        try:
+            first = make(args)
+            try:
+                done_id = first.task("slowEcho", 100, "slowEcho 100")
+                done, _ = first.settle(done_id, "slowEcho 100")
+                expect(done.get("status") == "completed"
+                       and done.get("result") == {"content": [{"type": "text", "text": "100"}], "isError": False},
+                       "slowEcho 100: %s" % short(done))
+                running = first.task("slowEcho", 20_000, "slowEcho 20000")
+                files = sorted(os.listdir(store))
+                expect(files == sorted([done_id + ".json", running + ".json"]), "files in --task-dir: %s" % files)
+            finally:
+                stopped = time.monotonic()
+                first.server.stop(signal.SIGTERM)
+                stopped = time.monotonic() - stopped
+            expect(not first.server.leftovers, "left behind: %s" % first.server.leftovers)
+            second = make(args)
+            try:
+                got = second.get(done_id)
+                expect(got.get("status") == "completed" and got.get("result") == done["result"],
+                       "the completed task after the restart: %s" % short(got))
+                got = second.get(running)
+                expect(got.get("status") == "failed"
+                       and got.get("statusMessage") == "the server restarted while the task was running"
+                       and got.get("error", {}).get("code") == -32603,
+                       "the task running at the stop, after the restart: %s" % short(got))
+                second.completed("slowEcho", 40, 40, "slowEcho 40 after the restart")
+            finally:
+                second.server.close()
+            expect(not second.server.leftovers, "left behind: %s" % second.server.leftovers)
+        finally:
+            shutil.rmtree(store, ignore_errors=True)
+        return "stopped in %.2f s with a task running" % stopped
 
     # -- noise ----------------------------------------------------------------
 
