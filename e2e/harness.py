@@ -8,7 +8,10 @@ run of the official conformance suite:
 
     clients     python-sdk-1, python-sdk-2, fastmcp, typescript-sdk,
                 typescript-sdk-2 (negotiating), typescript-sdk-2-legacy (its
-                default, initialize only), inspector
+                default, initialize only), inspector; task jobs (server with
+                --task-after 0, the wire checked by check_task_wire, HTTP
+                recorded through e2e/http_tap.py): inspector-tasks,
+                fastmcp-tasks
     transports  stdio   (`morloc-mcp mcp PROGRAM`, started by the client
                          through e2e/stdio_tap.py, which records the wire)
                 http    (`morloc-mcp mcp PROGRAM --http-port 0`)
@@ -54,7 +57,9 @@ NODE_BIN = CACHE / "node" / "node_modules" / ".bin"
 RESULTS = CACHE / "e2e-results"
 
 sys.path.insert(0, str(E2E / "clients"))
-from checks import STEPS  # noqa: E402
+sys.path.insert(0, str(E2E))
+from checks import STEPS, TASK_STEPS  # noqa: E402
+from http_tap import HttpTap  # noqa: E402
 
 CLIENT_TIMEOUT = 180  # seconds for one client run
 BANNER_TIMEOUT = 30  # seconds for an HTTP server to print its address
@@ -79,6 +84,10 @@ class Client:
     # "legacy" (initialize only) or "auto" (server/discover first: modern
     # when MODERN_ERA_SERVED, else the fallback); None: not checked.
     era: str | None = None
+    # A task job: the server runs with `--task-after 0`, the wire is
+    # recorded on every transport (HTTP through e2e/http_tap.py) and
+    # check_task_wire must find every tools/call settled through a task.
+    tasks: bool = False
 
     def expected_era(self) -> str | None:
         if self.era == "auto":
@@ -109,6 +118,12 @@ def clients() -> list[Client]:
         Client("inspector", [sys.executable, str(clients_dir / "inspector.py")], STEPS,
                {"E2E_INSPECTOR": str(NODE_BIN / "mcp-inspector"), "E2E_NODE_BIN": str(NODE_BIN),
                 "HOME": str(CACHE / "inspector-home")}),
+        # Clients of the tasks extension (io.modelcontextprotocol/tasks).
+        Client("inspector-tasks", [sys.executable, str(clients_dir / "tasks_inspector.py")], TASK_STEPS,
+               {"E2E_INSPECTOR": str(NODE_BIN / "mcp-inspector"), "E2E_NODE_BIN": str(NODE_BIN),
+                "HOME": str(CACHE / "inspector-home")}, tasks=True),
+        Client("fastmcp-tasks", [str(CACHE / "py-fastmcp-tasks/bin/python"), str(clients_dir / "tasks_fastmcp.py")],
+               [*TASK_STEPS, "task handle"], tasks=True),
     ]
 
 
@@ -245,6 +260,86 @@ def wire_era(wire_log: str, expected: str) -> tuple[str | None, str]:
                   f"then initialize asking {asked}")
 
 
+def wire_exchanges(wire_log: str) -> list[tuple[dict, dict | None, str]]:
+    """The requests of a transcript (stdio_tap.py or http_tap.py format) in
+    order, each with its answer (None if none came) and, over HTTP, the
+    tap's `http>` line of its HTTP request. A client that runs once per call
+    (the Inspector over stdio) reuses ids, so an answer goes to the oldest
+    unanswered request with its id."""
+    exchanges: list[list] = []
+    waiting: dict[str, list[list]] = {}
+    http_line = ""
+    for line in wire_log.splitlines():
+        prefix, _, body = line.partition("> ")
+        if prefix == "http":
+            http_line = body
+            continue
+        try:
+            msg = json.loads(body)
+        except ValueError:
+            continue
+        if not isinstance(msg, dict):
+            continue
+        if prefix == "client" and "method" in msg and "id" in msg:
+            entry = [msg, None, http_line]
+            exchanges.append(entry)
+            waiting.setdefault(json.dumps(msg["id"]), []).append(entry)
+        elif prefix == "server" and "method" not in msg and "id" in msg:
+            queue = waiting.get(json.dumps(msg["id"]))
+            if queue:
+                queue.pop(0)[1] = msg
+        http_line = ""
+    return [(req, resp, meta) for req, resp, meta in exchanges]
+
+
+def check_task_wire(wire_log: str, over_http: bool) -> tuple[str | None, str]:
+    """In a task job's transcript: every tools/call was answered with a task
+    (`resultType: "task"` and a taskId), the client polled that task with
+    tasks/get until it was `completed`, and the inlined result is the call's
+    own (slowEcho: its argument as text; pyFail: isError). Over HTTP every
+    tasks/get also carried `Mcp-Name: <taskId>`. Returns (error, summary)."""
+    exchanges = wire_exchanges(wire_log)
+    calls = [(req, resp) for req, resp, _ in exchanges if req.get("method") == "tools/call"]
+    gets = [(req, resp, meta) for req, resp, meta in exchanges if req.get("method") == "tasks/get"]
+    if not calls:
+        return "the client sent no tools/call", ""
+    polls = 0
+    for req, resp in calls:
+        params = req.get("params") or {}
+        name, args = str(params.get("name")), params.get("arguments") or {}
+        declared = ((params.get("_meta") or {}).get("io.modelcontextprotocol/clientCapabilities") or {}) \
+            .get("extensions", {})
+        if "io.modelcontextprotocol/tasks" not in declared:
+            return f"tools/call {name} did not declare io.modelcontextprotocol/tasks", ""
+        result = (resp or {}).get("result") or {}
+        task_id = result.get("taskId")
+        if result.get("resultType") != "task" or not isinstance(task_id, str):
+            return f"tools/call {name} was not answered with a task: {json.dumps(resp)[:300]}", ""
+        mine = [(r, a, m) for r, a, m in gets if (r.get("params") or {}).get("taskId") == task_id]
+        if not mine:
+            return f"task {task_id} ({name}) was never polled with tasks/get", ""
+        polls += len(mine)
+        if over_http:
+            for _, _, meta in mine:
+                if f"mcp-name={task_id} " not in meta + " " or "mcp-method=tasks/get" not in meta:
+                    return f"a tasks/get for {task_id} went without Mcp-Name/Mcp-Method headers: {meta}", ""
+        settled = [((a or {}).get("result") or {}) for _, a, _ in mine]
+        done = [t for t in settled if t.get("status") in ("completed", "failed", "cancelled")]
+        if not done or done[0].get("status") != "completed":
+            states = [t.get("status") or (a or {}).get("error") for t, (_, a, _) in zip(settled, mine)]
+            return f"task {task_id} ({name}) did not complete; tasks/get answered {states}", ""
+        inlined = done[0].get("result") or {}
+        content = inlined.get("content") or [{}]
+        text = content[0].get("text") if isinstance(content[0], dict) else None
+        if name.endswith("pyFail"):
+            if inlined.get("isError") is not True:
+                return f"task {task_id} (pyFail) completed without isError: {json.dumps(inlined)[:200]}", ""
+        elif inlined.get("isError") or text != str(args.get("_1")):
+            return f"task {task_id} ({name} {args}) completed with {json.dumps(inlined)[:200]}", ""
+    headers = ", each with its Mcp-Name header" if over_http else ""
+    return None, (f"{len(calls)} tools/call answered with a task, completed after {polls} tasks/get{headers}")
+
+
 def run_client(binary: str, manifest: Path, client: Client, transport: str) -> Outcome:
     job = f"{client.name}:{transport}"
     started = time.monotonic()
@@ -257,17 +352,24 @@ def run_client(binary: str, manifest: Path, client: Client, transport: str) -> O
     if expected_era:
         env["E2E_EXPECT_ERA"] = expected_era
     http: HttpServer | None = None
+    tap: HttpTap | None = None
+    wire_log = logs / "wire.log"
+    wire_log.unlink(missing_ok=True)
+    server_extra = ["--task-after", "0"] if client.tasks else []
     if transport == "stdio":
         target = ["--stdio", sys.executable, str(E2E / "stdio_tap.py"), str(server_log), "--",
-                  *server_argv(binary, "stdio", manifest)]
+                  *server_argv(binary, "stdio", manifest, server_extra)]
     else:
-        http = HttpServer(server_argv(binary, transport, manifest), server_log)
+        http = HttpServer(server_argv(binary, transport, manifest, server_extra), server_log)
         url = http.wait_url()
         if url is None:
             note = http.stop()
             return Outcome(job, False, time.monotonic() - started, "server did not start",
                            f"no 'http://.../mcp' address on the server's stderr within {BANNER_TIMEOUT} s"
                            f"{'; ' + note if note else ''}\n  server stderr:\n{indent(tail(http.stderr()))}")
+        if client.tasks:
+            tap = HttpTap(url, wire_log)
+            url = tap.url
         target = ["--url", url]
     try:
         done = subprocess.run([*client.argv, *target], capture_output=True, text=True, env=env,
@@ -278,6 +380,8 @@ def run_client(binary: str, manifest: Path, client: Client, transport: str) -> O
         stderr = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
         status = None
     note = http.stop() if http else ""
+    if tap:
+        tap.close()
     steps = parse_steps(stdout)
     problems = []
     for name in client.steps:
@@ -296,6 +400,12 @@ def run_client(binary: str, manifest: Path, client: Client, transport: str) -> O
         error, extra = wire_era(server_text, expected_era)
         if error:
             problems.append(f"era on the wire: {error}")
+    wire_text = server_text if transport == "stdio" else (
+        wire_log.read_text("utf-8", "replace") if wire_log.exists() else "")
+    if client.tasks and not problems:
+        error, extra = check_task_wire(wire_text, transport != "stdio")
+        if error:
+            problems.append(f"tasks on the wire: {error}")
     if status is None:
         problems.append(f"the client did not finish within {CLIENT_TIMEOUT} s")
     elif status != 0 and not problems:
@@ -314,6 +424,7 @@ def run_client(binary: str, manifest: Path, client: Client, transport: str) -> O
         *([f"  {note}"] if note else []),
         "  client stderr:", indent(tail(stderr, 30)),
         f"  {label}:", indent(tail(server_text)),
+        *(["  wire (http> / client> / server>):", indent(tail(wire_text))] if tap else []),
         f"  logs: {logs}",
     ])
     return Outcome(job, False, seconds, problems[0], report)

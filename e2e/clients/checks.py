@@ -103,6 +103,23 @@ CALLS: list[tuple[str, str, dict[str, Any], Check]] = [
 
 NEEDED = ["addOne", "mkResult", "maybeDouble", "pureAnswer", "pyFail"]
 
+# The task jobs (clients that speak the tasks extension, against a server
+# started with `--task-after 0`, so every remote call becomes a task): a slow
+# call whose exact result must arrive through the task, and a tool error,
+# which a task reports as completed with isError. Same tuple shape as CALLS.
+# The harness checks in the wire transcript that each went through a task.
+TASK_MS = 1500
+TASK_CALLS = [
+    ("task call", "slowEcho", {"_1": TASK_MS}, text_is(str(TASK_MS))),
+    ("task tool error", "pyFail", {"_1": 2}, error_mentions("boom")),
+]
+TASK_STEPS = ["initialize", "tools/list", *(step for step, *_ in TASK_CALLS)]
+
+
+def find_tool(names: list[str], base: str) -> str | None:
+    """The listed name of `base`: itself, or `<module>__<base>`."""
+    return next((n for n in names if n == base or n.endswith("__" + base)), None)
+
 
 def resolve_names(names: list[str]) -> dict[str, str]:
     """Maps each needed base name to the listed name: the name itself, or
