@@ -123,7 +123,7 @@ def clients() -> list[Client]:
                {"E2E_INSPECTOR": str(NODE_BIN / "mcp-inspector"), "E2E_NODE_BIN": str(NODE_BIN),
                 "HOME": str(CACHE / "inspector-home")}, tasks=True),
         Client("fastmcp-tasks", [str(CACHE / "py-fastmcp-tasks/bin/python"), str(clients_dir / "tasks_fastmcp.py")],
-               [*TASK_STEPS, "task handle"], tasks=True),
+               [*TASK_STEPS, "task handle", "task cancel"], tasks=True),
     ]
 
 
@@ -296,14 +296,19 @@ def check_task_wire(wire_log: str, over_http: bool) -> tuple[str | None, str]:
     """In a task job's transcript: every tools/call was answered with a task
     (`resultType: "task"` and a taskId), the client polled that task with
     tasks/get until it was `completed`, and the inlined result is the call's
-    own (slowEcho: its argument as text; pyFail: isError). Over HTTP every
-    tasks/get also carried `Mcp-Name: <taskId>`. Returns (error, summary)."""
+    own (slowEcho: its argument as text; pyFail: isError); a task the client
+    sent tasks/cancel for must have been acknowledged and polled to
+    `cancelled` instead. Over HTTP every tasks/get and tasks/cancel also
+    carried `Mcp-Name: <taskId>`. Returns (error, summary)."""
     exchanges = wire_exchanges(wire_log)
     calls = [(req, resp) for req, resp, _ in exchanges if req.get("method") == "tools/call"]
     gets = [(req, resp, meta) for req, resp, meta in exchanges if req.get("method") == "tasks/get"]
+    cancels = {(r.get("params") or {}).get("taskId"): (r, a, m) for r, a, m in exchanges
+               if r.get("method") == "tasks/cancel"}
     if not calls:
         return "the client sent no tools/call", ""
     polls = 0
+    cancelled = 0
     for req, resp in calls:
         params = req.get("params") or {}
         name, args = str(params.get("name")), params.get("arguments") or {}
@@ -325,6 +330,16 @@ def check_task_wire(wire_log: str, over_http: bool) -> tuple[str | None, str]:
                     return f"a tasks/get for {task_id} went without Mcp-Name/Mcp-Method headers: {meta}", ""
         settled = [((a or {}).get("result") or {}) for _, a, _ in mine]
         done = [t for t in settled if t.get("status") in ("completed", "failed", "cancelled")]
+        if task_id in cancels:
+            _, ack, meta = cancels[task_id]
+            if not isinstance((ack or {}).get("result"), dict):
+                return f"tasks/cancel for {task_id} was answered {json.dumps(ack)[:200]}", ""
+            if over_http and f"mcp-name={task_id} " not in meta + " ":
+                return f"the tasks/cancel for {task_id} went without its Mcp-Name header: {meta}", ""
+            if not done or done[-1].get("status") != "cancelled":
+                return f"task {task_id} ({name}) was cancelled but tasks/get showed {[t.get('status') for t in settled]}", ""
+            cancelled += 1
+            continue
         if not done or done[0].get("status") != "completed":
             states = [t.get("status") or (a or {}).get("error") for t, (_, a, _) in zip(settled, mine)]
             return f"task {task_id} ({name}) did not complete; tasks/get answered {states}", ""
@@ -337,7 +352,8 @@ def check_task_wire(wire_log: str, over_http: bool) -> tuple[str | None, str]:
         elif inlined.get("isError") or text != str(args.get("_1")):
             return f"task {task_id} ({name} {args}) completed with {json.dumps(inlined)[:200]}", ""
     headers = ", each with its Mcp-Name header" if over_http else ""
-    return None, (f"{len(calls)} tools/call answered with a task, completed after {polls} tasks/get{headers}")
+    ending = f" ({cancelled} cancelled by tasks/cancel)" if cancelled else ""
+    return None, (f"{len(calls)} tools/call answered with a task, settled after {polls} tasks/get{headers}{ending}")
 
 
 def run_client(binary: str, manifest: Path, client: Client, transport: str) -> Outcome:
@@ -355,7 +371,9 @@ def run_client(binary: str, manifest: Path, client: Client, transport: str) -> O
     tap: HttpTap | None = None
     wire_log = logs / "wire.log"
     wire_log.unlink(missing_ok=True)
-    server_extra = ["--task-after", "0"] if client.tasks else []
+    # Every job serves with `--task-after 0`: a client that does not declare
+    # the tasks extension must get plain results all the same.
+    server_extra = ["--task-after", "0"]
     if transport == "stdio":
         target = ["--stdio", sys.executable, str(E2E / "stdio_tap.py"), str(server_log), "--",
                   *server_argv(binary, "stdio", manifest, server_extra)]
@@ -406,6 +424,11 @@ def run_client(binary: str, manifest: Path, client: Client, transport: str) -> O
         error, extra = check_task_wire(wire_text, transport != "stdio")
         if error:
             problems.append(f"tasks on the wire: {error}")
+    elif transport == "stdio" and not problems:
+        made = [req.get("params", {}).get("name") for req, resp, _ in wire_exchanges(wire_text)
+                if ((resp or {}).get("result") or {}).get("resultType") == "task"]
+        if made:
+            problems.append(f"a client without the tasks extension was answered with a task: {made}")
     if status is None:
         problems.append(f"the client did not finish within {CLIENT_TIMEOUT} s")
     elif status != 0 and not problems:

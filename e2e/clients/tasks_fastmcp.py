@@ -23,11 +23,13 @@ field, and fastmcp-tasks 4.1.4 leaves it unset on its three request classes
 `mirror_task_ids` sets it to `taskId` when it is unset; the `client` step
 says whether that was needed.
 
-Steps (checks.py TASK_STEPS, then `task handle`): `initialize` (protocol
+Steps (checks.py TASK_STEPS, then `task handle` and `task cancel`): `initialize` (protocol
 2026-07-28), `tools/list`, `task call` (slowEcho 1500 ms through `call_tool`:
 text `1500`), `task tool error` (pyFail: `ToolError` with the pool's message),
 `task handle` (slowEcho 1200 ms through `call_tool_task`: a task id, status
-`working`, then the result `1200`).
+`working`, then the result `1200`), `task cancel` (slowEcho 3000 ms through
+`call_tool_task`, then `ToolTask.cancel`, which sends `tasks/cancel`; waiting
+on the handle ends with status `cancelled`).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from checks import TASK_CALLS, Reporter, find_tool, parse_args
 
 MODERN = "2026-07-28"
 HANDLE_MS = 1200
+CANCEL_MS = 3000
 
 
 def mirror_task_ids() -> list[str]:
@@ -115,6 +118,15 @@ async def run(client: Any, report: Reporter) -> None:
         elif text != str(HANDLE_MS):
             error = f"expected text {str(HANDLE_MS)!r}, got {text!r}"
         report.step("task handle", error, f"task {task.task_id}: {status.status}, then {text!r}")
+        try:
+            task = await fastmcp_tasks.call_tool_task(client, str(found["slowEcho"]), {"_1": CANCEL_MS})
+            await task.cancel()
+            settled = await task.wait(timeout=30)
+        except Exception as e:  # noqa: BLE001
+            report.crash("task cancel", e)
+            return
+        error = None if settled.status == "cancelled" else f"status {settled.status!r} after tasks/cancel"
+        report.step("task cancel", error, f"task {task.task_id}: {settled.status}")
     finally:
         await client.__aexit__(None, None, None)
 
