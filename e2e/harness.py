@@ -19,7 +19,10 @@ run of the official conformance suite:
     conformance conformance:2025-06-18 and conformance:all (suite 0.1.16),
                 conformance:2026-07-28 (suite 0.2.0-alpha.12, --suite all),
                 against tests/data/programs/conformance over HTTP, and
-                conformance:2026-07-28-router, the same through the router
+                conformance:2026-07-28-router, the same through the router;
+                conformance:tasks (and -router): every tasks-* scenario the
+                suite lists, one run each (--force --scenario), server
+                started with --task-after 0
     schemas     json-schema-2020-12: every modern tools/list schema of several
                 programs compiled as JSON Schema 2020-12 (Ajv, strict)
 
@@ -556,6 +559,12 @@ class Conformance:
     # `http` (morloc-mcp mcp --http-port) or `router` (morloc-mcp router,
     # one program, so --plain-tool-names keeps the bare names).
     front: str = "http"
+    # More server options than --plain-tool-names.
+    server_args: list[str] = field(default_factory=list)
+    # Run the suite once per scenario whose name starts with this, as the
+    # installed suite lists them (`list --server`), each with `--scenario`:
+    # extension scenarios run no other way (--suite all skips them).
+    scenarios: str | None = None
 
 
 CONFORMANCE_RUNS = [
@@ -566,6 +575,14 @@ CONFORMANCE_RUNS = [
                 E2E / "conformance-baseline-2026.yml", scratch=True),
     Conformance("conformance:2026-07-28-router", "conformance-2026", ["--spec-version", "2026-07-28", "--suite", "all"],
                 E2E / "conformance-baseline-2026.yml", scratch=True, front="router"),
+    # The tasks extension (io.modelcontextprotocol/tasks): every tasks-*
+    # scenario, forced (they are not tied to a spec version), with every
+    # remote call made a task at once, so `failing_job` becomes one.
+    Conformance("conformance:tasks", "conformance-2026", ["--spec-version", "2026-07-28", "--force"],
+                E2E / "conformance-baseline-tasks.yml", server_args=["--task-after", "0"], scenarios="tasks-"),
+    Conformance("conformance:tasks-router", "conformance-2026", ["--spec-version", "2026-07-28", "--force"],
+                E2E / "conformance-baseline-tasks.yml", server_args=["--task-after", "0"], scenarios="tasks-",
+                front="router"),
 ]
 
 
@@ -594,6 +611,25 @@ def pending_entries(path: Path) -> list[str]:
     return [] if marker < 0 else re.findall(r"^\s*-\s*([\w./:$-]+)", text[marker:], re.M)
 
 
+def listed_scenarios(suite: Path, prefix: str) -> list[str]:
+    """The server scenarios the installed suite lists whose name starts
+    with `prefix`, in its order (`conformance list --server`)."""
+    done = subprocess.run([str(NODE_BIN / "node"), str(suite), "list", "--server"], capture_output=True,
+                          text=True, timeout=60, cwd=ROOT, check=False)
+    names = re.findall(r"^\s*-\s*(\S+)", done.stdout, re.M)
+    return [n for n in names if n.startswith(prefix)]
+
+
+def run_suite(argv: list[str], cwd: Path, timeout: int) -> tuple[str, int | None]:
+    """(output, exit status) of one suite run; status None on a timeout."""
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=cwd, check=False)
+        return done.stdout + done.stderr, done.returncode
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode("utf-8", "replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        return out + f"\n(the suite did not finish in {timeout} s)\n", None
+
+
 def run_conformance(binary: str, run: Conformance) -> Outcome:
     job = run.job
     started = time.monotonic()
@@ -606,40 +642,68 @@ def run_conformance(binary: str, run: Conformance) -> Outcome:
     if run.scratch:
         manifest = scratch_program(program, logs / "program")
         env["TESTPOOL_RELOADABLE"] = "1"
-    http = HttpServer(server_argv(binary, run.front, manifest, ["--plain-tool-names"]), logs / "server.log", env)
+    suite = CACHE / "node/node_modules" / run.package / "dist/index.js"
+    # One suite run without --scenario, or one per listed scenario.
+    scenarios: list[str | None] = [None]
+    if run.scenarios is not None:
+        scenarios = list(listed_scenarios(suite, run.scenarios))
+        if not scenarios:
+            return Outcome(job, False, time.monotonic() - started, f"the suite lists no {run.scenarios}* scenario",
+                           f"  `{suite} list --server` shows no server scenario named {run.scenarios}*")
+    http = HttpServer(server_argv(binary, run.front, manifest, ["--plain-tool-names", *run.server_args]),
+                      logs / "server.log", env)
     url = http.wait_url()
     if url is None:
         note = http.stop()
         return Outcome(job, False, time.monotonic() - started, "server did not start",
                        f"  no address on the server's stderr{'; ' + note if note else ''}\n"
                        f"  server stderr:\n{indent(tail(http.stderr()))}")
-    suite = CACHE / "node/node_modules" / run.package / "dist/index.js"
     argv = [str(NODE_BIN / "node"), str(suite), "server", "--url", url,
             "--expected-failures", str(run.baseline), "-o", str(logs), *run.args]
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=logs, check=False)
-        output, status = done.stdout + done.stderr, done.returncode
-    except subprocess.TimeoutExpired as e:
-        output, status = str(e.stdout or ""), None
+    outputs: list[str] = []
+    shown: list[str] = []  # what a failure report shows of the suite's output
+    status: int | None = 0
+    for scenario in scenarios:
+        extra = ["--scenario", scenario] if scenario else []
+        output, code = run_suite([*argv, *extra], logs, 600 if scenario is None else 120)
+        outputs.append(f"=== scenario {scenario}\n{output}" if scenario else output)
+        if code != 0:
+            # The suite's verdict (stale and unexpected entries) ends its output.
+            shown.append(f"scenario {scenario}:\n{indent(tail(output, 15))}" if scenario else tail(output, 50))
+        status = None if status is None or code is None else max(status, code)
+    output = "\n".join(outputs)
     note = http.stop()
-    (logs / "suite.out").write_text(output)
     seconds = time.monotonic() - started
     # The suite's own count ("Total: N passed, M failed[, K warnings]"),
     # else one made from the saved checks.
     totals = re.findall(r"^Total: (.*)$", output, re.M)
     passed, total = check_counts(logs)
-    summary = f"checks {totals[-1]}" if totals else f"{passed}/{total} checks passed"
+    summary = f"checks {totals[-1]}" if totals and len(scenarios) == 1 else f"{passed}/{total} checks passed"
+    expected = re.findall(r"^\s+~ (\S+)", output, re.M)
+    if run.scenarios is not None:
+        summary += f" in {len(scenarios)} {run.scenarios}* scenarios"
+        # The suite judges each run by the scenario that ran, so a baselined
+        # check no scenario reports any more (renamed, or its scenario gone)
+        # would pass unnoticed: every entry must be seen failing.
+        stale = re.findall(r"^\s+\u2713 (\S+)", output, re.M)
+        unseen = sorted(baseline(run.baseline) - set(expected) - set(stale))
+        if unseen:
+            verdict = ("baseline entries no scenario reported as failing (renamed or gone?):\n"
+                       + "\n".join(f"  ? {e}" for e in unseen))
+            output += "\n" + verdict + "\n"
+            shown.append(verdict)
+            status = 1 if status == 0 else status
+    (logs / "suite.out").write_text(output)
     if status == 0:
-        expected = re.findall(r"^\s+~ (\S+)", output, re.M)
         pending = pending_entries(run.baseline)
         return Outcome(job, True, seconds, f"{summary}; {len(expected)} expected failures"
                        + (f"; {len(pending)} baseline entries pending: {', '.join(pending)}" if pending else ""))
     report = "\n".join([
-        f"  the suite exited with status {status}" if status is not None else "  the suite did not finish in 600 s",
+        f"  the suite exited with status {status}" if status is not None else "  the suite did not finish in time",
         *([f"  {note}"] if note else []),
         "  failed checks outside the baseline:",
         indent("\n".join(failed_checks(logs, baseline(run.baseline))) or "(none: see the suite output)"),
-        "  suite output:", indent(tail(output, 50)),
+        "  suite output:", indent("\n".join(shown)),
         "  server stderr:", indent(tail(http.stderr())),
         f"  logs: {logs}",
     ])
