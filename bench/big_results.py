@@ -28,6 +28,8 @@ import subprocess
 import sys
 import time
 
+from programs import NEEDS, program_manifest, runtime_env
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BEGIN = "<!-- big-results:begin -->"
 END = "<!-- big-results:end -->"
@@ -46,23 +48,6 @@ REFERENCE = {
 }
 
 
-def usable_home(home: str) -> bool:
-    return (os.path.isfile(os.path.join(home, "lib", "libmorloc.so"))
-            and os.path.isdir(os.path.join(home, "opt")))
-
-
-def runtime_env() -> dict[str, str] | None:
-    candidates = [os.environ.get("MORLOC_HOME", ""), os.path.join(ROOT, ".cache", "morloc")]
-    for home in candidates:
-        if home and usable_home(home):
-            env = dict(os.environ)
-            env["MORLOC_HOME"] = home
-            env["LD_LIBRARY_PATH"] = os.pathsep.join(
-                p for p in (os.path.join(home, "lib"), env.get("LD_LIBRARY_PATH")) if p)
-            env["PYTHONPATH"] = os.pathsep.join(
-                p for p in (os.path.join(home, "opt"), env.get("PYTHONPATH")) if p)
-            return env
-    return None
 
 
 def expected_text(tool: str, n: int) -> str:
@@ -172,13 +157,10 @@ def main(argv: list[str]) -> int:
         print(f"usage: big_results.py <path-to-morloc-mcp> [--runs N] [--out FILE]", file=sys.stderr)
         return 2
     binary = os.path.abspath(rest[0])
-    shared = os.environ.get("MORLOC_SHARED", os.path.join(ROOT, "..", "shared", "morloc"))
-    manifest = os.path.join(shared, "programs", "workbench", "nexus-build", "manifest.json")
+    manifest = program_manifest("workbench")
     env = runtime_env()
-    if not os.path.isfile(manifest) or env is None:
-        why = "no compiled workbench program" if not os.path.isfile(manifest) else "no Morloc runtime"
-        print(f"big_results: skipped: {why} (needs ../shared/morloc or MORLOC_SHARED, and "
-              "MORLOC_HOME or .cache/morloc from `make test-real`)")
+    if manifest is None or env is None:
+        print(f"big_results: skipped: {NEEDS}")
         return 0
     rows = []
     for tool, n in CASES:

@@ -11,10 +11,15 @@ the median calls per second over the rounds, for:
 
 - a sleeping function (`slowEcho 100`): the pool waits, so more processes
   than CPUs still help;
-- a CPU-bound function: in the test pool, `bigList 50000` (the pool builds
-  and encodes a 50k-element list in Python); in the real workbench pool,
-  `countWords` of a 200k-word text (a Python loop over the words); here
-  more processes than CPUs cannot help.
+- a CPU-bound function with small arguments and results: in the test pool,
+  `spin 200000` (Python integer work); in the real workbench pool,
+  `countWords` of a 200k-word text (a Python loop over the words, with a
+  1.2 MB argument and a small result); here more processes than CPUs
+  cannot help;
+- a function with a large result, `bigList 50000` in the test pool: most of
+  its CPU goes to encoding, rendering and parsing 290 KB of JSON in the
+  pool, the server and the client, which share the same CPUs, so replicas
+  help far less than the pool's share of the work suggests.
 
 The test pool (`tests/pool/testpool.py`, one call at a time like a real
 Python pool) always runs; the real workbench pool runs when the real
@@ -34,31 +39,18 @@ import sys
 import tempfile
 import time
 
+from programs import (NEEDS, program_manifest, runtime_env, spin_answer, spin_manifest,
+                      test_pool_manifest)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BEGIN = "<!-- replicas:begin -->"
 END = "<!-- replicas:end -->"
 COUNTS = [1, 2, 4, 8]
+SPIN = 200_000
 BATCH = 16
 WORDS = " ".join("w%d" % (i % 10) for i in range(200_000))
 
 
-def usable_home(home: str) -> bool:
-    return (os.path.isfile(os.path.join(home, "lib", "libmorloc.so"))
-            and os.path.isdir(os.path.join(home, "opt")))
-
-
-def runtime_env() -> dict[str, str] | None:
-    candidates = [os.environ.get("MORLOC_HOME", ""), os.path.join(ROOT, ".cache", "morloc")]
-    for home in candidates:
-        if home and usable_home(home):
-            env = dict(os.environ)
-            env["MORLOC_HOME"] = home
-            env["LD_LIBRARY_PATH"] = os.pathsep.join(
-                p for p in (os.path.join(home, "lib"), env.get("LD_LIBRARY_PATH", "")) if p)
-            env["PYTHONPATH"] = os.pathsep.join(
-                p for p in (os.path.join(home, "opt"), env.get("PYTHONPATH", "")) if p)
-            return env
-    return None
 
 
 class Server:
@@ -119,16 +111,6 @@ def measure(binary, manifest, env, replicas, tool, arguments, expected, rounds):
     return rates
 
 
-def test_pool_manifest(directory: str) -> str:
-    with open(os.path.join(ROOT, "tests", "data", "shapes", "manifest.json"), encoding="utf-8") as f:
-        manifest = json.load(f)
-    manifest["pools"][0]["exec"] = ["python3", os.path.join(ROOT, "tests", "pool", "testpool.py")]
-    path = os.path.join(directory, "manifest.json")
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(manifest, f)
-    return path
-
-
 def count_words_text() -> str:
     return json.dumps([["w%d" % i, 20_000] for i in range(10)], separators=(",", ":"))
 
@@ -142,16 +124,17 @@ def render(rows, rounds: int, binary: str) -> str:
              "median over %d rounds (min-max beside it). %s, commit %s, %d CPUs, load average at the end %s."
              % (BATCH, rounds, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), commit or "?",
                 os.cpu_count() or 0, " ".join(load)), "",
-             "| pool | function | " + " | ".join("py=%d" % n for n in COUNTS) + " | py=8 / py=1 |",
-             "|---|---|" + "---|" * (len(COUNTS) + 1)]
+             "| pool | function | " + " | ".join("py=%d" % n for n in COUNTS) + " | py=2 / py=1 | py=8 / py=1 |",
+             "|---|---|" + "---|" * (len(COUNTS) + 2)]
     for pool, label, rates in rows:
         cells = []
         for n in COUNTS:
             r = rates.get(n)
             cells.append("%.1f (%.1f-%.1f)" % (statistics.median(r), min(r), max(r)) if r else "-")
-        gain = (statistics.median(rates[8]) / statistics.median(rates[1])
-                if rates.get(1) and rates.get(8) else 0)
-        lines.append("| %s | %s | %s | %.2fx |" % (pool, label, " | ".join(cells), gain))
+        def gain(n: int) -> float:
+            return (statistics.median(rates[n]) / statistics.median(rates[1])
+                    if rates.get(1) and rates.get(n) else 0)
+        lines.append("| %s | %s | %s | %.2fx | %.2fx |" % (pool, label, " | ".join(cells), gain(2), gain(8)))
     lines += ["", END, ""]
     return "\n".join(lines)
 
@@ -175,22 +158,25 @@ def main(argv: list[str]) -> int:
     binary = os.path.abspath(rest[0])
     cases = []
     tmp = tempfile.TemporaryDirectory()
+    os.mkdir(os.path.join(tmp.name, "spin"))
     shapes = test_pool_manifest(tmp.name)
+    spin, spin_env = spin_manifest(os.path.join(tmp.name, "spin"))
     big = json.dumps(list(range(50_000)), separators=(",", ":"))
     cases.append(("test pool", "`slowEcho 100` (sleeps)", shapes, dict(os.environ),
                   "slowEcho", {"_1": 100}, "100"))
-    cases.append(("test pool", "`bigList 50000` (CPU in the pool)", shapes, dict(os.environ),
-                  "bigList", {"_1": 50_000}, big))
-    shared = os.environ.get("MORLOC_SHARED", os.path.join(ROOT, "..", "shared", "morloc"))
-    workbench = os.path.join(shared, "programs", "workbench", "nexus-build", "manifest.json")
+    cases.append(("test pool", "`spin %d` (CPU in the pool, small data)" % SPIN, spin, spin_env,
+                  "spin", {"_1": SPIN}, spin_answer(SPIN)))
+    cases.append(("test pool", "`bigList 50000` (a 290 KB result: CPU in the server and client too)",
+                  shapes, dict(os.environ), "bigList", {"_1": 50_000}, big))
+    workbench = program_manifest("workbench")
     env = runtime_env()
-    if os.path.isfile(workbench) and env is not None:
+    if workbench is not None and env is not None:
         cases.append(("real Python pool", "`slowEcho 100` (sleeps)", workbench, env,
                       "slowEcho", {"_1": 100}, "100"))
         cases.append(("real Python pool", "`countWords` of 200k words (CPU in the pool)", workbench, env,
                       "countWords", {"_1": WORDS}, count_words_text()))
     else:
-        print("replicas: real pool skipped: needs ../shared/morloc (or MORLOC_SHARED) and a Morloc runtime")
+        print(f"replicas: real pool skipped: {NEEDS}")
     rows = []
     for pool, label, manifest, case_env, tool, arguments, expected in cases:
         rates = {}

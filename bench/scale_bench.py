@@ -28,6 +28,8 @@ import threading
 import time
 from pathlib import Path
 
+from programs import spin_answer, spin_manifest
+
 ROOT = Path(__file__).resolve().parents[1]
 MODERN = "2026-07-28"
 META = {"io.modelcontextprotocol/protocolVersion": MODERN,
@@ -40,13 +42,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def expected(n: int) -> str:
-    x = 1
-    for i in range(n):
-        x = (x * 31 + i) % 1_000_003
-    return str(x)
 
 
 def client(port: int, until: float, warm_until: float, answer: str, out) -> None:
@@ -123,8 +118,8 @@ def stop(procs: list) -> None:
             p.wait()
 
 
-def instances(binary: str, manifest: Path, n: int, extra: list[str]) -> tuple[list, list[int]]:
-    env = dict(os.environ, TESTPOOL_PROGRAM="bench")
+def instances(binary: str, manifest: str, env: dict[str, str], n: int,
+              extra: list[str]) -> tuple[list, list[int]]:
     ports = [free_port() for _ in range(n)]
     procs = [subprocess.Popen([binary, "mcp", str(manifest), "--http-port", str(port),
                                "--instance-id", name, *extra],
@@ -161,24 +156,18 @@ def main() -> int:
         print("scale_bench: SKIPPED: nginx is not installed")
         return 0
     tmp = Path(tempfile.mkdtemp(prefix="morloc-scale-bench-"))
-    shapes = json.loads((ROOT / "tests/data/shapes/manifest.json").read_text())
-    command = next(c for c in shapes["commands"] if c["name"] == "addOne")
-    command = {**command, "name": "spin", "mid": 1, "desc": ["CPU-bound: SPIN steps of integer work"]}
-    shapes.update(name="spin", commands=[command])
-    shapes["pools"][0]["exec"] = ["python3", str(ROOT / "tests/pool/testpool.py")]
-    manifest = tmp / "manifest.json"
-    manifest.write_text(json.dumps(shapes))
-    answer = expected(SPIN)
+    manifest, env = spin_manifest(str(tmp))
+    answer = spin_answer(SPIN)
     rows = []
     try:
         for replicas, extra in (("default", []), ("py=1", ["--pool-replicas", "py=1"])):
-            procs, ports = instances(args.binary, manifest, 1, extra)
+            procs, ports = instances(args.binary, manifest, env, 1, extra)
             try:
                 rate, errors = drive(ports[0], args.seconds, answer)
             finally:
                 stop(procs)
             rows.append(("1 instance, direct", replicas, rate, errors))
-            procs, ports = instances(args.binary, manifest, 3, extra)
+            procs, ports = instances(args.binary, manifest, env, 3, extra)
             lb = None
             try:
                 lb, lb_port = nginx(path, ports, tmp)

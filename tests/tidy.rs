@@ -255,13 +255,15 @@ fn layers_import_only_downwards() {
 /// The optional real-runtime suite: the only tests and scripts that may read
 /// the shared directory beside the project, because they skip with one line
 /// when it is absent. Each entry is a path prefix and the start of the lines
-/// allowed in it (empty: the whole file). `bench/big_results.py` measures
-/// large results from the real pools and skips the same way.
+/// allowed in it (empty: the whole file). The benchmarks that use the real
+/// pools find them through `bench/programs.py` and skip the same way.
 const REAL_SUITE: &[(&str, &str)] = &[
     ("tests/real/", ""),
     ("Makefile", "test-real:"),
+    ("bench/programs.py", ""),
     ("bench/big_results.py", ""),
     ("bench/replicas.py", ""),
+    ("bench/latency.py", ""),
 ];
 
 #[test]

@@ -239,7 +239,12 @@ struct Reactor {
     draining: Option<Instant>,
     /// Calls that became tasks (Tasks extension), and their outcomes.
     tasks: mcp::tasks::Tasks,
+    /// See `take_scratch`.
+    scratch: Vec<u8>,
 }
+
+/// The read buffer for stdin, HTTP connections and pool output.
+const SCRATCH_LEN: usize = 16 * 1024;
 
 impl Reactor {
     fn new(
@@ -301,6 +306,7 @@ impl Reactor {
             started: Instant::now(),
             draining: None,
             tasks: mcp::tasks::Tasks::new(task_ttl_ms, mcp::tasks::MAX_TASKS),
+            scratch: Vec::new(),
         };
         reactor.watches = reload::watches(&reactor.catalog);
         reactor.load_tasks();
@@ -510,8 +516,23 @@ impl Reactor {
     /// the poller said no EOF came with this data, and further data brings
     /// a new event, so the read that would only say EAGAIN is skipped.
     fn read_stdin_until(&mut self, to_eagain: bool) {
-        // Small enough that zeroing it per wake-up costs nothing noticeable.
-        let mut buf = [0u8; 16 * 1024];
+        let mut buf = self.take_scratch();
+        self.read_stdin_into(&mut buf, to_eagain);
+        self.scratch = buf;
+    }
+
+    /// A read buffer allocated and zeroed once, not per wake-up (put it
+    /// back in `scratch` when done; a nested reader gets a fresh one).
+    pub(super) fn take_scratch(&mut self) -> Vec<u8> {
+        let buf = std::mem::take(&mut self.scratch);
+        if buf.len() == SCRATCH_LEN {
+            buf
+        } else {
+            vec![0u8; SCRATCH_LEN]
+        }
+    }
+
+    fn read_stdin_into(&mut self, buf: &mut [u8], to_eagain: bool) {
         // SAFETY: fd 0 stays open for the life of the process; ManuallyDrop
         // keeps the File from closing it.
         let mut stdin = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(0) });
@@ -527,7 +548,7 @@ impl Reactor {
             if self.exit_code.is_some() || !stdio.stdin_open {
                 return;
             }
-            match stdin.read(&mut buf) {
+            match stdin.read(buf) {
                 Ok(0) => {
                     stdio.stdin_open = false;
                     stdio.eof_deadline = Some(Instant::now() + EOF_GRACE);

@@ -492,9 +492,12 @@ impl Reactor {
             let read = match call.expected {
                 // Header unknown yet: a small buffer holds most replies whole.
                 None => {
-                    let mut head = [0u8; 4096];
+                    if self.scratch.len() != super::SCRATCH_LEN {
+                        self.scratch = vec![0u8; super::SCRATCH_LEN];
+                    }
+                    let head = &mut self.scratch[..4096];
                     stream
-                        .read(&mut head)
+                        .read(head)
                         .inspect(|&n| call.reply.extend_from_slice(&head[..n]))
                 }
                 Some(total) if received >= total => break,

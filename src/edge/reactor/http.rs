@@ -342,7 +342,13 @@ impl Reactor {
     /// Reads until the socket would block, the peer closes, or the buffer
     /// holds `MAX_BUFFERED` unparsed bytes. Returns whether anything changed.
     fn read_conn(&mut self, token: Token) -> bool {
-        let mut buf = [0u8; 16 * 1024];
+        let mut buf = self.take_scratch();
+        let changed = self.read_conn_into(token, &mut buf);
+        self.scratch = buf;
+        changed
+    }
+
+    fn read_conn_into(&mut self, token: Token, buf: &mut [u8]) -> bool {
         let mut changed = false;
         loop {
             let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
@@ -351,7 +357,7 @@ impl Reactor {
             if conn.peer_closed || conn.inbuf.len() - conn.inpos >= MAX_BUFFERED {
                 return changed;
             }
-            match conn.stream.read(&mut buf) {
+            match conn.stream.read(buf) {
                 Ok(0) => {
                     conn.peer_closed = true;
                     return true;

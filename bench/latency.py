@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""What the server adds to one remote call, against a floor measured by a
+compiled client.
+
+    python3 bench/latency.py target/release/morloc-mcp [--reference NEXUS] [--runs N]
+                             [--rounds N] [--out FILE]
+
+A sequential `addOne 41` over stdio, and the same call packet sent straight
+to the pool socket the server itself uses (the raw floor), are timed by one
+small C client (bench/callfloor.c, built here with $CC or cc) in
+alternating blocks: no Python on the timed path, and the two figures share
+the pool, the client and the moment, so their difference is the server's
+own share. For each server the script also reads the CPU time the server
+process used per call (user + system, from /proc) over the timed calls.
+
+Pools: the test pool (tests/pool/testpool.py) always; the real Morloc
+Python pool serving the compiled `shapes` program when the real runtime and
+programs are there (bench/programs.py says where it looks), else one line
+says it was skipped. `--reference` adds a `morloc-nexus` binary (the
+reference server, `morloc-nexus mcp`), measured the same way, in the same
+rounds, interleaved with ours.
+
+Every reply is checked (the JSON text, and the raw reply byte for byte).
+The section between the `latency` markers of bench/RESULTS.md is replaced
+(or written to --out). No figure is asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from programs import NEEDS, program_manifest, runtime_env, test_pool_manifest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WIRE = os.path.join(ROOT, "tests", "data", "wire")
+BEGIN = "<!-- latency:begin -->"
+END = "<!-- latency:end -->"
+LINE = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"addOne","arguments":{"_1":41}}}'
+EXPECT = '"text":"42"'
+BLOCKS = 20
+
+
+class Server:
+    """A server on stdio, initialized, warmed, with its pool's socket found."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]):
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL if not os.environ.get("LATENCY_DEBUG") else None, env=env, bufsize=0)
+        self.rpc({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                  "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                             "clientInfo": {"name": "latency-bench", "version": "1"}}})
+        self.proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        for _ in range(200):
+            line = self.rpc_line(LINE)
+            if EXPECT.encode() not in line:
+                raise RuntimeError("addOne answered %r" % line[:300])
+        self.socket = pool_socket(self.proc.pid)
+
+    def rpc_line(self, line: str) -> bytes:
+        self.proc.stdin.write(line.encode() + b"\n")
+        return self.read_line()
+
+    def rpc(self, msg: dict) -> bytes:
+        return self.rpc_line(json.dumps(msg))
+
+    def read_line(self) -> bytes:
+        out = b""
+        while not out.endswith(b"\n"):
+            chunk = self.proc.stdout.read(1)
+            if not chunk:
+                raise RuntimeError("the server closed its stdout")
+            out += chunk
+        return out
+
+    def cpu_seconds(self) -> float:
+        fields = open("/proc/%d/stat" % self.proc.pid).read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def pool_socket(pid: int) -> str:
+    """The Unix socket named on the command line of one of `pid`'s children
+    (a pool is started as `<exec> <socket> <tmpdir> <shm basename>`)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        for task in os.listdir("/proc/%d/task" % pid):
+            try:
+                children = open("/proc/%d/task/%s/children" % (pid, task)).read().split()
+            except OSError:
+                continue
+            for child in children:
+                try:
+                    argv = open("/proc/%s/cmdline" % child, "rb").read().split(b"\0")
+                except OSError:
+                    continue
+                for arg in argv:
+                    path = arg.decode(errors="replace")
+                    try:
+                        if path.startswith("/") and stat.S_ISSOCK(os.stat(path).st_mode):
+                            return path
+                    except OSError:
+                        pass
+        time.sleep(0.05)
+    raise RuntimeError("no pool socket found among the children of pid %d" % pid)
+
+
+def build_client(directory: str) -> str | None:
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        return None
+    exe = os.path.join(directory, "callfloor")
+    subprocess.run([cc, "-O2", "-o", exe, os.path.join(ROOT, "bench", "callfloor.c")], check=True)
+    return exe
+
+
+def measure(client: str, server: Server, runs: int) -> tuple[list[int], list[int], float]:
+    """One round: `runs` calls of each kind; returns both samples (ns) and
+    the server's CPU seconds per call."""
+    in_fd, out_fd = server.proc.stdin.fileno(), server.proc.stdout.fileno()
+    cpu0 = server.cpu_seconds()
+    done = subprocess.run(
+        [client, str(in_fd), str(out_fd), server.socket, os.path.join(WIRE, "addOne.req.bin"),
+         os.path.join(WIRE, "addOne.resp.bin"), LINE, EXPECT, str(runs), str(BLOCKS)],
+        pass_fds=(in_fd, out_fd), capture_output=True, text=True)
+    cpu = server.cpu_seconds() - cpu0
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr.strip())
+    lines = dict(line.split(" ", 1) for line in done.stdout.strip().split("\n"))
+    return ([int(x) for x in lines["server"].split()], [int(x) for x in lines["raw"].split()],
+            cpu / runs)
+
+
+def pct(values: list[int], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+def render(rows, runs: int, rounds: int, binary: str, reference: str | None) -> str:
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    load = open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else []
+    lines = [BEGIN, "", "## One remote call, against a compiled floor (`bench/latency.py`)", "",
+             "Sequential `addOne 41` over stdio (legacy session), and the same call packet sent straight "
+             "to the same pool socket (raw floor), timed by the compiled client `bench/callfloor.c` in "
+             "%d alternating blocks; %d calls of each kind per round, %d rounds, servers interleaved. "
+             "Medians in ms, p10-p90 beside them; *added* is the median call minus the median floor, per "
+             "round, then the median over rounds; *CPU* is the server process's user + system time per "
+             "call. %s, commit %s, %d CPUs, load average at the end %s."
+             % (BLOCKS, runs, rounds, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                commit or "?", os.cpu_count() or 0, " ".join(load)), "",
+             "| pool | server | call | raw floor | added | CPU per call |",
+             "|---|---|---|---|---|---|"]
+    for pool, name, calls, floors, added, cpus in rows:
+        lines.append("| %s | %s | %.4f (%.4f-%.4f) | %.4f (%.4f-%.4f) | %.4f | %.1f µs |" % (
+            pool, name, statistics.median(calls) / 1e6, pct(calls, .1) / 1e6, pct(calls, .9) / 1e6,
+            statistics.median(floors) / 1e6, pct(floors, .1) / 1e6, pct(floors, .9) / 1e6,
+            statistics.median(added) / 1e6, statistics.median(cpus) * 1e6))
+    by_pool: dict[str, dict[str, float]] = {}
+    for pool, name, _, _, added, _ in rows:
+        by_pool.setdefault(pool, {})[name] = statistics.median(added)
+    for pool, names in by_pool.items():
+        if len(names) == 2:
+            ours, ref = names["morloc-mcp"], names["morloc-nexus"]
+            lines.append("")
+            lines.append("%s: added latency, morloc-mcp / morloc-nexus = %.2f." % (pool, ours / ref))
+    lines += ["", END, ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    runs, rounds, reference = 2000, 3, None
+    out, rest = os.path.join(ROOT, "bench", "RESULTS.md"), []
+    i = 0
+    while i < len(argv):
+        if argv[i] in ("--runs", "--rounds", "--out", "--reference") and i + 1 < len(argv):
+            value = argv[i + 1]
+            if argv[i] == "--runs":
+                runs = int(value)
+            elif argv[i] == "--rounds":
+                rounds = int(value)
+            elif argv[i] == "--out":
+                out = value
+            else:
+                reference = os.path.abspath(value)
+            i += 2
+            continue
+        rest.append(argv[i])
+        i += 1
+    if len(rest) != 1 or runs < BLOCKS or rounds < 1:
+        print("usage: latency.py <path-to-morloc-mcp> [--reference NEXUS] [--runs N>=20] "
+              "[--rounds N] [--out FILE]", file=sys.stderr)
+        return 2
+    binary = os.path.abspath(rest[0])
+    tmp = tempfile.TemporaryDirectory()
+    client = build_client(tmp.name)
+    if client is None:
+        print("latency: skipped: no C compiler (cc, gcc or $CC) to build bench/callfloor.c")
+        return 0
+    pools = [("test pool", test_pool_manifest(tmp.name), dict(os.environ))]
+    shapes, env = program_manifest("shapes"), runtime_env()
+    if shapes is not None and env is not None:
+        pools.append(("real Python pool", shapes, env))
+    else:
+        print(f"latency: real pool skipped: {NEEDS}")
+    servers = [("morloc-mcp", [binary, "mcp", "{}", "--pool-replicas", "py=1"])]
+    if reference is not None:
+        servers.append(("morloc-nexus", [reference, "mcp", "{}"]))
+    rows = []
+    for pool, manifest, pool_env in pools:
+        started = [(name, Server([a.replace("{}", manifest) for a in argv], pool_env))
+                   for name, argv in servers]
+        try:
+            samples = {name: ([], [], [], []) for name, _ in started}
+            for _ in range(rounds):
+                for name, server in started:
+                    calls, floors, cpu = measure(client, server, runs)
+                    acc = samples[name]
+                    acc[0].extend(calls)
+                    acc[1].extend(floors)
+                    acc[2].append(statistics.median(calls) - statistics.median(floors))
+                    acc[3].append(cpu)
+            for name, _ in started:
+                calls, floors, added, cpus = samples[name]
+                print("%s, %s: call %.4f ms, floor %.4f ms, added %.4f ms, CPU %.1f us/call" % (
+                    pool, name, statistics.median(calls) / 1e6, statistics.median(floors) / 1e6,
+                    statistics.median(added) / 1e6, statistics.median(cpus) * 1e6), flush=True)
+                rows.append((pool, name, calls, floors, added, cpus))
+        finally:
+            for _, server in started:
+                server.close()
+    section = render(rows, runs, rounds, binary, reference)
+    text = open(out, encoding="utf-8").read() if os.path.exists(out) else ""
+    if BEGIN in text and END in text:
+        text = text[:text.index(BEGIN)] + section + text[text.index(END) + len(END) + 1:]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    with open(out, "w", encoding="utf-8") as f:
+        f.write(text)
+    print("latency: wrote %s" % os.path.relpath(out, ROOT))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
