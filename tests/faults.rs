@@ -815,6 +815,20 @@ fn fd_count(pid: i32) -> usize {
         .unwrap_or_else(|e| panic!("cannot list the descriptors of {pid}: {e}"))
 }
 
+/// The server's descriptor count once it holds still: a finished call's
+/// connection is closed, and a spare socket made, just after its answer.
+fn steady_fd_count(pid: i32) -> usize {
+    let mut before = fd_count(pid);
+    loop {
+        thread::sleep(Duration::from_millis(50));
+        let now = fd_count(pid);
+        if now == before {
+            return now;
+        }
+        before = now;
+    }
+}
+
 /// Waits (up to [`TIMEOUT`]) for the server's descriptor count to come back
 /// to `expected`: closing a connection is noticed a moment later.
 #[track_caller]
@@ -946,7 +960,7 @@ fn descriptors_do_not_grow_over_1000_stdio_calls() {
     for n in 1..=10 {
         s.exchange(&call(n), &n.to_string());
     }
-    let before = fd_count(pid);
+    let before = steady_fd_count(pid);
     for n in 11..=1010 {
         let (reply, stray) = s.exchange(&call(n), &n.to_string());
         assert!(stray.is_empty(), "{stray:?}");
@@ -966,15 +980,7 @@ fn descriptors_do_not_grow_over_1000_http_sessions_and_200_connections() {
     // Warm up: the pool is running and one connection has come and gone
     // (its close is noticed a moment later: wait for a steady count).
     assert_eq!(server.health(0), None);
-    let mut before = fd_count(pid);
-    loop {
-        thread::sleep(Duration::from_millis(100));
-        let now = fd_count(pid);
-        if now == before {
-            break;
-        }
-        before = now;
-    }
+    let before = steady_fd_count(pid);
 
     let mut conn = server.connect();
     for n in 1..=1000 {

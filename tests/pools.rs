@@ -975,6 +975,15 @@ fn long_calls_with_a_progress_token_get_heartbeats() {
     assert_eq!(s.finish(), 0);
 }
 
+/// Open descriptors of the server once the turn that answered the last call
+/// is over: a `ping` answered afterwards means the connections of finished
+/// calls are closed and the pools' spare sockets made.
+fn settled_fd_count(s: &mut Server) -> usize {
+    let id = s.request("ping", json!({}));
+    s.response(id, Duration::from_secs(10));
+    fd_count(s.pid())
+}
+
 /// Open descriptors of a process.
 fn fd_count(pid: i32) -> usize {
     fs::read_dir(format!("/proc/{pid}/fd"))
@@ -988,11 +997,11 @@ fn open_descriptors_do_not_grow_with_calls() {
     for i in 0..10 {
         assert_eq!(s.call_ok("addOne", json!({"_1": i})), (i + 1).to_string());
     }
-    let after_10 = fd_count(s.pid());
+    let after_10 = settled_fd_count(&mut s);
     for i in 10..300 {
         assert_eq!(s.call_ok("addOne", json!({"_1": i})), (i + 1).to_string());
     }
-    let after_300 = fd_count(s.pid());
+    let after_300 = settled_fd_count(&mut s);
     assert_eq!(after_10, after_300, "open fds after 10 calls vs after 300");
     assert_eq!(s.finish(), 0);
 }

@@ -241,6 +241,8 @@ struct Reactor {
     tasks: mcp::tasks::Tasks,
     /// See `take_scratch`.
     scratch: Vec<u8>,
+    /// Pool connections whose call is over, closed by `end_turn`.
+    closing: Vec<mio::net::UnixStream>,
 }
 
 /// The read buffer for stdin, HTTP connections and pool output.
@@ -307,6 +309,7 @@ impl Reactor {
             draining: None,
             tasks: mcp::tasks::Tasks::new(task_ttl_ms, mcp::tasks::MAX_TASKS),
             scratch: Vec::new(),
+            closing: Vec::new(),
         };
         reactor.watches = reload::watches(&reactor.catalog);
         reactor.load_tasks();
@@ -406,6 +409,24 @@ impl Reactor {
                 }
             }
             self.run_timers();
+            self.end_turn();
+        }
+    }
+
+    /// Work kept off the path of a call: after the turn's answers are
+    /// written, the finished calls' pool connections are closed, and every
+    /// ready pool process gets a spare socket for its next call.
+    fn end_turn(&mut self) {
+        self.closing.clear();
+        for rt in &mut self.runtimes {
+            if rt.retired {
+                continue;
+            }
+            for pool in &mut rt.pools {
+                if pool.spare.is_none() && matches!(pool.status, pools::PoolStatus::Ready) {
+                    pool.spare = calls::unix_socket().ok();
+                }
+            }
         }
     }
 

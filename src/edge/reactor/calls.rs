@@ -8,6 +8,8 @@
 //! are handled here too.
 
 use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use mio::net::UnixStream;
@@ -381,8 +383,9 @@ impl Reactor {
             return;
         };
         let (program, pool, slot) = (call.program, call.pool, call.slot);
-        let path = self.runtimes[program].pools[slot].socket_path.clone();
-        match UnixStream::connect(&path) {
+        let spare = self.runtimes[program].pools[slot].spare.take();
+        let path = &self.runtimes[program].pools[slot].socket_path;
+        match connect_unix(spare, path) {
             Ok(mut stream) => {
                 let token = self.token(Source::Call(id));
                 // Readable only: the packet is written at once below, and a
@@ -715,9 +718,11 @@ impl Reactor {
     fn take_call(&mut self, id: CallId) -> Option<Call> {
         let mut call = self.calls.remove(&id)?;
         if let Some((token, stream)) = call.stream.take() {
-            // Closing the socket removes it from epoll by itself (no other
-            // descriptor refers to it), which saves a system call per call.
-            drop(stream);
+            // Closed at the end of this turn, once the answer is written
+            // (`end_turn`). Closing removes it from epoll by itself (no other
+            // descriptor refers to it), which saves a system call per call;
+            // until then its events find no source and are ignored.
+            self.closing.push(stream);
             self.sources.remove(&token);
         }
         if call.leased {
@@ -977,4 +982,64 @@ impl crate::format::eval::Host for FsHost {
             let _ = std::fs::remove_file(&tmp);
         })
     }
+}
+
+/// A new non-blocking, close-on-exec Unix stream socket, not connected.
+pub(super) fn unix_socket() -> io::Result<OwnedFd> {
+    // SAFETY: plain system call; a valid descriptor is owned by the OwnedFd.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just created and nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Connects `socket` (a spare from [`unix_socket`], or a new one) to the
+/// pool listening at `path`. Like `UnixStream::connect`, a connection still
+/// in progress counts as made; a full listen backlog is an error.
+fn connect_unix(socket: Option<OwnedFd>, path: &Path) -> io::Result<UnixStream> {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    // SAFETY: sockaddr_un is plain data; all zeroes is a valid value.
+    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    if bytes.len() >= addr.sun_path.len() || bytes.contains(&0) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("socket path too long or not a path: {}", path.display()),
+        ));
+    }
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    for (dst, &b) in addr.sun_path.iter_mut().zip(bytes) {
+        *dst = b as libc::c_char;
+    }
+    let socket = match socket {
+        Some(fd) => fd,
+        None => unix_socket()?,
+    };
+    let len = (std::mem::size_of::<libc::sa_family_t>() + bytes.len() + 1) as libc::socklen_t;
+    // SAFETY: `addr` is a valid sockaddr_un of at least `len` bytes, and
+    // `socket` an open socket.
+    let rc = unsafe {
+        libc::connect(
+            socket.as_raw_fd(),
+            (&addr as *const libc::sockaddr_un).cast(),
+            len,
+        )
+    };
+    if rc < 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINPROGRESS) {
+            return Err(e);
+        }
+    }
+    Ok(UnixStream::from_std(std::os::unix::net::UnixStream::from(
+        socket,
+    )))
 }

@@ -101,6 +101,9 @@ pub(super) struct Pool {
     probe: Option<Probe>,
     next_probe: Option<Instant>,
     probe_delay: Duration,
+    /// A socket made ahead of the next call to this process, not connected
+    /// yet (see `Reactor::end_turn`).
+    pub(super) spare: Option<OwnedFd>,
 }
 
 /// The per-program run state.
@@ -151,6 +154,7 @@ impl Pool {
             probe: None,
             next_probe: None,
             probe_delay: PROBE_DELAY_MIN,
+            spare: None,
         }
     }
 
