@@ -45,7 +45,7 @@ BEGIN = "<!-- latency:begin -->"
 END = "<!-- latency:end -->"
 LINE = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"addOne","arguments":{"_1":41}}}'
 EXPECT = '"text":"42"'
-BLOCKS = 20
+BLOCKS = 10
 
 
 class Server:
@@ -157,7 +157,7 @@ def render(rows, runs: int, rounds: int, binary: str, reference: str | None) -> 
     lines = [BEGIN, "", "## One remote call, against a compiled floor (`bench/latency.py`)", "",
              "Sequential `addOne 41` over stdio (legacy session), and the same call packet sent straight "
              "to the same pool socket (raw floor), timed by the compiled client `bench/callfloor.c` in "
-             "%d alternating blocks; %d calls of each kind per round, %d rounds, servers interleaved. "
+             "%d alternating blocks; %d calls of each kind per round, %d rounds, servers taking turns round by round. "
              "Medians in ms, p10-p90 beside them; *added* is the median call minus the median floor, per "
              "round, then the median over rounds; *CPU* is the server process's user + system time per "
              "call. %s, commit %s, %d CPUs, load average at the end %s."
@@ -172,18 +172,23 @@ def render(rows, runs: int, rounds: int, binary: str, reference: str | None) -> 
             statistics.median(added) / 1e6, statistics.median(cpus) * 1e6))
     by_pool: dict[str, dict[str, float]] = {}
     for pool, name, _, _, added, _ in rows:
-        by_pool.setdefault(pool, {})[name] = statistics.median(added)
+        by_pool.setdefault(pool, {})[name] = added
     for pool, names in by_pool.items():
         if len(names) == 2:
             ours, ref = names["morloc-mcp"], names["morloc-nexus"]
+            paired = sorted(a / b for a, b in zip(ours, ref) if b > 0)
             lines.append("")
-            lines.append("%s: added latency, morloc-mcp / morloc-nexus = %.2f." % (pool, ours / ref))
+            lines.append("%s: added latency, morloc-mcp / morloc-nexus = %.2f (medians over rounds); "
+                         "per round, side by side: median %.2f, p25-p75 %.2f-%.2f." % (
+                             pool, statistics.median(ours) / statistics.median(ref),
+                             statistics.median(paired), paired[len(paired) // 4],
+                             paired[3 * len(paired) // 4]))
     lines += ["", END, ""]
     return "\n".join(lines)
 
 
 def main(argv: list[str]) -> int:
-    runs, rounds, reference = 2000, 3, None
+    runs, rounds, reference = 1000, 30, None
     out, rest = os.path.join(ROOT, "bench", "RESULTS.md"), []
     i = 0
     while i < len(argv):

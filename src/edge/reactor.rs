@@ -182,10 +182,19 @@ enum Client {
 
 #[derive(Clone, Copy, Debug)]
 enum Source {
-    PoolOutput { program: usize, pool: usize },
-    Probe { program: usize, pool: usize },
+    PoolOutput {
+        program: usize,
+        pool: usize,
+    },
+    Probe {
+        program: usize,
+        pool: usize,
+    },
     Call(CallId),
     Conn,
+    /// A pool process's spare socket, not connected yet: its events mean
+    /// nothing.
+    Spare,
 }
 
 /// The stdio client: its session, its input framing and its output queue.
@@ -389,6 +398,7 @@ impl Reactor {
                         }
                         Some(Source::Probe { program, pool }) => self.advance_probe(program, pool),
                         Some(Source::Call(id)) => self.advance_call(id),
+                        Some(Source::Spare) => {}
                         Some(Source::Conn) => {
                             self.http_event(token, event.is_readable(), event.is_writable())
                         }
@@ -418,14 +428,37 @@ impl Reactor {
     /// ready pool process gets a spare socket for its next call.
     fn end_turn(&mut self) {
         self.closing.clear();
-        for rt in &mut self.runtimes {
-            if rt.retired {
+        for program in 0..self.runtimes.len() {
+            if self.runtimes[program].retired {
                 continue;
             }
-            for pool in &mut rt.pools {
+            for slot in 0..self.runtimes[program].pools.len() {
+                let pool = &self.runtimes[program].pools[slot];
                 if pool.spare.is_none() && matches!(pool.status, pools::PoolStatus::Ready) {
-                    pool.spare = calls::unix_socket().ok();
+                    let spare = self.spare_socket();
+                    self.runtimes[program].pools[slot].spare = spare;
                 }
+            }
+        }
+    }
+
+    /// A socket for a pool process's next call, already watched for
+    /// readability (under a token of its own), so that the call needs only
+    /// `connect` and its write. `None` if the system refuses one: the call
+    /// then makes its own.
+    fn spare_socket(&mut self) -> Option<(Token, mio::net::UnixStream)> {
+        let fd = calls::unix_socket().ok()?;
+        let mut stream = mio::net::UnixStream::from_std(std::os::unix::net::UnixStream::from(fd));
+        let token = self.token(Source::Spare);
+        match self
+            .poll
+            .registry()
+            .register(&mut stream, token, Interest::READABLE)
+        {
+            Ok(()) => Some((token, stream)),
+            Err(_) => {
+                self.sources.remove(&token);
+                None
             }
         }
     }

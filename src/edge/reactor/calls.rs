@@ -296,6 +296,10 @@ impl Reactor {
     /// lease holds up later calls that need any of its pools. Calls left
     /// waiting while every process of their pool is busy start replicas.
     pub(super) fn dispatch_waiting(&mut self, program: usize) {
+        if self.runtimes[program].leases.waiting.is_empty() {
+            // The common case when a call ends.
+            return;
+        }
         let n_bases = self.catalog.programs[program].loaded.manifest.pools.len();
         let queue = std::mem::take(&mut self.runtimes[program].leases.waiting);
         let mut blocked = vec![false; n_bases];
@@ -385,23 +389,42 @@ impl Reactor {
         let (program, pool, slot) = (call.program, call.pool, call.slot);
         let spare = self.runtimes[program].pools[slot].spare.take();
         let path = &self.runtimes[program].pools[slot].socket_path;
-        match connect_unix(spare, path) {
-            Ok(mut stream) => {
-                let token = self.token(Source::Call(id));
-                // Readable only: the packet is written at once below, and a
-                // writable wake-up would cost a turn for nothing.
-                if let Err(e) =
-                    self.poll
-                        .registry()
-                        .register(&mut stream, token, Interest::READABLE)
-                {
-                    self.sources.remove(&token);
-                    let message = format!(
-                        "cannot watch the connection to pool '{}': {e}",
-                        self.runtimes[program].pools[slot].label()
-                    );
-                    return self.finish_call(id, Err(message));
+        let connected = match spare {
+            // Already watched: only the token's meaning changes.
+            Some((token, stream)) => match connect_unix(&stream, path) {
+                Ok(()) => {
+                    self.sources.insert(token, Source::Call(id));
+                    Ok((token, stream))
                 }
+                Err(e) => {
+                    self.sources.remove(&token);
+                    Err(e)
+                }
+            },
+            None => match new_connection(path) {
+                Ok(mut stream) => {
+                    let token = self.token(Source::Call(id));
+                    // Readable only: the packet is written at once below, and
+                    // a writable wake-up would cost a turn for nothing.
+                    if let Err(e) =
+                        self.poll
+                            .registry()
+                            .register(&mut stream, token, Interest::READABLE)
+                    {
+                        self.sources.remove(&token);
+                        let message = format!(
+                            "cannot watch the connection to pool '{}': {e}",
+                            self.runtimes[program].pools[slot].label()
+                        );
+                        return self.finish_call(id, Err(message));
+                    }
+                    Ok((token, stream))
+                }
+                Err(e) => Err(e),
+            },
+        };
+        match connected {
+            Ok((token, stream)) => {
                 let timeout = self.options.call_timeout;
                 if let Some(call) = self.calls.get_mut(&id) {
                     call.stream = Some((token, stream));
@@ -1001,10 +1024,17 @@ pub(super) fn unix_socket() -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// Connects `socket` (a spare from [`unix_socket`], or a new one) to the
-/// pool listening at `path`. Like `UnixStream::connect`, a connection still
-/// in progress counts as made; a full listen backlog is an error.
-fn connect_unix(socket: Option<OwnedFd>, path: &Path) -> io::Result<UnixStream> {
+/// A new socket connected to the pool listening at `path`.
+fn new_connection(path: &Path) -> io::Result<UnixStream> {
+    let stream = UnixStream::from_std(std::os::unix::net::UnixStream::from(unix_socket()?));
+    connect_unix(&stream, path)?;
+    Ok(stream)
+}
+
+/// Connects `socket` (from [`unix_socket`], not connected yet) to the pool
+/// listening at `path`. Like `UnixStream::connect`, a connection still in
+/// progress counts as made; a full listen backlog is an error.
+fn connect_unix(socket: &UnixStream, path: &Path) -> io::Result<()> {
     use std::os::unix::ffi::OsStrExt;
     let bytes = path.as_os_str().as_bytes();
     // SAFETY: sockaddr_un is plain data; all zeroes is a valid value.
@@ -1019,10 +1049,6 @@ fn connect_unix(socket: Option<OwnedFd>, path: &Path) -> io::Result<UnixStream> 
     for (dst, &b) in addr.sun_path.iter_mut().zip(bytes) {
         *dst = b as libc::c_char;
     }
-    let socket = match socket {
-        Some(fd) => fd,
-        None => unix_socket()?,
-    };
     let len = (std::mem::size_of::<libc::sa_family_t>() + bytes.len() + 1) as libc::socklen_t;
     // SAFETY: `addr` is a valid sockaddr_un of at least `len` bytes, and
     // `socket` an open socket.
@@ -1039,7 +1065,5 @@ fn connect_unix(socket: Option<OwnedFd>, path: &Path) -> io::Result<UnixStream> 
             return Err(e);
         }
     }
-    Ok(UnixStream::from_std(std::os::unix::net::UnixStream::from(
-        socket,
-    )))
+    Ok(())
 }
