@@ -28,6 +28,7 @@ import subprocess
 import sys
 import time
 
+from report import write_section
 from programs import NEEDS, program_manifest, runtime_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -174,13 +175,7 @@ def main(argv: list[str]) -> int:
               f"JSON {size / 1e6:.1f} MB", flush=True)
         rows.append((tool, n, times, max(peaks), size))
     section = render(rows, runs, binary)
-    text = open(out, encoding="utf-8").read() if os.path.exists(out) else ""
-    if BEGIN in text and END in text:
-        text = text[:text.index(BEGIN)] + section + text[text.index(END) + len(END) + 1:]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    with open(out, "w", encoding="utf-8") as f:
-        f.write(text)
+    write_section(out, BEGIN, END, section)
     return 0
 
 

@@ -37,6 +37,7 @@ import sys
 import tempfile
 import time
 
+from report import provenance, write_section
 from programs import NEEDS, program_manifest, runtime_env, test_pool_manifest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -151,18 +152,13 @@ def pct(values: list[int], q: float) -> float:
 
 
 def render(rows, runs: int, rounds: int, binary: str, reference: str | None) -> str:
-    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
-    load = open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else []
     lines = [BEGIN, "", "## One remote call, against a compiled floor (`bench/latency.py`)", "",
              "Sequential `addOne 41` over stdio (legacy session), and the same call packet sent straight "
              "to the same pool socket (raw floor), timed by the compiled client `bench/callfloor.c` in "
              "%d alternating blocks; %d calls of each kind per round, %d rounds, servers taking turns round by round. "
              "Medians in ms, p10-p90 beside them; *added* is the median call minus the median floor, per "
              "round, then the median over rounds; *CPU* is the server process's user + system time per "
-             "call. %s, commit %s, %d CPUs, load average at the end %s."
-             % (BLOCKS, runs, rounds, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                commit or "?", os.cpu_count() or 0, " ".join(load)), "",
+             "call. %s" % (BLOCKS, runs, rounds, provenance()), "",
              "| pool | server | call | raw floor | added | CPU per call |",
              "|---|---|---|---|---|---|"]
     for pool, name, calls, floors, added, cpus in rows:
@@ -207,7 +203,7 @@ def main(argv: list[str]) -> int:
         rest.append(argv[i])
         i += 1
     if len(rest) != 1 or runs < BLOCKS or rounds < 1:
-        print("usage: latency.py <path-to-morloc-mcp> [--reference NEXUS] [--runs N>=20] "
+        print("usage: latency.py <path-to-morloc-mcp> [--reference NEXUS] [--runs N>=10] "
               "[--rounds N] [--out FILE]", file=sys.stderr)
         return 2
     binary = os.path.abspath(rest[0])
@@ -249,13 +245,7 @@ def main(argv: list[str]) -> int:
             for _, server in started:
                 server.close()
     section = render(rows, runs, rounds, binary, reference)
-    text = open(out, encoding="utf-8").read() if os.path.exists(out) else ""
-    if BEGIN in text and END in text:
-        text = text[:text.index(BEGIN)] + section + text[text.index(END) + len(END) + 1:]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    with open(out, "w", encoding="utf-8") as f:
-        f.write(text)
+    write_section(out, BEGIN, END, section)
     print("latency: wrote %s" % os.path.relpath(out, ROOT))
     return 0
 

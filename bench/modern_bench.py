@@ -26,6 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run  # noqa: E402
 from run import (SHAPES, BenchError, HttpClient, Sample, Server, check_ok, fmt_ms,  # noqa: E402
                  quiet_gc, start_http)
+from report import write_section  # noqa: E402
 
 MODERN = "2026-07-28"
 META = {"io.modelcontextprotocol/protocolVersion": MODERN,
@@ -182,13 +183,7 @@ def main(argv: list[str]) -> int:
         rows.append(("HTTP keep-alive", tool, era, sample))
     section = render(rows, binary, runs)
     print(section)
-    text = open(out, encoding="utf-8").read() if os.path.exists(out) else ""
-    if BEGIN in text and END in text:
-        text = text[:text.index(BEGIN)] + section + text[text.index(END) + len(END) + 1:]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    with open(out, "w", encoding="utf-8") as f:
-        f.write(text)
+    write_section(out, BEGIN, END, section)
     return 0
 
 

@@ -39,6 +39,7 @@ import sys
 import tempfile
 import time
 
+from report import provenance, write_section
 from programs import (NEEDS, program_manifest, runtime_env, spin_answer, spin_manifest,
                       test_pool_manifest)
 
@@ -116,14 +117,9 @@ def count_words_text() -> str:
 
 
 def render(rows, rounds: int, binary: str) -> str:
-    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
-    load = open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else []
     lines = [BEGIN, "", "## Pool replicas (`bench/replicas.py`)", "",
              "Calls per second through `--pool-replicas py=N`: rounds of %d concurrent calls after a warm-up, "
-             "median over %d rounds (min-max beside it). %s, commit %s, %d CPUs, load average at the end %s."
-             % (BATCH, rounds, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), commit or "?",
-                os.cpu_count() or 0, " ".join(load)), "",
+             "median over %d rounds (min-max beside it). %s" % (BATCH, rounds, provenance()), "",
              "| pool | function | " + " | ".join("py=%d" % n for n in COUNTS) + " | py=2 / py=1 | py=8 / py=1 |",
              "|---|---|" + "---|" * (len(COUNTS) + 2)]
     for pool, label, rates in rows:
@@ -185,13 +181,7 @@ def main(argv: list[str]) -> int:
             print("%s, %s, py=%d: %.1f calls/s" % (pool, label, n, statistics.median(rates[n])), flush=True)
         rows.append((pool, label, rates))
     section = render(rows, rounds, binary)
-    text = open(out, encoding="utf-8").read() if os.path.exists(out) else ""
-    if BEGIN in text and END in text:
-        text = text[:text.index(BEGIN)] + section + text[text.index(END) + len(END) + 1:]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    with open(out, "w", encoding="utf-8") as f:
-        f.write(text)
+    write_section(out, BEGIN, END, section)
     return 0
 
 
