@@ -133,9 +133,20 @@ fn stdio_tasks_complete_cancel_fail_and_expire() {
     assert_eq!(random.len(), 32, "128 random bits: {task}");
     let now = s.ask(&task_req(3, "tasks/get", &task));
     assert_eq!(now["result"]["status"], "working", "{now}");
-    assert!(now["result"]["statusMessage"]
-        .as_str()
-        .is_some_and(|m| m.starts_with("running for ")));
+    // The elapsed time counts from the call's start, --task-after before the
+    // task was made, not from the task.
+    for shown in [result, &now["result"]] {
+        let message = shown["statusMessage"].as_str().unwrap_or_default();
+        let secs: f64 = message
+            .strip_prefix("running for ")
+            .and_then(|m| m.strip_suffix(" s"))
+            .and_then(|m| m.parse().ok())
+            .unwrap_or_else(|| panic!("statusMessage {message:?}"));
+        assert!(
+            secs >= 0.25,
+            "{message:?} for a call started 300 ms before its task"
+        );
+    }
     assert_eq!(now["result"]["pollIntervalMs"], 1000);
     let done = settle(&mut |m| s.ask(m), &task);
     assert_eq!(done["status"], "completed", "{done}");

@@ -82,7 +82,7 @@ pub(super) struct Call {
     expected: Option<usize>,
     stream: Option<(Token, UnixStream)>,
     pub(super) stage: CallStage,
-    started: Instant,
+    pub(super) started: Instant,
     pub(super) deadline: Option<Instant>,
     pub(super) next_progress: Option<Instant>,
     /// The last progress value sent (they must increase).

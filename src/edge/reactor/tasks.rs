@@ -53,7 +53,8 @@ impl Reactor {
         let now = now_ms();
         let ttl = self.tasks.ttl_ms();
         let owner = call.request.owner.clone();
-        let Ok(task) = self.tasks.create(task_id.clone(), &owner, now) else {
+        let started = now.saturating_sub(call.started.elapsed().as_millis() as u64);
+        let Ok((task, freed)) = self.tasks.create(task_id.clone(), &owner, now, started) else {
             return;
         };
         let result = tasks::create_result(task, ttl, now, &self.catalog);
@@ -63,6 +64,9 @@ impl Reactor {
         // log messages are not part of a task.
         call.task = Some(task_id.clone());
         call.next_progress = None;
+        for gone in freed {
+            self.unstore_task(&gone);
+        }
         // Stored before the handle goes out: after a restart it reads as
         // failed rather than unknown.
         self.store_task(&task_id);

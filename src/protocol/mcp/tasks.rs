@@ -76,6 +76,10 @@ pub struct Task {
     /// Set when the task settles (a working task's message is computed).
     pub message: Option<String>,
     pub created_ms: u64,
+    /// When its call started (it became a task `--task-after` later): a
+    /// working task's message counts from here. Not stored: a task read
+    /// back is settled.
+    pub started_ms: u64,
     pub updated_ms: u64,
     /// When a settled task is freed.
     pub expires_ms: Option<u64>,
@@ -131,10 +135,18 @@ impl Tasks {
         self.map.is_empty()
     }
 
-    /// Creates a working task (after freeing expired ones; at the cap, the
-    /// settled task that settled first).
-    pub fn create(&mut self, id: String, owner: &str, now: u64) -> Result<&Task, TaskError> {
-        self.expire(now);
+    /// Creates a working task for a call that started at `started`, after
+    /// freeing expired ones and, at the cap, the settled task that settled
+    /// first. Returns it with the ids of the tasks freed to make room (their
+    /// stored files go too).
+    pub fn create(
+        &mut self,
+        id: String,
+        owner: &str,
+        now: u64,
+        started: u64,
+    ) -> Result<(&Task, Vec<String>), TaskError> {
+        let mut freed = self.expire(now);
         if self.map.len() >= self.cap {
             let oldest = self
                 .map
@@ -145,6 +157,7 @@ impl Tasks {
             match oldest {
                 Some(old) => {
                     self.map.remove(&old);
+                    freed.push(old);
                 }
                 None => return Err(TaskError::Full),
             }
@@ -155,11 +168,12 @@ impl Tasks {
             status: Status::Working,
             message: None,
             created_ms: now,
+            started_ms: started.min(now),
             updated_ms: now,
             expires_ms: None,
             payload: None,
         };
-        Ok(self.map.entry(id).or_insert(task))
+        Ok((self.map.entry(id).or_insert(task), freed))
     }
 
     /// Puts back a task read from storage (see `tasks_file`): a task that
@@ -340,6 +354,7 @@ pub fn from_stored(bytes: &[u8]) -> Result<Task, String> {
         status,
         message,
         created_ms,
+        started_ms: created_ms,
         updated_ms,
         expires_ms: ms("expiresMs")?,
         payload,
@@ -365,7 +380,7 @@ pub fn task_json(task: &Task, ttl_ms: u64, now: u64) -> Map<String, Json> {
     let message = match (&task.message, task.status) {
         (Some(m), _) => m.clone(),
         (None, _) => {
-            let secs = now.saturating_sub(task.created_ms) as f64 / 1000.0;
+            let secs = now.saturating_sub(task.started_ms) as f64 / 1000.0;
             format!("running for {secs:.1} s")
         }
     };

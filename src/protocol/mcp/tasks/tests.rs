@@ -9,7 +9,7 @@ const HOUR: u64 = 3_600_000;
 #[test]
 fn a_task_settles_once_and_expires_after_its_ttl() {
     let mut t = Tasks::new(1000, 8);
-    t.create("a".into(), "me", 10_000).unwrap();
+    t.create("a".into(), "me", 10_000, 10_000).unwrap();
     let got = t.get("a", "me", 10_500).unwrap();
     assert_eq!(got.status, Status::Working);
     let j = task_json(got, t.ttl_ms(), 12_000);
@@ -36,7 +36,7 @@ fn a_task_settles_once_and_expires_after_its_ttl() {
 #[test]
 fn a_task_is_seen_only_by_its_owner() {
     let mut t = Tasks::new(HOUR, 8);
-    t.create("a".into(), "token-1", 0).unwrap();
+    t.create("a".into(), "token-1", 0, 0).unwrap();
     assert_ne!(owner_key("token-1"), owner_key("token-2"));
     assert!(t.get("a", "token-1", 1).is_ok());
     assert_eq!(t.get("a", "token-2", 1), Err(TaskError::Unknown));
@@ -46,7 +46,7 @@ fn a_task_is_seen_only_by_its_owner() {
 #[test]
 fn failures_inline_a_json_rpc_error_and_tool_errors_complete() {
     let mut t = Tasks::new(HOUR, 8);
-    t.create("f".into(), "", 0).unwrap();
+    t.create("f".into(), "", 0, 0).unwrap();
     t.settle("f", Outcome::Failed(-32603, "pool 'py' died".into()), 5);
     let j = task_json(t.get("f", "", 6).unwrap(), HOUR, 6);
     assert_eq!(j["status"], "failed");
@@ -57,14 +57,14 @@ fn failures_inline_a_json_rpc_error_and_tool_errors_complete() {
     assert_eq!(j["statusMessage"], "pool 'py' died");
     assert!(j.get("result").is_none());
 
-    t.create("e".into(), "", 0).unwrap();
+    t.create("e".into(), "", 0, 0).unwrap();
     let tool_error = json!({"content": [{"type": "text", "text": "boom"}], "isError": true});
     t.settle("e", Outcome::Completed(tool_error.clone()), 5);
     let j = task_json(t.get("e", "", 6).unwrap(), HOUR, 6);
     assert_eq!(j["status"], "completed");
     assert_eq!(j["result"], tool_error);
 
-    t.create("c".into(), "", 0).unwrap();
+    t.create("c".into(), "", 0, 0).unwrap();
     t.settle("c", Outcome::Cancelled, 5);
     let j = task_json(t.get("c", "", 6).unwrap(), HOUR, 6);
     assert_eq!(j["status"], "cancelled");
@@ -74,11 +74,13 @@ fn failures_inline_a_json_rpc_error_and_tool_errors_complete() {
 #[test]
 fn at_the_cap_the_oldest_settled_task_goes_and_running_ones_stay() {
     let mut t = Tasks::new(HOUR, 2);
-    t.create("a".into(), "", 0).unwrap();
-    t.create("b".into(), "", 1).unwrap();
-    assert_eq!(t.create("c".into(), "", 2).err(), Some(TaskError::Full));
+    t.create("a".into(), "", 0, 0).unwrap();
+    t.create("b".into(), "", 1, 1).unwrap();
+    assert_eq!(t.create("c".into(), "", 2, 2).err(), Some(TaskError::Full));
     t.settle("b", Outcome::Cancelled, 3);
-    t.create("c".into(), "", 4).unwrap();
+    let (_, freed) = t.create("c".into(), "", 4, 4).unwrap();
+    // The reactor removes the stored files of the tasks freed.
+    assert_eq!(freed, vec!["b".to_string()]);
     assert!(t.get("b", "", 5).is_err());
     assert!(t.get("a", "", 5).is_ok() && t.get("c", "", 5).is_ok());
     assert_eq!(t.len(), 2);
@@ -93,6 +95,7 @@ fn a_restored_running_task_is_failed() {
         status: Status::Working,
         message: None,
         created_ms: 0,
+        started_ms: 0,
         updated_ms: 0,
         expires_ms: None,
         payload: None,
@@ -127,7 +130,7 @@ fn timestamps_are_iso8601_utc() {
 #[test]
 fn a_stored_task_reads_back_and_bad_files_are_named() {
     let mut t = Tasks::new(HOUR, 8);
-    t.create("i1.ab".into(), "Bearer x", 5).unwrap();
+    t.create("i1.ab".into(), "Bearer x", 5, 5).unwrap();
     let result = json!({"content": [], "isError": false});
     let task = t
         .settle("i1.ab", Outcome::Completed(result), 9)
@@ -159,4 +162,24 @@ fn a_stored_task_reads_back_and_bad_files_are_named() {
         let err = from_stored(bad.as_bytes()).unwrap_err();
         assert!(err.contains(why), "{bad}: {err}");
     }
+}
+
+#[test]
+fn creating_a_task_reports_the_expired_ones_it_freed() {
+    let mut t = Tasks::new(1000, 8);
+    t.create("a".into(), "", 0, 0).unwrap();
+    t.settle("a", Outcome::Cancelled, 10);
+    let (_, freed) = t.create("b".into(), "", 2000, 2000).unwrap();
+    assert_eq!(freed, vec!["a".to_string()]);
+}
+
+#[test]
+fn a_working_task_counts_its_time_from_the_call_start() {
+    let mut t = Tasks::new(HOUR, 8);
+    let (task, _) = t.create("a".into(), "", 10_000, 8_500).unwrap();
+    let shown = task_json(task, HOUR, 10_700);
+    assert_eq!(shown["statusMessage"], "running for 2.2 s");
+    // A start in the future (clock skew) counts as the creation.
+    let (task, _) = t.create("b".into(), "", 10_000, 12_000).unwrap();
+    assert_eq!(task.started_ms, 10_000);
 }
