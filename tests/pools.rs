@@ -254,6 +254,11 @@ impl Server {
             .unwrap_or_else(|| panic!("server died by a signal: {status:?}"))
     }
 
+    /// What the server wrote on stderr so far.
+    pub(crate) fn stderr_now(&self) -> String {
+        self.proc.stderr_now()
+    }
+
     /// Waits until the server's stderr contains `needle`.
     #[track_caller]
     pub(crate) fn wait_stderr(&self, needle: &str) {
@@ -758,6 +763,29 @@ fn hung_call_times_out_and_the_server_keeps_serving() {
     let server_pid = s.pid();
     assert_eq!(s.finish(), 0);
     assert_no_leftovers(server_pid, &[hung_pool.pgid, fresh.pgid], &hung_pool.tmpdir);
+}
+
+#[test]
+fn a_call_queued_behind_a_hung_one_runs_on_the_restarted_pool() {
+    // One process, so the second call waits for the first. When the first
+    // times out, the stuck process is restarted: the waiting call must go to
+    // the new process, not be sent to the stuck one and fail with it.
+    let mut s = Server::owning(
+        Program::shapes(),
+        &["--call-timeout", "1", "--pool-replicas", "py=1"],
+    );
+    let hung_pool = pool_of(&s, None);
+    wait_listening(&hung_pool);
+    assert_eq!(s.call_ok("addOne", json!({"_1": 1})), "2");
+    let hung = s.call("hang", json!({"_1": 1}));
+    thread::sleep(Duration::from_millis(200));
+    let queued = s.call("addOne", json!({"_1": 41}));
+    let text = error_text(&s.result_within(hung, TIMEOUT));
+    assert!(text.contains("timed out"), "{text}");
+    let result = s.result_within(queued, TIMEOUT);
+    assert_eq!(result["isError"], json!(false), "addOne 41: {result}");
+    assert_eq!(text_of(&result), "42");
+    assert_eq!(s.finish(), 0);
 }
 
 // ---- start-up ---------------------------------------------------------------

@@ -202,6 +202,58 @@ fn a_replica_crash_fails_only_its_call_and_the_replica_comes_back() {
 }
 
 #[test]
+fn a_call_waiting_when_a_replica_dies_never_goes_to_the_dead_process() {
+    // Both processes busy, one call waiting: the replica's death frees its
+    // lease while the dead process is being recovered. The waiting call
+    // must wait for a live process, not be handed the dead one (a real
+    // Python pool's workers still hold its socket for a moment, so the call
+    // was sent and then failed with "Connection reset by peer").
+    let mut s = Server::owning(Program::shapes(), &["--pool-replicas", "py=2"]);
+    warm(&mut s, 2);
+    let before = pool_procs(&s);
+    let replica = before
+        .iter()
+        .find(|p| p.is_replica())
+        .cloned()
+        .unwrap_or_else(|| panic!("no replica among {before:?}"));
+    let slow = [
+        s.call("slowEcho", json!({"_1": 2500})),
+        s.call("slowEcho", json!({"_1": 2501})),
+    ];
+    thread::sleep(Duration::from_millis(300));
+    let waiting = s.call("addOne", json!({"_1": 41}));
+    thread::sleep(Duration::from_millis(200));
+    // SAFETY: kill(2) has no memory-safety preconditions.
+    unsafe {
+        libc::kill(replica.pid, libc::SIGKILL);
+    }
+    let result = s.result_within(waiting, TIMEOUT);
+    assert_eq!(result["isError"], json!(false), "addOne 41: {result}");
+    assert_eq!(text_of(&result), "42");
+    let results: Vec<_> = slow
+        .iter()
+        .map(|&id| s.result_within(id, TIMEOUT))
+        .collect();
+    let failed: Vec<String> = results
+        .iter()
+        .filter(|r| r["isError"] == json!(true))
+        .map(error_text)
+        .collect();
+    assert_eq!(failed.len(), 1, "{results:?}");
+    assert!(
+        failed[0].contains("pool 'py#1' died (killed by signal 9 (SIGKILL))"),
+        "{}",
+        failed[0]
+    );
+    let stderr = s.stderr_now();
+    assert!(
+        !stderr.contains("refused a connection"),
+        "a call went to the dead replica:\n{stderr}"
+    );
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
 fn replicas_keep_serving_while_the_primary_restarts() {
     let mut s = Server::owning(Program::shapes(), &["--pool-replicas", "py=3"]);
     warm(&mut s, 3);

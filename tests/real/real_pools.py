@@ -14,6 +14,12 @@ the server binary given by --bin, and checks:
 - large and concurrent results over Streamable HTTP too;
 - 8 concurrent 300 ms calls overlapping on pool replicas (under 0.6 s),
   and queueing with --pool-replicas py=1;
+- with 4 processes of the pool (--pool-replicas py=4): a replica and the
+  primary each killed by pid while calls run on every process (only the
+  call on the killed process fails, promptly and clearly; the process comes
+  back under a new pid; later rounds are exact), and concurrent rounds of
+  large results in shared memory and small ones spread over the replicas,
+  every byte checked;
 - a pool worker that exits during a call, and a pool and a worker killed
   by pid while a large result is built: the call fails clearly and the
   next call works;
@@ -94,6 +100,7 @@ class Server:
         )
         self.lock = threading.Condition()
         self.replies = {}
+        self.arrivals = {}  # reply id -> time.monotonic() when it was read
         self.notifications = []
         self.bad_lines = []
         self.stderr_lines = []
@@ -130,6 +137,7 @@ class Server:
                     self.bad_lines.append(line[:200])
                 elif "id" in msg and "method" not in msg:
                     self.replies[msg["id"]] = msg
+                    self.arrivals[msg["id"]] = time.monotonic()
                 else:
                     self.notifications.append(msg)
                 self.lock.notify_all()
@@ -192,6 +200,17 @@ class Server:
     def children(self):
         """Pids of the server's direct children (its pools)."""
         return [pid for pid, ppid in process_table() if ppid == self.proc.pid]
+
+    def pool_processes(self):
+        """{socket: pid} of the server's pool processes (pool argv ends with
+        socket, tmpdir, basename); a replica's socket is the pool's plus
+        `.rN`."""
+        out = {}
+        for pid, ppid in process_table():
+            argv = cmdline(pid) if ppid == self.proc.pid else []
+            if len(argv) >= 4 and argv[-4].endswith("pool.py"):
+                out[argv[-3]] = pid
+        return out
 
     def record_pools(self):
         """Remembers the tmpdir and shm basename each pool was started with
@@ -502,6 +521,18 @@ def cpu_ticks(pid):
     return int(fields[11]) + int(fields[12])
 
 
+def tree_ticks(pid):
+    """CPU clock ticks of a process and its children, live and reaped."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            stat = f.read().decode("utf-8", "replace")
+    except OSError:
+        return 0
+    fields = stat[stat.rfind(")") + 2 :].split()
+    own = sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
+    return own + sum(cpu_ticks(child) for child, ppid in process_table() if ppid == pid)
+
+
 def busy_worker(pool, timeout=20.0):
     """The child of `pool` that is burning CPU (the worker running the
     call), once it has run for a few ticks."""
@@ -803,6 +834,12 @@ class Suite:
         self.check("concurrency: 3 rounds of 32 calls, results up to 100 KB, every byte", self.concurrent_small)
         self.check("concurrency: 3 rounds of 32 calls, results up to 4.8 MB and small ones, every byte", self.concurrent_large)
         self.check("replicas: 8 concurrent slowEcho 300 in under 0.6 s (about 2.4 s with --pool-replicas py=1); 400 calls over 8 replicas exact", self.replicas)
+        self.check("replicas: a replica killed by pid mid-call: only its call fails (naming py#N and SIGKILL), "
+                   "the other 3 are exact, the replica is back under a new pid, later rounds exact", self.replica_kill)
+        self.check("replicas: the primary killed by pid while replicas serve: their calls exact, calls made meanwhile "
+                   "exact, the primary restarted, later rounds exact", self.primary_kill)
+        self.check("replicas: 3 rounds of 16 calls over 4 processes, bigList 100k/500k and bigText 1M in shared "
+                   "memory beside small calls, every byte; every process served", self.replicas_mixed)
         self.check("crash: the pool exits during a call (crash)", self.crash)
         self.check("crash: the pool killed by pid while its worker builds a large result", self.kill_mid_result)
         self.check("crash: a pool worker killed by pid while it builds a large result", self.kill_worker_mid_result)
@@ -1020,6 +1057,193 @@ class Suite:
                     "round %d: %d of 32 wrong: %s"
                     % (round_no, len(errors), "; ".join(short(e, 200) for e in errors[:4])),
                 )
+            expect(not server.bad_lines, "non-protocol stdout: %s" % short(server.bad_lines))
+        finally:
+            server.close()
+
+    # -- replica deaths and shared memory over replicas -----------------------
+
+    def warm_replicas(self, server, n):
+        """Rounds of n concurrent slowEcho 300 until one overlaps (under
+        0.55 s) with n pool processes up; returns {socket: pid}."""
+        took = []
+        for _ in range(20):
+            took.append(self.slow_round(server, n, 300))
+            procs = server.pool_processes()
+            if took[-1] < 0.55 and len(procs) == n:
+                server.record_pools()
+                return procs
+        raise CheckFailed("%d x slowEcho 300 never overlapped on %d processes: rounds took %s s, processes %s"
+                          % (n, n, ", ".join("%.2f" % t for t in took), sorted(server.pool_processes())))
+
+    def kill_one_of_four(self, server, pick):
+        """With 4 warm processes, starts 4 slowEcho calls (one each, least
+        busy first) and, 0.3 s in, 2 addOne calls that wait for a free
+        process; SIGKILLs the process pick(sockets) chooses 0.1 s later and
+        at once starts 2 more addOne calls. Returns (socket, number,
+        processes before, replies of the slowEcho calls, replies of the
+        addOne calls, seconds from the kill to each slowEcho reply)."""
+        before = self.warm_replicas(server, 4)
+        socket = pick(sorted(before))
+        number = socket.rsplit(".r", 1)[1] if re.search(r"\.r\d+$", socket) else None
+        slow = [(server.start_call("slowEcho", {"_1": 1500 + i}), 1500 + i) for i in range(4)]
+        time.sleep(0.3)
+        during = [(server.start_call("addOne", {"_1": i}), i + 1) for i in range(2)]
+        time.sleep(0.1)
+        os.kill(before[socket], signal.SIGKILL)
+        killed = time.monotonic()
+        during += [(server.start_call("addOne", {"_1": i}), i + 1) for i in range(2, 4)]
+        replies = [(server.wait(rid), ms) for rid, ms in slow]
+        after = [server.arrivals[rid] - killed for rid, _ in slow]
+        added = [(server.wait(rid), want) for rid, want in during]
+        return socket, number, before, replies, added, after
+
+    def expect_one_death(self, replies, after, needle, what):
+        """Exactly one of the concurrent slowEcho calls failed, saying
+        needle, before any other answered; the others are exact."""
+        failed = [(i, r) for i, (r, _) in enumerate(replies) if r.get("result", {}).get("isError") is not False]
+        expect(len(failed) == 1, "%s: %d of 4 slowEcho calls failed, want 1: %s"
+               % (what, len(failed), "; ".join(short(r, 200) for r, _ in replies)))
+        i, reply = failed[0]
+        expect("result" in reply, "%s: JSON-RPC error %s" % (what, short(reply)))
+        expect_error(reply["result"], needle, what)
+        others = [t for j, t in enumerate(after) if j != i]
+        expect(after[i] < min(others) and after[i] < 1.0,
+               "%s: the failure came %.2f s after the kill, the other calls at %s s"
+               % (what, after[i], ", ".join("%.2f" % t for t in others)))
+        for j, (r, ms) in enumerate(replies):
+            if j != i:
+                expect("result" in r, "slowEcho %d: JSON-RPC error %s" % (ms, short(r)))
+                expect_value(r["result"], ms, "slowEcho %d beside the killed process" % ms)
+        return after[i]
+
+    def expect_no_call_to_the_dead(self, server):
+        """No call was handed the killed process while it was recovered
+        (the server says so when a connection to it is refused)."""
+        with server.lock:
+            refused = [line for line in server.stderr_lines if "refused a connection" in line]
+        expect(not refused, "a call was sent to the killed process: %s" % short(" | ".join(refused)))
+
+    def restarted(self, server, socket, old, timeout=15.0):
+        """The new pid on socket once the process killed as old is back."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pid = server.pool_processes().get(socket)
+            if pid is not None and pid != old:
+                server.record_pools()
+                return pid
+            time.sleep(0.02)
+        raise CheckFailed("no new process on %s within %.0f s of the kill: %s"
+                          % (socket, timeout, server.pool_processes()))
+
+    def exact_rounds(self, server, rounds=2):
+        """Rounds of 16 concurrent distinct slowEcho and addOne calls, each
+        answer exact."""
+        for round_no in range(rounds):
+            plan = [("slowEcho", 30 + i, 30 + i) if i % 2 else ("addOne", 100 * round_no + i, 100 * round_no + i + 1)
+                    for i in range(16)]
+            ids = [server.start_call(tool, {"_1": arg}) for tool, arg, _ in plan]
+            for rid, (tool, arg, want) in zip(ids, plan):
+                reply = server.wait(rid)
+                expect("result" in reply, "%s %d: JSON-RPC error %s" % (tool, arg, short(reply)))
+                expect_value(reply["result"], want, "%s %d in round %d after the kill" % (tool, arg, round_no + 1))
+
+    def replica_kill(self):
+        """SIGKILL one replica (by pid, found by its socket .rN among the
+        server's children) while each of 4 processes runs a slowEcho."""
+        server = self.serve("workbench", ("--pool-replicas", "py=4"))
+        try:
+            replicas = lambda sockets: [s for s in sockets if re.search(r"\.r\d+$", s)][1]
+            socket, number, before, replies, added, after = self.kill_one_of_four(server, replicas)
+            took = self.expect_one_death(
+                replies, after, "pool 'py#%s' died (killed by signal 9 (SIGKILL)) while the call was running" % number,
+                "slowEcho on the killed replica py#%s" % number)
+            for r, want in added:
+                expect("result" in r, "addOne: JSON-RPC error %s" % short(r))
+                expect_value(r["result"], want, "addOne %d (waiting at the kill, or made just after)" % (want - 1))
+            pid = self.restarted(server, socket, before[socket])
+            self.expect_no_call_to_the_dead(server)
+            now = server.pool_processes()
+            expect({s: p for s, p in now.items() if s != socket} == {s: p for s, p in before.items() if s != socket},
+                   "other processes changed: %s, were %s" % (now, before))
+            self.warm_replicas(server, 4)  # the new replica serves with the others
+            self.exact_rounds(server)
+            print("     replicas: py#%s killed: its call failed %.3f s after the kill, back as pid %d (was %d)"
+                  % (number, took, pid, before[socket]), flush=True)
+        finally:
+            server.close()
+
+    def primary_kill(self):
+        """SIGKILL the primary (the pool's own socket) while each of 4
+        processes runs a slowEcho; 4 addOne calls made just after."""
+        server = self.serve("workbench", ("--pool-replicas", "py=4"))
+        try:
+            primary = lambda sockets: [s for s in sockets if not re.search(r"\.r\d+$", s)][0]
+            socket, _, before, replies, added, after = self.kill_one_of_four(server, primary)
+            took = self.expect_one_death(
+                replies, after, "pool 'py' died (killed by signal 9 (SIGKILL)) while the call was running",
+                "slowEcho on the killed primary")
+            for r, want in added:
+                expect("result" in r, "addOne: JSON-RPC error %s" % short(r))
+                expect_value(r["result"], want, "addOne %d (waiting at the kill, or made while the primary was down)" % (want - 1))
+            pid = self.restarted(server, socket, before[socket])
+            self.expect_no_call_to_the_dead(server)
+            now = server.pool_processes()
+            expect({s: p for s, p in now.items() if s != socket} == {s: p for s, p in before.items() if s != socket},
+                   "replicas changed: %s, were %s" % (now, before))
+            self.warm_replicas(server, 4)
+            self.exact_rounds(server)
+            # The restarted primary's shared memory serves large results.
+            expect_list(server.call("bigList", {"_1": 100_000}), 100_000, "bigList 100000 after the restart")
+            print("     replicas: the primary killed: its call failed %.3f s after the kill, back as pid %d (was %d)"
+                  % (took, pid, before[socket]), flush=True)
+        finally:
+            server.close()
+
+    def replicas_mixed(self):
+        """Rounds of 16 calls sent at once over 4 warm processes: bigList
+        100k and 500k and bigText 1M (all in shared memory, each process in
+        volumes of its own) between small calls, each reply byte for byte;
+        every process's CPU time grows, so every one served."""
+        server = self.serve("workbench", ("--pool-replicas", "py=4"))
+        try:
+            procs = self.warm_replicas(server, 4)
+            ticks = {s: tree_ticks(pid) for s, pid in procs.items()}
+            for round_no in range(3):
+                plan = []
+                for i in range(16):
+                    kind = i % 4
+                    # The first four go one to each idle process: every
+                    # process builds a large list each round.
+                    if i < 4 or kind == 0:
+                        n = (500_000 if i % 3 == 0 else 100_000) + 7 * i + round_no
+                        plan.append(("bigList", n, lambda r, w, n=n: expect_list(r, n, w)))
+                    elif kind == 1:
+                        n = 1_000_000 + 13 * i + round_no
+                        plan.append(("bigText", n, lambda r, w, n=n: expect_text(r, "x" * n, w)))
+                    elif kind == 2:
+                        plan.append(("addOne", i, lambda r, w, i=i: expect_value(r, i + 1, w)))
+                    else:
+                        plan.append(("slowEcho", 20 + i, lambda r, w, i=i: expect_value(r, 20 + i, w)))
+                ids = [server.start_call(tool, {"_1": arg}) for tool, arg, _ in plan]
+                errors = []
+                for rid, (tool, arg, verify) in zip(ids, plan):
+                    what = "%s %d" % (tool, arg)
+                    try:
+                        reply = server.wait(rid)
+                        expect("result" in reply, "%s: JSON-RPC error %s" % (what, short(reply)))
+                        verify(reply["result"], what)
+                    except CheckFailed as e:
+                        errors.append(str(e))
+                expect(not errors, "round %d: %d of 16 wrong: %s"
+                       % (round_no + 1, len(errors), "; ".join(short(e, 200) for e in errors[:4])))
+            now = server.pool_processes()
+            expect(now == procs, "pool processes changed during the rounds: %s, were %s" % (now, procs))
+            grew = {s: tree_ticks(pid) - ticks[s] for s, pid in procs.items()}
+            idle = sorted(s for s, t in grew.items() if t <= 0)
+            expect(not idle, "processes that served nothing: %s (CPU ticks gained: %s)" % (idle, grew))
+            print("     replicas: CPU ticks per process over the rounds: %s"
+                  % ", ".join("%s %d" % (os.path.basename(s), grew[s]) for s in sorted(grew)), flush=True)
             expect(not server.bad_lines, "non-protocol stdout: %s" % short(server.bad_lines))
         finally:
             server.close()

@@ -899,6 +899,10 @@ impl Reactor {
         let secs = self.options.call_timeout.map_or(0.0, |t| t.as_secs_f64());
         let lang = self.runtimes[program].pools[slot].label();
         let was_running = call.stage != CallStage::WaitingForPool;
+        if was_running {
+            // Restarted below: no waiting call may take its place on it.
+            self.withdraw_pool(program, slot);
+        }
         self.fail_call(
             id,
             format!("timed out after {secs} s waiting for pool '{lang}'"),

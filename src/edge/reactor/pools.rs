@@ -870,6 +870,7 @@ impl Reactor {
                 };
                 self.fail_pool_calls(program, i, &message, true);
             } else {
+                self.withdraw_pool(program, i);
                 self.fail_pool_calls(program, i, &message, false);
                 self.start_pool(program, i);
             }
@@ -911,10 +912,23 @@ impl Reactor {
     }
 
     /// Restarts a pool whose worker is stuck (a call timed out on it).
+    /// Takes process `i` out of the ready set ahead of its restart, before
+    /// its calls fail: failing them frees their leases, and a waiting call
+    /// must not be handed a process that is dead or about to be stopped (a
+    /// dead Python pool's workers may still hold its socket for a moment, so
+    /// such a call would be sent and then lost). It counts as starting, so
+    /// no replica is started in its place; `start_pool` probes the new
+    /// process as usual.
+    pub(super) fn withdraw_pool(&mut self, program: usize, i: usize) {
+        self.runtimes[program].pools[i].status = PoolStatus::Starting;
+    }
+
     pub(super) fn restart_pool(&mut self, program: usize, i: usize, reason: &str) {
         let lang = self.runtimes[program].pools[i].label();
         eprintln!("morloc-mcp: restarting pool '{lang}': {reason}");
         self.stop_pool(program, i);
+        // Not idle: a waiting call could start it a second time meanwhile.
+        self.withdraw_pool(program, i);
         let message = format!("pool '{lang}' was restarted: {reason}");
         self.fail_pool_calls(program, i, &message, false);
         self.start_pool(program, i);
