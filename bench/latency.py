@@ -27,11 +27,14 @@ The section between the `latency` markers of bench/RESULTS.md is replaced
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
+import socket
 import stat
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -146,6 +149,76 @@ def measure(client: str, server: Server, runs: int) -> tuple[list[int], list[int
             cpu / runs)
 
 
+HEADER_LEN = 32
+
+
+def measure_python(server: Server, runs: int) -> tuple[list[int], list[int], float]:
+    """The same round with the client in Python (how the figures in the
+    issue tracker were taken): the server through its pipes, the floor with
+    a socket per call."""
+    with open(os.path.join(WIRE, "addOne.req.bin"), "rb") as f:
+        request = f.read()
+    with open(os.path.join(WIRE, "addOne.resp.bin"), "rb") as f:
+        expected = f.read()
+    line = LINE.encode() + b"\n"
+    want = EXPECT.encode()
+    stdin, stdout = server.proc.stdin.fileno(), server.proc.stdout.fileno()
+    pending = b""
+
+    def call() -> None:
+        nonlocal pending
+        os.write(stdin, line)
+        while b"\n" not in pending:
+            chunk = os.read(stdout, 65536)
+            if not chunk:
+                raise RuntimeError("the server closed its stdout")
+            pending += chunk
+        reply, _, pending = pending.partition(b"\n")
+        if want not in reply:
+            raise RuntimeError("addOne answered %r" % reply[:300])
+
+    def raw() -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(server.socket)
+            sock.sendall(request)
+            data = b""
+            need = HEADER_LEN
+            while len(data) < need:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    raise RuntimeError("the pool closed the connection early")
+                data += chunk
+                if len(data) >= HEADER_LEN:
+                    offset, length = struct.unpack_from("<IQ", data, 20)
+                    need = HEADER_LEN + offset + length
+        finally:
+            sock.close()
+        if data != expected:
+            raise RuntimeError("the pool's reply differs from addOne.resp.bin")
+
+    calls, floors = [], []
+    clock = time.perf_counter_ns
+    cpu0 = server.cpu_seconds()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        per = runs // BLOCKS
+        for _ in range(BLOCKS):
+            for _ in range(per):
+                t = clock()
+                call()
+                calls.append(clock() - t)
+            for _ in range(per):
+                t = clock()
+                raw()
+                floors.append(clock() - t)
+    finally:
+        if was_enabled:
+            gc.enable()
+    return calls, floors, (server.cpu_seconds() - cpu0) / (per * BLOCKS)
+
+
 def pct(values: list[int], q: float) -> float:
     s = sorted(values)
     return s[min(len(s) - 1, int(q * len(s)))]
@@ -154,29 +227,30 @@ def pct(values: list[int], q: float) -> float:
 def render(rows, runs: int, rounds: int, binary: str, reference: str | None) -> str:
     lines = [BEGIN, "", "## One remote call, against a compiled floor (`bench/latency.py`)", "",
              "Sequential `addOne 41` over stdio (legacy session), and the same call packet sent straight "
-             "to the same pool socket (raw floor), timed by the compiled client `bench/callfloor.c` in "
-             "%d alternating blocks; %d calls of each kind per round, %d rounds, servers taking turns round by round. "
+             "to the same pool socket (raw floor), timed in %d alternating blocks by the compiled client "
+             "`bench/callfloor.c` (C) and by the same exchange written in Python (how the issue tracker's "
+             "figures were taken: the client's own costs then weigh on both sides); %d calls of each kind per round, %d rounds, servers taking turns round by round. "
              "Medians in ms, p10-p90 beside them; *added* is the median call minus the median floor, per "
              "round, then the median over rounds; *CPU* is the server process's user + system time per "
              "call. %s" % (BLOCKS, runs, rounds, provenance()), "",
-             "| pool | server | call | raw floor | added | CPU per call |",
-             "|---|---|---|---|---|---|"]
-    for pool, name, calls, floors, added, cpus in rows:
-        lines.append("| %s | %s | %.4f (%.4f-%.4f) | %.4f (%.4f-%.4f) | %.4f | %.1f µs |" % (
-            pool, name, statistics.median(calls) / 1e6, pct(calls, .1) / 1e6, pct(calls, .9) / 1e6,
+             "| pool | client | server | call | raw floor | added | CPU per call |",
+             "|---|---|---|---|---|---|---|"]
+    for pool, kind, name, calls, floors, added, cpus in rows:
+        lines.append("| %s | %s | %s | %.4f (%.4f-%.4f) | %.4f (%.4f-%.4f) | %.4f | %.1f µs |" % (
+            pool, kind, name, statistics.median(calls) / 1e6, pct(calls, .1) / 1e6, pct(calls, .9) / 1e6,
             statistics.median(floors) / 1e6, pct(floors, .1) / 1e6, pct(floors, .9) / 1e6,
             statistics.median(added) / 1e6, statistics.median(cpus) * 1e6))
-    by_pool: dict[str, dict[str, float]] = {}
-    for pool, name, _, _, added, _ in rows:
-        by_pool.setdefault(pool, {})[name] = added
-    for pool, names in by_pool.items():
+    by_pool: dict[tuple[str, str], dict[str, list[float]]] = {}
+    for pool, kind, name, _, _, added, _ in rows:
+        by_pool.setdefault((pool, kind), {})[name] = added
+    for (pool, kind), names in by_pool.items():
         if len(names) == 2:
             ours, ref = names["morloc-mcp"], names["morloc-nexus"]
             paired = sorted(a / b for a, b in zip(ours, ref) if b > 0)
             lines.append("")
-            lines.append("%s: added latency, morloc-mcp / morloc-nexus = %.2f (medians over rounds); "
+            lines.append("%s, %s client: added latency, morloc-mcp / morloc-nexus = %.2f (medians over rounds); "
                          "per round, side by side: median %.2f, p25-p75 %.2f-%.2f." % (
-                             pool, statistics.median(ours) / statistics.median(ref),
+                             pool, kind, statistics.median(ours) / statistics.median(ref),
                              statistics.median(paired), paired[len(paired) // 4],
                              paired[3 * len(paired) // 4]))
     lines += ["", END, ""]
@@ -226,21 +300,25 @@ def main(argv: list[str]) -> int:
         started = [(name, Server([a.replace("{}", manifest) for a in argv], pool_env))
                    for name, argv in servers]
         try:
-            samples = {name: ([], [], [], []) for name, _ in started}
+            kinds = (("C", lambda server: measure(client, server, runs)),
+                     ("Python", lambda server: measure_python(server, runs)))
+            samples = {(kind, name): ([], [], [], []) for kind, _ in kinds for name, _ in started}
             for _ in range(rounds):
-                for name, server in started:
-                    calls, floors, cpu = measure(client, server, runs)
-                    acc = samples[name]
-                    acc[0].extend(calls)
-                    acc[1].extend(floors)
-                    acc[2].append(statistics.median(calls) - statistics.median(floors))
-                    acc[3].append(cpu)
-            for name, _ in started:
-                calls, floors, added, cpus = samples[name]
-                print("%s, %s: call %.4f ms, floor %.4f ms, added %.4f ms, CPU %.1f us/call" % (
-                    pool, name, statistics.median(calls) / 1e6, statistics.median(floors) / 1e6,
-                    statistics.median(added) / 1e6, statistics.median(cpus) * 1e6), flush=True)
-                rows.append((pool, name, calls, floors, added, cpus))
+                for kind, run in kinds:
+                    for name, server in started:
+                        calls, floors, cpu = run(server)
+                        acc = samples[(kind, name)]
+                        acc[0].extend(calls)
+                        acc[1].extend(floors)
+                        acc[2].append(statistics.median(calls) - statistics.median(floors))
+                        acc[3].append(cpu)
+            for kind, _ in kinds:
+                for name, _ in started:
+                    calls, floors, added, cpus = samples[(kind, name)]
+                    print("%s, %s client, %s: call %.4f ms, floor %.4f ms, added %.4f ms, CPU %.1f us/call" % (
+                        pool, kind, name, statistics.median(calls) / 1e6, statistics.median(floors) / 1e6,
+                        statistics.median(added) / 1e6, statistics.median(cpus) * 1e6), flush=True)
+                    rows.append((pool, kind, name, calls, floors, added, cpus))
         finally:
             for _, server in started:
                 server.close()

@@ -182,19 +182,10 @@ enum Client {
 
 #[derive(Clone, Copy, Debug)]
 enum Source {
-    PoolOutput {
-        program: usize,
-        pool: usize,
-    },
-    Probe {
-        program: usize,
-        pool: usize,
-    },
+    PoolOutput { program: usize, pool: usize },
+    Probe { program: usize, pool: usize },
     Call(CallId),
     Conn,
-    /// A pool process's spare socket, not connected yet: its events mean
-    /// nothing.
-    Spare,
 }
 
 /// The stdio client: its session, its input framing and its output queue.
@@ -398,7 +389,6 @@ impl Reactor {
                         }
                         Some(Source::Probe { program, pool }) => self.advance_probe(program, pool),
                         Some(Source::Call(id)) => self.advance_call(id),
-                        Some(Source::Spare) => {}
                         Some(Source::Conn) => {
                             self.http_event(token, event.is_readable(), event.is_writable())
                         }
@@ -432,33 +422,10 @@ impl Reactor {
             if self.runtimes[program].retired {
                 continue;
             }
-            for slot in 0..self.runtimes[program].pools.len() {
-                let pool = &self.runtimes[program].pools[slot];
+            for pool in &mut self.runtimes[program].pools {
                 if pool.spare.is_none() && matches!(pool.status, pools::PoolStatus::Ready) {
-                    let spare = self.spare_socket();
-                    self.runtimes[program].pools[slot].spare = spare;
+                    pool.spare = calls::unix_socket().ok();
                 }
-            }
-        }
-    }
-
-    /// A socket for a pool process's next call, already watched for
-    /// readability (under a token of its own), so that the call needs only
-    /// `connect` and its write. `None` if the system refuses one: the call
-    /// then makes its own.
-    fn spare_socket(&mut self) -> Option<(Token, mio::net::UnixStream)> {
-        let fd = calls::unix_socket().ok()?;
-        let mut stream = mio::net::UnixStream::from_std(std::os::unix::net::UnixStream::from(fd));
-        let token = self.token(Source::Spare);
-        match self
-            .poll
-            .registry()
-            .register(&mut stream, token, Interest::READABLE)
-        {
-            Ok(()) => Some((token, stream)),
-            Err(_) => {
-                self.sources.remove(&token);
-                None
             }
         }
     }

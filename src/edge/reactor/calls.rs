@@ -389,39 +389,26 @@ impl Reactor {
         let (program, pool, slot) = (call.program, call.pool, call.slot);
         let spare = self.runtimes[program].pools[slot].spare.take();
         let path = &self.runtimes[program].pools[slot].socket_path;
-        let connected = match spare {
-            // Already watched: only the token's meaning changes.
-            Some((token, stream)) => match connect_unix(&stream, path) {
-                Ok(()) => {
-                    self.sources.insert(token, Source::Call(id));
-                    Ok((token, stream))
-                }
-                Err(e) => {
+        let connected = match new_connection(spare, path) {
+            Ok(mut stream) => {
+                let token = self.token(Source::Call(id));
+                // Readable only: the packet is written at once below, and a
+                // writable wake-up would cost a turn for nothing.
+                if let Err(e) =
+                    self.poll
+                        .registry()
+                        .register(&mut stream, token, Interest::READABLE)
+                {
                     self.sources.remove(&token);
-                    Err(e)
+                    let message = format!(
+                        "cannot watch the connection to pool '{}': {e}",
+                        self.runtimes[program].pools[slot].label()
+                    );
+                    return self.finish_call(id, Err(message));
                 }
-            },
-            None => match new_connection(path) {
-                Ok(mut stream) => {
-                    let token = self.token(Source::Call(id));
-                    // Readable only: the packet is written at once below, and
-                    // a writable wake-up would cost a turn for nothing.
-                    if let Err(e) =
-                        self.poll
-                            .registry()
-                            .register(&mut stream, token, Interest::READABLE)
-                    {
-                        self.sources.remove(&token);
-                        let message = format!(
-                            "cannot watch the connection to pool '{}': {e}",
-                            self.runtimes[program].pools[slot].label()
-                        );
-                        return self.finish_call(id, Err(message));
-                    }
-                    Ok((token, stream))
-                }
-                Err(e) => Err(e),
-            },
+                Ok((token, stream))
+            }
+            Err(e) => Err(e),
         };
         match connected {
             Ok((token, stream)) => {
@@ -1028,9 +1015,14 @@ pub(super) fn unix_socket() -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// A new socket connected to the pool listening at `path`.
-fn new_connection(path: &Path) -> io::Result<UnixStream> {
-    let stream = UnixStream::from_std(std::os::unix::net::UnixStream::from(unix_socket()?));
+/// A socket (the pool process's spare, or a new one) connected to the pool
+/// listening at `path`.
+fn new_connection(spare: Option<OwnedFd>, path: &Path) -> io::Result<UnixStream> {
+    let socket = match spare {
+        Some(fd) => fd,
+        None => unix_socket()?,
+    };
+    let stream = UnixStream::from_std(std::os::unix::net::UnixStream::from(socket));
     connect_unix(&stream, path)?;
     Ok(stream)
 }

@@ -101,9 +101,9 @@ pub(super) struct Pool {
     probe: Option<Probe>,
     next_probe: Option<Instant>,
     probe_delay: Duration,
-    /// A socket made and watched ahead of the next call to this process,
-    /// not connected yet (see `Reactor::end_turn`).
-    pub(super) spare: Option<(Token, mio::net::UnixStream)>,
+    /// A socket made ahead of the next call to this process, not connected
+    /// yet (see `Reactor::end_turn`).
+    pub(super) spare: Option<OwnedFd>,
 }
 
 /// The per-program run state.
