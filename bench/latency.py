@@ -225,21 +225,23 @@ def pct(values: list[int], q: float) -> float:
 
 
 def render(rows, runs: int, rounds: int, binary: str, reference: str | None) -> str:
-    lines = [BEGIN, "", "## One remote call, against a compiled floor (`bench/latency.py`)", "",
+    lines = [BEGIN, "", "## One remote call, against the raw floor (`bench/latency.py`)", "",
              "Sequential `addOne 41` over stdio (legacy session), and the same call packet sent straight "
              "to the same pool socket (raw floor), timed in %d alternating blocks by the compiled client "
              "`bench/callfloor.c` (C) and by the same exchange written in Python (how the issue tracker's "
-             "figures were taken: the client's own costs then weigh on both sides); %d calls of each kind per round, %d rounds, servers taking turns round by round. "
+             "figures were taken: the client's own costs then weigh on both sides); %d calls of each kind "
+             "per round, %d rounds, servers taking turns round by round. "
              "Medians in ms, p10-p90 beside them; *added* is the median call minus the median floor, per "
-             "round, then the median over rounds; *CPU* is the server process's user + system time per "
-             "call. %s" % (BLOCKS, runs, rounds, provenance()), "",
+             "round, then the median over rounds; *CPU* is the server process's user + system time over "
+             "all rounds divided by the calls (it includes what the server does after answering, such as "
+             "closing the connection). %s" % (BLOCKS, runs, rounds, provenance()), "",
              "| pool | client | server | call | raw floor | added | CPU per call |",
              "|---|---|---|---|---|---|---|"]
     for pool, kind, name, calls, floors, added, cpus in rows:
         lines.append("| %s | %s | %s | %.4f (%.4f-%.4f) | %.4f (%.4f-%.4f) | %.4f | %.1f µs |" % (
             pool, kind, name, statistics.median(calls) / 1e6, pct(calls, .1) / 1e6, pct(calls, .9) / 1e6,
             statistics.median(floors) / 1e6, pct(floors, .1) / 1e6, pct(floors, .9) / 1e6,
-            statistics.median(added) / 1e6, statistics.median(cpus) * 1e6))
+            statistics.median(added) / 1e6, statistics.mean(cpus) * 1e6))
     by_pool: dict[tuple[str, str], dict[str, list[float]]] = {}
     for pool, kind, name, _, _, added, _ in rows:
         by_pool.setdefault((pool, kind), {})[name] = added
@@ -317,7 +319,7 @@ def main(argv: list[str]) -> int:
                     calls, floors, added, cpus = samples[(kind, name)]
                     print("%s, %s client, %s: call %.4f ms, floor %.4f ms, added %.4f ms, CPU %.1f us/call" % (
                         pool, kind, name, statistics.median(calls) / 1e6, statistics.median(floors) / 1e6,
-                        statistics.median(added) / 1e6, statistics.median(cpus) * 1e6), flush=True)
+                        statistics.median(added) / 1e6, statistics.mean(cpus) * 1e6), flush=True)
                     rows.append((pool, kind, name, calls, floors, added, cpus))
         finally:
             for _, server in started:
