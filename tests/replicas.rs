@@ -63,6 +63,21 @@ fn pool_procs(server: &Server) -> Vec<PoolProc> {
 }
 
 /// The tmpdir of the server's run (the pools' second argument).
+fn a_replica(procs: &[PoolProc]) -> PoolProc {
+    procs
+        .iter()
+        .find(|p| p.is_replica())
+        .cloned()
+        .unwrap_or_else(|| panic!("no replica among {procs:?}"))
+}
+
+fn sigkill(pid: i32) {
+    // SAFETY: kill(2) has no memory-safety preconditions.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+    }
+}
+
 fn tmpdir_of(server: &Server) -> std::path::PathBuf {
     crate::pools::pool_of(server, None).tmpdir
 }
@@ -147,20 +162,13 @@ fn a_replica_crash_fails_only_its_call_and_the_replica_comes_back() {
     let mut s = Server::owning(Program::shapes(), &["--pool-replicas", "py=2"]);
     warm(&mut s, 2);
     let before = pool_procs(&s);
-    let replica = before
-        .iter()
-        .find(|p| p.is_replica())
-        .cloned()
-        .unwrap_or_else(|| panic!("no replica among {before:?}"));
+    let replica = a_replica(&before);
     let ids = [
         s.call("slowEcho", json!({"_1": 3000})),
         s.call("slowEcho", json!({"_1": 3000})),
     ];
     thread::sleep(Duration::from_millis(500));
-    // SAFETY: kill(2) has no memory-safety preconditions.
-    unsafe {
-        libc::kill(replica.pid, libc::SIGKILL);
-    }
+    sigkill(replica.pid);
     let results: Vec<_> = ids.iter().map(|&id| s.result_within(id, TIMEOUT)).collect();
     let failed: Vec<String> = results
         .iter()
@@ -211,11 +219,7 @@ fn a_call_waiting_when_a_replica_dies_never_goes_to_the_dead_process() {
     let mut s = Server::owning(Program::shapes(), &["--pool-replicas", "py=2"]);
     warm(&mut s, 2);
     let before = pool_procs(&s);
-    let replica = before
-        .iter()
-        .find(|p| p.is_replica())
-        .cloned()
-        .unwrap_or_else(|| panic!("no replica among {before:?}"));
+    let replica = a_replica(&before);
     let slow = [
         s.call("slowEcho", json!({"_1": 2500})),
         s.call("slowEcho", json!({"_1": 2501})),
@@ -223,10 +227,7 @@ fn a_call_waiting_when_a_replica_dies_never_goes_to_the_dead_process() {
     thread::sleep(Duration::from_millis(300));
     let waiting = s.call("addOne", json!({"_1": 41}));
     thread::sleep(Duration::from_millis(200));
-    // SAFETY: kill(2) has no memory-safety preconditions.
-    unsafe {
-        libc::kill(replica.pid, libc::SIGKILL);
-    }
+    sigkill(replica.pid);
     let result = s.result_within(waiting, TIMEOUT);
     assert_eq!(result["isError"], json!(false), "addOne 41: {result}");
     assert_eq!(text_of(&result), "42");
@@ -268,10 +269,7 @@ fn replicas_keep_serving_while_the_primary_restarts() {
         .map(|_| s.call("slowEcho", json!({"_1": 2000})))
         .collect();
     thread::sleep(Duration::from_millis(500));
-    // SAFETY: kill(2) has no memory-safety preconditions.
-    unsafe {
-        libc::kill(primary.pid, libc::SIGKILL);
-    }
+    sigkill(primary.pid);
     // Calls made while the primary is down still succeed.
     let during: Vec<u64> = (0..4).map(|i| s.call("addOne", json!({"_1": i}))).collect();
     let results: Vec<_> = ids.iter().map(|&id| s.result_within(id, TIMEOUT)).collect();

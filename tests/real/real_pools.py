@@ -510,25 +510,28 @@ def process_table():
     return out
 
 
-def cpu_ticks(pid):
-    """User plus system CPU time of a process, in clock ticks (0 if gone)."""
+def stat_fields(pid):
+    """The fields of /proc/PID/stat after the command name (None if gone)."""
     try:
         with open("/proc/%d/stat" % pid, "rb") as f:
             stat = f.read().decode("utf-8", "replace")
     except OSError:
-        return 0
-    fields = stat[stat.rfind(")") + 2 :].split()
-    return int(fields[11]) + int(fields[12])
+        return None
+    # The command name may contain spaces and parentheses: split after the last ')'.
+    return stat[stat.rfind(")") + 2 :].split()
+
+
+def cpu_ticks(pid):
+    """User plus system CPU time of a process, in clock ticks (0 if gone)."""
+    fields = stat_fields(pid)
+    return int(fields[11]) + int(fields[12]) if fields else 0
 
 
 def tree_ticks(pid):
     """CPU clock ticks of a process and its children, live and reaped."""
-    try:
-        with open("/proc/%d/stat" % pid, "rb") as f:
-            stat = f.read().decode("utf-8", "replace")
-    except OSError:
+    fields = stat_fields(pid)
+    if not fields:
         return 0
-    fields = stat[stat.rfind(")") + 2 :].split()
     own = sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
     return own + sum(cpu_ticks(child) for child, ppid in process_table() if ppid == pid)
 
