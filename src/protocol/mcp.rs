@@ -283,6 +283,23 @@ impl Catalog {
         Ok(new)
     }
 
+    /// Drops what a retired program no longer needs once no call runs on it:
+    /// its commands, tools and compiled expressions (its name, pools and
+    /// path stay, for the records of its run). A live program is left alone;
+    /// returns whether anything was released.
+    pub fn release(&mut self, index: usize) -> bool {
+        if self.is_live(index) || index >= self.programs.len() {
+            return false;
+        }
+        let program = &mut self.programs[index];
+        program.loaded.manifest.commands = Vec::new();
+        program.loaded.manifest.desc = Vec::new();
+        program.surface.tools = Vec::new();
+        program.surface.notes = Vec::new();
+        program.exprs = Vec::new();
+        true
+    }
+
     /// Whether program `index` is still served (not retired by a reload).
     pub fn is_live(&self, index: usize) -> bool {
         self.live.contains(&index)
@@ -614,4 +631,45 @@ pub fn return_schema(command: &Command) -> Result<&Schema, String> {
                 command.name, command.ret.schema.text
             )
         })
+}
+
+#[cfg(test)]
+mod catalog_tests {
+    use super::*;
+    use crate::format::manifest::{Loaded, Manifest};
+    use crate::protocol::tools;
+
+    const SHAPES: &str = include_str!("../../tests/data/shapes/manifest.json");
+
+    fn shapes() -> Program {
+        let manifest = Manifest::from_json(SHAPES, &mut Vec::new()).expect("shapes loads");
+        let surface = tools::build(&manifest);
+        let loaded = Loaded {
+            manifest,
+            path: "/m/manifest.json".into(),
+            dir: "/m".into(),
+        };
+        Program::new(loaded, surface).expect("shapes compiles")
+    }
+
+    #[test]
+    fn a_replaced_program_is_released_and_the_live_one_is_not() {
+        let mut catalog = Catalog::single(shapes());
+        let tools = catalog.programs[0].surface.tools.len();
+        assert!(tools > 0);
+        assert!(!catalog.release(0), "the live program must stay whole");
+        assert_eq!(catalog.programs[0].surface.tools.len(), tools);
+
+        let new = catalog.replace(0, shapes()).expect("same surface, no collision");
+        assert_eq!(new, 1);
+        assert!(catalog.release(0));
+        let old = &catalog.programs[0];
+        assert!(old.surface.tools.is_empty() && old.loaded.manifest.commands.is_empty());
+        assert!(old.exprs.is_empty());
+        // What remains names the run; the live program serves as before.
+        assert_eq!(old.loaded.manifest.pools.len(), 1);
+        assert_eq!(catalog.programs[1].surface.tools.len(), tools);
+        assert_eq!(catalog.legacy_list()["tools"].as_array().map(Vec::len), Some(tools));
+        assert!(!catalog.release(7), "an unknown index is ignored");
+    }
 }

@@ -189,6 +189,9 @@ impl Reactor {
             }
             self.runtimes[index].remove_files();
             self.runtimes[index].retired = true;
+            // Nothing refers to its commands any more: a server rebuilt a
+            // thousand times keeps only what it serves.
+            self.catalog.release(index);
         }
     }
 }
