@@ -109,7 +109,7 @@ pub(crate) struct Server {
     proc: Proc,
     next_id: u64,
     /// Messages read while waiting for something else, in arrival order.
-    stash: Vec<Json>,
+    pub(crate) stash: Vec<Json>,
     /// Keeps the manifest directory alive as long as the server.
     _program: Option<Program>,
 }
@@ -151,7 +151,7 @@ impl Server {
     }
 
     #[track_caller]
-    fn send(&mut self, msg: &Json) {
+    pub(crate) fn send(&mut self, msg: &Json) {
         self.proc.send_line(&msg.to_string());
     }
 

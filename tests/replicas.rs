@@ -402,3 +402,57 @@ fn a_call_that_times_out_on_a_replica_restarts_only_that_process() {
     warm(&mut s, 2);
     assert_eq!(s.finish(), 0);
 }
+
+/// `notifications/cancelled` for request `id`.
+fn cancel(s: &mut Server, id: u64) {
+    s.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                   "params": {"requestId": id, "reason": "test"}}),
+    );
+}
+
+#[test]
+fn a_cancelled_call_keeps_its_process_busy_so_the_next_call_runs_elsewhere() {
+    // A pool does not stop a job when its connection closes: the process
+    // stays busy until the job ends. The next call must not be handed to
+    // it (it would wait behind work nobody waits for) but to a replica.
+    let mut s = Server::owning(Program::shapes(), &["--pool-replicas", "py=2"]);
+    assert_eq!(s.call_ok("addOne", json!({"_1": 1})), "2");
+    let slow = s.call("slowEcho", json!({"_1": 4000}));
+    thread::sleep(Duration::from_millis(300));
+    cancel(&mut s, slow);
+    let started = Instant::now();
+    assert_eq!(s.call_ok("slowEcho", json!({"_1": 10})), "10");
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_millis(2500),
+        "the next call waited {took:?} behind the cancelled one"
+    );
+    assert!(
+        s.stash.iter().all(|m| m["id"] != json!(slow)),
+        "{:?}",
+        s.stash
+    );
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn with_one_process_the_next_call_waits_for_the_cancelled_job_and_gets_its_own_answer() {
+    let mut s = Server::owning(Program::shapes(), &["--pool-replicas", "py=1"]);
+    assert_eq!(s.call_ok("addOne", json!({"_1": 1})), "2");
+    let slow = s.call("slowEcho", json!({"_1": 1500}));
+    thread::sleep(Duration::from_millis(300));
+    cancel(&mut s, slow);
+    let started = Instant::now();
+    assert_eq!(s.call_ok("slowEcho", json!({"_1": 20})), "20");
+    let took = started.elapsed();
+    // It ran after the cancelled job's remaining 1.2 s, on the same process.
+    assert!(took >= Duration::from_millis(900), "{took:?}");
+    assert_eq!(s.call_ok("addOne", json!({"_1": 41})), "42");
+    assert!(
+        s.stash.iter().all(|m| m["id"] != json!(slow)),
+        "{:?}",
+        s.stash
+    );
+    assert_eq!(s.finish(), 0);
+}

@@ -348,7 +348,8 @@ impl Reactor {
             }
             if let Some(stdio) = &self.stdio {
                 if !stdio.stdin_open
-                    && (self.calls.is_empty() || stdio.eof_deadline.is_some_and(|d| now >= d))
+                    && (self.calls.values().all(|c| c.abandoned)
+                        || stdio.eof_deadline.is_some_and(|d| now >= d))
                 {
                     return 0;
                 }

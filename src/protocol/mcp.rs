@@ -660,7 +660,9 @@ mod catalog_tests {
         assert!(!catalog.release(0), "the live program must stay whole");
         assert_eq!(catalog.programs[0].surface.tools.len(), tools);
 
-        let new = catalog.replace(0, shapes()).expect("same surface, no collision");
+        let new = catalog
+            .replace(0, shapes())
+            .expect("same surface, no collision");
         assert_eq!(new, 1);
         assert!(catalog.release(0));
         let old = &catalog.programs[0];
@@ -669,7 +671,10 @@ mod catalog_tests {
         // What remains names the run; the live program serves as before.
         assert_eq!(old.loaded.manifest.pools.len(), 1);
         assert_eq!(catalog.programs[1].surface.tools.len(), tools);
-        assert_eq!(catalog.legacy_list()["tools"].as_array().map(Vec::len), Some(tools));
+        assert_eq!(
+            catalog.legacy_list()["tools"].as_array().map(Vec::len),
+            Some(tools)
+        );
         assert!(!catalog.release(7), "an unknown index is ignored");
     }
 }

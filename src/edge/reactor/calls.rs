@@ -90,6 +90,11 @@ pub(super) struct Call {
     /// When the call is answered with a task handle if still running (its
     /// client declared the Tasks extension).
     pub(super) task_at: Option<Instant>,
+    /// Cancelled by its client while its pool process runs it: nothing will
+    /// be sent, but the call is kept until the pool answers (or dies, or it
+    /// times out), so the process counts as busy and no other call queues
+    /// behind work nobody waits for.
+    pub(super) abandoned: bool,
     /// The task the call became: its outcome settles the task, and nothing
     /// more goes to its client.
     pub(super) task: Option<String>,
@@ -194,6 +199,7 @@ impl Reactor {
                 last_progress: None,
                 task_at: None,
                 task: None,
+                abandoned: false,
             },
         );
         let task_at = self.task_deadline(self.calls[&id].request.wants_tasks(), now);
@@ -660,6 +666,11 @@ impl Reactor {
         let Some(call) = self.calls.get(&id) else {
             return;
         };
+        if call.abandoned {
+            // Its client is gone: the process is free again, nothing is sent.
+            self.take_call(id);
+            return;
+        }
         let (program, slot) = (call.program, call.slot);
         if self.call_wants_logs(&call.client, &call.request) {
             // Lines the pool printed before replying go out before the reply.
@@ -749,19 +760,41 @@ impl Reactor {
         self.take_call(id);
     }
 
+    /// A call its client cancelled: one that has not reached a pool just
+    /// goes; one that runs on a pool process is abandoned (see
+    /// `Call::abandoned`). A pool does not stop a job when its connection
+    /// closes, so keeping the connection costs nothing and keeps the
+    /// process's busy count true.
+    pub(super) fn abandon_call(&mut self, id: CallId) {
+        let Some(call) = self.calls.get_mut(&id) else {
+            return;
+        };
+        if call.stream.is_none() {
+            self.take_call(id);
+            return;
+        }
+        call.abandoned = true;
+        call.task = None;
+        call.task_at = None;
+        call.next_progress = None;
+    }
+
     /// `notifications/cancelled`: close the connection and never answer.
     pub(super) fn cancel(&mut self, client: &Client, request_id: &RequestId) {
         let found = self
             .calls
             .iter()
             .find(|(_, c)| {
-                c.task.is_none() && &c.request.id == request_id && same_session(&c.client, client)
+                c.task.is_none()
+                    && !c.abandoned
+                    && &c.request.id == request_id
+                    && same_session(&c.client, client)
             })
             .map(|(id, _)| *id);
         if let Some(id) = found {
-            // Closing the connection is all a pool understands; its worker
-            // finishes and its write fails, which pools ignore.
-            self.drop_call(id);
+            // A pool cannot be told to stop a job: its worker finishes, and
+            // the answer is dropped.
+            self.abandon_call(id);
         }
     }
 
@@ -770,14 +803,15 @@ impl Reactor {
         let ids: Vec<CallId> = self
             .calls
             .iter()
-            .filter(|(_, c)| c.task.is_none())
+            .filter(|(_, c)| c.task.is_none() && !c.abandoned)
             .filter(|(_, c)| matches!(&c.client, Client::Http { session: s, .. } if s == session))
             .map(|(id, _)| *id)
             .collect();
-        ids.into_iter()
-            .filter_map(|id| self.take_call(id))
-            .map(|c| c.client)
-            .collect()
+        let clients = ids.iter().map(|id| self.calls[id].client.clone()).collect();
+        for id in ids {
+            self.abandon_call(id);
+        }
+        clients
     }
 
     /// Calls waiting on an HTTP connection that went away.
@@ -785,12 +819,12 @@ impl Reactor {
         let ids: Vec<CallId> = self
             .calls
             .iter()
-            .filter(|(_, c)| c.task.is_none())
+            .filter(|(_, c)| c.task.is_none() && !c.abandoned)
             .filter(|(_, c)| matches!(&c.client, Client::Http { conn: t, .. } if *t == conn))
             .map(|(id, _)| *id)
             .collect();
         for id in ids {
-            self.drop_call(id);
+            self.abandon_call(id);
         }
     }
 

@@ -120,9 +120,9 @@ impl Reactor {
                         .find(|(_, c)| c.task.as_deref() == Some(req.task_id.as_str()))
                         .map(|(id, _)| *id);
                     if let Some(call) = call {
-                        // As for `notifications/cancelled`: the connection
-                        // to the pool is closed, the worker runs to its end.
-                        self.drop_call(call);
+                        // As for `notifications/cancelled`: the worker runs
+                        // to its end, and its answer is dropped.
+                        self.abandon_call(call);
                     }
                     self.settle_task(&req.task_id, Outcome::Cancelled);
                 }

@@ -95,7 +95,7 @@ impl Reactor {
         let body = serde_json::json!({
             "status": status,
             "uptimeSeconds": self.started.elapsed().as_secs(),
-            "callsInFlight": self.calls.len(),
+            "callsInFlight": self.calls.values().filter(|c| !c.abandoned).count(),
             "pools": pools,
         });
         (
@@ -116,7 +116,7 @@ impl Reactor {
         self.draining = Some(deadline);
         eprintln!(
             "morloc-mcp: SIGTERM: draining (no new connections; {} call(s) in flight get up to {:.1} s)",
-            self.calls.len(),
+            self.calls.values().filter(|c| !c.abandoned).count(),
             self.options.drain_timeout.as_secs_f64()
         );
         for listener in self.listeners.remove_where(|_| true) {
@@ -139,6 +139,7 @@ impl Reactor {
                 .values()
                 .all(|c| c.written >= c.out.len() && c.busy.is_none())
         });
-        self.calls.is_empty() && written
+        // Work whose client cancelled it holds nothing up.
+        self.calls.values().all(|c| c.abandoned) && written
     }
 }
