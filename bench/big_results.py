@@ -21,6 +21,7 @@ replaced with the table (or written to --out). No figure is asserted.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -142,22 +143,12 @@ def render(rows: list[tuple[str, int, list[float], int, int]], runs: int, binary
 
 
 def main(argv: list[str]) -> int:
-    runs, out, rest = 3, os.path.join(ROOT, "bench", "RESULTS.md"), []
-    i = 0
-    while i < len(argv):
-        if argv[i] == "--runs" and i + 1 < len(argv):
-            runs = max(1, int(argv[i + 1]))
-            i += 1
-        elif argv[i] == "--out" and i + 1 < len(argv):
-            out = argv[i + 1]
-            i += 1
-        else:
-            rest.append(argv[i])
-        i += 1
-    if len(rest) != 1:
-        print(f"usage: big_results.py <path-to-morloc-mcp> [--runs N] [--out FILE]", file=sys.stderr)
-        return 2
-    binary = os.path.abspath(rest[0])
+    parser = argparse.ArgumentParser(description="Large results from real Morloc pools.")
+    parser.add_argument("binary")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--out", default=os.path.join(ROOT, "bench", "RESULTS.md"))
+    args = parser.parse_args(argv)
+    runs, out, binary = max(1, args.runs), args.out, os.path.abspath(args.binary)
     manifest = program_manifest("workbench")
     env = runtime_env()
     if manifest is None or env is None:

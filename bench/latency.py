@@ -27,6 +27,7 @@ The section between the `latency` markers of bench/RESULTS.md is replaced
 
 from __future__ import annotations
 
+import argparse
 import gc
 import json
 import os
@@ -57,7 +58,7 @@ class Server:
 
     def __init__(self, argv: list[str], env: dict[str, str]):
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL if not os.environ.get("LATENCY_DEBUG") else None, env=env, bufsize=0)
+                                     stderr=subprocess.DEVNULL, env=env, bufsize=0)
         self.rpc({"jsonrpc": "2.0", "id": 0, "method": "initialize",
                   "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                              "clientInfo": {"name": "latency-bench", "version": "1"}}})
@@ -260,29 +261,18 @@ def render(rows, runs: int, rounds: int, binary: str, reference: str | None) -> 
 
 
 def main(argv: list[str]) -> int:
-    runs, rounds, reference = 1000, 30, None
-    out, rest = os.path.join(ROOT, "bench", "RESULTS.md"), []
-    i = 0
-    while i < len(argv):
-        if argv[i] in ("--runs", "--rounds", "--out", "--reference") and i + 1 < len(argv):
-            value = argv[i + 1]
-            if argv[i] == "--runs":
-                runs = int(value)
-            elif argv[i] == "--rounds":
-                rounds = int(value)
-            elif argv[i] == "--out":
-                out = value
-            else:
-                reference = os.path.abspath(value)
-            i += 2
-            continue
-        rest.append(argv[i])
-        i += 1
-    if len(rest) != 1 or runs < BLOCKS or rounds < 1:
-        print("usage: latency.py <path-to-morloc-mcp> [--reference NEXUS] [--runs N>=10] "
-              "[--rounds N] [--out FILE]", file=sys.stderr)
-        return 2
-    binary = os.path.abspath(rest[0])
+    parser = argparse.ArgumentParser(description="What the server adds to one remote call.")
+    parser.add_argument("binary")
+    parser.add_argument("--reference", help="a morloc-nexus binary, measured the same way")
+    parser.add_argument("--runs", type=int, default=1000, help="calls of each kind per round")
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--out", default=os.path.join(ROOT, "bench", "RESULTS.md"))
+    args = parser.parse_args(argv)
+    if args.runs < BLOCKS or args.rounds < 1:
+        parser.error("--runs must be at least %d and --rounds at least 1" % BLOCKS)
+    runs, rounds, out = args.runs, args.rounds, args.out
+    reference = os.path.abspath(args.reference) if args.reference else None
+    binary = os.path.abspath(args.binary)
     tmp = tempfile.TemporaryDirectory()
     client = build_client(tmp.name)
     if client is None:

@@ -31,6 +31,7 @@ No figure is asserted.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -136,22 +137,12 @@ def render(rows, rounds: int, binary: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    rounds, out, rest = 5, os.path.join(ROOT, "bench", "RESULTS.md"), []
-    i = 0
-    while i < len(argv):
-        if argv[i] == "--rounds" and i + 1 < len(argv):
-            rounds = max(1, int(argv[i + 1]))
-            i += 1
-        elif argv[i] == "--out" and i + 1 < len(argv):
-            out = argv[i + 1]
-            i += 1
-        else:
-            rest.append(argv[i])
-        i += 1
-    if len(rest) != 1:
-        print("usage: replicas.py <path-to-morloc-mcp> [--rounds N] [--out FILE]", file=sys.stderr)
-        return 2
-    binary = os.path.abspath(rest[0])
+    parser = argparse.ArgumentParser(description="Calls per second through pool replicas.")
+    parser.add_argument("binary")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--out", default=os.path.join(ROOT, "bench", "RESULTS.md"))
+    args = parser.parse_args(argv)
+    rounds, out, binary = max(1, args.rounds), args.out, os.path.abspath(args.binary)
     cases = []
     tmp = tempfile.TemporaryDirectory()
     os.mkdir(os.path.join(tmp.name, "spin"))

@@ -4,12 +4,10 @@
 //! (pure commands) or encoded as one CALL packet and sent to its pool on a
 //! fresh non-blocking Unix-socket connection registered with the poller. The
 //! reply packet is read until complete and decoded in the same turn, before
-//! anything else can run. Deadlines, cancellation and progress heartbeats
-//! are handled here too.
+//! anything else can run. Deadlines and progress heartbeats are handled here
+//! too; cancellation is in `cancel`, the sockets in `socket`.
 
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use mio::net::UnixStream;
@@ -24,7 +22,7 @@ use crate::format::packet::{self, Reply};
 use crate::format::schema;
 use crate::format::value::Value;
 use crate::format::voidstar;
-use crate::protocol::jsonrpc::{self, RequestId};
+use crate::protocol::jsonrpc;
 use crate::protocol::mcp::tasks::Outcome;
 use crate::protocol::mcp::{self, CallRequest, Program};
 
@@ -38,6 +36,11 @@ const MAX_REPLY: u64 = 4 << 30;
 /// this long for its exit to be noticed, so the error can say how it died
 /// and the next call already goes to the restarted pool.
 const LOST_GRACE: Duration = Duration::from_millis(50);
+
+mod cancel;
+mod socket;
+use socket::new_connection;
+pub(super) use socket::unix_socket;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) struct CallId(u64);
@@ -756,78 +759,6 @@ impl Reactor {
         Some(call)
     }
 
-    pub(super) fn drop_call(&mut self, id: CallId) {
-        self.take_call(id);
-    }
-
-    /// A call its client cancelled: one that has not reached a pool just
-    /// goes; one that runs on a pool process is abandoned (see
-    /// `Call::abandoned`). A pool does not stop a job when its connection
-    /// closes, so keeping the connection costs nothing and keeps the
-    /// process's busy count true.
-    pub(super) fn abandon_call(&mut self, id: CallId) {
-        let Some(call) = self.calls.get_mut(&id) else {
-            return;
-        };
-        if call.stream.is_none() {
-            self.take_call(id);
-            return;
-        }
-        call.abandoned = true;
-        call.task = None;
-        call.task_at = None;
-        call.next_progress = None;
-    }
-
-    /// `notifications/cancelled`: close the connection and never answer.
-    pub(super) fn cancel(&mut self, client: &Client, request_id: &RequestId) {
-        let found = self
-            .calls
-            .iter()
-            .find(|(_, c)| {
-                c.task.is_none()
-                    && !c.abandoned
-                    && &c.request.id == request_id
-                    && same_session(&c.client, client)
-            })
-            .map(|(id, _)| *id);
-        if let Some(id) = found {
-            // A pool cannot be told to stop a job: its worker finishes, and
-            // the answer is dropped.
-            self.abandon_call(id);
-        }
-    }
-
-    /// Calls of one HTTP session (ended by DELETE).
-    pub(super) fn cancel_session(&mut self, session: &str) -> Vec<Client> {
-        let ids: Vec<CallId> = self
-            .calls
-            .iter()
-            .filter(|(_, c)| c.task.is_none() && !c.abandoned)
-            .filter(|(_, c)| matches!(&c.client, Client::Http { session: s, .. } if s == session))
-            .map(|(id, _)| *id)
-            .collect();
-        let clients = ids.iter().map(|id| self.calls[id].client.clone()).collect();
-        for id in ids {
-            self.abandon_call(id);
-        }
-        clients
-    }
-
-    /// Calls waiting on an HTTP connection that went away.
-    pub(super) fn cancel_conn(&mut self, conn: Token) {
-        let ids: Vec<CallId> = self
-            .calls
-            .iter()
-            .filter(|(_, c)| c.task.is_none() && !c.abandoned)
-            .filter(|(_, c)| matches!(&c.client, Client::Http { conn: t, .. } if *t == conn))
-            .map(|(id, _)| *id)
-            .collect();
-        for id in ids {
-            self.abandon_call(id);
-        }
-    }
-
     /// Fails calls on process `slot` of a pool: the calls running on it,
     /// and (`include_waiting`, the pool cannot be used now) the calls
     /// waiting for it, leaving waiting calls for the restarted pool
@@ -936,14 +867,6 @@ impl Reactor {
     }
 }
 
-fn same_session(a: &Client, b: &Client) -> bool {
-    match (a, b) {
-        (Client::Stdio, Client::Stdio) => true,
-        (Client::Http { session: x, .. }, Client::Http { session: y, .. }) => x == y,
-        _ => false,
-    }
-}
-
 impl Reactor {
     /// Forwards one line that pool `pool` of `program` printed to the modern
     /// calls running on it whose request asked for messages at `level` or
@@ -1030,70 +953,4 @@ impl crate::format::eval::Host for FsHost {
             let _ = std::fs::remove_file(&tmp);
         })
     }
-}
-
-/// A new non-blocking, close-on-exec Unix stream socket, not connected.
-pub(super) fn unix_socket() -> io::Result<OwnedFd> {
-    // SAFETY: plain system call; a valid descriptor is owned by the OwnedFd.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_UNIX,
-            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            0,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` was just created and nothing else owns it.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// A socket (the pool process's spare, or a new one) connected to the pool
-/// listening at `path`.
-fn new_connection(spare: Option<OwnedFd>, path: &Path) -> io::Result<UnixStream> {
-    let socket = match spare {
-        Some(fd) => fd,
-        None => unix_socket()?,
-    };
-    let stream = UnixStream::from_std(std::os::unix::net::UnixStream::from(socket));
-    connect_unix(&stream, path)?;
-    Ok(stream)
-}
-
-/// Connects `socket` (from [`unix_socket`], not connected yet) to the pool
-/// listening at `path`. Like `UnixStream::connect`, a connection still in
-/// progress counts as made; a full listen backlog is an error.
-fn connect_unix(socket: &UnixStream, path: &Path) -> io::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let bytes = path.as_os_str().as_bytes();
-    // SAFETY: sockaddr_un is plain data; all zeroes is a valid value.
-    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
-    if bytes.len() >= addr.sun_path.len() || bytes.contains(&0) {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("socket path too long or not a path: {}", path.display()),
-        ));
-    }
-    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-    for (dst, &b) in addr.sun_path.iter_mut().zip(bytes) {
-        *dst = b as libc::c_char;
-    }
-    let len = (std::mem::size_of::<libc::sa_family_t>() + bytes.len() + 1) as libc::socklen_t;
-    // SAFETY: `addr` is a valid sockaddr_un of at least `len` bytes, and
-    // `socket` an open socket.
-    let rc = unsafe {
-        libc::connect(
-            socket.as_raw_fd(),
-            (&addr as *const libc::sockaddr_un).cast(),
-            len,
-        )
-    };
-    if rc < 0 {
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EINPROGRESS) {
-            return Err(e);
-        }
-    }
-    Ok(())
 }

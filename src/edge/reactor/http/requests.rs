@@ -228,30 +228,7 @@ impl Reactor {
                 let sse = accepts_sse
                     && req.minor_version >= 1
                     && (request.progress_token.is_some() || session.log_level.is_some());
-                let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
-                    return;
-                };
-                if sse {
-                    let refs: Vec<(&str, &str)> =
-                        cors.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-                    http::write_sse_head(&mut conn.out, &refs, keep_alive);
-                }
-                conn.busy = Some(Busy {
-                    session: session_id.clone(),
-                    sse,
-                    keep_alive,
-                    cors,
-                    modern: false,
-                    listen: None,
-                });
-                self.flush_conn(token);
-                self.start_call(
-                    Client::Http {
-                        conn: token,
-                        session: session_id,
-                    },
-                    request,
-                );
+                self.start_http_call(token, request, session_id, sse, keep_alive, cors, false);
             }
         }
     }
@@ -337,30 +314,7 @@ impl Reactor {
                 let sse = accepts_sse
                     && req.minor_version >= 1
                     && (request.progress_token.is_some() || wants_logs);
-                let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
-                    return;
-                };
-                if sse {
-                    let refs: Vec<(&str, &str)> =
-                        cors.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-                    http::write_sse_head(&mut conn.out, &refs, keep_alive);
-                }
-                conn.busy = Some(Busy {
-                    session: String::new(),
-                    sse,
-                    keep_alive,
-                    cors,
-                    modern: true,
-                    listen: None,
-                });
-                self.flush_conn(token);
-                self.start_call(
-                    Client::Http {
-                        conn: token,
-                        session: String::new(),
-                    },
-                    request,
-                );
+                self.start_http_call(token, request, String::new(), sse, keep_alive, cors, true);
             }
             Step::Listen(mut listen) => {
                 if req.minor_version < 1 {
@@ -419,5 +373,47 @@ impl Reactor {
                 _ => None,
             })
             .collect()
+    }
+}
+
+impl Reactor {
+    /// Starts a tool call answered on connection `token` (`session` empty
+    /// for a modern request): the connection is marked busy with it, and an
+    /// event stream's head goes out first when `sse`.
+    #[allow(clippy::too_many_arguments)]
+    fn start_http_call(
+        &mut self,
+        token: Token,
+        request: crate::protocol::mcp::CallRequest,
+        session: String,
+        sse: bool,
+        keep_alive: bool,
+        cors: Vec<(String, String)>,
+        modern: bool,
+    ) {
+        let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
+            return;
+        };
+        if sse {
+            let refs: Vec<(&str, &str)> =
+                cors.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            http::write_sse_head(&mut conn.out, &refs, keep_alive);
+        }
+        conn.busy = Some(Busy {
+            session: session.clone(),
+            sse,
+            keep_alive,
+            cors,
+            modern,
+            listen: None,
+        });
+        self.flush_conn(token);
+        self.start_call(
+            Client::Http {
+                conn: token,
+                session,
+            },
+            request,
+        );
     }
 }
