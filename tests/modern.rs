@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::http::{post_request, router, write_manifest, Client, Response, Server as HttpServer};
+use crate::support::http::{post_request, router, write_manifest, Client, Response, Server as HttpServer};
 use crate::util::{self, Proc, TempDir, TIMEOUT};
 
 const MODERN: &str = "2026-07-28";

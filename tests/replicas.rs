@@ -5,19 +5,16 @@
 //! pool, and frees its last shared-memory result as soon as it is handed its
 //! next connection, so these tests see what a real pool would: calls
 //! overlap only across processes, and results stay exact with shared memory
-//! in play. Timings are coarse bounds a loaded machine cannot break: a
-//! serial run of N sleeping calls cannot finish in less than N sleeps, and a
-//! parallel one is asserted only to beat half of that.
-
-use std::thread;
-use std::time::{Duration, Instant};
+//! in play. What ran where and when comes from the test pool's call trace
+//! (`TESTPOOL_TRACE`): calls that overlap in it ran at once, on the processes
+//! it names; no test compares a wall-clock time against a bound.
 
 use serde_json::json;
 
 use crate::pools::{
     all_pids, assert_no_leftovers, cmdline, error_text, stat_of, text_of, Program, Server,
 };
-use crate::util::TIMEOUT;
+use crate::util::{max_concurrency, processes, wait_until, CallTrace, TIMEOUT};
 
 /// One test pool process of a server: pid, process group, socket path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,10 +79,16 @@ fn tmpdir_of(server: &Server) -> std::path::PathBuf {
     crate::pools::pool_of(server, None).tmpdir
 }
 
+/// A server of `program` whose pools trace their calls.
+fn traced(program: Program, extra: &[&str]) -> (Server, CallTrace) {
+    let trace = CallTrace::new();
+    let server = Server::owning_env(program, extra, &[trace.env()]);
+    (server, trace)
+}
+
 /// Sends `n` concurrent `slowEcho ms` calls and waits for all of them;
-/// returns how long the round took and the error texts of failed calls.
-fn round(s: &mut Server, n: usize, ms: u64) -> (Duration, Vec<String>) {
-    let start = Instant::now();
+/// returns the error texts of failed calls.
+fn round(s: &mut Server, n: usize, ms: u64) -> Vec<String> {
     let ids: Vec<u64> = (0..n)
         .map(|_| s.call("slowEcho", json!({"_1": ms})))
         .collect();
@@ -98,34 +101,38 @@ fn round(s: &mut Server, n: usize, ms: u64) -> (Duration, Vec<String>) {
             assert_eq!(text_of(&result), ms.to_string(), "slowEcho {ms}: {result}");
         }
     }
-    (start.elapsed(), errors)
+    errors
 }
 
-/// Repeats rounds of `n` concurrent 300 ms calls until one overlaps (takes
-/// under 550 ms), so that `n` processes are up and ready.
+/// Repeats rounds of `n` concurrent 300 ms calls until the pool trace shows
+/// one whose calls all ran at once on `n` processes, so that `n` processes
+/// are up and ready.
 #[track_caller]
-fn warm(s: &mut Server, n: usize) {
+fn warm(s: &mut Server, trace: &CallTrace, n: usize) {
     for _ in 0..40 {
-        let (took, errors) = round(s, n, 300);
+        let mark = trace.mark();
+        let errors = round(s, n, 300);
         assert!(errors.is_empty(), "warm-up calls failed: {errors:?}");
-        if took < Duration::from_millis(550) {
+        let calls = trace.since(mark);
+        if processes(&calls).len() == n && max_concurrency(&calls) == n {
             return;
         }
     }
-    panic!("{n} concurrent calls never overlapped");
+    panic!("{n} concurrent calls never ran at once: {:?}", trace.calls());
 }
 
 #[test]
 fn sleeping_calls_overlap_on_replicas_and_queue_on_one_process() {
-    let mut s = Server::owning(Program::shapes(), &[]);
-    warm(&mut s, 8);
-    let (took, errors) = round(&mut s, 8, 400);
+    let (mut s, trace) = traced(Program::shapes(), &[]);
+    warm(&mut s, &trace, 8);
+    let mark = trace.mark();
+    let errors = round(&mut s, 8, 400);
     assert!(errors.is_empty(), "{errors:?}");
-    eprintln!("8 x slowEcho 400 with replicas: {took:?}");
-    // One process would need at least 3.2 s.
+    // With replicas up, the calls ran at once on several processes.
+    let calls = trace.since(mark);
     assert!(
-        took < Duration::from_millis(1600),
-        "8 sleeping calls took {took:?} with replicas"
+        processes(&calls).len() >= 2 && max_concurrency(&calls) >= 2,
+        "8 sleeping calls did not overlap with replicas: {calls:?}"
     );
     let procs = pool_procs(&s);
     assert!((2..=8).contains(&procs.len()), "pool processes: {procs:?}");
@@ -145,29 +152,30 @@ fn sleeping_calls_overlap_on_replicas_and_queue_on_one_process() {
     assert_eq!(s.finish(), 0);
     assert_no_leftovers(server_pid, &groups, &tmpdir);
 
-    let mut one = Server::owning(Program::shapes(), &["--pool-replicas", "py=1"]);
-    let (took, errors) = round(&mut one, 8, 300);
+    let (mut one, trace) = traced(Program::shapes(), &["--pool-replicas", "py=1"]);
+    let errors = round(&mut one, 8, 300);
     assert!(errors.is_empty(), "{errors:?}");
-    eprintln!("8 x slowEcho 300 with --pool-replicas py=1: {took:?}");
-    assert!(
-        took >= Duration::from_millis(2400),
-        "8 calls into one single-threaded process took only {took:?}"
-    );
+    // One single-threaded process: the calls ran one after another.
+    let calls = trace.calls_of("slowEcho");
+    assert_eq!(calls.len(), 8, "{calls:?}");
+    assert_eq!(processes(&calls).len(), 1, "{calls:?}");
+    assert_eq!(max_concurrency(&calls), 1, "calls overlapped: {calls:?}");
     assert_eq!(pool_procs(&one).len(), 1);
     assert_eq!(one.finish(), 0);
 }
 
 #[test]
 fn a_replica_crash_fails_only_its_call_and_the_replica_comes_back() {
-    let mut s = Server::owning(Program::shapes(), &["--pool-replicas", "py=2"]);
-    warm(&mut s, 2);
+    let (mut s, trace) = traced(Program::shapes(), &["--pool-replicas", "py=2"]);
+    warm(&mut s, &trace, 2);
     let before = pool_procs(&s);
     let replica = a_replica(&before);
+    let mark = trace.mark();
     let ids = [
         s.call("slowEcho", json!({"_1": 3000})),
         s.call("slowEcho", json!({"_1": 3000})),
     ];
-    thread::sleep(Duration::from_millis(500));
+    trace.wait_started_since(mark, "slowEcho", 2);
     sigkill(replica.pid);
     let results: Vec<_> = ids.iter().map(|&id| s.result_within(id, TIMEOUT)).collect();
     let failed: Vec<String> = results
@@ -188,19 +196,12 @@ fn a_replica_crash_fails_only_its_call_and_the_replica_comes_back() {
         "the primary's call survived: {results:?}"
     );
     // The replica is restarted on its socket, and both processes serve.
-    let deadline = Instant::now() + TIMEOUT;
-    let restarted = loop {
-        let now = pool_procs(&s);
-        if let Some(p) = now
-            .iter()
+    let restarted = wait_until("the replica restarted on its socket", || {
+        pool_procs(&s)
+            .into_iter()
             .find(|p| p.socket == replica.socket && p.pid != replica.pid)
-        {
-            break p.clone();
-        }
-        assert!(Instant::now() < deadline, "replica not restarted: {now:?}");
-        thread::sleep(Duration::from_millis(10));
-    };
-    warm(&mut s, 2);
+    });
+    warm(&mut s, &trace, 2);
     let tmpdir = tmpdir_of(&s);
     let mut groups: Vec<i32> = before.iter().map(|p| p.pgid).collect();
     groups.push(restarted.pgid);
@@ -216,17 +217,22 @@ fn a_call_waiting_when_a_replica_dies_never_goes_to_the_dead_process() {
     // must wait for a live process, not be handed the dead one (a real
     // Python pool's workers still hold its socket for a moment, so the call
     // was sent and then failed with "Connection reset by peer").
-    let mut s = Server::owning(Program::shapes(), &["--pool-replicas", "py=2"]);
-    warm(&mut s, 2);
+    let (mut s, trace) = traced(Program::shapes(), &["--pool-replicas", "py=2"]);
+    warm(&mut s, &trace, 2);
     let before = pool_procs(&s);
     let replica = a_replica(&before);
+    let mark = trace.mark();
     let slow = [
         s.call("slowEcho", json!({"_1": 2500})),
         s.call("slowEcho", json!({"_1": 2501})),
     ];
-    thread::sleep(Duration::from_millis(300));
+    trace.wait_started_since(mark, "slowEcho", 2);
     let waiting = s.call("addOne", json!({"_1": 41}));
-    thread::sleep(Duration::from_millis(200));
+    // Requests are read in order: once this ping is answered, the server
+    // holds the addOne, waiting for a process.
+    let ping = s.request("ping", json!({}));
+    s.response(ping, TIMEOUT);
+    s.assert_unanswered(waiting, "addOne with both processes busy");
     sigkill(replica.pid);
     let result = s.result_within(waiting, TIMEOUT);
     assert_eq!(result["isError"], json!(false), "addOne 41: {result}");
@@ -256,8 +262,8 @@ fn a_call_waiting_when_a_replica_dies_never_goes_to_the_dead_process() {
 
 #[test]
 fn replicas_keep_serving_while_the_primary_restarts() {
-    let mut s = Server::owning(Program::shapes(), &["--pool-replicas", "py=3"]);
-    warm(&mut s, 3);
+    let (mut s, trace) = traced(Program::shapes(), &["--pool-replicas", "py=3"]);
+    warm(&mut s, &trace, 3);
     let before = pool_procs(&s);
     let primary = before
         .iter()
@@ -265,10 +271,11 @@ fn replicas_keep_serving_while_the_primary_restarts() {
         .cloned()
         .unwrap_or_else(|| panic!("no primary among {before:?}"));
     assert_eq!(before.len(), 3, "{before:?}");
+    let mark = trace.mark();
     let ids: Vec<u64> = (0..3)
         .map(|_| s.call("slowEcho", json!({"_1": 2000})))
         .collect();
-    thread::sleep(Duration::from_millis(500));
+    trace.wait_started_since(mark, "slowEcho", 3);
     sigkill(primary.pid);
     // Calls made while the primary is down still succeed.
     let during: Vec<u64> = (0..4).map(|i| s.call("addOne", json!({"_1": i}))).collect();
@@ -330,13 +337,13 @@ fn mixed_large_and_small_results_stay_exact_across_replicas() {
 
 #[test]
 fn idle_replicas_stop_and_output_names_the_replica() {
-    let mut s = Server::owning(
+    let (mut s, trace) = traced(
         Program::shapes(),
         &["--pool-replicas", "py=2", "--replica-idle", "0.3"],
     );
     let id = s.request("logging/setLevel", json!({"level": "info"}));
     s.response(id, TIMEOUT);
-    warm(&mut s, 2);
+    warm(&mut s, &trace, 2);
     // Two concurrent noisy calls: one lands on the replica, whose lines are
     // labelled on stderr and in the log notifications.
     let ids = [
@@ -354,36 +361,29 @@ fn idle_replicas_stop_and_output_names_the_replica() {
         s.result_within(id, TIMEOUT);
     }
     s.wait_stderr("[py#1] noisyAdd: ");
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
+    wait_until("the idle replica stopped", || {
         let procs = pool_procs(&s);
-        if procs.len() == 1 && !procs[0].is_replica() {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "idle replica never stopped: {procs:?}"
-        );
-        thread::sleep(Duration::from_millis(20));
-    }
+        (procs.len() == 1 && !procs[0].is_replica()).then_some(())
+    });
     // The pool still serves, and scales up again when calls wait.
-    warm(&mut s, 2);
+    warm(&mut s, &trace, 2);
     assert_eq!(s.finish(), 0);
 }
 
 #[test]
 fn a_call_that_times_out_on_a_replica_restarts_only_that_process() {
-    let mut s = Server::owning(
+    let (mut s, trace) = traced(
         Program::shapes(),
         &["--pool-replicas", "py=2", "--call-timeout", "1"],
     );
-    warm(&mut s, 2);
+    warm(&mut s, &trace, 2);
     let before = pool_procs(&s);
     assert_eq!(before.len(), 2, "{before:?}");
     // The slow call takes the primary (least busy, first), the hung one the
     // replica.
+    let mark = trace.mark();
     let slow = s.call("slowEcho", json!({"_1": 800}));
-    thread::sleep(Duration::from_millis(100));
+    trace.wait_started_since(mark, "slowEcho", 1);
     let hung = s.call("hang", json!({"_1": 1}));
     let text = error_text(&s.result_within(hung, TIMEOUT));
     assert!(
@@ -399,7 +399,7 @@ fn a_call_that_times_out_on_a_replica_restarts_only_that_process() {
         primary(&after),
         "the primary was restarted"
     );
-    warm(&mut s, 2);
+    warm(&mut s, &trace, 2);
     assert_eq!(s.finish(), 0);
 }
 
@@ -416,17 +416,21 @@ fn a_cancelled_call_keeps_its_process_busy_so_the_next_call_runs_elsewhere() {
     // A pool does not stop a job when its connection closes: the process
     // stays busy until the job ends. The next call must not be handed to
     // it (it would wait behind work nobody waits for) but to a replica.
-    let mut s = Server::owning(Program::shapes(), &["--pool-replicas", "py=2"]);
+    let (mut s, trace) = traced(Program::shapes(), &["--pool-replicas", "py=2"]);
     assert_eq!(s.call_ok("addOne", json!({"_1": 1})), "2");
     let slow = s.call("slowEcho", json!({"_1": 4000}));
-    thread::sleep(Duration::from_millis(300));
+    let cancelled = trace.wait_started("slowEcho", 1).remove(0);
     cancel(&mut s, slow);
-    let started = Instant::now();
     assert_eq!(s.call_ok("slowEcho", json!({"_1": 10})), "10");
-    let took = started.elapsed();
+    // The next call ran on another process while the cancelled job still
+    // ran, instead of queueing behind it.
+    let calls = trace.calls_of("slowEcho");
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    let next = &calls[1];
+    assert_ne!(next.pid, cancelled.pid, "ran behind the cancelled job: {calls:?}");
     assert!(
-        took < Duration::from_millis(2500),
-        "the next call waited {took:?} behind the cancelled one"
+        calls[0].end.is_none_or(|end| next.start < end),
+        "the next call started only after the cancelled job ended: {calls:?}"
     );
     assert!(
         s.stash.iter().all(|m| m["id"] != json!(slow)),
@@ -438,16 +442,18 @@ fn a_cancelled_call_keeps_its_process_busy_so_the_next_call_runs_elsewhere() {
 
 #[test]
 fn with_one_process_the_next_call_waits_for_the_cancelled_job_and_gets_its_own_answer() {
-    let mut s = Server::owning(Program::shapes(), &["--pool-replicas", "py=1"]);
+    let (mut s, trace) = traced(Program::shapes(), &["--pool-replicas", "py=1"]);
     assert_eq!(s.call_ok("addOne", json!({"_1": 1})), "2");
     let slow = s.call("slowEcho", json!({"_1": 1500}));
-    thread::sleep(Duration::from_millis(300));
+    trace.wait_started("slowEcho", 1);
     cancel(&mut s, slow);
-    let started = Instant::now();
     assert_eq!(s.call_ok("slowEcho", json!({"_1": 20})), "20");
-    let took = started.elapsed();
-    // It ran after the cancelled job's remaining 1.2 s, on the same process.
-    assert!(took >= Duration::from_millis(900), "{took:?}");
+    // It ran after the cancelled job had ended, on the same process.
+    let calls = trace.calls_of("slowEcho");
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(calls[0].pid, calls[1].pid, "{calls:?}");
+    let cancelled_end = calls[0].end.expect("the cancelled job ended");
+    assert!(cancelled_end <= calls[1].start, "{calls:?}");
     assert_eq!(s.call_ok("addOne", json!({"_1": 41})), "42");
     assert!(
         s.stash.iter().all(|m| m["id"] != json!(slow)),

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::http::{post_request, Client, Server};
+use crate::support::http::{post_request, Client, Server};
 
 fn ping(id: u64) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "ping"})
@@ -55,7 +55,7 @@ fn a_session_id_names_its_instance_and_other_instances_do_not_know_it() {
     );
 }
 
-fn get(client: &mut Client, method: &str, path: &str, extra: &str) -> crate::http::Response {
+fn get(client: &mut Client, method: &str, path: &str, extra: &str) -> crate::support::http::Response {
     let request = format!(
         "{method} {path} HTTP/1.1\r\nHost: {}\r\n{extra}\r\n",
         client.addr
@@ -208,9 +208,9 @@ fn a_second_sigterm_stops_a_drain_at_once() {
 #[test]
 fn the_router_reports_every_program_s_pools() {
     let dir = crate::util::TempDir::new();
-    let alpha = crate::http::write_manifest(&dir, "alpha/manifest.json", "alpha", |_| {});
-    let beta = crate::http::write_manifest(&dir, "beta/manifest.json", "beta", |_| {});
-    let server = crate::http::router(dir, &[&alpha, &beta], &[]);
+    let alpha = crate::support::http::write_manifest(&dir, "alpha/manifest.json", "alpha", |_| {});
+    let beta = crate::support::http::write_manifest(&dir, "beta/manifest.json", "beta", |_| {});
+    let server = crate::support::http::router(dir, &[&alpha, &beta], &[]);
     let (mut caller, sid) = server.session();
     let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {"name": "beta__addOne", "arguments": {"_1": 1}}});

@@ -11,6 +11,7 @@ mod replicas;
 mod results;
 mod scale;
 mod stdio;
+mod support;
 mod tasks;
 mod tidy;
 mod util;

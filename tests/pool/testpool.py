@@ -36,6 +36,10 @@ Environment (read once at start):
     TESTPOOL_DIE_AFTER_MS     exit with status 3 after this long, without any
                               cleanup (like a crash)
     TESTPOOL_WORKERS=threads  a thread per connection instead of one worker
+    TESTPOOL_TRACE            append `start <function> <pid> <ns>` and
+                              `end <function> <pid> <ns>` lines (monotonic
+                              clock) to this file around every call, so tests
+                              can see from the pool's side when calls ran
     TESTPOOL_RACE_MS          forces the worst interleaving for RPTR replies (one
                               worker only): the reply is sent except its last
                               byte, the pool waits this long for the next
@@ -1507,6 +1511,20 @@ def _env_truthy(value: str | None) -> bool:
     return value is not None and value.strip().lower() in ("1", "true", "yes", "on")
 
 
+def _trace(kind: str, name: str) -> None:
+    """One line of the call trace (TESTPOOL_TRACE), written with a single
+    append so the lines of concurrent calls and processes never mix."""
+    path = os.environ.get("TESTPOOL_TRACE")
+    if not path:
+        return
+    line = f"{kind} {name} {os.getpid()} {time.monotonic_ns()}\n".encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
 def _env_ms(environ: dict[str, str], name: str) -> float | None:
     raw = environ.get(name, "").strip()
     if not raw:
@@ -1586,7 +1604,11 @@ class Pool:
 
     def _run(self, fn: Function, args: list[Packet]) -> Any:
         if fn.args is None:
-            return fn.impl(*args)
+            _trace("start", fn.name)
+            try:
+                return fn.impl(*args)
+            finally:
+                _trace("end", fn.name)
         if len(args) != len(fn.args):
             plural = "" if len(fn.args) == 1 else "s"
             raise PoolError(f"{fn.name}() takes {len(fn.args)} positional argument{plural} "
@@ -1596,7 +1618,11 @@ class Pool:
             values = [decode_data_packet(a, parse_schema(s), shm) for a, s in zip(args, fn.args)]
         finally:
             shm.close()
-        return fn.impl(*values)
+        _trace("start", fn.name)
+        try:
+            return fn.impl(*values)
+        finally:
+            _trace("end", fn.name)
 
     def _fault(self, action: str) -> Outcome:
         good = make_data_packet(SOURCE_MESG, FORMAT_VOIDSTAR, encode_flat(parse_schema("j"), 0),

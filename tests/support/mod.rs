@@ -1,0 +1,25 @@
+//! The test support library: everything the integration tests share.
+//!
+//! - [`proc`]: the binary under test, test data, temporary directories, and
+//!   a child process with piped stdio read line by line with deadlines;
+//! - [`stdio`]: the JSON-RPC client over a server's stdin and stdout, the
+//!   shapes program fixtures and what tests inspect of a run in `/proc`;
+//! - [`http`]: the HTTP client (raw HTTP/1.1, both protocol revisions) and
+//!   the launcher of a server on an OS-chosen port;
+//! - [`time`]: the only place tests touch the clock (waiting on a
+//!   condition, lower bounds, budgets, pacing); see its rules;
+//! - [`trace`]: the test pool's record of when calls ran, from its side.
+//!
+//! `crate::util` re-exports all of it under the name older tests use.
+
+#![allow(dead_code)]
+
+pub mod http;
+pub mod proc;
+pub mod stdio;
+pub mod time;
+pub mod trace;
+
+pub use proc::*;
+pub use time::*;
+pub use trace::*;
