@@ -5,13 +5,14 @@
 //! cancellation, progress, `subscriptions/listen`, and on HTTP the mirrored
 //! headers (`-32020`) and the statuses the revision prescribes.
 
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::support::http::{post_request, router, write_manifest, Client, Response, Server as HttpServer};
-use crate::util::{self, Proc, TempDir, TIMEOUT};
+use crate::support::http::{
+    post_request, router, write_manifest, Client, Response, Server as HttpServer,
+};
+use crate::util::{self, wait_for, CallTrace, Proc, TempDir, TIMEOUT};
 
 const MODERN: &str = "2026-07-28";
 const SCHEMA: &str = "https://json-schema.org/draft/2020-12/schema";
@@ -277,7 +278,12 @@ fn modern_log_messages_follow_each_requests_log_level() {
         assert_eq!(reply["id"], json!(id), "{reply}");
         assert_complete(&reply["result"]);
     }
-    thread::sleep(Duration::from_millis(300));
+    // The pool's output of the last call has reached the server (it would
+    // have been forwarded by now) before the check that nothing was.
+    wait_for(
+        "the pool's output of noisyAdd 3 on the server's stderr",
+        || s.proc.stderr_now().contains("noisyAdd: adding one to 3\n"),
+    );
     s.quiet("end");
     s.finish();
 }
@@ -295,15 +301,13 @@ fn a_cancelled_modern_call_gets_no_further_message() {
     let first = s.next();
     assert_eq!(first["method"], "notifications/progress", "{first}");
     assert_eq!(first["params"]["progressToken"], "p");
-    let sent = Instant::now();
     s.send(
         &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": "slow", "reason": "test"}}),
     );
     s.quiet("after-cancel");
     // …then nothing at all, well past its end.
-    let silence = Duration::from_millis(2500).saturating_sub(sent.elapsed());
-    if let Some(line) = s.proc.try_read_line(silence) {
+    if let Some(line) = s.proc.try_read_line(Duration::from_millis(2500)) {
         panic!("unexpected output after cancellation: {line}");
     }
     s.quiet("end");
@@ -453,7 +457,8 @@ fn http_serves_modern_requests_without_a_session() {
 
 #[test]
 fn http_listen_streams_and_closing_the_stream_cancels() {
-    let server = HttpServer::start(&[]);
+    let trace = CallTrace::new();
+    let server = HttpServer::start_traced(&[], &trace);
     let mut listener = server.connect();
     let listen = modern_request(
         json!(5),
@@ -506,7 +511,7 @@ fn http_listen_streams_and_closing_the_stream_cancels() {
         ],
     );
     caller.send(&request);
-    thread::sleep(Duration::from_millis(200));
+    trace.wait_started("slowEcho", 1);
     drop(caller);
     let mut client = server.connect();
     let call = modern_request(
@@ -590,8 +595,11 @@ fn tool_count(list: &Value) -> usize {
 fn a_rebuilt_program_is_reloaded_and_subscribers_are_told() {
     let dir = TempDir::new();
     let manifest = util::shapes_manifest(&dir);
+    let trace = CallTrace::new();
     let mut command = util::cmd(["mcp"]);
     command.arg(&manifest);
+    let (key, value) = trace.env();
+    command.env(key, value);
     let mut s = Stdio {
         proc: Proc::spawn(&mut command),
         _dir: TempDir::new(),
@@ -619,11 +627,10 @@ fn a_rebuilt_program_is_reloaded_and_subscribers_are_told() {
         &json!({"jsonrpc": "2.0", "id": "running", "method": "tools/call",
         "params": {"name": "slowEcho", "arguments": {"_1": 1200}}}),
     );
-    thread::sleep(Duration::from_millis(200));
+    trace.wait_started("slowEcho", 1);
     rebuild_without(&dir, "hello");
     let mut got = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while got.len() < 3 && Instant::now() < deadline {
+    while got.len() < 3 {
         got.push(s.next());
     }
     let find = |pred: &dyn Fn(&Value) -> bool| got.iter().find(|m| pred(m)).cloned();
@@ -654,7 +661,9 @@ fn a_rebuilt_program_is_reloaded_and_subscribers_are_told() {
     // A manifest that does not load leaves the program serving.
     std::fs::write(dir.join("manifest.json.next"), "{ not json").unwrap();
     std::fs::rename(dir.join("manifest.json.next"), dir.join("manifest.json")).unwrap();
-    thread::sleep(Duration::from_millis(800));
+    wait_for("the server's report of the bad manifest", || {
+        s.proc.stderr_now().contains("cannot be served")
+    });
     s.quiet("still");
     let reply = s.ask(&json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
         "params": {"name": "addOne", "arguments": {"_1": 2}}}));

@@ -118,7 +118,10 @@ fn warm(s: &mut Server, trace: &CallTrace, n: usize) {
             return;
         }
     }
-    panic!("{n} concurrent calls never ran at once: {:?}", trace.calls());
+    panic!(
+        "{n} concurrent calls never ran at once: {:?}",
+        trace.calls()
+    );
 }
 
 #[test]
@@ -427,7 +430,10 @@ fn a_cancelled_call_keeps_its_process_busy_so_the_next_call_runs_elsewhere() {
     let calls = trace.calls_of("slowEcho");
     assert_eq!(calls.len(), 2, "{calls:?}");
     let next = &calls[1];
-    assert_ne!(next.pid, cancelled.pid, "ran behind the cancelled job: {calls:?}");
+    assert_ne!(
+        next.pid, cancelled.pid,
+        "ran behind the cancelled job: {calls:?}"
+    );
     assert!(
         calls[0].end.is_none_or(|end| next.start < end),
         "the next call started only after the cancelled job ended: {calls:?}"

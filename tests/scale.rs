@@ -4,12 +4,12 @@
 //! `make test-scale`.)
 
 use std::net::TcpStream;
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::support::http::{post_request, Client, Server};
+use crate::util::{wait_for, wait_until, CallTrace, Stopwatch, TIMEOUT};
 
 fn ping(id: u64) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "ping"})
@@ -55,7 +55,12 @@ fn a_session_id_names_its_instance_and_other_instances_do_not_know_it() {
     );
 }
 
-fn get(client: &mut Client, method: &str, path: &str, extra: &str) -> crate::support::http::Response {
+fn get(
+    client: &mut Client,
+    method: &str,
+    path: &str,
+    extra: &str,
+) -> crate::support::http::Response {
     let request = format!(
         "{method} {path} HTTP/1.1\r\nHost: {}\r\n{extra}\r\n",
         client.addr
@@ -117,21 +122,16 @@ fn health_reports_the_pools_and_asks_for_no_token_origin_or_host() {
 
 #[test]
 fn health_is_503_while_a_pool_starts_and_200_once_it_is_ready() {
-    let server = Server::start_env(&[], &[("TESTPOOL_STARTUP_DELAY_MS", "1500")]);
+    let server = Server::start_env(&[], &[("TESTPOOL_STARTUP_DELAY_MS", "3000")]);
     let (mut caller, sid) = server.session();
-    // The first call starts the lazy pool, which takes 1.5 s.
+    // The first call starts the lazy pool, which takes 3 s.
     let body = slow_call(2, 10).to_string();
     caller.send(&post_request(server.addr, Some(&sid), body.as_bytes(), &[]));
     let mut probe = server.connect();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let starting = loop {
+    let starting = wait_until("/health answering 503 while the pool starts", || {
         let reply = get(&mut probe, "GET", "/health", "");
-        if reply.status == 503 {
-            break reply.json();
-        }
-        assert!(Instant::now() < deadline, "never 503: {:?}", reply.text());
-        thread::sleep(Duration::from_millis(20));
-    };
+        (reply.status == 503).then(|| reply.json())
+    });
     assert_eq!(starting["status"], json!("starting"), "{starting}");
     assert_eq!(starting["pools"][0]["state"], json!("starting"));
     assert_eq!(starting["callsInFlight"], json!(1));
@@ -143,22 +143,20 @@ fn health_is_503_while_a_pool_starts_and_200_once_it_is_ready() {
 
 #[test]
 fn sigterm_drains_a_running_call_then_exits_0() {
-    let mut server = Server::start(&["--drain-timeout", "20"]);
+    let trace = CallTrace::new();
+    let mut server = Server::start_traced(&["--drain-timeout", "20"], &trace);
     let (mut caller, sid) = server.session();
     caller.post(Some(&sid), &slow_call(2, 10)).expect(200);
     let mut keep_alive = server.connect();
     get(&mut keep_alive, "GET", "/health", "").expect(200);
-    let body = slow_call(3, 1500).to_string();
+    let body = slow_call(3, 3000).to_string();
     caller.send(&post_request(server.addr, Some(&sid), body.as_bytes(), &[]));
-    thread::sleep(Duration::from_millis(200));
-    let started = Instant::now();
+    trace.wait_started("slowEcho", 2);
     server.proc.signal(libc::SIGTERM);
-    // New connections are refused at once.
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while TcpStream::connect(server.addr).is_ok() {
-        assert!(Instant::now() < deadline, "still accepting connections");
-        thread::sleep(Duration::from_millis(10));
-    }
+    // New connections are refused (while the call still runs).
+    wait_for("the listener closed", || {
+        TcpStream::connect(server.addr).is_err()
+    });
     // An open keep-alive connection hears 503 and is closed after it.
     let reply = get(&mut keep_alive, "GET", "/health", "").expect(503);
     assert_eq!(reply.json()["status"], json!("draining"));
@@ -166,42 +164,45 @@ fn sigterm_drains_a_running_call_then_exits_0() {
     assert_eq!(reply.header("connection"), Some("close"));
     // The running call completes.
     let done = caller.read_response().expect(200);
-    assert_eq!(done.json()["result"]["content"][0]["text"], json!("1500"));
-    let status = server.proc.wait(Duration::from_secs(10));
+    assert_eq!(done.json()["result"]["content"][0]["text"], json!("3000"));
+    let status = server.proc.wait(TIMEOUT);
     assert_eq!(status.code(), Some(0), "{}", server.proc.stderr_now());
-    assert!(started.elapsed() < Duration::from_secs(8));
     assert!(server.proc.stderr_now().contains("SIGTERM: draining"));
 }
 
 #[test]
 fn a_drain_ends_at_its_deadline() {
-    let mut server = Server::start(&["--drain-timeout", "0.5"]);
+    let trace = CallTrace::new();
+    let mut server = Server::start_traced(&["--drain-timeout", "0.5"], &trace);
     let (mut caller, sid) = server.session();
-    let body = slow_call(2, 20_000).to_string();
+    // Runs for a minute: a server that drained until the call ended would
+    // outlive the deadline of `wait`.
+    let body = slow_call(2, 60_000).to_string();
     caller.send(&post_request(server.addr, Some(&sid), body.as_bytes(), &[]));
-    thread::sleep(Duration::from_millis(1000));
-    let started = Instant::now();
+    trace.wait_started("slowEcho", 1);
+    let started = Stopwatch::start();
     server.proc.signal(libc::SIGTERM);
-    let status = server.proc.wait(Duration::from_secs(10));
+    let status = server.proc.wait(TIMEOUT);
     assert_eq!(status.code(), Some(0), "{}", server.proc.stderr_now());
-    assert!(
-        started.elapsed() < Duration::from_secs(4),
-        "{:?}",
-        started.elapsed()
-    );
+    // It did drain, for its deadline.
+    started.assert_at_least(Duration::from_millis(450), "the drain ended");
 }
 
 #[test]
 fn a_second_sigterm_stops_a_drain_at_once() {
-    let mut server = Server::start(&["--drain-timeout", "30"]);
+    let trace = CallTrace::new();
+    let mut server = Server::start_traced(&["--drain-timeout", "30"], &trace);
     let (mut caller, sid) = server.session();
-    let body = slow_call(2, 20_000).to_string();
+    let body = slow_call(2, 60_000).to_string();
     caller.send(&post_request(server.addr, Some(&sid), body.as_bytes(), &[]));
-    thread::sleep(Duration::from_millis(1000));
+    trace.wait_started("slowEcho", 1);
     server.proc.signal(libc::SIGTERM);
-    thread::sleep(Duration::from_millis(200));
+    wait_for("the server draining", || {
+        server.proc.stderr_now().contains("SIGTERM: draining")
+    });
     server.proc.signal(libc::SIGTERM);
-    let status = server.proc.wait(Duration::from_secs(5));
+    // The drain (30 s) and the call (60 s) both outlast this deadline.
+    let status = server.proc.wait(TIMEOUT);
     assert_eq!(status.code(), Some(128 + libc::SIGTERM));
 }
 

@@ -108,7 +108,10 @@ fn settle(ask: &mut dyn FnMut(&Value) -> Value, task: &str) -> Value {
 #[test]
 fn stdio_tasks_complete_cancel_fail_and_expire() {
     let trace = CallTrace::new();
-    let mut s = Stdio::start_env(&["--task-after", "1000", "--task-ttl", "1.5"], &[trace.env()]);
+    let mut s = Stdio::start_env(
+        &["--task-after", "1000", "--task-ttl", "1.5"],
+        &[trace.env()],
+    );
     // The pool is up (a synchronous call without the extension), so the
     // next call does not wait for its start-up.
     let warm = s.ask(&call(20, "slowEcho", 0, false));
@@ -127,7 +130,10 @@ fn stdio_tasks_complete_cancel_fail_and_expire() {
     assert_eq!(result["status"], "working");
     started.assert_at_least(Duration::from_millis(950), "task handle");
     let running = trace.wait_started("slowEcho", 3);
-    assert_eq!(running[2].end, None, "the call ended before its handle came");
+    assert_eq!(
+        running[2].end, None,
+        "the call ended before its handle came"
+    );
     let task = result["taskId"].as_str().expect("taskId").to_string();
     let (prefix, random) = task.split_once('.').expect("<instance>.<random>");
     assert!(!prefix.is_empty());

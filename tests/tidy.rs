@@ -301,3 +301,70 @@ fn only_the_real_runtime_suite_reads_the_shared_directory() {
         offenders,
     );
 }
+
+/// What an integration test may not write outside the support library (see
+/// `tests/support/time.rs` for why and for what to use instead).
+const CLOCK_NEEDLES: &[&str] = &[
+    concat!("sle", "ep("),
+    concat!("Inst", "ant"),
+    concat!(".elap", "sed()"),
+    concat!("System", "Time"),
+];
+
+/// The rule [`CLOCK_NEEDLES`] enforces, as the failure message states it.
+const CLOCK_RULE: &str = "integration tests (tests/*.rs) neither sleep to wait for something nor \
+     compare a wall-clock time against a bound: wait for a readiness signal with \
+     support::time::wait_until / wait_for / poll_until, assert order and cause instead of speed \
+     (e.g. support::trace::CallTrace shows when calls ran in the pool), and touch the clock only \
+     through support::time (Stopwatch::assert_at_least for a lower bound, \
+     Stopwatch::assert_within_budget for a 10x budget, pace for a client's own deliberate gaps)";
+
+/// The lines of `text` (from file `name`) that use the clock directly.
+/// Comments are skipped.
+fn clock_offenders(name: &str, text: &str) -> Vec<String> {
+    let mut offenders = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let code = line.trim_start();
+        if code.starts_with("//") {
+            continue;
+        }
+        if let Some(needle) = CLOCK_NEEDLES.iter().find(|needle| code.contains(*needle)) {
+            offenders.push(format!("{name}:{}: {needle}", n + 1));
+        }
+    }
+    offenders
+}
+
+#[test]
+fn integration_tests_take_time_only_through_the_support_library() {
+    let mut offenders = Vec::new();
+    for path in rust_files("tests") {
+        let name = rel(&path);
+        if name.starts_with("tests/support/") || name == "tests/tidy.rs" {
+            continue;
+        }
+        offenders.extend(clock_offenders(&name, &read(&path)));
+    }
+    check(CLOCK_RULE, offenders);
+}
+
+#[test]
+fn the_clock_rule_catches_sleeps_bounds_and_timestamps() {
+    let sample = [
+        "// a comment may say Instant::now()",
+        concat!("    std::thread::sle", "ep(Duration::from_millis(50));"),
+        concat!("    let t = std::time::Inst", "ant::now();"),
+        concat!("    assert!(t.elap", "sed() < Duration::from_secs(1));"),
+        "    let fine = Stopwatch::start();",
+    ]
+    .join("\n");
+    let found = clock_offenders("sample.rs", &sample);
+    assert_eq!(
+        found
+            .iter()
+            .map(|o| o.split(':').nth(1).unwrap_or(""))
+            .collect::<Vec<_>>(),
+        ["2", "3", "4"],
+        "{found:?}"
+    );
+}

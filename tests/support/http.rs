@@ -81,15 +81,18 @@ impl Server {
         Server::spawn(dir, &mut command)
     }
 
+    /// [`Server::start`] with the test pool tracing its calls into `trace`.
+    pub fn start_traced(extra: &[&str], trace: &super::trace::CallTrace) -> Server {
+        let (key, value) = trace.env();
+        let value = value.to_string_lossy().into_owned();
+        Server::start_env(extra, &[(key, value.as_str())])
+    }
+
     /// Runs `command` and waits for its banner.
     pub fn spawn(dir: TempDir, command: &mut Command) -> Server {
         let proc = Proc::spawn(command);
         let addr = wait_for_banner(&proc);
-        Server {
-            proc,
-            addr,
-            dir,
-        }
+        Server { proc, addr, dir }
     }
 
     pub fn connect(&self) -> Client {
@@ -358,8 +361,9 @@ impl Client {
             {
                 loop {
                     let size = self.try_line()?;
-                    let size = usize::from_str_radix(size.split(';').next().unwrap_or("").trim(), 16)
-                        .map_err(|_| format!("bad chunk size {size:?}"))?;
+                    let size =
+                        usize::from_str_radix(size.split(';').next().unwrap_or("").trim(), 16)
+                            .map_err(|_| format!("bad chunk size {size:?}"))?;
                     let data = self.try_take(size)?;
                     response.body.extend_from_slice(&data);
                     self.try_line()?;
@@ -581,7 +585,6 @@ pub fn request(id: u64, method: &str) -> Value {
 pub fn tool_call(id: u64, tool: &str, arguments: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
 }
-
 
 /// Starts `router <manifests...> --http-port 0 --lazy-pools <extra>`.
 pub fn router(dir: TempDir, manifests: &[&Path], extra: &[&str]) -> Server {

@@ -467,4 +467,3 @@ pub fn assert_no_leftovers(server_pid: i32, groups: &[i32], tmpdir: &Path) {
     let shm = shm_files_of(server_pid);
     assert!(shm.is_empty(), "shared memory left behind: {shm:?}");
 }
-

@@ -56,7 +56,10 @@ impl CallTrace {
         let text = std::fs::read_to_string(&self.path).unwrap_or_default();
         let mut calls: Vec<TracedCall> = Vec::new();
         // Only whole lines: the pool may be writing the last one.
-        for line in text.split_inclusive('\n').filter_map(|l| l.strip_suffix('\n')) {
+        for line in text
+            .split_inclusive('\n')
+            .filter_map(|l| l.strip_suffix('\n'))
+        {
             let fields: Vec<&str> = line.split(' ').collect();
             let [kind, function, pid, ns] = fields[..] else {
                 panic!("bad trace line {line:?} in {}", self.path.display())
