@@ -21,6 +21,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::support::http::{wait_for_banner, Client, Response};
+use crate::support::stdio::Lines;
 use crate::util::{self, poll_until, wait_until, Proc, TempDir, TIMEOUT};
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"faults","version":"1"}}}"#;
@@ -214,45 +215,35 @@ fn manifest(dir: &TempDir) -> PathBuf {
 
 // ---- stdio -------------------------------------------------------------------
 
-/// A stdio server after the handshake.
-struct Stdio {
-    proc: Proc,
-    _dir: TempDir,
+/// A stdio server after the handshake (the support library's [`Lines`]).
+struct Stdio(Lines);
+
+impl std::ops::Deref for Stdio {
+    type Target = Lines;
+    fn deref(&self) -> &Lines {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Stdio {
+    fn deref_mut(&mut self) -> &mut Lines {
+        &mut self.0
+    }
 }
 
 impl Stdio {
     #[track_caller]
     fn start() -> Stdio {
         let dir = TempDir::new();
-        let mut command = util::cmd(["mcp"]);
-        command.arg(manifest(&dir));
-        let mut s = Stdio {
-            proc: Proc::spawn(&mut command),
-            _dir: dir,
-        };
-        s.proc.send_line(INITIALIZE);
-        let reply = s.line();
+        let manifest = manifest(&dir);
+        let mut s = Stdio(Lines::mcp(&manifest, &[], &[], Some(dir)));
+        let reply = s.ask(INITIALIZE);
         assert!(
             reply.starts_with(r#"{"jsonrpc":"2.0","id":0,"result":"#),
             "{reply}"
         );
-        s.proc.send_line(INITIALIZED);
+        s.send(INITIALIZED);
         s
-    }
-
-    /// The next line, without its LF; fails the test on EOF or silence.
-    #[track_caller]
-    fn line(&mut self) -> String {
-        match self.proc.read_line(TIMEOUT) {
-            Some(line) => match line.strip_suffix('\n') {
-                Some(body) => body.to_string(),
-                None => panic!("line without LF: {}", shorten(line.as_bytes())),
-            },
-            None => panic!(
-                "the server closed stdout; stderr:\n{}",
-                self.proc.stderr_now()
-            ),
-        }
     }
 
     /// Sends `request` and reads lines until the one that starts with

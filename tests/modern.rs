@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 use crate::support::http::{
     post_request, router, write_manifest, Client, Response, Server as HttpServer,
 };
-use crate::util::{self, wait_for, CallTrace, Proc, TempDir, TIMEOUT};
+use crate::support::stdio::Lines;
+use crate::util::{self, wait_for, CallTrace, TempDir};
 
 const MODERN: &str = "2026-07-28";
 const SCHEMA: &str = "https://json-schema.org/draft/2020-12/schema";
@@ -51,54 +52,56 @@ fn assert_complete(result: &Value) {
 }
 
 /// `morloc-mcp mcp <shapes>` over stdio.
-struct Stdio {
-    proc: Proc,
-    _dir: TempDir,
+/// A stdio server driven message by message (the support library's
+/// [`Lines`]) with this file's shorthands.
+struct Stdio(Lines);
+
+impl std::ops::Deref for Stdio {
+    type Target = Lines;
+    fn deref(&self) -> &Lines {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Stdio {
+    fn deref_mut(&mut self) -> &mut Lines {
+        &mut self.0
+    }
 }
 
 impl Stdio {
     fn start() -> Stdio {
         let dir = TempDir::new();
         let manifest = util::shapes_manifest(&dir);
-        let mut command = util::cmd(["mcp"]);
-        command.arg(manifest);
-        Stdio {
-            proc: Proc::spawn(&mut command),
-            _dir: dir,
-        }
+        Stdio(Lines::mcp(&manifest, &[], &[], Some(dir)))
     }
 
     fn send(&mut self, msg: &Value) {
-        self.proc.send_line(&msg.to_string());
+        self.0.send_json(msg);
     }
 
     #[track_caller]
     fn next(&mut self) -> Value {
-        match self.proc.read_line(TIMEOUT) {
-            Some(line) => parse(line.trim_end()),
-            None => panic!("stdout closed; stderr:\n{}", self.proc.stderr_now()),
-        }
+        self.0.json()
     }
 
     #[track_caller]
     fn ask(&mut self, msg: &Value) -> Value {
-        self.send(msg);
-        self.next()
+        self.0.ask_json(msg)
     }
 
     /// A legacy `ping` (answered before and after `initialize`) must be the
     /// next line: nothing else was sent.
     #[track_caller]
     fn quiet(&mut self, tag: &str) {
-        let reply = self.ask(&json!({"jsonrpc": "2.0", "id": tag, "method": "ping"}));
-        assert_eq!(reply, json!({"jsonrpc": "2.0", "id": tag, "result": {}}));
+        self.0.quiet_as(tag);
     }
 
+    /// Ends the session (exit status 0); returns what stdout still held.
     fn finish(mut self) -> String {
-        self.proc.close_stdin();
-        let status = self.proc.wait(TIMEOUT);
-        assert_eq!(status.code(), Some(0));
-        self.proc.stdout_rest(TIMEOUT)
+        let done = self.0.finish();
+        assert_eq!(done.status.code(), Some(0), "{}", done.stderr);
+        done.rest
     }
 }
 
@@ -596,14 +599,7 @@ fn a_rebuilt_program_is_reloaded_and_subscribers_are_told() {
     let dir = TempDir::new();
     let manifest = util::shapes_manifest(&dir);
     let trace = CallTrace::new();
-    let mut command = util::cmd(["mcp"]);
-    command.arg(&manifest);
-    let (key, value) = trace.env();
-    command.env(key, value);
-    let mut s = Stdio {
-        proc: Proc::spawn(&mut command),
-        _dir: TempDir::new(),
-    };
+    let mut s = Stdio(Lines::mcp(&manifest, &[], &[trace.env()], None));
     // A legacy session and a modern subscription on the same process.
     let init = s.ask(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "l", "version": "1"}}}));

@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::util::{self, wait_for, Proc, Stopwatch, TempDir, TIMEOUT};
+use crate::support::stdio::Lines;
+use crate::util::{self, wait_for, Stopwatch, TempDir, TIMEOUT};
 
 /// The server's line cap (64 MiB, LF not counted).
 const MAX_LINE: usize = 64 * 1024 * 1024;
@@ -23,23 +24,27 @@ const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","param
 const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 const INITIALIZE_RESULT: &str = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":true},"logging":{}},"serverInfo":{"name":"main","version":"0.98.2"}}}"#;
 
-/// A running `morloc-mcp mcp <manifest>` and the directory its manifest lives in.
-struct Server {
-    proc: Proc,
-    _dir: TempDir,
-    next_id: u64,
+/// A running `morloc-mcp mcp <manifest>` driven line by line (the support
+/// library's [`Lines`]), with this file's shorthands.
+struct Server(Lines);
+
+impl std::ops::Deref for Server {
+    type Target = Lines;
+    fn deref(&self) -> &Lines {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Server {
+    fn deref_mut(&mut self) -> &mut Lines {
+        &mut self.0
+    }
 }
 
 impl Server {
     #[track_caller]
     fn spawn(manifest: &Path, options: &[&str], dir: TempDir) -> Server {
-        let mut command = util::cmd(["mcp"]);
-        command.arg(manifest).args(options);
-        Server {
-            proc: Proc::spawn(&mut command),
-            _dir: dir,
-            next_id: 1000,
-        }
+        Server(Lines::mcp(manifest, options, &[], Some(dir)))
     }
 
     /// The `shapes` program with the test pool, not yet initialized.
@@ -77,49 +82,17 @@ impl Server {
         self
     }
 
-    #[track_caller]
-    fn send(&mut self, line: &str) {
-        self.proc.send_line(line);
-    }
-
     /// The next stdout line, without its LF (which must be there).
     #[track_caller]
     fn next(&mut self) -> String {
-        match self.proc.read_line(TIMEOUT) {
-            Some(line) => match line.strip_suffix('\n') {
-                Some(body) => body.to_string(),
-                None => panic!("stdout line without LF: {line}"),
-            },
-            None => panic!("stdout closed; stderr:\n{}", self.proc.stderr_now()),
-        }
-    }
-
-    #[track_caller]
-    fn ask(&mut self, line: &str) -> String {
-        self.send(line);
-        self.next()
-    }
-
-    /// Asserts that nothing was sent since the last read (and that the
-    /// server still answers): a ping's reply must be the next line.
-    #[track_caller]
-    fn quiet(&mut self) {
-        self.next_id += 1;
-        let id = self.next_id;
-        let reply = self.ask(&format!(
-            r#"{{"jsonrpc":"2.0","id":"sync-{id}","method":"ping"}}"#
-        ));
-        assert_eq!(
-            reply,
-            format!(r#"{{"jsonrpc":"2.0","id":"sync-{id}","result":{{}}}}"#)
-        );
+        self.line()
     }
 
     /// Sends a `tools/call` (arguments as JSON text) and returns the raw reply.
     #[track_caller]
     fn call(&mut self, tool: &str, arguments: &str) -> String {
-        self.next_id += 1;
-        let id = self.next_id;
+        self.sync_id += 1;
+        let id = self.sync_id;
         let reply = self.ask(&format!(
             r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{arguments}}}}}"#
         ));
@@ -135,7 +108,7 @@ impl Server {
     #[track_caller]
     fn result(&mut self, tool: &str, arguments: &str) -> String {
         let reply = self.call(tool, arguments);
-        let prefix = format!(r#"{{"jsonrpc":"2.0","id":{},"result":"#, self.next_id);
+        let prefix = format!(r#"{{"jsonrpc":"2.0","id":{},"result":"#, self.sync_id);
         match reply
             .strip_prefix(&prefix)
             .and_then(|r| r.strip_suffix('}'))
@@ -148,12 +121,9 @@ impl Server {
     /// Closes stdin and waits for the exit; nothing more may be written.
     #[track_caller]
     fn finish(mut self) -> (ExitStatus, String) {
-        self.proc.close_stdin();
-        let status = self.proc.wait(TIMEOUT);
-        let rest = self.proc.stdout_rest(TIMEOUT);
-        assert_eq!(rest, "", "output after EOF");
-        let stderr = self.proc.stderr_text(TIMEOUT);
-        (status, stderr)
+        let done = self.0.finish();
+        assert_eq!(done.rest, "", "output after EOF");
+        (done.status, done.stderr)
     }
 }
 

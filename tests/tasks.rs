@@ -9,7 +9,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::support::http::{post_request, Client, Server as HttpServer};
-use crate::util::{self, wait_until, CallTrace, Proc, Stopwatch, TempDir, TIMEOUT};
+use crate::support::stdio::Lines;
+use crate::util::{self, wait_until, CallTrace, Stopwatch, TempDir, TIMEOUT};
 
 const MODERN: &str = "2026-07-28";
 const EXT: &str = "io.modelcontextprotocol/tasks";
@@ -60,37 +61,20 @@ fn manifest(dir: &TempDir) -> std::path::PathBuf {
     })
 }
 
-struct Stdio {
-    proc: Proc,
-    _dir: TempDir,
+/// A stdio server of this file's program (the support library's [`Lines`]).
+type Stdio = Lines;
+
+/// Starts `mcp <program> <extra...>` with `env`.
+#[track_caller]
+fn start_env(extra: &[&str], env: &[(&str, std::ffi::OsString)]) -> Stdio {
+    let dir = TempDir::new();
+    let manifest = manifest(&dir);
+    Lines::mcp(&manifest, extra, env, Some(dir))
 }
 
-impl Stdio {
-    fn start(extra: &[&str]) -> Stdio {
-        Stdio::start_env(extra, &[])
-    }
-
-    fn start_env(extra: &[&str], env: &[(&str, std::ffi::OsString)]) -> Stdio {
-        let dir = TempDir::new();
-        let mut command = util::cmd(["mcp"]);
-        command.arg(manifest(&dir)).args(extra);
-        for (key, value) in env {
-            command.env(key, value);
-        }
-        Stdio {
-            proc: Proc::spawn(&mut command),
-            _dir: dir,
-        }
-    }
-
-    #[track_caller]
-    fn ask(&mut self, msg: &Value) -> Value {
-        self.proc.send_line(&msg.to_string());
-        match self.proc.read_line(TIMEOUT) {
-            Some(line) => serde_json::from_str(line.trim_end()).expect("JSON"),
-            None => panic!("stdout closed; stderr:\n{}", self.proc.stderr_now()),
-        }
-    }
+#[track_caller]
+fn start(extra: &[&str]) -> Stdio {
+    start_env(extra, &[])
 }
 
 /// Polls `tasks/get` until the task leaves `working`.
@@ -108,23 +92,23 @@ fn settle(ask: &mut dyn FnMut(&Value) -> Value, task: &str) -> Value {
 #[test]
 fn stdio_tasks_complete_cancel_fail_and_expire() {
     let trace = CallTrace::new();
-    let mut s = Stdio::start_env(
+    let mut s = start_env(
         &["--task-after", "1000", "--task-ttl", "1.5"],
         &[trace.env()],
     );
     // The pool is up (a synchronous call without the extension), so the
     // next call does not wait for its start-up.
-    let warm = s.ask(&call(20, "slowEcho", 0, false));
+    let warm = s.ask_json(&call(20, "slowEcho", 0, false));
     assert_eq!(warm["result"]["content"][0]["text"], "0", "{warm}");
     // A fast call answers normally, even to a client that wants tasks: it
     // takes far less than --task-after.
-    let fast = s.ask(&call(1, "slowEcho", 0, true));
+    let fast = s.ask_json(&call(1, "slowEcho", 0, true));
     assert_eq!(fast["result"]["resultType"], "complete", "{fast}");
     assert_eq!(fast["result"]["content"][0]["text"], "0");
 
     // A slow call becomes a task after --task-after, while it still runs.
     let started = Stopwatch::start();
-    let created = s.ask(&call(2, "slowEcho", 3000, true));
+    let created = s.ask_json(&call(2, "slowEcho", 3000, true));
     let result = &created["result"];
     assert_eq!(result["resultType"], "task", "{created}");
     assert_eq!(result["status"], "working");
@@ -138,7 +122,7 @@ fn stdio_tasks_complete_cancel_fail_and_expire() {
     let (prefix, random) = task.split_once('.').expect("<instance>.<random>");
     assert!(!prefix.is_empty());
     assert_eq!(random.len(), 32, "128 random bits: {task}");
-    let now = s.ask(&task_req(3, "tasks/get", &task));
+    let now = s.ask_json(&task_req(3, "tasks/get", &task));
     assert_eq!(now["result"]["status"], "working", "{now}");
     // The elapsed time counts from the call's start, --task-after before the
     // task was made, not from the task.
@@ -155,7 +139,7 @@ fn stdio_tasks_complete_cancel_fail_and_expire() {
         );
     }
     assert_eq!(now["result"]["pollIntervalMs"], 1000);
-    let done = settle(&mut |m| s.ask(m), &task);
+    let done = settle(&mut |m| s.ask_json(m), &task);
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(
         done["result"],
@@ -163,26 +147,26 @@ fn stdio_tasks_complete_cancel_fail_and_expire() {
     );
     // ttlMs counts from creation: the run time after it plus the 1.5 s kept.
     assert!(done["ttlMs"].as_u64().is_some_and(|t| t >= 3300), "{done}");
-    let ack = s.ask(&task_req(4, "tasks/update", &task));
+    let ack = s.ask_json(&task_req(4, "tasks/update", &task));
     assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
 
     // Cancel: acknowledged at once, settled as cancelled, and idempotent.
-    let created = s.ask(&call(5, "slowEcho", 20_000, true));
+    let created = s.ask_json(&call(5, "slowEcho", 20_000, true));
     let long = created["result"]["taskId"]
         .as_str()
         .expect("taskId")
         .to_string();
-    let ack = s.ask(&task_req(6, "tasks/cancel", &long));
+    let ack = s.ask_json(&task_req(6, "tasks/cancel", &long));
     assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
     assert!(ack["result"].get("status").is_none());
-    let got = s.ask(&task_req(7, "tasks/get", &long));
+    let got = s.ask_json(&task_req(7, "tasks/get", &long));
     assert_eq!(got["result"]["status"], "cancelled", "{got}");
-    let again = s.ask(&task_req(8, "tasks/cancel", &long));
+    let again = s.ask_json(&task_req(8, "tasks/cancel", &long));
     assert_eq!(again["result"]["resultType"], "complete", "{again}");
 
     // The completed task is freed once its TTL is over.
     let gone = wait_until("the completed task freed after its TTL", || {
-        let reply = s.ask(&task_req(9, "tasks/get", &task));
+        let reply = s.ask_json(&task_req(9, "tasks/get", &task));
         reply.get("error").is_some().then_some(reply)
     });
     assert_eq!(gone["error"]["code"], -32602, "{gone}");
@@ -191,15 +175,15 @@ fn stdio_tasks_complete_cancel_fail_and_expire() {
         .is_some_and(|m| m.contains("unknown task")));
 
     // Without the extension: synchronous, and tasks/* are refused.
-    let sync = s.ask(&call(10, "slowEcho", 700, false));
+    let sync = s.ask_json(&call(10, "slowEcho", 700, false));
     assert_eq!(sync["result"]["content"][0]["text"], "700", "{sync}");
     assert!(sync["result"].get("taskId").is_none());
     let mut get = task_req(11, "tasks/get", &long);
     get["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({});
-    let refused = s.ask(&get);
+    let refused = s.ask_json(&get);
     assert_eq!(refused["error"]["code"], -32021, "{refused}");
     // Pure commands stay synchronous.
-    let pure = s.ask(&request(
+    let pure = s.ask_json(&request(
         12,
         "tools/call",
         json!({"name": "pureAnswer", "arguments": {}}),
@@ -212,14 +196,14 @@ fn stdio_tasks_complete_cancel_fail_and_expire() {
 
 #[test]
 fn stdio_a_pool_killed_mid_task_fails_the_task() {
-    let mut s = Stdio::start(&["--task-after", "0"]);
-    let created = s.ask(&call(1, "crashPool", 1, true));
+    let mut s = start(&["--task-after", "0"]);
+    let created = s.ask_json(&call(1, "crashPool", 1, true));
     assert_eq!(created["result"]["resultType"], "task", "{created}");
     let task = created["result"]["taskId"]
         .as_str()
         .expect("taskId")
         .to_string();
-    let failed = settle(&mut |m| s.ask(m), &task);
+    let failed = settle(&mut |m| s.ask_json(m), &task);
     assert_eq!(failed["status"], "failed", "{failed}");
     assert_eq!(failed["error"]["code"], -32603, "{failed}");
     assert!(failed["error"]["message"]
@@ -227,12 +211,12 @@ fn stdio_a_pool_killed_mid_task_fails_the_task() {
         .is_some_and(|m| m.contains("pool 'py' died")));
     assert!(failed.get("result").is_none());
     // The restarted pool serves the next task.
-    let created = s.ask(&call(2, "slowEcho", 50, true));
+    let created = s.ask_json(&call(2, "slowEcho", 50, true));
     let task = created["result"]["taskId"]
         .as_str()
         .expect("taskId")
         .to_string();
-    let done = settle(&mut |m| s.ask(m), &task);
+    let done = settle(&mut |m| s.ask_json(m), &task);
     assert_eq!(done["result"]["content"][0]["text"], "50", "{done}");
     s.proc.close_stdin();
     s.proc.wait(TIMEOUT);
@@ -356,8 +340,8 @@ fn http_tasks_are_created_polled_cancelled_and_routed_by_mcp_name() {
 
 #[test]
 fn stdio_subscribers_hear_a_task_settle() {
-    let mut s = Stdio::start(&["--task-after", "0"]);
-    let created = s.ask(&call(1, "slowEcho", 600, true));
+    let mut s = start(&["--task-after", "0"]);
+    let created = s.ask_json(&call(1, "slowEcho", 600, true));
     let task = created["result"]["taskId"]
         .as_str()
         .expect("taskId")
@@ -368,7 +352,7 @@ fn stdio_subscribers_hear_a_task_settle() {
         json!({"notifications": {"taskIds": [task, "i0.unknown"]}}),
         true,
     );
-    let ack = s.ask(&listen);
+    let ack = s.ask_json(&listen);
     assert_eq!(
         ack["method"], "notifications/subscriptions/acknowledged",
         "{ack}"
@@ -391,7 +375,7 @@ fn stdio_subscribers_hear_a_task_settle() {
     let mut plain = listen.clone();
     plain["id"] = json!(3);
     plain["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({});
-    let refused = s.ask(&plain);
+    let refused = s.ask_json(&plain);
     assert_eq!(refused["error"]["code"], -32021, "{refused}");
     s.proc.close_stdin();
     s.proc.wait(TIMEOUT);
@@ -403,15 +387,15 @@ fn task_dir_keeps_results_across_a_restart() {
     let dir = store.path().join("tasks");
     let dir_arg = dir.to_string_lossy().to_string();
     let args = ["--task-after", "0", "--task-dir", dir_arg.as_str()];
-    let mut s = Stdio::start(&args);
-    let created = s.ask(&call(1, "slowEcho", 100, true));
+    let mut s = start(&args);
+    let created = s.ask_json(&call(1, "slowEcho", 100, true));
     let done_id = created["result"]["taskId"]
         .as_str()
         .expect("taskId")
         .to_string();
-    let done = settle(&mut |m| s.ask(m), &done_id);
+    let done = settle(&mut |m| s.ask_json(m), &done_id);
     assert_eq!(done["status"], "completed");
-    let created = s.ask(&call(2, "slowEcho", 30_000, true));
+    let created = s.ask_json(&call(2, "slowEcho", 30_000, true));
     let running = created["result"]["taskId"]
         .as_str()
         .expect("taskId")
@@ -422,11 +406,11 @@ fn task_dir_keeps_results_across_a_restart() {
     let files = std::fs::read_dir(&dir).expect("task dir").count();
     assert_eq!(files, 2);
 
-    let mut again = Stdio::start(&args);
-    let got = again.ask(&task_req(3, "tasks/get", &done_id));
+    let mut again = start(&args);
+    let got = again.ask_json(&task_req(3, "tasks/get", &done_id));
     assert_eq!(got["result"]["status"], "completed", "{got}");
     assert_eq!(got["result"]["result"], done["result"]);
-    let got = again.ask(&task_req(4, "tasks/get", &running));
+    let got = again.ask_json(&task_req(4, "tasks/get", &running));
     assert_eq!(got["result"]["status"], "failed", "{got}");
     assert_eq!(
         got["result"]["statusMessage"],

@@ -467,3 +467,128 @@ pub fn assert_no_leftovers(server_pid: i32, groups: &[i32], tmpdir: &Path) {
     let shm = shm_files_of(server_pid);
     assert!(shm.is_empty(), "shared memory left behind: {shm:?}");
 }
+
+// ---- a line-by-line session ---------------------------------------------------
+
+/// A server driven line by line over its stdin and stdout, for tests that
+/// check the exact bytes of each line (or want each reply as it comes,
+/// without the id matching of [`Server`]). Test files wrap it with their
+/// program's start-up and their own shorthands.
+pub struct Lines {
+    pub proc: Proc,
+    /// Keeps the program's directory alive as long as the server.
+    pub dir: Option<TempDir>,
+    /// The last id [`Lines::quiet`] used.
+    pub sync_id: u64,
+}
+
+/// What a finished session left behind.
+pub struct Finished {
+    pub status: std::process::ExitStatus,
+    /// Stdout after the last line read.
+    pub rest: String,
+    pub stderr: String,
+}
+
+impl Lines {
+    /// Spawns `command` (the binary with its arguments and environment).
+    #[track_caller]
+    pub fn spawn(command: &mut std::process::Command, dir: Option<TempDir>) -> Lines {
+        Lines {
+            proc: Proc::spawn(command),
+            dir,
+            sync_id: 1000,
+        }
+    }
+
+    /// `mcp <manifest> <options...>` with `env` set.
+    #[track_caller]
+    pub fn mcp(
+        manifest: &Path,
+        options: &[&str],
+        env: &[(&str, OsString)],
+        dir: Option<TempDir>,
+    ) -> Lines {
+        let mut command = super::proc::cmd(["mcp"]);
+        command.arg(manifest).args(options);
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        Lines::spawn(&mut command, dir)
+    }
+
+    /// Writes one line (a newline is added).
+    #[track_caller]
+    pub fn send(&mut self, line: &str) {
+        self.proc.send_line(line);
+    }
+
+    #[track_caller]
+    pub fn send_json(&mut self, msg: &Json) {
+        self.proc.send_line(&msg.to_string());
+    }
+
+    /// The next stdout line without its LF (which must be there); fails the
+    /// test at EOF or after [`TIMEOUT`].
+    #[track_caller]
+    pub fn line(&mut self) -> String {
+        match self.proc.read_line(TIMEOUT) {
+            Some(line) => match line.strip_suffix('\n') {
+                Some(body) => body.to_string(),
+                None => panic!("stdout line without LF: {line:?}"),
+            },
+            None => panic!("stdout closed; stderr:\n{}", self.proc.stderr_now()),
+        }
+    }
+
+    /// The next stdout line, parsed.
+    #[track_caller]
+    pub fn json(&mut self) -> Json {
+        let line = self.line();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+    }
+
+    /// Sends a line and returns the next one.
+    #[track_caller]
+    pub fn ask(&mut self, line: &str) -> String {
+        self.send(line);
+        self.line()
+    }
+
+    /// Sends a message and returns the next one.
+    #[track_caller]
+    pub fn ask_json(&mut self, msg: &Json) -> Json {
+        self.send_json(msg);
+        self.json()
+    }
+
+    /// Asserts that nothing was sent since the last read (and that the
+    /// server still answers): a ping's reply must be the next line.
+    #[track_caller]
+    pub fn quiet(&mut self) {
+        self.sync_id += 1;
+        let id = format!("sync-{}", self.sync_id);
+        self.quiet_as(&id);
+    }
+
+    /// [`Lines::quiet`] with a ping of id `tag` (a string).
+    #[track_caller]
+    pub fn quiet_as(&mut self, tag: &str) {
+        let reply = self.ask_json(&json!({"jsonrpc": "2.0", "id": tag, "method": "ping"}));
+        assert_eq!(reply, json!({"jsonrpc": "2.0", "id": tag, "result": {}}));
+    }
+
+    /// Closes stdin and waits for the exit and the end of both streams.
+    #[track_caller]
+    pub fn finish(&mut self) -> Finished {
+        self.proc.close_stdin();
+        let status = self.proc.wait(TIMEOUT);
+        let rest = self.proc.stdout_rest(TIMEOUT);
+        let stderr = self.proc.stderr_text(TIMEOUT);
+        Finished {
+            status,
+            rest,
+            stderr,
+        }
+    }
+}
