@@ -12,12 +12,13 @@ help: ## List the targets
 build: ## Build the release binary
 	$(CARGO) build --release
 
-test: test-pool test-rust test-real static e2e e2e-static test-scale ## Run every test (what CI runs)
+test: ## Every test stage, each even after a failure, then a summary table (what CI runs; tests/run_all.sh)
+	sh tests/run_all.sh
 
 test-rust: ## Unit, golden and end-to-end tests of the server
 	$(CARGO) test --all-targets
 
-test-real: ## The real Morloc runtime and compiled programs, release build (from ../shared/morloc; skips without it)
+test-real: ## The real Morloc runtime ($$MORLOC_HOME) and programs compiled with `morloc` on PATH (skips without them)
 	sh tests/real/run.sh
 
 test-scale: ## Three instances behind nginx and HAProxy from deploy/ (skips a balancer that is not installed)

@@ -10,10 +10,10 @@ the pool with one small call, then times one large call from writing the
 request line to reading the whole reply line, and reads the server's peak
 resident set (VmHWM) afterwards. Every reply is checked byte for byte.
 
-Needs the real runtime: $MORLOC_HOME if it is a usable Morloc installation,
-else .cache/morloc (what `make test-real` builds), and the compiled programs
-in ../shared/morloc/programs (MORLOC_SHARED names another place). Without
-them it prints one line saying so and exits 0.
+Needs a Morloc installation ($MORLOC_HOME, default ~/.local/share/morloc)
+and the `workbench` program compiled by `make test-real` (or under
+$MORLOC_PROGRAMS; bench/programs.py says where it looks). Without them it
+prints one line saying so and exits 0.
 
 The section between the `big-results` markers of bench/RESULTS.md is
 replaced with the table (or written to --out). No figure is asserted.

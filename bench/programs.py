@@ -3,11 +3,13 @@
 - Test-pool programs: the `shapes` manifest of tests/data served by
   tests/pool/testpool.py, and `spin`, one CPU-bound function with small
   arguments and results (the test pool's `bench` program).
-- The real Morloc runtime and compiled programs, for the benchmarks that use
-  them (big_results.py, replicas.py, latency.py). The runtime is
-  $MORLOC_HOME if it is a usable Morloc installation, else .cache/morloc
-  (what `make test-real` builds). The programs are those in
-  ../shared/morloc/programs, or under $MORLOC_SHARED/programs.
+- Programs compiled by the real Morloc compiler, with the real runtime, for
+  the benchmarks that use them (big_results.py, replicas.py, latency.py).
+  The runtime is the Morloc installation at $MORLOC_HOME (default
+  ~/.local/share/morloc). The compiled programs are those `make test-real`
+  compiled into .cache/real-programs/current (the `workbench` program), or
+  under $MORLOC_PROGRAMS (<dir>/<name>/nexus-build/manifest.json). Nothing
+  here builds Morloc.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ import os
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Printed by a benchmark that skips its real-pool part.
-NEEDS = ("needs ../shared/morloc (or MORLOC_SHARED) and a Morloc runtime "
-         "(MORLOC_HOME, or .cache/morloc from `make test-real`)")
+NEEDS = ("needs a Morloc installation (MORLOC_HOME, default ~/.local/share/morloc) and the program "
+         "compiled by `make test-real` (or under MORLOC_PROGRAMS)")
 
 
 def usable_home(home: str) -> bool:
@@ -29,22 +31,22 @@ def usable_home(home: str) -> bool:
 
 def runtime_env() -> dict[str, str] | None:
     """The environment real pools run in, or None without a runtime."""
-    for home in (os.environ.get("MORLOC_HOME", ""), os.path.join(ROOT, ".cache", "morloc")):
-        if home and usable_home(home):
-            env = dict(os.environ)
-            env["MORLOC_HOME"] = home
-            env["LD_LIBRARY_PATH"] = os.pathsep.join(
-                p for p in (os.path.join(home, "lib"), env.get("LD_LIBRARY_PATH", "")) if p)
-            env["PYTHONPATH"] = os.pathsep.join(
-                p for p in (os.path.join(home, "opt"), env.get("PYTHONPATH", "")) if p)
-            return env
-    return None
+    home = os.environ.get("MORLOC_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share", "morloc")
+    if not usable_home(home):
+        return None
+    env = dict(os.environ)
+    env["MORLOC_HOME"] = home
+    env["LD_LIBRARY_PATH"] = os.pathsep.join(
+        p for p in (os.path.join(home, "lib"), env.get("LD_LIBRARY_PATH", "")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (os.path.join(home, "opt"), env.get("PYTHONPATH", "")) if p)
+    return env
 
 
 def program_manifest(name: str) -> str | None:
     """The manifest of a compiled program, or None when it is not there."""
-    shared = os.environ.get("MORLOC_SHARED", os.path.join(ROOT, "..", "shared", "morloc"))
-    path = os.path.join(shared, "programs", name, "nexus-build", "manifest.json")
+    programs = os.environ.get("MORLOC_PROGRAMS") or os.path.join(ROOT, ".cache", "real-programs", "current")
+    path = os.path.join(programs, name, "nexus-build", "manifest.json")
     return path if os.path.isfile(path) else None
 
 

@@ -60,7 +60,8 @@ node_env() {
 }
 
 pids=""
-for env in mcp1 mcp2 fastmcp fastmcp-tasks node; do
+# Arguments name the environments to make (default: all five).
+for env in ${*:-mcp1 mcp2 fastmcp fastmcp-tasks node}; do
     if [ "$env" = node ]; then
         node_env >"$LOGS/$env.log" 2>&1 &
     else

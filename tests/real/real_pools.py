@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """The server against the real Morloc 0.98.2 runtime: `make test-real`.
 
-Serves the seven programs compiled by the real Morloc compiler (their
-directory is given with --programs) through their real Python pools, with
-the server binary given by --bin, and checks:
+Serves programs compiled by the real Morloc compiler through their real
+Python pools, with the server binary given by --bin. --programs names the
+compiled programs (<dir>/<program>/nexus-build/manifest.json): the suite's
+own, which tests/real/run.sh compiles from tests/real/programs/. --manifests
+may name a directory of the same layout holding only the manifests of other
+programs (no pools): their tools/list is checked, and the checks that call
+them say that they were skipped and why. It checks:
 
 - every program's tools/list against tests/data/real/<program>.tools.json;
 - every exported tool of every program, with known answers;
@@ -35,8 +39,8 @@ the server binary given by --bin, and checks:
 
 Standard library only. Expects the runtime's environment to be set already
 (MORLOC_HOME, LD_LIBRARY_PATH, PYTHONPATH; tests/real/run.sh does it).
-Prints one line per check and a closing "N passed, M failed"; exits 1 when a
-check fails. `--only NAME` (repeatable) runs the checks whose name contains
+Prints one line per check ("ok", "FAIL" or "skip" with the reason) and a
+closing "N passed, M failed, K skipped"; exits 1 when a check fails. `--only NAME` (repeatable) runs the checks whose name contains
 NAME.
 """
 
@@ -65,6 +69,10 @@ SHM_DIR = "/dev/shm"
 
 class CheckFailed(Exception):
     pass
+
+
+class Skipped(Exception):
+    """A check that cannot run here; the message says why."""
 
 
 def expect(cond, message):
@@ -642,17 +650,34 @@ def expect_records(result, n, what):
 
 
 class Suite:
-    def __init__(self, binary, programs, only):
+    def __init__(self, binary, programs, only, manifests=None):
         self.binary = binary
         self.programs = programs
+        self.manifests = manifests
         self.only = only
         self.passed = 0
         self.failed = []
+        self.skipped = []
         self.servers = []
         self.env = dict(os.environ)
 
+    def compiled(self, program):
+        """The manifest of a compiled program (with its pools), or None."""
+        path = os.path.join(self.programs, program, "nexus-build", "manifest.json")
+        return path if os.path.isfile(path) else None
+
+    def manifest_only(self, program):
+        """The manifest of a program known only by its manifest, or None."""
+        if not self.manifests:
+            return None
+        path = os.path.join(self.manifests, program, "nexus-build", "manifest.json")
+        return path if os.path.isfile(path) else None
+
     def manifest(self, program):
-        return os.path.join(self.programs, program, "nexus-build", "manifest.json")
+        path = self.compiled(program)
+        if path is None:
+            raise Skipped("%s is not compiled here (only programs whose sources are in tests/real/programs/ are)" % program)
+        return path
 
     def serve(self, program, args=()):
         server = Server(self.binary, self.manifest(program), self.env, args)
@@ -664,7 +689,11 @@ class Suite:
             return
         started = time.monotonic()
         try:
-            fn()
+            note = fn()
+        except Skipped as e:
+            self.skipped.append(name)
+            print("skip %s: %s" % (name, e), flush=True)
+            return
         except CheckFailed as e:
             self.failed.append(name)
             print("FAIL %s (%.2f s): %s" % (name, time.monotonic() - started, e), flush=True)
@@ -674,7 +703,8 @@ class Suite:
             print("FAIL %s (%.2f s): %s: %s" % (name, time.monotonic() - started, type(e).__name__, e), flush=True)
             return
         self.passed += 1
-        print("ok   %s (%.2f s)" % (name, time.monotonic() - started), flush=True)
+        note = "; %s" % note if isinstance(note, str) else ""
+        print("ok   %s (%.2f s)%s" % (name, time.monotonic() - started, note), flush=True)
 
     def surface(self, server, program):
         got = server.request("tools/list")
@@ -696,17 +726,28 @@ class Suite:
     def program_checks(self, program, calls, excluded=()):
         """tools/list, then every (tool, arguments, check) in calls; every
         tool the surface lists must be called at least once. Calling an
-        excluded command is an unknown-tool error."""
+        excluded command is an unknown-tool error. A program known only by
+        its manifest gets the tools/list and excluded-command checks (which
+        need no pool) and a note that its calls were not made."""
+        if self.compiled(program) is None:
+            path = self.manifest_only(program)
+            if path is None:
+                raise Skipped("%s is neither compiled here nor among --manifests" % program)
+            # Never starts a pool, so it stays out of the clean-up check.
+            server = Server(self.binary, path, self.env, ("--lazy-pools",))
+            try:
+                self.surface(server, program)
+                self.excluded_are_unknown(server, excluded)
+                expect(not server.bad_lines, "non-protocol stdout: %s" % short(server.bad_lines))
+            finally:
+                status = server.close()
+            expect(status == 0, "server exit status %s" % status)
+            return "tools/list only: %s has a manifest but no compiled pools here, so its %d calls were skipped" % (
+                program, len(calls))
         server = self.serve(program)
         try:
             names = self.surface(server, program)
-            for tool in excluded:
-                reply = server.request("tools/call", {"name": tool, "arguments": {}})
-                error = reply.get("error", {})
-                expect(
-                    error.get("code") == -32602 and tool in error.get("message", ""),
-                    "excluded %s: want an unknown-tool error, got %s" % (tool, short(reply)),
-                )
+            self.excluded_are_unknown(server, excluded)
             called = {tool for tool, _, _ in calls}
             expect(called >= set(names), "tools never called: %s" % sorted(set(names) - called))
             expect(called <= set(names), "calls of tools not listed: %s" % sorted(called - set(names)))
@@ -718,6 +759,15 @@ class Suite:
             status = server.close()
         expect(status == 0, "server exit status %s" % status)
         return server
+
+    def excluded_are_unknown(self, server, excluded):
+        for tool in excluded:
+            reply = server.request("tools/call", {"name": tool, "arguments": {}})
+            error = reply.get("error", {})
+            expect(
+                error.get("code") == -32602 and tool in error.get("message", ""),
+                "excluded %s: want an unknown-tool error, got %s" % (tool, short(reply)),
+            )
 
     def run(self):
         v = lambda want, structured=False: lambda r, what: expect_value(r, want, what, structured)
@@ -864,8 +914,9 @@ class Suite:
         # -- last, over every server this run started
         self.check("clean-up: nothing left in /dev/shm or /tmp", self.clean_up)
 
-        total = self.passed + len(self.failed)
-        print("test-real: %d passed, %d failed (of %d checks)" % (self.passed, len(self.failed), total), flush=True)
+        total = self.passed + len(self.failed) + len(self.skipped)
+        print("test-real: %d passed, %d failed, %d skipped (of %d checks)"
+              % (self.passed, len(self.failed), len(self.skipped), total), flush=True)
         for name in self.failed:
             print("  failed: %s" % name)
         return 0 if not self.failed else 1
@@ -882,14 +933,14 @@ class Suite:
             check = lambda r, what: expect_value(r, 5, what)
         else:
             check = lambda r, what: expect_error(r, "pyarrow", what)
-        self.program_checks(
+        return self.program_checks(
             "excluded_table", [("plainAdd", {"_1": 2, "_2": 3}, check)], excluded=("readTable", "sumTable")
         )
 
     def workbench_tools(self):
         v = lambda want, structured=False: lambda r, what: expect_value(r, want, what, structured)
         points = [{"x": 1, "y": 0.5, "label": "a"}, {"x": 2, "y": 1.25, "label": "b"}]
-        self.program_checks(
+        return self.program_checks(
             "workbench",
             [
                 ("addOne", {"_1": 41}, v(42)),
@@ -1377,6 +1428,7 @@ class Suite:
         """Runs scenario(make, http) over stdio and over HTTP at the same
         time (`make(args)` starts a server for that transport); both must
         pass. Prints what each scenario measured."""
+        self.manifest("workbench")  # skips the check when it is not compiled
         outcome = {}
 
         def run(http):
@@ -1586,7 +1638,11 @@ class Suite:
         """noisy and noisyAdd print to stdout: the protocol stream stays
         clean, the lines reach stderr, and with logging/setLevel they come as
         notifications/message."""
+        tried = []
         for program, tool, marker in (("workbench", "noisy", "NOISY-STDOUT"), ("shapes", "noisyAdd", "STRAY-POOL-STDOUT")):
+            if self.compiled(program) is None:
+                continue
+            tried.append(program)
             server = self.serve(program)
             try:
                 reply = server.request("logging/setLevel", {"level": "debug"})
@@ -1612,6 +1668,10 @@ class Suite:
                 )
             finally:
                 server.close()
+        if not tried:
+            raise Skipped("neither workbench nor shapes is compiled here")
+        if tried != ["workbench", "shapes"]:
+            return "only %s: the others are not compiled here" % ", ".join(tried)
 
     def stop_mid_call(self):
         """However the server is told to stop while a pool worker builds a
@@ -1642,7 +1702,8 @@ class Suite:
         for server in self.servers:
             if server.proc.poll() is None:
                 server.close()
-        expect(self.servers, "no server was started")
+        if not self.servers:
+            raise Skipped("no server with pools ran")
         expect(all(s.pool_runs for s in self.servers), "a server's pools were never seen")
         left = [item for server in self.servers for item in server.leftovers]
         expect(not left, "left behind: %s" % left)
@@ -1713,10 +1774,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bin", required=True, help="the morloc-mcp binary")
     parser.add_argument("--programs", required=True, help="the directory of compiled programs")
+    parser.add_argument("--manifests", help="a directory of manifests of other programs (tools/list checks only)")
     parser.add_argument("--only", action="append", default=[], help="run the checks whose name contains this")
     args = parser.parse_args()
     started = time.monotonic()
-    status = Suite(os.path.abspath(args.bin), os.path.abspath(args.programs), args.only).run()
+    manifests = os.path.abspath(args.manifests) if args.manifests else None
+    status = Suite(os.path.abspath(args.bin), os.path.abspath(args.programs), args.only, manifests).run()
     print("test-real: %.1f s" % (time.monotonic() - started))
     return status
 

@@ -23,7 +23,7 @@ if [ -z "$NGINX" ] && [ -z "$HAPROXY" ]; then
 fi
 cargo build --release --quiet
 if [ ! -x "$SDK" ]; then
-    sh e2e/install.sh
+    sh e2e/install.sh mcp1
 fi
 status=0
 for kind in nginx haproxy; do

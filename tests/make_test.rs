@@ -1,0 +1,87 @@
+//! `make test`'s driver, `tests/run_all.sh`, with a stand-in `make`: every
+//! stage runs even after one fails, the summary table says which passed,
+//! failed or were skipped and why, and the exit status is non-zero when one
+//! failed.
+
+use std::process::Command;
+
+use crate::util::{self, TempDir};
+
+#[test]
+fn every_stage_runs_and_the_summary_tells_why() {
+    let dir = TempDir::new();
+    // A copy of the driver, so that its logs go into the temporary tree.
+    let driver =
+        util::read(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/run_all.sh"));
+    dir.write("tests/run_all.sh", driver);
+    let ran = dir.join("ran");
+    let make = dir.write_executable(
+        "fake-make",
+        format!(
+            "#!/bin/sh\necho \"$2\" >> '{}'\ncase $2 in\n\
+             test-rust) echo 'test result: ok. 10 passed; 0 failed;'; echo 'test result: FAILED. 4 passed; 1 failed;'; exit 101;;\n\
+             test-real) echo 'test-real: skipped: no usable Morloc installation at /nowhere (no such directory)';;\n\
+             static) echo 'static: skipped (the static binary is not built or tested): no musl found; to enable it, install musl-tools';;\n\
+             test-scale) echo 'test-scale: nginx SKIPPED: not installed (apt-get install nginx)';;\n\
+             esac\n",
+            ran.display()
+        ),
+    );
+    let out = util::output(
+        Command::new("sh")
+            .arg(dir.join("tests/run_all.sh"))
+            .env("MAKE", &make),
+    );
+    assert_eq!(out.code, Some(1), "{out:?}");
+    // Every stage ran, in order, the failure notwithstanding (e2e-static is
+    // not a make target here: it has no static binary and says so).
+    assert_eq!(
+        util::read(&ran),
+        "test-pool\ntest-rust\ntest-real\nstatic\ne2e\ntest-scale\n"
+    );
+    let summary: Vec<&str> = out
+        .stdout
+        .lines()
+        .skip_while(|l| *l != "=== make test: summary")
+        .collect();
+    let row = |stage: &str| -> String {
+        let line = summary
+            .iter()
+            .find(|l| l.split_whitespace().next() == Some(stage))
+            .unwrap_or_else(|| panic!("no row for {stage}: {summary:?}"));
+        line.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    assert!(
+        row("test-pool").starts_with("test-pool passed"),
+        "{summary:?}"
+    );
+    let rust = row("test-rust");
+    assert!(
+        rust.starts_with("test-rust FAILED")
+            && rust.contains("14 tests passed, 1 failed; exit status 101"),
+        "{rust}"
+    );
+    assert!(
+        row("test-real").starts_with("test-real skipped")
+            && row("test-real")
+                .ends_with("no usable Morloc installation at /nowhere (no such directory)"),
+        "{summary:?}"
+    );
+    assert!(
+        row("static").ends_with("no musl found; to enable it, install musl-tools"),
+        "{summary:?}"
+    );
+    assert!(
+        row("e2e-static").ends_with("no static binary (the static stage did not build one)"),
+        "{summary:?}"
+    );
+    let scale = row("test-scale");
+    assert!(
+        scale.starts_with("test-scale passed") && scale.contains("nginx SKIPPED"),
+        "{scale}"
+    );
+    assert_eq!(
+        summary.last().copied(),
+        Some("make test: FAILED (see the stages marked FAILED and their logs)")
+    );
+}

@@ -1,0 +1,98 @@
+#!/bin/sh
+# `make test`: every test stage, in order, each run even when an earlier one
+# failed; then a table of what passed, failed or was skipped (and why), and
+# how long each took. Exits 1 when any stage failed.
+#
+#   sh tests/run_all.sh [STAGE...]     (default: every stage)
+#
+# A stage that cannot run here (no musl, no Morloc installation, no npm, no
+# load balancer) says so in one line, `<name>: skipped: <why>` (or
+# `skipped (...): <why>`, or `SKIPPED: <why>`), and exits 0: the table shows
+# it as skipped with that reason. Other lines that mention a skip (one
+# balancer of two, one check) become a note on a stage that passed. Each
+# stage's output is shown as it runs and kept in .cache/make-test/<stage>.log.
+set -u
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT" || exit 1
+MAKE=${MAKE:-make}
+LOGS=$ROOT/.cache/make-test
+mkdir -p "$LOGS"
+STAGES=${*:-test-pool test-rust test-real static e2e e2e-static test-scale}
+
+# The command of a stage.
+run_stage() {
+    case $1 in
+    e2e-static)
+        # `make e2e-static` would make `static` again; it ran already.
+        if [ -x "$ROOT/target/static/morloc-mcp" ]; then
+            E2E_BIN=$ROOT/target/static/morloc-mcp sh "$ROOT/e2e/run.sh"
+        else
+            echo "e2e-static: skipped: no static binary (the static stage did not build one)"
+        fi
+        ;;
+    *) "$MAKE" --no-print-directory "$1" ;;
+    esac
+}
+
+# "1m05s" or "7s".
+duration() {
+    if [ "$1" -ge 60 ]; then
+        printf '%dm%02ds' $(($1 / 60)) $(($1 % 60))
+    else
+        printf '%ds' "$1"
+    fi
+}
+
+# A short count for the table, from a stage's log.
+counts() {
+    case $1 in
+    test-rust)
+        awk '/^test result: /{for(i=1;i<=NF;i++){if($(i+1)~/^passed/)p+=$i;if($(i+1)~/^failed/)f+=$i}}
+             END{if(p+f>0)printf "%d tests passed, %d failed", p, f}' "$2"
+        ;;
+    test-real)
+        sed -n 's/^test-real: \([0-9]* passed, [0-9]* failed, [0-9]* skipped\).*/\1 checks/p' "$2" | tail -n 1
+        ;;
+    esac
+}
+
+table=$LOGS/summary
+: >"$table"
+failed=0
+for stage in $STAGES; do
+    log=$LOGS/$stage.log
+    echo "=== make test: $stage"
+    started=$(date +%s)
+    { run_stage "$stage" 2>&1; echo "$?" >"$log.status"; } | tee "$log"
+    code=$(cat "$log.status")
+    rm -f "$log.status"
+    took=$(duration $(($(date +%s) - started)))
+    whole=$(sed -n -E 's/^[a-z0-9-]+: (skipped|SKIPPED)( \([^)]*\))?: (.*)/\3/p' "$log" | head -n 1)
+    partial=$(grep -E '^[a-z0-9-]+: .*(skipped|SKIPPED)' "$log" | grep -v -E '^[a-z0-9-]+: (skipped|SKIPPED)( \([^)]*\))?: ' | head -n 2 | tr '\n' ';' | sed 's/;$//; s/;/; /g')
+    note=$(counts "$stage" "$log")
+    if [ "$code" != 0 ]; then
+        result=FAILED
+        failed=1
+        why="${note:+$note; }exit status $code; log: .cache/make-test/$stage.log"
+    elif [ -n "$whole" ]; then
+        result=skipped
+        why=$whole
+    else
+        result=passed
+        why=$note${note:+${partial:+; }}$partial
+    fi
+    printf '%s\t%s\t%s\t%s\n' "$stage" "$result" "$took" "$why" >>"$table"
+done
+
+echo
+echo "=== make test: summary"
+printf '%-11s %-8s %7s  %s\n' stage result time "notes (why skipped, counts)"
+while IFS="$(printf '\t')" read -r stage result took why; do
+    printf '%-11s %-8s %7s  %s\n' "$stage" "$result" "$took" "$why"
+done <"$table"
+if [ "$failed" -ne 0 ]; then
+    echo "make test: FAILED (see the stages marked FAILED and their logs)"
+    exit 1
+fi
+echo "make test: every stage passed or was skipped for the reason shown"
