@@ -760,5 +760,31 @@ class TestProcess(unittest.TestCase):
             shutil.rmtree(d, ignore_errors=True)
 
 
+class TestCallTrace(PoolCase):
+    def test_every_call_is_traced_with_its_start_and_end(self) -> None:
+        trace = os.path.join(self.dir, "calls.trace")
+        os.environ["TESTPOOL_TRACE"] = trace
+        try:
+            pool = self.pool()
+            self.reply(pool, call(1, int_arg(41)))
+            self.reply(pool, call(19, int_arg(20)))  # slowEcho 20 ms
+        finally:
+            del os.environ["TESTPOOL_TRACE"]
+        lines = [line.split(" ") for line in Path(trace).read_text().splitlines()]
+        self.assertEqual([(kind, name, pid) for kind, name, pid, _ in lines], [
+            ("start", "addOne", str(os.getpid())), ("end", "addOne", str(os.getpid())),
+            ("start", "slowEcho", str(os.getpid())), ("end", "slowEcho", str(os.getpid())),
+        ])
+        times = [int(ns) for *_, ns in lines]
+        self.assertEqual(times, sorted(times))
+        # slowEcho slept its 20 ms between its two lines.
+        self.assertGreaterEqual(times[3] - times[2], 20_000_000)
+
+    def test_without_the_variable_nothing_is_written(self) -> None:
+        self.assertNotIn("TESTPOOL_TRACE", os.environ)
+        self.reply(self.pool(), call(1, int_arg(1)))
+        self.assertEqual(os.listdir(self.dir), [])
+
+
 if __name__ == "__main__":
     unittest.main()
