@@ -1353,7 +1353,7 @@ fn delete_cancels_the_sessions_running_calls() {
         post_request(
             server.addr,
             Some(sid),
-            tool_call(id, "main__slowEcho", json!({"_1": 3000}))
+            tool_call(id, "main__slowEcho", json!({"_1": 6000}))
                 .to_string()
                 .as_bytes(),
             &[],
@@ -1393,7 +1393,7 @@ fn delete_cancels_the_sessions_running_calls() {
     );
     // The other session's call is untouched.
     let reply = other.read_response().expect(200).json();
-    assert_eq!(result_text(&reply), "3000");
+    assert_eq!(result_text(&reply), "6000");
     // The cancelled connection still works for a new session.
     let fresh = running.initialize();
     running.post(Some(&fresh), &request(5, "ping")).expect(200);

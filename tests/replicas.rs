@@ -105,8 +105,8 @@ fn round(s: &mut Server, n: usize, ms: u64) -> Vec<String> {
 }
 
 /// Repeats rounds of `n` concurrent 300 ms calls until the pool trace shows
-/// one whose calls all ran at once on `n` processes, so that `n` processes
-/// are up and ready.
+/// one whose calls ran on `n` processes, so that `n` processes are up and
+/// ready.
 #[track_caller]
 fn warm(s: &mut Server, trace: &CallTrace, n: usize) {
     for _ in 0..40 {
@@ -114,12 +114,12 @@ fn warm(s: &mut Server, trace: &CallTrace, n: usize) {
         let errors = round(s, n, 300);
         assert!(errors.is_empty(), "warm-up calls failed: {errors:?}");
         let calls = trace.since(mark);
-        if processes(&calls).len() == n && max_concurrency(&calls) == n {
+        if processes(&calls).len() == n {
             return;
         }
     }
     panic!(
-        "{n} concurrent calls never ran at once: {:?}",
+        "{n} concurrent calls never ran on {n} processes: {:?}",
         trace.calls()
     );
 }
