@@ -22,6 +22,7 @@ use serde_json::{json, Value};
 
 use crate::support::http::{wait_for_banner, Client, Response};
 use crate::support::stdio::Lines;
+use crate::util::procfs::{self, all_pids, cmdline, fd_count, group_members, shm_files};
 use crate::util::{self, poll_until, wait_until, Proc, TempDir, TIMEOUT};
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"faults","version":"1"}}}"#;
@@ -541,47 +542,13 @@ fn http_corpus() {
 
 // ---- processes, descriptors and files ---------------------------------------
 
-/// Fields of `/proc/<pid>/stat` after the command name: (state, ppid, pgrp).
-fn stat_of(pid: i32) -> Option<(String, i32, i32)> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after = &stat[stat.rfind(')')? + 1..];
-    let mut fields = after.split_whitespace();
-    let state = fields.next()?.to_string();
-    let ppid = fields.next()?.parse().ok()?;
-    let pgrp = fields.next()?.parse().ok()?;
-    Some((state, ppid, pgrp))
-}
-
-fn all_pids() -> Vec<i32> {
-    fs::read_dir("/proc")
-        .map(|entries| {
-            entries
-                .flatten()
-                .filter_map(|e| e.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn cmdline(pid: i32) -> Vec<String> {
-    fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|bytes| {
-            bytes
-                .split(|&b| b == 0)
-                .filter(|a| !a.is_empty())
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// The test pool under `server`: its process group and the run directory
 /// (`/tmp/morloc.*`) it was given. Waits for it to appear.
 #[track_caller]
 fn pool_of(server: i32) -> (i32, PathBuf) {
     wait_until(format!("a test pool under pid {server}"), || {
         all_pids().into_iter().find_map(|pid| {
-            let (_, ppid, pgrp) = stat_of(pid)?;
+            let procfs::Stat { ppid, pgrp, .. } = procfs::stat(pid)?;
             if ppid != server {
                 return None;
             }
@@ -598,35 +565,6 @@ fn pool_of(server: i32) -> (i32, PathBuf) {
             Some((pgrp, PathBuf::from(dir)))
         })
     })
-}
-
-/// Live (not zombie) processes in process group `pgrp`.
-fn group_members(pgrp: i32) -> Vec<(i32, Vec<String>)> {
-    all_pids()
-        .into_iter()
-        .filter(|&pid| stat_of(pid).is_some_and(|(state, _, g)| g == pgrp && state != "Z"))
-        .map(|pid| (pid, cmdline(pid)))
-        .collect()
-}
-
-/// `/dev/shm/morloc-<pid>-*`.
-fn shm_files(pid: i32) -> Vec<String> {
-    let prefix = format!("morloc-{pid}-");
-    fs::read_dir("/dev/shm")
-        .map(|entries| {
-            entries
-                .flatten()
-                .filter_map(|e| e.file_name().to_str().map(str::to_string))
-                .filter(|n| n.starts_with(&prefix))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn fd_count(pid: i32) -> usize {
-    fs::read_dir(format!("/proc/{pid}/fd"))
-        .map(|d| d.count())
-        .unwrap_or_else(|e| panic!("cannot list the descriptors of {pid}: {e}"))
 }
 
 /// Waits (up to [`TIMEOUT`]) for the server's descriptor count to come back
@@ -673,7 +611,7 @@ fn assert_fds_settle(pid: i32, expected: usize, what: &str) {
 fn assert_no_leftovers(server: i32, pgrp: i32, run_dir: &Path) {
     let mut members = Vec::new();
     poll_until(|| {
-        members = group_members(pgrp);
+        members = group_members(&[pgrp]);
         members.is_empty().then_some(())
     });
     assert!(

@@ -16,12 +16,11 @@
 //! wall-clock bound. Process, socket and shared-memory clean-up is checked
 //! through `/proc`, the run's tmpdir and `/dev/shm`.
 
-use std::fs;
 use std::time::Duration;
 
 use serde_json::{json, Value as Json};
 
-use crate::util::{CallTrace, Stopwatch, TempDir, TIMEOUT};
+use crate::util::{procfs, CallTrace, Stopwatch, TempDir, TIMEOUT};
 
 pub(crate) use crate::support::stdio::*;
 
@@ -403,7 +402,7 @@ fn pool_that_dies_at_startup_reports_its_stderr() {
     assert_eq!(s.response(ping, TIMEOUT)["result"], json!({}));
     let server_pid = s.pid();
     assert_eq!(s.finish(), 0);
-    let shm = shm_files_of(server_pid);
+    let shm = procfs::shm_files(server_pid);
     assert!(shm.is_empty(), "shared memory left behind: {shm:?}");
 }
 
@@ -430,7 +429,7 @@ fn ends_clean(how: Option<i32>, expected_code: i32) {
         "{pool:?}"
     );
     assert!(
-        !shm_files_of(server_pid).is_empty(),
+        !procfs::shm_files(server_pid).is_empty(),
         "no shared memory while running"
     );
     let code = match how {
@@ -516,14 +515,7 @@ fn long_calls_with_a_progress_token_get_heartbeats() {
 fn settled_fd_count(s: &mut Server) -> usize {
     let id = s.request("ping", json!({}));
     s.response(id, Duration::from_secs(10));
-    fd_count(s.pid())
-}
-
-/// Open descriptors of a process.
-fn fd_count(pid: i32) -> usize {
-    fs::read_dir(format!("/proc/{pid}/fd"))
-        .map(|d| d.count())
-        .unwrap_or_else(|e| panic!("cannot list the fds of {pid}: {e}"))
+    procfs::fd_count(s.pid())
 }
 
 #[test]

@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::support::stdio::Lines;
-use crate::util::{self, wait_for, Stopwatch, TempDir, TIMEOUT};
+use crate::util::{self, procfs, wait_for, Stopwatch, TempDir, TIMEOUT};
 
 /// The server's line cap (64 MiB, LF not counted).
 const MAX_LINE: usize = 64 * 1024 * 1024;
@@ -552,73 +552,25 @@ fn final_line_without_lf_is_served_at_eof() {
     assert_eq!(status.code(), Some(0));
 }
 
-/// Processes whose parent is `pid`.
+// The /proc helpers of the support library, for the u32 pids of `Proc`.
+
 fn children_of(pid: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    let Ok(entries) = fs::read_dir("/proc") else {
-        return out;
-    };
-    for entry in entries.flatten() {
-        let Some(child) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = fs::read_to_string(format!("/proc/{child}/stat")) else {
-            continue;
-        };
-        // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-        let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            continue;
-        };
-        let mut fields = after.split_whitespace();
-        let (_state, ppid) = (fields.next(), fields.next());
-        if ppid.and_then(|p| p.parse::<u32>().ok()) == Some(pid) {
-            out.push(child);
-        }
-    }
-    out
+    procfs::children_of(pid as i32)
+        .into_iter()
+        .map(|p| p as u32)
+        .collect()
 }
 
 fn cmdline(pid: u32) -> Vec<String> {
-    fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|bytes| {
-            bytes
-                .split(|&b| b == 0)
-                .filter(|a| !a.is_empty())
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
+    procfs::cmdline(pid as i32)
 }
 
-/// True once `pid` has exited (gone, or a zombie awaiting its reaper).
 fn exited(pid: u32) -> bool {
-    match fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rfind(')')
-            .and_then(|i| stat[i + 1..].split_whitespace().next())
-            .is_some_and(|state| state == "Z" || state == "X"),
-    }
+    procfs::exited(pid as i32)
 }
 
-/// `/dev/shm/morloc-<pid>-*` names.
 fn shm_files(pid: u32) -> Vec<String> {
-    let prefix = format!("morloc-{pid}-");
-    let mut names: Vec<String> = fs::read_dir("/dev/shm")
-        .map(|entries| {
-            entries
-                .flatten()
-                .filter_map(|e| e.file_name().to_str().map(str::to_string))
-                .filter(|n| n.starts_with(&prefix))
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
+    procfs::shm_files(pid as i32)
 }
 
 /// The server's pool process and the per-run directory it was given

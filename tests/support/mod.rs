@@ -6,6 +6,7 @@
 //!   shapes program fixtures and what tests inspect of a run in `/proc`;
 //! - [`http`]: the HTTP client (raw HTTP/1.1, both protocol revisions) and
 //!   the launcher of a server on an OS-chosen port;
+//! - [`procfs`]: processes, descriptors and shared-memory files of a run;
 //! - [`time`]: the only place tests touch the clock (waiting on a
 //!   condition, lower bounds, budgets, pacing); see its rules;
 //! - [`trace`]: the test pool's record of when calls ran, from its side.
@@ -16,6 +17,7 @@
 
 pub mod http;
 pub mod proc;
+pub mod procfs;
 pub mod stdio;
 pub mod time;
 pub mod trace;

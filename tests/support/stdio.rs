@@ -9,7 +9,6 @@
 //! deadline ([`TIMEOUT`]).
 
 use std::ffi::OsString;
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -341,38 +340,11 @@ pub fn error_text(result: &Json) -> String {
 
 // ---- processes, tmpdirs and shared memory ---------------------------------
 
+pub use super::procfs::{all_pids, cmdline, group_members};
+
 /// `(ppid, pgrp)` of a live process, from `/proc/<pid>/stat`.
 pub fn stat_of(pid: i32) -> Option<(i32, i32)> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name is in parentheses and may contain anything.
-    let after = &stat[stat.rfind(')')? + 1..];
-    let mut fields = after.split_whitespace();
-    let _state = fields.next()?;
-    let ppid = fields.next()?.parse().ok()?;
-    let pgrp = fields.next()?.parse().ok()?;
-    Some((ppid, pgrp))
-}
-
-pub fn all_pids() -> Vec<i32> {
-    let Ok(entries) = fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse().ok())
-        .collect()
-}
-
-pub fn cmdline(pid: i32) -> Vec<String> {
-    fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|bytes| {
-            bytes
-                .split(|&b| b == 0)
-                .filter(|a| !a.is_empty())
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
+    super::procfs::stat(pid).map(|s| (s.ppid, s.pgrp))
 }
 
 /// What a running test pool tells about its server's run.
@@ -432,28 +404,6 @@ pub fn wait_listening(pool: &PoolInfo) {
     );
 }
 
-/// `/dev/shm` entries created for the server with this pid.
-pub fn shm_files_of(server_pid: i32) -> Vec<String> {
-    let prefix = format!("morloc-{server_pid}-");
-    let Ok(entries) = fs::read_dir("/dev/shm") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str().map(str::to_string))
-        .filter(|name| name.starts_with(&prefix))
-        .collect()
-}
-
-/// Processes still in any of these process groups.
-pub fn group_members(groups: &[i32]) -> Vec<(i32, Vec<String>)> {
-    all_pids()
-        .into_iter()
-        .filter(|&pid| stat_of(pid).is_some_and(|(_, pgrp)| groups.contains(&pgrp)))
-        .map(|pid| (pid, cmdline(pid)))
-        .collect()
-}
-
 /// After the server exited: no process of its pool groups, no tmpdir, no
 /// shared-memory files of its pid.
 #[track_caller]
@@ -464,7 +414,7 @@ pub fn assert_no_leftovers(server_pid: i32, groups: &[i32], tmpdir: &Path) {
         "pool processes left behind: {members:?}"
     );
     assert!(!tmpdir.exists(), "tmpdir {} left behind", tmpdir.display());
-    let shm = shm_files_of(server_pid);
+    let shm = super::procfs::shm_files(server_pid);
     assert!(shm.is_empty(), "shared memory left behind: {shm:?}");
 }
 

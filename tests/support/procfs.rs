@@ -1,0 +1,99 @@
+//! What the tests read about processes and a run's files: `/proc` (parents,
+//! process groups, command lines, open descriptors) and the shared-memory
+//! files in `/dev/shm`.
+
+use std::fs;
+
+/// The fields of `/proc/<pid>/stat` the tests use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stat {
+    /// `R`, `S`, `Z` (zombie), ...
+    pub state: String,
+    pub ppid: i32,
+    pub pgrp: i32,
+}
+
+/// The stat of a process, or `None` when it is gone.
+pub fn stat(pid: i32) -> Option<Stat> {
+    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+    let after = &text[text.rfind(')')? + 1..];
+    let mut fields = after.split_whitespace();
+    let state = fields.next()?.to_string();
+    let ppid = fields.next()?.parse().ok()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some(Stat { state, ppid, pgrp })
+}
+
+/// Every pid in `/proc`.
+pub fn all_pids() -> Vec<i32> {
+    fs::read_dir("/proc")
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A process's argv (empty when it is gone).
+pub fn cmdline(pid: i32) -> Vec<String> {
+    fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|bytes| {
+            bytes
+                .split(|&b| b == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The processes whose parent is `pid`.
+pub fn children_of(pid: i32) -> Vec<i32> {
+    all_pids()
+        .into_iter()
+        .filter(|&child| stat(child).is_some_and(|s| s.ppid == pid))
+        .collect()
+}
+
+/// True once `pid` has exited (gone, or a zombie awaiting its reaper).
+pub fn exited(pid: i32) -> bool {
+    stat(pid).is_none_or(|s| s.state == "Z" || s.state == "X")
+}
+
+/// Live (not zombie) processes in any of these process groups, with their
+/// argv.
+pub fn group_members(groups: &[i32]) -> Vec<(i32, Vec<String>)> {
+    all_pids()
+        .into_iter()
+        .filter(|&pid| stat(pid).is_some_and(|s| groups.contains(&s.pgrp) && s.state != "Z"))
+        .map(|pid| (pid, cmdline(pid)))
+        .collect()
+}
+
+/// The `/dev/shm` names of the server with this pid (`morloc-<pid>-*`),
+/// sorted.
+pub fn shm_files(server_pid: i32) -> Vec<String> {
+    let prefix = format!("morloc-{server_pid}-");
+    let mut names: Vec<String> = fs::read_dir("/dev/shm")
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| e.file_name().to_str().map(str::to_string))
+                .filter(|n| n.starts_with(&prefix))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// How many descriptors a process has open.
+#[track_caller]
+pub fn fd_count(pid: i32) -> usize {
+    fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or_else(|e| panic!("cannot list the descriptors of {pid}: {e}"))
+}
