@@ -2,10 +2,12 @@
 //!
 //! - [`proc`]: the binary under test, test data, temporary directories, and
 //!   a child process with piped stdio read line by line with deadlines;
-//! - [`stdio`]: the JSON-RPC client over a server's stdin and stdout, the
-//!   shapes program fixtures and what tests inspect of a run in `/proc`;
-//! - [`http`]: the HTTP client (raw HTTP/1.1, both protocol revisions) and
-//!   the launcher of a server on an OS-chosen port;
+//! - [`stdio`]: the JSON-RPC clients over a server's stdin and stdout (one
+//!   matching responses by id, one line by line), the shapes program
+//!   fixtures, and the test pool processes of a run;
+//! - [`http`]: the HTTP client (raw HTTP/1.1, both protocol revisions,
+//!   reads retried on `EINTR`/`EAGAIN`) and the launcher of a server on an
+//!   OS-chosen port that returns once the server says where it listens;
 //! - [`procfs`]: processes, descriptors and shared-memory files of a run;
 //! - [`time`]: the only place tests touch the clock (waiting on a
 //!   condition, lower bounds, budgets, pacing); see its rules;

@@ -4,11 +4,11 @@
 //! stretches every duration, and such tests then fail for no fault of the
 //! server. Instead they wait for a readiness signal and assert order, cause
 //! and outcome. The few timing facts they still need go through this module
-//! (`tests/tidy.rs` rejects `thread::sleep`, `Instant` and `.elapsed()`
-//! anywhere else under `tests/`):
+//! (`tests/tidy.rs` rejects `sleep(`, `Instant`, `.elapsed()` and
+//! `SystemTime` in every test file outside `tests/support/`):
 //!
-//! - [`wait_until`] / [`wait_for`] / [`poll_until`]: poll a condition (a file, a process, a
-//!   log line) until it holds, failing after [`TIMEOUT`];
+//! - [`wait_until`] / [`wait_for`] / [`poll_until`]: poll a condition (a
+//!   file, a process, a log line) until it holds, failing after [`TIMEOUT`];
 //! - [`Stopwatch::assert_at_least`]: a lower bound (a call that must have
 //!   waited for its pool's start-up or its timeout). A busy machine only
 //!   makes durations longer, so lower bounds are safe;
