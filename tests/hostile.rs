@@ -414,7 +414,6 @@ fn one_address_cannot_hold_every_slot() {
 
 #[test]
 fn an_owner_cannot_push_out_another_owners_session() {
-    let server = Server::start(&["--max-sessions-per-owner", "3"]);
     let initialize = |stream: &mut TcpStream| -> String {
         stream
             .write_all(&post("/mcp", "", INITIALIZE.as_bytes()))
@@ -431,15 +430,23 @@ fn an_owner_cannot_push_out_another_owners_session() {
             .unwrap();
         read_response(stream)
     };
-    let mut b = server.connect_from(2);
-    let b_session = initialize(&mut b);
-    let mut a = server.connect_from(1);
-    let a_sessions: Vec<String> = (0..20).map(|_| initialize(&mut a)).collect();
-    server.wait_stderr("morloc-mcp: HTTP: peer 127.0.0.1 holds its cap of sessions");
-    let b_ping = ping(&mut b, &b_session);
-    assert_eq!(b_ping.status, 200, "{b_ping:?}");
-    assert!(b_ping.text().contains("\"result\""), "{}", b_ping.text());
-    // A's oldest are gone, its newest live.
-    assert_eq!(ping(&mut a, &a_sessions[0]).status, 404);
-    assert_eq!(ping(&mut a, &a_sessions[19]).status, 200);
+    // At its own cap, A drops its own oldest session; B's stays.
+    // With the table full (4 in all), A, holding the most, gives one up,
+    // though B's session is the least recently used of all.
+    for limits in [["--max-sessions-per-owner", "3"], ["--max-sessions", "4"]] {
+        let server = Server::start(&limits);
+        let mut b = server.connect_from(2);
+        let b_session = initialize(&mut b);
+        let mut a = server.connect_from(1);
+        let a_sessions: Vec<String> = (0..20).map(|_| initialize(&mut a)).collect();
+        let b_ping = ping(&mut b, &b_session);
+        assert_eq!(b_ping.status, 200, "{limits:?}: {b_ping:?}");
+        assert!(b_ping.text().contains("\"result\""), "{}", b_ping.text());
+        // A's oldest are gone, its newest live.
+        assert_eq!(ping(&mut a, &a_sessions[0]).status, 404, "{limits:?}");
+        assert_eq!(ping(&mut a, &a_sessions[19]).status, 200, "{limits:?}");
+        if limits[0] == "--max-sessions-per-owner" {
+            server.wait_stderr("morloc-mcp: HTTP: peer 127.0.0.1 holds its cap of sessions");
+        }
+    }
 }

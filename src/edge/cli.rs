@@ -230,6 +230,8 @@ pub struct RawServe {
     pub max_buffered: Option<usize>,
     pub max_conns_per_peer: Option<usize>,
     pub max_sessions_per_owner: Option<usize>,
+    /// Hidden, for tests: the total session cap.
+    pub max_sessions: Option<usize>,
 }
 
 /// The outside world [`prepare`] consults, passed in so tests can fake it.
@@ -329,6 +331,8 @@ pub struct HttpConfig {
     pub max_conns_per_peer: Option<usize>,
     /// Most legacy sessions of one owner.
     pub max_sessions_per_owner: usize,
+    /// Most legacy sessions in all.
+    pub max_sessions: usize,
 }
 
 /// Most HTTP connections from one address on a non-loopback bind, unless
@@ -490,6 +494,9 @@ pub fn prepare(raw: RawArgs, env: &Env, warnings: &mut Vec<String>) -> Result<Ac
                 max_sessions_per_owner: serve
                     .max_sessions_per_owner
                     .unwrap_or(crate::protocol::http::DEFAULT_MAX_SESSIONS_PER_OWNER),
+                max_sessions: serve
+                    .max_sessions
+                    .unwrap_or(crate::protocol::http::DEFAULT_MAX_SESSIONS),
             });
             let call_timeout = match serve.call_timeout {
                 None => Some(DEFAULT_CALL_TIMEOUT),
@@ -799,6 +806,11 @@ fn parse_serve(
             Long("max-sessions-per-owner") => {
                 let text = string_value(&mut parser, "--max-sessions-per-owner", command)?;
                 raw.max_sessions_per_owner = Some(count(&text, "--max-sessions-per-owner", 1)?);
+            }
+            // Hidden: lets tests fill the session table.
+            Long("max-sessions") => {
+                let text = string_value(&mut parser, "--max-sessions", command)?;
+                raw.max_sessions = Some(count(&text, "--max-sessions", 1)?);
             }
             Word(target) if router || raw.targets.is_empty() => {
                 raw.targets.push(PathBuf::from(target))

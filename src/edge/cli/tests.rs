@@ -420,6 +420,7 @@ fn prepare_fills_defaults_and_the_env_token() {
             max_buffered: 256 * 1024 * 1024,
             max_conns_per_peer: None,
             max_sessions_per_owner: 1000,
+            max_sessions: 10_000,
         })
     );
     let limits = run(

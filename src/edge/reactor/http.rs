@@ -195,7 +195,7 @@ impl HttpFront {
             SessionLimits {
                 ttl: config.session_ttl,
                 max_per_owner: config.max_sessions_per_owner,
-                ..SessionLimits::default()
+                max_sessions: config.max_sessions,
             },
             instance.clone(),
         );
