@@ -63,6 +63,9 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// dropped before the connection closes (closing with unread input would
 /// reset it, and the client could lose the answer).
 const LINGER: Duration = Duration::from_secs(2);
+/// ... and how many bytes at most, so a client cannot keep the server busy
+/// reading what it throws away.
+const LINGER_BYTES: usize = 1024 * 1024;
 /// A buffer left larger than this by a big request or response is freed
 /// once empty, so an idle keep-alive connection holds next to nothing.
 const KEEP_CAPACITY: usize = 64 * 1024;
@@ -142,6 +145,8 @@ struct Conn {
     refusing: bool,
     /// Lingering after a refusal: input is read and dropped until then.
     linger: Option<Instant>,
+    /// Bytes dropped while lingering.
+    dropped: usize,
 }
 
 impl HttpFront {
@@ -368,6 +373,7 @@ impl Reactor {
                         reserved: 0,
                         refusing: false,
                         linger: None,
+                        dropped: 0,
                     };
                     if let Some(front) = self.http.as_mut() {
                         front.conns.insert(token, conn);
@@ -479,8 +485,15 @@ impl Reactor {
                     conn.peer_closed = true;
                     return true;
                 }
-                // After a refusal, what still comes is dropped unread.
-                Ok(_) if lingering => {}
+                // After a refusal, what still comes is dropped unread, up
+                // to a point; then the connection is treated as closed.
+                Ok(n) if lingering => {
+                    conn.dropped += n;
+                    if conn.dropped >= LINGER_BYTES {
+                        conn.peer_closed = true;
+                        return true;
+                    }
+                }
                 Ok(n) => {
                     conn.inbuf.extend_from_slice(&buf[..n]);
                     let now = Instant::now();
@@ -685,7 +698,6 @@ impl Reactor {
             // our side, then drop its input for a moment before closing.
             conn.refusing = false;
             conn.close_after_write = false;
-            conn.peer_closed = false;
             let _ = conn.stream.shutdown(Shutdown::Write);
             conn.linger = Some(Instant::now() + LINGER);
             conn.inbuf = Vec::new();
