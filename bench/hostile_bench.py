@@ -271,7 +271,9 @@ def held_slots(binary: str, host: str, holders: int, mode: str, seconds: float,
               f"{attack.refused}; closed by the server: {attack.closed}")
         print(f"  /health from 127.0.0.2 ({len(latencies)} probes, new connection each): "
               f"statuses {dict(sorted(statuses.items()))}")
-        print(f"  latency p50 {pct(50):.2f} ms, p99 {pct(99):.2f} ms, worst {latencies[-1] * 1000:.2f} ms")
+        slow = sum(1 for x in latencies if x >= 1.0)
+        print(f"  latency p50 {pct(50):.2f} ms, p99 {pct(99):.2f} ms, worst {latencies[-1] * 1000:.2f} ms"
+              f" ({slow} of {len(latencies)} at 1 s or more)")
     finally:
         stop(proc)
 

@@ -45,6 +45,8 @@ use vet::{connection_cap, json_error, refuse, vet, Early};
 /// Most open connections; one more gets 503 and is closed. Fewer when the
 /// open-file limit cannot be raised far enough (see `connection_cap`).
 const MAX_CONNECTIONS: usize = 1024;
+/// The accept queue asked for (the system may cap it).
+const LISTEN_BACKLOG: libc::c_int = 4096;
 /// Descriptors kept free for pools, pipes and the like when sizing the
 /// connection cap to the open-file limit.
 const FD_RESERVE: libc::rlim_t = 64;
@@ -185,6 +187,14 @@ impl HttpFront {
         }
         let mut listener = TcpListener::bind(addr)
             .map_err(|e| StartError(format!("cannot listen on {addr}: {e}")))?;
+        // A deeper accept queue than the 128 mio asks for: a client that
+        // reconnects as fast as it is refused must not fill the queue and
+        // make another client's SYN wait for a retransmission (1 s). Linux
+        // caps it at net.core.somaxconn; on failure the 128 stays.
+        // SAFETY: listen on a descriptor the listener owns.
+        unsafe {
+            libc::listen(std::os::fd::AsRawFd::as_raw_fd(&listener), LISTEN_BACKLOG);
+        }
         let addr = listener
             .local_addr()
             .map_err(|e| StartError(format!("cannot read the bound address: {e}")))?;
