@@ -472,7 +472,8 @@ impl Reactor {
     }
 
     /// Reads until the socket would block, the peer closes, or the buffer
-    /// holds `MAX_BUFFERED` unparsed bytes. Returns whether anything changed.
+    /// holds `MAX_BUFFERED` unparsed bytes; while no request head is
+    /// complete, one read at most. Returns whether anything changed.
     fn read_conn(&mut self, token: Token) -> bool {
         let mut buf = self.take_scratch();
         let changed = self.read_conn_into(token, &mut buf);
@@ -515,6 +516,12 @@ impl Reactor {
                         conn.request_started.get_or_insert(now);
                     }
                     changed = true;
+                    // Until a head is complete, one read at a time: the
+                    // caller parses it, so at most one read's worth of a
+                    // body arrives before its head is checked.
+                    if conn.parser.head().is_none() {
+                        return true;
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return changed,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
