@@ -664,6 +664,11 @@ fn byte_size(text: &str, option: &str) -> Result<usize, CliError> {
         _ => (unit_text.as_str(), 0),
     };
     let number: usize = digits.trim().parse().map_err(|_| bad())?;
+    if number == 0 {
+        return Err(CliError::Usage(format!(
+            "invalid value '{text}' for '{option}': 0 would refuse every request body"
+        )));
+    }
     number.checked_mul(1usize << shift).ok_or_else(bad)
 }
 

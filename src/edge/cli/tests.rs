@@ -175,6 +175,11 @@ fn usage_errors() {
     );
     check_usage(
         "morloc-mcp",
+        "mcp p --max-buffered 0k",
+        "invalid value '0k' for '--max-buffered': 0 would refuse every request body",
+    );
+    check_usage(
+        "morloc-mcp",
         "mcp p --max-sessions-per-owner 0",
         "invalid value '0' for '--max-sessions-per-owner': expected a whole number of at least 1",
     );

@@ -263,15 +263,16 @@ impl HttpFront {
         }
     }
 
-    /// The owner of what a request creates (sessions): the bearer token when
-    /// the server has one (every accepted request carries it), else the peer
+    /// The owner of what a request on `token` creates (sessions): the
+    /// bearer token when the server has one (every accepted request carries
+    /// the one token, so all its holders are one owner), else the peer
     /// address.
-    fn owner_of(&self, token: Token, req: &Request) -> String {
+    fn owner_of(&self, token: Token) -> String {
         let peer = self.conns.get(&token).map(|c| c.peer);
-        match (&self.token, req.header("authorization"), peer) {
-            (Some(_), Some(auth), _) => format!("token {auth}"),
-            (_, _, Some(ip)) => format!("peer {ip}"),
-            _ => String::new(),
+        match (&self.token, peer) {
+            (Some(_), _) => "token".to_string(),
+            (None, Some(ip)) => format!("peer {ip}"),
+            (None, None) => String::new(),
         }
     }
 

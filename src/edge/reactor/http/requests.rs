@@ -134,7 +134,7 @@ impl Reactor {
                     .protocol_version
                     .clone()
                     .unwrap_or_else(|| mcp::DEFAULT_VERSION.to_string());
-                let owner = front.owner_of(token, &req);
+                let owner = front.owner_of(token);
                 let created = loop {
                     let random = match front.random_id() {
                         Ok(r) => r,
@@ -148,10 +148,9 @@ impl Reactor {
                     }
                 };
                 if created.evicted_own > 0 {
-                    let who = owner.split(' ').next().unwrap_or("");
-                    let who = match who {
-                        "peer" => owner.clone(),
-                        _ => "the token holder".to_string(),
+                    let who = match owner.as_str() {
+                        "token" => "the token's holders".to_string(),
+                        other => other.to_string(),
                     };
                     front.notice(Notice::SessionCap, || {
                         format!("{who} holds its cap of sessions (--max-sessions-per-owner); its least recently used one was dropped")
