@@ -4,6 +4,7 @@
 mod cli;
 mod faults;
 mod golden_tools;
+mod hostile;
 mod http;
 mod make_test;
 mod modern;

@@ -33,7 +33,7 @@ fn run(pieces: &[&[u8]]) -> (Vec<Request>, Option<HttpError>) {
                         }
                         // Whether the interim answer is due depends on the
                         // split, so only the requests are compared.
-                        Progress::Continue => {}
+                        Progress::Continue | Progress::Head => {}
                         Progress::Done(request) => requests.push(request),
                     }
                 }

@@ -102,6 +102,20 @@ Options:
                                 run at most <n> processes of each <lang> pool
                                 (repeatable; 1 = one process, as morloc-nexus)
                                 [default: py and r scale up to max(CPUs, 8)]
+      --max-buffered <bytes>    over HTTP, most bytes buffered across all
+                                connections (request bodies, unread input,
+                                queued responses); past it a new request body
+                                gets 503 (suffix k, m or g for KiB, MiB, GiB)
+                                [default: 256m]
+      --max-conns-per-peer <n>  over HTTP, most connections from one address
+                                (a load balancer in front is one address;
+                                0: no cap) [default: 256; none on a
+                                loopback address]
+      --max-sessions-per-owner <n>
+                                most legacy HTTP sessions of one owner (the
+                                bearer token, else the peer address); its
+                                next one drops its least recently used
+                                [default: 1000]
       --plain-tool-names        over HTTP, name a single program's tools <command>
                                 instead of <module>__<command> (stdio never
                                 prefixes; with several programs it is ignored)
@@ -213,6 +227,11 @@ pub struct RawServe {
     pub pool_replicas: Vec<(String, usize)>,
     /// Hidden, for tests: how long an idle replica lives.
     pub replica_idle: Option<Duration>,
+    pub max_buffered: Option<usize>,
+    pub max_conns_per_peer: Option<usize>,
+    pub max_sessions_per_owner: Option<usize>,
+    /// Hidden, for tests: the total session cap.
+    pub max_sessions: Option<usize>,
 }
 
 /// The outside world [`prepare`] consults, passed in so tests can fake it.
@@ -305,7 +324,23 @@ pub struct HttpConfig {
     pub session_ttl: Duration,
     /// How long one request's head and body may take to arrive.
     pub request_timeout: Duration,
+    /// Most bytes buffered across all connections.
+    pub max_buffered: usize,
+    /// Most connections from one peer address; 0 for no cap; `None` for
+    /// the default of the bind address (see `DEFAULT_MAX_CONNS_PER_PEER`).
+    pub max_conns_per_peer: Option<usize>,
+    /// Most legacy sessions of one owner.
+    pub max_sessions_per_owner: usize,
+    /// Most legacy sessions in all.
+    pub max_sessions: usize,
 }
+
+/// Most HTTP connections from one address on a non-loopback bind, unless
+/// `--max-conns-per-peer`: a quarter of the 1024 slots, so one address
+/// cannot hold them all, while a load balancer in front (one address) still
+/// has room for 256 concurrent requests. On a loopback bind every client is
+/// on this machine (often one local proxy), so there is no cap unless set.
+pub const DEFAULT_MAX_CONNS_PER_PEER: usize = 256;
 
 /// How long a request may take to arrive, unless changed (hidden flag).
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -452,6 +487,16 @@ pub fn prepare(raw: RawArgs, env: &Env, warnings: &mut Vec<String>) -> Result<Ac
                 allow_origins: serve.allow_origins.clone(),
                 session_ttl: serve.session_ttl.unwrap_or(DEFAULT_SESSION_TTL),
                 request_timeout: serve.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT),
+                max_buffered: serve
+                    .max_buffered
+                    .unwrap_or(crate::protocol::http::DEFAULT_MAX_BUFFERED),
+                max_conns_per_peer: serve.max_conns_per_peer,
+                max_sessions_per_owner: serve
+                    .max_sessions_per_owner
+                    .unwrap_or(crate::protocol::http::DEFAULT_MAX_SESSIONS_PER_OWNER),
+                max_sessions: serve
+                    .max_sessions
+                    .unwrap_or(crate::protocol::http::DEFAULT_MAX_SESSIONS),
             });
             let call_timeout = match serve.call_timeout {
                 None => Some(DEFAULT_CALL_TIMEOUT),
@@ -599,6 +644,44 @@ fn string_value(
 }
 
 /// A non-negative number of seconds, fractions allowed.
+/// A byte count: digits, optionally followed by `k`, `m` or `g` (KiB, MiB,
+/// GiB; any case, an optional `b` or `ib` after it).
+fn byte_size(text: &str, option: &str) -> Result<usize, CliError> {
+    let bad = || {
+        CliError::Usage(format!(
+            "invalid value '{text}' for '{option}': expected a number of bytes, optionally with k, m or g (KiB, MiB, GiB)"
+        ))
+    };
+    let lower = text.trim().to_ascii_lowercase();
+    let unit_text = lower
+        .trim_end_matches("ib")
+        .trim_end_matches('b')
+        .to_string();
+    let (digits, shift) = match unit_text.chars().last() {
+        Some('k') => (&unit_text[..unit_text.len() - 1], 10),
+        Some('m') => (&unit_text[..unit_text.len() - 1], 20),
+        Some('g') => (&unit_text[..unit_text.len() - 1], 30),
+        _ => (unit_text.as_str(), 0),
+    };
+    let number: usize = digits.trim().parse().map_err(|_| bad())?;
+    if number == 0 {
+        return Err(CliError::Usage(format!(
+            "invalid value '{text}' for '{option}': 0 would refuse every request body"
+        )));
+    }
+    number.checked_mul(1usize << shift).ok_or_else(bad)
+}
+
+/// A whole number of at least `min`.
+fn count(text: &str, option: &str, min: usize) -> Result<usize, CliError> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if n >= min => Ok(n),
+        _ => Err(CliError::Usage(format!(
+            "invalid value '{text}' for '{option}': expected a whole number of at least {min}"
+        ))),
+    }
+}
+
 fn seconds(text: &str, option: &str) -> Result<Duration, CliError> {
     let bad = || {
         CliError::Usage(format!(
@@ -716,6 +799,23 @@ fn parse_serve(
             Long("replica-idle") => {
                 let text = string_value(&mut parser, "--replica-idle", command)?;
                 raw.replica_idle = Some(seconds(&text, "--replica-idle")?);
+            }
+            Long("max-buffered") => {
+                let text = string_value(&mut parser, "--max-buffered", command)?;
+                raw.max_buffered = Some(byte_size(&text, "--max-buffered")?);
+            }
+            Long("max-conns-per-peer") => {
+                let text = string_value(&mut parser, "--max-conns-per-peer", command)?;
+                raw.max_conns_per_peer = Some(count(&text, "--max-conns-per-peer", 0)?);
+            }
+            Long("max-sessions-per-owner") => {
+                let text = string_value(&mut parser, "--max-sessions-per-owner", command)?;
+                raw.max_sessions_per_owner = Some(count(&text, "--max-sessions-per-owner", 1)?);
+            }
+            // Hidden: lets tests fill the session table.
+            Long("max-sessions") => {
+                let text = string_value(&mut parser, "--max-sessions", command)?;
+                raw.max_sessions = Some(count(&text, "--max-sessions", 1)?);
             }
             Word(target) if router || raw.targets.is_empty() => {
                 raw.targets.push(PathBuf::from(target))

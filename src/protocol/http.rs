@@ -14,8 +14,11 @@
 //!   before closing the connection.
 //! * `response`: the response encoder, the `100 Continue` interim, the
 //!   chunked `text/event-stream` helpers and the CORS header sets.
-//! * `session`: the `Mcp-Session-Id` table with idle expiry and a bound on
-//!   live sessions (least recently used dropped first).
+//! * `session`: the `Mcp-Session-Id` table with idle expiry and bounds on
+//!   live sessions in total and per owner (least recently used dropped
+//!   first, always the owner's own or the largest owner's).
+//! * `budget`: the byte budget shared by all connections and the rate
+//!   limit of the diagnostics about limits.
 //! * `security`: the bearer-token check and the `Origin` / `Host` checks that
 //!   keep browsers on other sites (and DNS rebinding) away from a local
 //!   server.
@@ -26,6 +29,7 @@
 //! scheme is matched case-insensitively; sessions expire on lookup; and there
 //! is no blanket `Access-Control-Allow-Origin: *`.
 
+mod budget;
 mod error;
 mod parse;
 mod response;
@@ -33,9 +37,11 @@ mod security;
 mod session;
 mod syntax;
 
+pub use budget::{suppressed_suffix, Budget, Notice, Notices, DEFAULT_MAX_BUFFERED, NOTICE_PERIOD};
 pub use error::HttpError;
 pub use parse::{
     Limits, Parser, Progress, Request, DEFAULT_MAX_BODY, DEFAULT_MAX_HEADERS, DEFAULT_MAX_LINE,
+    MAX_BLANK_LINES,
 };
 pub use response::{
     cors_headers, cors_preflight_headers, reason, write_continue, write_head, write_last_chunk,
@@ -43,4 +49,7 @@ pub use response::{
     CORS_ALLOW_METHODS, CORS_MAX_AGE,
 };
 pub use security::{bearer_ok, is_loopback_host, OriginPolicy};
-pub use session::{Session, SessionLimits, Sessions, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_TTL};
+pub use session::{
+    Created, Session, SessionLimits, Sessions, DEFAULT_MAX_SESSIONS,
+    DEFAULT_MAX_SESSIONS_PER_OWNER, DEFAULT_SESSION_TTL,
+};

@@ -170,6 +170,21 @@ fn usage_errors() {
     );
     check_usage(
         "morloc-mcp",
+        "mcp p --max-buffered 12x",
+        "invalid value '12x' for '--max-buffered': expected a number of bytes, optionally with k, m or g (KiB, MiB, GiB)",
+    );
+    check_usage(
+        "morloc-mcp",
+        "mcp p --max-buffered 0k",
+        "invalid value '0k' for '--max-buffered': 0 would refuse every request body",
+    );
+    check_usage(
+        "morloc-mcp",
+        "mcp p --max-sessions-per-owner 0",
+        "invalid value '0' for '--max-sessions-per-owner': expected a whole number of at least 1",
+    );
+    check_usage(
+        "morloc-mcp",
         "mcp p --auth-token=",
         "empty value for '--auth-token': no request could match it",
     );
@@ -407,7 +422,25 @@ fn prepare_fills_defaults_and_the_env_token() {
             allow_origins: vec![],
             session_ttl: DEFAULT_SESSION_TTL,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            max_buffered: 256 * 1024 * 1024,
+            max_conns_per_peer: None,
+            max_sessions_per_owner: 1000,
+            max_sessions: 10_000,
         })
+    );
+    let limits = run(
+        "mcp TARGET --http-port 1 --max-buffered 64k --max-conns-per-peer 0 --max-sessions-per-owner 5",
+        None,
+    )
+    .http
+    .unwrap();
+    assert_eq!(
+        (
+            limits.max_buffered,
+            limits.max_conns_per_peer,
+            limits.max_sessions_per_owner
+        ),
+        (64 * 1024, Some(0), 5)
     );
     let explicit = run(
         "mcp TARGET --http-port 1 --auth-token mine",

@@ -5,6 +5,13 @@
 //! connection feeds its bytes to the pure `http::Parser`; a complete request
 //! goes through the checks (Host, Origin, CORS preflight, bearer token, path,
 //! method), then its JSON-RPC body through the session's `mcp::handle`.
+//! The head-only checks run as soon as a request's head is complete, before
+//! any byte of its body is taken, and a body is admitted only if it fits in
+//! the buffer budget shared by all connections (`http::Budget`, owned here:
+//! every change to what a connection holds is counted by `recount`). A
+//! refused request is answered with `Connection: close`, and the connection
+//! reads and drops what the client still sends for a moment (so the answer
+//! is not lost to a reset) before it closes.
 //! Requests on one connection are answered in order: while a tool call runs,
 //! later pipelined requests wait in the connection's buffer. A call whose
 //! client accepts `text/event-stream` and asked for progress (or logs) gets
@@ -13,6 +20,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Read, Write};
+use std::net::{IpAddr, Shutdown};
 use std::time::{Duration, Instant};
 
 use mio::net::{TcpListener, TcpStream};
@@ -23,7 +31,7 @@ use super::{Client, Reactor, Source, StartError, LISTENER};
 use crate::edge::cli::HttpConfig;
 use crate::edge::proc;
 use crate::protocol::http::{
-    self, OriginPolicy, Parser, Progress, Request, SessionLimits, Sessions,
+    self, Budget, Notice, Notices, OriginPolicy, Parser, Progress, Request, SessionLimits, Sessions,
 };
 use crate::protocol::instance::InstanceId;
 use crate::protocol::jsonrpc::{self};
@@ -32,11 +40,13 @@ use crate::protocol::mcp::{self, era, Catalog};
 mod health;
 mod requests;
 mod vet;
-use vet::{connection_cap, json_error, refuse, vet};
+use vet::{connection_cap, json_error, refuse, vet, Early};
 
 /// Most open connections; one more gets 503 and is closed. Fewer when the
 /// open-file limit cannot be raised far enough (see `connection_cap`).
 const MAX_CONNECTIONS: usize = 1024;
+/// The accept queue asked for (the system may cap it).
+const LISTEN_BACKLOG: libc::c_int = 4096;
 /// Descriptors kept free for pools, pipes and the like when sizing the
 /// connection cap to the open-file limit.
 const FD_RESERVE: libc::rlim_t = 64;
@@ -51,6 +61,16 @@ const MAX_BUFFERED: usize = 1024 * 1024;
 /// nothing else happens, so proxies and clients do not close it as idle (and
 /// a vanished client is noticed).
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// After a refusal, how long what the client still sends is read and
+/// dropped before the connection closes (closing with unread input would
+/// reset it, and the client could lose the answer).
+const LINGER: Duration = Duration::from_secs(2);
+/// ... and how many bytes at most, so a client cannot keep the server busy
+/// reading what it throws away.
+const LINGER_BYTES: usize = 1024 * 1024;
+/// A buffer left larger than this by a big request or response is freed
+/// once empty, so an idle keep-alive connection holds next to nothing.
+const KEEP_CAPACITY: usize = 64 * 1024;
 
 pub(super) struct HttpFront {
     /// `None` once a drain has closed it (see `reactor::drain`).
@@ -68,6 +88,13 @@ pub(super) struct HttpFront {
     /// so the waiting connection can be taken and refused with a 503
     /// instead of staying in the backlog (no event would come for it).
     spare_fd: Option<File>,
+    /// Bytes held by all connections (`--max-buffered`).
+    budget: Budget,
+    /// Open connections per peer address.
+    peers: HashMap<IpAddr, usize>,
+    /// `--max-conns-per-peer`; 0 for no cap.
+    max_per_peer: usize,
+    notices: Notices,
 }
 
 /// A request waiting for its tool call, or a long-lived subscription.
@@ -108,6 +135,20 @@ struct Conn {
     peer_closed: bool,
     /// The request being answered is a HEAD: its response has no body.
     head_request: bool,
+    /// The peer's address (IPv4-mapped IPv6 as IPv4).
+    peer: IpAddr,
+    /// What this connection was last counted for in the budget.
+    held: usize,
+    /// The declared body length of the request being received, admitted
+    /// against the budget when its head was checked.
+    reserved: usize,
+    /// The answer being written refuses the request: once it is out, the
+    /// write side is shut and input is dropped until `linger`.
+    refusing: bool,
+    /// Lingering after a refusal: input is read and dropped until then.
+    linger: Option<Instant>,
+    /// Bytes dropped while lingering.
+    dropped: usize,
 }
 
 impl HttpFront {
@@ -146,6 +187,14 @@ impl HttpFront {
         }
         let mut listener = TcpListener::bind(addr)
             .map_err(|e| StartError(format!("cannot listen on {addr}: {e}")))?;
+        // A deeper accept queue than the 128 mio asks for: a client that
+        // reconnects as fast as it is refused must not fill the queue and
+        // make another client's SYN wait for a retransmission (1 s). Linux
+        // caps it at net.core.somaxconn; on failure the 128 stays.
+        // SAFETY: listen on a descriptor the listener owns.
+        unsafe {
+            libc::listen(std::os::fd::AsRawFd::as_raw_fd(&listener), LISTEN_BACKLOG);
+        }
         let addr = listener
             .local_addr()
             .map_err(|e| StartError(format!("cannot read the bound address: {e}")))?;
@@ -160,7 +209,8 @@ impl HttpFront {
         let sessions = Sessions::new(
             SessionLimits {
                 ttl: config.session_ttl,
-                ..SessionLimits::default()
+                max_per_owner: config.max_sessions_per_owner,
+                max_sessions: config.max_sessions,
             },
             instance.clone(),
         );
@@ -173,7 +223,57 @@ impl HttpFront {
             conns: HashMap::new(),
             max_conns,
             spare_fd: File::open("/dev/null").ok(),
+            budget: Budget::new(config.max_buffered),
+            peers: HashMap::new(),
+            max_per_peer: config.max_conns_per_peer.unwrap_or(if loopback {
+                0
+            } else {
+                crate::edge::cli::DEFAULT_MAX_CONNS_PER_PEER
+            }),
+            notices: Notices::new(http::NOTICE_PERIOD),
         })
+    }
+
+    /// Counts again what connection `token` holds against the budget: its
+    /// input and output buffers, and its request body (at least the length
+    /// admitted for it).
+    fn recount(&mut self, token: Token) {
+        let Some(conn) = self.conns.get_mut(&token) else {
+            return;
+        };
+        // Body bytes still waiting in the input buffer are counted there,
+        // not twice.
+        let body = conn.reserved.max(conn.parser.body_len());
+        let unparsed = conn.inbuf.len() - conn.inpos;
+        let waiting = unparsed.min(conn.reserved.saturating_sub(conn.parser.body_len()));
+        let held = conn.inbuf.len() + conn.out.len() + body - waiting;
+        self.budget.update(conn.held, held);
+        conn.held = held;
+    }
+
+    /// Prints `message()` as a diagnostic, unless a line of this kind was
+    /// printed less than `NOTICE_PERIOD` ago (then it is only counted).
+    fn notice(&mut self, kind: Notice, message: impl FnOnce() -> String) {
+        if let Some(suppressed) = self.notices.note(kind, Instant::now()) {
+            eprintln!(
+                "morloc-mcp: HTTP: {}{}",
+                message(),
+                http::suppressed_suffix(suppressed, http::NOTICE_PERIOD)
+            );
+        }
+    }
+
+    /// The owner of what a request on `token` creates (sessions): the
+    /// bearer token when the server has one (every accepted request carries
+    /// the one token, so all its holders are one owner), else the peer
+    /// address.
+    fn owner_of(&self, token: Token) -> String {
+        let peer = self.conns.get(&token).map(|c| c.peer);
+        match (&self.token, peer) {
+            (Some(_), _) => "token".to_string(),
+            (None, Some(ip)) => format!("peer {ip}"),
+            (None, None) => String::new(),
+        }
     }
 
     pub(super) fn next_deadline(&self) -> Option<Instant> {
@@ -183,12 +283,20 @@ impl HttpFront {
                 best = Some(best.map_or(*at, |b| b.min(*at)));
                 continue;
             }
+            if conn.linger.is_some() {
+                continue;
+            }
             let t = match (conn.busy.is_some(), conn.request_started) {
                 (true, _) => continue,
                 (false, Some(start)) => start + self.request_timeout,
                 (false, None) => conn.last_active + IDLE_TIMEOUT,
             };
             best = Some(best.map_or(t, |b| b.min(t)));
+        }
+        for conn in self.conns.values() {
+            if let Some(at) = conn.linger {
+                best = Some(best.map_or(at, |b| b.min(at)));
+            }
         }
         best
     }
@@ -225,9 +333,23 @@ impl Reactor {
                 return;
             };
             match listener.accept() {
-                Ok((mut stream, _)) => {
+                Ok((mut stream, addr)) => {
+                    let peer = addr.ip().to_canonical();
                     if front.conns.len() >= front.max_conns {
-                        refuse(stream);
+                        refuse(stream, "too many connections");
+                        let max = front.max_conns;
+                        front.notice(Notice::ConnCap, || {
+                            format!("all {max} connection slots are taken; a new connection from {peer} got 503")
+                        });
+                        continue;
+                    }
+                    let from_peer = front.peers.get(&peer).copied().unwrap_or(0);
+                    if front.max_per_peer > 0 && from_peer >= front.max_per_peer {
+                        refuse(stream, "too many connections from your address");
+                        let max = front.max_per_peer;
+                        front.notice(Notice::PeerCap, || {
+                            format!("{peer} holds {max} connections, its cap (--max-conns-per-peer); its new connection got 503")
+                        });
                         continue;
                     }
                     // Small request/response exchanges: don't wait for Nagle.
@@ -257,9 +379,16 @@ impl Reactor {
                         writable_interest: false,
                         peer_closed: false,
                         head_request: false,
+                        peer,
+                        held: 0,
+                        reserved: 0,
+                        refusing: false,
+                        linger: None,
+                        dropped: 0,
                     };
                     if let Some(front) = self.http.as_mut() {
                         front.conns.insert(token, conn);
+                        *front.peers.entry(peer).or_insert(0) += 1;
                     }
                     // Edge-triggered: data may already be waiting.
                     self.pump(token);
@@ -274,7 +403,7 @@ impl Reactor {
                     // connection and refuse it, then hold a spare again.
                     front.spare_fd = None;
                     if let Some(Ok((stream, _))) = front.listener.as_ref().map(|l| l.accept()) {
-                        refuse(stream);
+                        refuse(stream, "too many connections");
                     }
                     front.spare_fd = File::open("/dev/null").ok();
                 }
@@ -323,7 +452,11 @@ impl Reactor {
                 break;
             }
         }
-        let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
+        let Some(front) = self.http.as_mut() else {
+            return;
+        };
+        front.recount(token);
+        let Some(conn) = front.conns.get_mut(&token) else {
             return;
         };
         conn.pumping = false;
@@ -340,7 +473,8 @@ impl Reactor {
     }
 
     /// Reads until the socket would block, the peer closes, or the buffer
-    /// holds `MAX_BUFFERED` unparsed bytes. Returns whether anything changed.
+    /// holds `MAX_BUFFERED` unparsed bytes; while no request head is
+    /// complete, one read at most. Returns whether anything changed.
     fn read_conn(&mut self, token: Token) -> bool {
         let mut buf = self.take_scratch();
         let changed = self.read_conn_into(token, &mut buf);
@@ -354,7 +488,8 @@ impl Reactor {
             let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
                 return changed;
             };
-            if conn.peer_closed || conn.inbuf.len() - conn.inpos >= MAX_BUFFERED {
+            let lingering = conn.linger.is_some();
+            if conn.peer_closed || (!lingering && conn.inbuf.len() - conn.inpos >= MAX_BUFFERED) {
                 return changed;
             }
             match conn.stream.read(buf) {
@@ -362,10 +497,32 @@ impl Reactor {
                     conn.peer_closed = true;
                     return true;
                 }
+                // After a refusal, what still comes is dropped unread, up
+                // to a point; then the connection is treated as closed.
+                Ok(n) if lingering => {
+                    conn.dropped += n;
+                    if conn.dropped >= LINGER_BYTES {
+                        conn.peer_closed = true;
+                        return true;
+                    }
+                }
                 Ok(n) => {
                     conn.inbuf.extend_from_slice(&buf[..n]);
-                    conn.last_active = Instant::now();
+                    let now = Instant::now();
+                    conn.last_active = now;
+                    // The request deadline runs from the first byte of
+                    // anything, blank lines included, so a client cannot
+                    // hold the connection by dribbling line endings.
+                    if conn.busy.is_none() {
+                        conn.request_started.get_or_insert(now);
+                    }
                     changed = true;
+                    // Until a head is complete, one read at a time: the
+                    // caller parses it, so at most one read's worth of a
+                    // body arrives before its head is checked.
+                    if conn.parser.head().is_none() {
+                        return true;
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return changed,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -400,30 +557,37 @@ impl Reactor {
                 Ok((Progress::NeedMore, used)) => {
                     conn.inpos += used;
                     consumed |= used > 0;
-                    if !conn.parser.is_idle() && conn.request_started.is_none() {
-                        conn.request_started = Some(Instant::now());
+                    if used > 0 {
+                        conn.request_started.get_or_insert_with(Instant::now);
+                    }
+                    // A chunked body is counted as it grows: past the
+                    // budget, it is refused (a declared length is admitted
+                    // whole when the head is checked, and never refused).
+                    let chunked = conn.parser.head().is_some() && conn.reserved == 0;
+                    if chunked {
+                        if let Some(early) = self.over_budget(token, 0) {
+                            self.refuse_request(token, early);
+                            return true;
+                        }
                     }
                     break;
                 }
-                Ok((Progress::Continue, used)) => {
+                Ok((progress @ (Progress::Head | Progress::Continue), used)) => {
                     conn.inpos += used;
                     consumed = true;
                     conn.request_started.get_or_insert_with(Instant::now);
-                    // Refuse before the client sends the body, if the head
-                    // alone decides; the unread body then ends the connection.
-                    let refused = self.http.as_ref().and_then(|front| {
-                        let head = front.conns.get(&token)?.parser.head()?;
-                        if head.path == health::PATH {
-                            return None;
-                        }
-                        vet(front, head).err()
-                    });
-                    match refused {
+                    // Refuse before any of the body is taken, if the head
+                    // alone decides or the body does not fit the budget.
+                    match self.admit(token) {
+                        // A small request refused with keep-alive whose body
+                        // is already here: take it, and answer as usual
+                        // (the checks run again on the whole request).
+                        Some(early) if early.keep_alive && self.body_is_here(token) => {}
                         Some(early) => {
-                            self.respond(token, early.status, &early.headers, &early.body, false);
+                            self.refuse_request(token, early);
                             return true;
                         }
-                        None => {
+                        None if progress == Progress::Continue => {
                             let Some(conn) =
                                 self.http.as_mut().and_then(|f| f.conns.get_mut(&token))
                             else {
@@ -432,6 +596,7 @@ impl Reactor {
                             http::write_continue(&mut conn.out);
                             self.flush_conn(token);
                         }
+                        None => {}
                     }
                 }
                 Ok((Progress::Done(mut request), used)) => {
@@ -443,16 +608,20 @@ impl Reactor {
                     conn.inpos += used;
                     consumed = true;
                     conn.request_started = None;
+                    conn.reserved = 0;
                     conn.head_request = request.method == "HEAD";
                     self.handle_request(token, request);
                     self.flush_conn(token);
                 }
                 Err(e) => {
-                    conn.inbuf.clear();
-                    conn.inpos = 0;
                     conn.head_request = false;
-                    let status = e.status();
-                    self.respond(token, status, &[], &json_error(&e.to_string()), false);
+                    let early = Early {
+                        status: e.status(),
+                        headers: Vec::new(),
+                        body: json_error(&e.to_string()),
+                        keep_alive: false,
+                    };
+                    self.refuse_request(token, early);
                     return true;
                 }
             }
@@ -461,6 +630,9 @@ impl Reactor {
             if conn.inpos > 0 && conn.inpos * 2 >= conn.inbuf.len() {
                 conn.inbuf.drain(..conn.inpos);
                 conn.inpos = 0;
+                if conn.inbuf.is_empty() && conn.inbuf.capacity() > KEEP_CAPACITY {
+                    conn.inbuf = Vec::new();
+                }
             }
         }
         consumed
@@ -529,6 +701,9 @@ impl Reactor {
         }
         conn.out.clear();
         conn.written = 0;
+        if conn.out.capacity() > KEEP_CAPACITY {
+            conn.out = Vec::new();
+        }
         if conn.writable_interest {
             let _ = self
                 .poll
@@ -536,8 +711,30 @@ impl Reactor {
                 .reregister(&mut conn.stream, token, Interest::READABLE);
             conn.writable_interest = false;
         }
+        if conn.close_after_write && conn.refusing {
+            // The client may still be sending the refused request: shut
+            // our side, then drop its input for a moment before closing.
+            conn.refusing = false;
+            conn.close_after_write = false;
+            let _ = conn.stream.shutdown(Shutdown::Write);
+            conn.linger = Some(Instant::now() + LINGER);
+            conn.inbuf = Vec::new();
+            conn.inpos = 0;
+            conn.reserved = 0;
+            conn.parser = Parser::new(http::Limits::default());
+            if let Some(front) = self.http.as_mut() {
+                front.recount(token);
+            }
+            // Input may be waiting, with no edge to come.
+            self.pump(token);
+            return;
+        }
         if conn.close_after_write {
             self.close_conn(token);
+            return;
+        }
+        if let Some(front) = self.http.as_mut() {
+            front.recount(token);
         }
     }
 
@@ -547,6 +744,13 @@ impl Reactor {
         };
         if let Some(mut conn) = front.conns.remove(&token) {
             let _ = self.poll.registry().deregister(&mut conn.stream);
+            front.budget.update(conn.held, 0);
+            if let Some(n) = front.peers.get_mut(&conn.peer) {
+                *n -= 1;
+                if *n == 0 {
+                    front.peers.remove(&conn.peer);
+                }
+            }
         }
         self.sources.remove(&token);
         self.listeners
@@ -561,6 +765,12 @@ impl Reactor {
         let mut idle = Vec::new();
         let mut quiet = Vec::new();
         for (token, conn) in &front.conns {
+            if let Some(at) = conn.linger {
+                if now >= at {
+                    idle.push(*token);
+                }
+                continue;
+            }
             if let Some((_, at)) = conn.busy.as_ref().and_then(|b| b.listen.as_ref()) {
                 if now >= *at {
                     quiet.push(*token);
@@ -571,6 +781,10 @@ impl Reactor {
                 continue;
             }
             match conn.request_started {
+                // Only line endings so far: no request to answer, just close.
+                Some(start) if now >= start + front.request_timeout && conn.parser.is_idle() => {
+                    idle.push(*token)
+                }
                 Some(start) if now >= start + front.request_timeout => late.push(*token),
                 None if now >= conn.last_active + IDLE_TIMEOUT => idle.push(*token),
                 _ => {}
@@ -578,18 +792,16 @@ impl Reactor {
         }
         for token in late {
             if let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) {
-                conn.inbuf.clear();
-                conn.inpos = 0;
                 conn.request_started = None;
                 conn.head_request = false;
             }
-            self.respond(
-                token,
-                408,
-                &[],
-                &json_error("request not received in time"),
-                false,
-            );
+            let early = Early {
+                status: 408,
+                headers: Vec::new(),
+                body: json_error("request not received in time"),
+                keep_alive: false,
+            };
+            self.refuse_request(token, early);
         }
         for token in idle {
             self.close_conn(token);
@@ -727,6 +939,88 @@ impl Reactor {
         for (token, note) in targets {
             self.http_notify(token, &note);
         }
+    }
+}
+
+impl Reactor {
+    /// Judges the request whose head just completed on `token`, before any
+    /// of its body is taken: the head-only checks (none for `/health`), then
+    /// the budget for its declared body. `Some` is the refusal.
+    fn admit(&mut self, token: Token) -> Option<Early> {
+        let front = self.http.as_mut()?;
+        front.recount(token);
+        let conn = front.conns.get(&token)?;
+        let head = conn.parser.head()?;
+        if head.path != health::PATH {
+            if let Err(early) = vet(front, head) {
+                return Some(early);
+            }
+        }
+        let declared = conn.parser.declared_body();
+        // What of the body already sits in the input buffer is counted.
+        let unparsed = (conn.inbuf.len() - conn.inpos) as u64;
+        let more = declared.map_or(0, |d| d.saturating_sub(unparsed).max(1));
+        let early = self.over_budget(token, more);
+        if early.is_none() {
+            let conn = self.http.as_mut()?.conns.get_mut(&token)?;
+            conn.reserved = declared.map_or(0, |d| usize::try_from(d).unwrap_or(usize::MAX));
+            self.http.as_mut()?.recount(token);
+        }
+        early
+    }
+
+    /// Whether the whole declared body of the request on `token` is
+    /// already in its input buffer.
+    fn body_is_here(&self, token: Token) -> bool {
+        let Some(conn) = self.http.as_ref().and_then(|f| f.conns.get(&token)) else {
+            return false;
+        };
+        let unparsed = (conn.inbuf.len() - conn.inpos) as u64;
+        conn.parser.declared_body().is_some_and(|n| n <= unparsed)
+    }
+
+    /// The 503 for a body of `length` more bytes on `token` when the budget
+    /// has no room for it (for a chunked body, `length` 0: when the total is
+    /// already past the limit).
+    fn over_budget(&mut self, token: Token, length: u64) -> Option<Early> {
+        let front = self.http.as_mut()?;
+        front.recount(token);
+        let fits = if length == 0 {
+            !front.budget.exceeded()
+        } else {
+            front.budget.admits(length)
+        };
+        if fits {
+            return None;
+        }
+        let (used, limit) = (front.budget.used(), front.budget.limit());
+        front.notice(Notice::Budget, || {
+            format!("the buffer budget is reached ({used} of {limit} bytes held, --max-buffered); a request body got 503")
+        });
+        Some(Early {
+            status: 503,
+            headers: vec![("Retry-After".into(), "1".into())],
+            body: json_error("server busy: too much request data buffered; retry later"),
+            keep_alive: false,
+        })
+    }
+
+    /// Answers the request on `token` with `early` and `Connection: close`,
+    /// dropping whatever of it was buffered; the connection then lingers
+    /// (see `LINGER`) and closes.
+    fn refuse_request(&mut self, token: Token, early: Early) {
+        let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
+            return;
+        };
+        conn.inbuf = Vec::new();
+        conn.inpos = 0;
+        conn.reserved = 0;
+        conn.refusing = true;
+        conn.request_started = None;
+        let parser = Parser::new(http::Limits::default());
+        let old = std::mem::replace(&mut conn.parser, parser);
+        drop(old);
+        self.respond(token, early.status, &early.headers, &early.body, false);
     }
 }
 

@@ -43,6 +43,11 @@ pub enum HttpError {
     MissingHost,
     /// More than one `Host` field (400, RFC 9112 section 3.2).
     DuplicateHost,
+    /// A byte that cannot start a request line, such as the 0x16 of a TLS
+    /// handshake sent to the plain-HTTP port (400).
+    NotHttp(u8),
+    /// More than `limit` empty lines before a request line (400).
+    TooManyBlankLines { limit: usize },
 }
 
 impl HttpError {
@@ -62,7 +67,9 @@ impl HttpError {
             | HttpError::BadTransferEncoding(_)
             | HttpError::BadChunk(_)
             | HttpError::MissingHost
-            | HttpError::DuplicateHost => 400,
+            | HttpError::DuplicateHost
+            | HttpError::NotHttp(_)
+            | HttpError::TooManyBlankLines { .. } => 400,
         }
     }
 }
@@ -107,6 +114,15 @@ impl fmt::Display for HttpError {
             HttpError::BadChunk(why) => write!(f, "malformed chunked body: {why}"),
             HttpError::MissingHost => f.write_str("HTTP/1.1 request without a Host header"),
             HttpError::DuplicateHost => f.write_str("more than one Host header"),
+            HttpError::NotHttp(0x16) => f.write_str(
+                "byte 0x16 cannot start an HTTP request (a TLS handshake? this port speaks plain HTTP)",
+            ),
+            HttpError::NotHttp(byte) => {
+                write!(f, "byte 0x{byte:02x} cannot start an HTTP request")
+            }
+            HttpError::TooManyBlankLines { limit } => {
+                write!(f, "more than {limit} empty lines before a request line")
+            }
         }
     }
 }

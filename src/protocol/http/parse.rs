@@ -11,7 +11,8 @@
 
 use super::error::HttpError;
 use super::syntax::{
-    is_blank, list_items, parse_chunk_size, parse_field, parse_request_line, path_of, snippet,
+    is_blank, is_tchar, list_items, parse_chunk_size, parse_field, parse_request_line, path_of,
+    snippet,
 };
 
 /// Default for [`Limits::max_line`]: 16 KiB, the same cap as the reference
@@ -23,6 +24,11 @@ pub const DEFAULT_MAX_HEADERS: usize = 128;
 
 /// Default for [`Limits::max_body`]: 64 MiB, the reference server's cap.
 pub const DEFAULT_MAX_BODY: usize = 64 * 1024 * 1024;
+
+/// Most empty lines accepted before a request line (RFC 9112 section 2.2
+/// asks servers to skip at least one); one more is a 400. Without a bound a
+/// client could hold a connection forever by sending only line endings.
+pub const MAX_BLANK_LINES: usize = 8;
 
 /// Size limits for one request. Exceeding one is an [`HttpError`] whose
 /// status says which (414, 431 or 413); the caller then closes.
@@ -90,11 +96,14 @@ impl Request {
 pub enum Progress {
     /// Every byte was used and the request is still incomplete.
     NeedMore,
-    /// The head of an HTTP/1.1 request with `Expect: 100-continue` and a
-    /// non-empty body is complete, and none of the body has arrived yet: send
-    /// `HTTP/1.1 100 Continue` (or a final status and close), then keep
-    /// feeding. Reported at most once per request; [`Parser::head`] shows the
-    /// head meanwhile.
+    /// The head of a request with a body is complete and no byte of the body
+    /// has been taken: judge the head (and refuse it before buffering
+    /// anything) now, then keep feeding. Reported at most once per request,
+    /// instead of `Continue`; [`Parser::head`] shows the head meanwhile.
+    Head,
+    /// Like `Head`, for an HTTP/1.1 request with `Expect: 100-continue` when
+    /// none of the body has arrived yet: send `HTTP/1.1 100 Continue` (or a
+    /// final status and close), then keep feeding.
     Continue,
     /// A whole request. Bytes after it belong to the next request; when
     /// `keep_alive` is false there is none (answer, then close).
@@ -116,6 +125,8 @@ pub struct Parser {
     request: Request,
     /// Sum of the chunk sizes announced so far (chunked bodies only).
     chunked_total: u64,
+    /// Empty lines skipped before the current request line.
+    blank_lines: usize,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -172,6 +183,7 @@ impl Parser {
             line_complete: false,
             request: Request::default(),
             chunked_total: 0,
+            blank_lines: 0,
         }
     }
 
@@ -206,6 +218,23 @@ impl Parser {
         }
     }
 
+    /// The declared length of the body being read, when it has a
+    /// `Content-Length` (the whole length, however much has arrived);
+    /// `None` for a chunked body or when no body is being read.
+    pub fn declared_body(&self) -> Option<u64> {
+        match self.state {
+            State::FixedBody { remaining } => {
+                Some(remaining.saturating_add(self.request.body.len() as u64))
+            }
+            _ => None,
+        }
+    }
+
+    /// How many body bytes of the current request are held so far.
+    pub fn body_len(&self) -> usize {
+        self.request.body.len()
+    }
+
     /// True when no byte of a next request has been seen (empty lines before
     /// a request line do not count): an EOF or idle timeout now is a clean
     /// end of the connection rather than a truncated request.
@@ -218,11 +247,29 @@ impl Parser {
         loop {
             match self.state {
                 State::RequestLine => {
+                    // A line that starts with anything but a method byte or
+                    // a line ending is not HTTP (a TLS handshake starts with
+                    // 0x16): refuse it at the first byte instead of waiting
+                    // for a line ending that may never come.
+                    let starting = self.line_complete || self.line.is_empty();
+                    if let Some(&first) = buf.get(pos).filter(|_| starting) {
+                        if !(is_tchar(first) || first == b'\r' || first == b'\n') {
+                            return Err(HttpError::NotHttp(first));
+                        }
+                    }
                     if !self.read_line(buf, &mut pos, LineKind::Request)? {
                         return Ok((Progress::NeedMore, pos));
                     }
-                    // RFC 9112 section 2.2: ignore empty lines before a request.
-                    if !self.line.is_empty() {
+                    // RFC 9112 section 2.2: ignore empty lines before a
+                    // request, a few of them.
+                    if self.line.is_empty() {
+                        self.blank_lines += 1;
+                        if self.blank_lines > MAX_BLANK_LINES {
+                            return Err(HttpError::TooManyBlankLines {
+                                limit: MAX_BLANK_LINES,
+                            });
+                        }
+                    } else {
                         self.start_request()?;
                         self.state = State::Headers;
                     }
@@ -248,7 +295,9 @@ impl Parser {
                         HeadEnd::Body {
                             expect_continue: true,
                         } if pos == buf.len() => return Ok((Progress::Continue, pos)),
-                        HeadEnd::Body { .. } => {}
+                        // Stop before the body, so the caller can refuse the
+                        // request without holding any of it.
+                        HeadEnd::Body { .. } => return Ok((Progress::Head, pos)),
                     }
                 }
                 State::FixedBody { remaining } => {
@@ -514,6 +563,7 @@ impl Parser {
     fn take(&mut self) -> Request {
         self.state = State::RequestLine;
         self.chunked_total = 0;
+        self.blank_lines = 0;
         std::mem::take(&mut self.request)
     }
 }

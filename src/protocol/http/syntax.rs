@@ -126,7 +126,7 @@ pub(super) fn list_items(value: &str) -> impl Iterator<Item = &str> {
 }
 
 /// RFC 9110 `tchar`: the bytes allowed in methods and field names.
-fn is_tchar(b: u8) -> bool {
+pub(super) fn is_tchar(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 

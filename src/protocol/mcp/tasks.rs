@@ -11,9 +11,13 @@
 //! Lifetime: a settled task is kept for the table's TTL after it settled,
 //! then freed; the `ttlMs` it reports counts from its creation (as the
 //! extension defines it), so it grows by the time the task ran. A running
-//! task is never freed. At the cap, the settled task that settled first is
-//! freed early; when every slot holds a running task, no task is created
-//! (`Full`) and the caller answers the call synchronously instead.
+//! task is never freed. The table holds at most `MAX_TASKS` tasks, and one
+//! owner at most `MAX_TASKS_PER_OWNER`: at its own cap, an owner's settled
+//! task that settled first is freed early; at the total cap, that of the
+//! owner holding the most tasks. So an owner only ever frees its own tasks,
+//! or those of an owner holding at least as many. When no settled task can
+//! go, no task is created (`Full`) and the caller answers the call
+//! synchronously instead.
 //!
 //! Architecture Invariant: pure; no I/O.
 
@@ -30,6 +34,8 @@ use super::Catalog;
 pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
 /// At most this many tasks are held at once.
 pub const MAX_TASKS: usize = 1024;
+/// At most this many tasks of one owner are held at once.
+pub const MAX_TASKS_PER_OWNER: usize = 256;
 /// The polling interval suggested to clients.
 pub const POLL_INTERVAL_MS: u64 = 1000;
 /// The message of a task whose server stopped while it ran.
@@ -112,15 +118,25 @@ pub struct Tasks {
     map: HashMap<String, Task>,
     ttl_ms: u64,
     cap: usize,
+    per_owner: usize,
 }
 
 impl Tasks {
+    /// A table of at most `cap` tasks, at most `MAX_TASKS_PER_OWNER` (or
+    /// `cap`, if lower) of one owner.
     pub fn new(ttl_ms: u64, cap: usize) -> Tasks {
         Tasks {
             map: HashMap::new(),
             ttl_ms,
             cap: cap.max(1),
+            per_owner: MAX_TASKS_PER_OWNER.clamp(1, cap.max(1)),
         }
+    }
+
+    /// Changes the per-owner cap (at least 1).
+    pub fn with_owner_cap(mut self, per_owner: usize) -> Tasks {
+        self.per_owner = per_owner.max(1);
+        self
     }
 
     pub fn ttl_ms(&self) -> u64 {
@@ -147,24 +163,41 @@ impl Tasks {
         started: u64,
     ) -> Result<(&Task, Vec<String>), TaskError> {
         let mut freed = self.expire(now);
-        if self.map.len() >= self.cap {
-            let oldest = self
-                .map
+        let key = owner_key(owner);
+        let mut held: HashMap<&str, usize> = HashMap::new();
+        for task in self.map.values() {
+            *held.entry(task.owner.as_str()).or_default() += 1;
+        }
+        let own = held.get(key.as_str()).copied().unwrap_or(0);
+        let victim = if own >= self.per_owner {
+            // At its own cap: its own settled task that settled first.
+            self.map
+                .values()
+                .filter(|t| t.status != Status::Working && t.owner == key)
+                .min_by_key(|t| (t.updated_ms, t.id.clone()))
+                .map(|t| t.id.clone())
+                .ok_or(TaskError::Full)
+                .map(Some)?
+        } else if self.map.len() >= self.cap {
+            // The table full: a settled task of the owner holding the most.
+            let count = |t: &Task| held.get(t.owner.as_str()).copied().unwrap_or(0);
+            self.map
                 .values()
                 .filter(|t| t.status != Status::Working)
-                .min_by_key(|t| (t.updated_ms, t.id.clone()))
-                .map(|t| t.id.clone());
-            match oldest {
-                Some(old) => {
-                    self.map.remove(&old);
-                    freed.push(old);
-                }
-                None => return Err(TaskError::Full),
-            }
+                .min_by_key(|t| (std::cmp::Reverse(count(t)), t.updated_ms, t.id.clone()))
+                .map(|t| t.id.clone())
+                .ok_or(TaskError::Full)
+                .map(Some)?
+        } else {
+            None
+        };
+        if let Some(old) = victim {
+            self.map.remove(&old);
+            freed.push(old);
         }
         let task = Task {
             id: id.clone(),
-            owner: owner_key(owner),
+            owner: key,
             status: Status::Working,
             message: None,
             created_ms: now,

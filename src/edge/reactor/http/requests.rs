@@ -10,7 +10,7 @@ use serde_json::Value as Json;
 use super::super::{Client, Reactor};
 use super::vet::{json_error, vet};
 use super::{health, Busy, KEEP_ALIVE};
-use crate::protocol::http::{self, Request};
+use crate::protocol::http::{self, Notice, Request};
 use crate::protocol::jsonrpc::{self, Incoming};
 use crate::protocol::mcp::{self, era, Step};
 
@@ -134,7 +134,8 @@ impl Reactor {
                     .protocol_version
                     .clone()
                     .unwrap_or_else(|| mcp::DEFAULT_VERSION.to_string());
-                let id = loop {
+                let owner = front.owner_of(token);
+                let created = loop {
                     let random = match front.random_id() {
                         Ok(r) => r,
                         Err(e) => {
@@ -142,10 +143,20 @@ impl Reactor {
                             return self.respond(token, 500, &cors, &json_error(&m), keep_alive);
                         }
                     };
-                    if let Some(id) = front.sessions.create(random, &version, now) {
-                        break id;
+                    if let Some(created) = front.sessions.create(random, &version, &owner, now) {
+                        break created;
                     }
                 };
+                if created.evicted_own > 0 {
+                    let who = match owner.as_str() {
+                        "token" => "the token's holders".to_string(),
+                        other => other.to_string(),
+                    };
+                    front.notice(Notice::SessionCap, || {
+                        format!("{who} holds its cap of sessions (--max-sessions-per-owner); its least recently used one was dropped")
+                    });
+                }
+                let id = created.id;
                 let mut headers = cors;
                 headers.push(("Mcp-Session-Id".into(), id));
                 let Step::Reply(reply) = step else {

@@ -1,7 +1,7 @@
 //! The checks an HTTP request passes before it is handled (Host, Origin,
 //! CORS preflight, bearer token, path, method), the small JSON error bodies
-//! of the responses that refuse it, and the connection cap (with the 503 for
-//! a connection over it).
+//! of the responses that refuse it, and the connection caps (with the 503 for
+//! a connection over one).
 
 use super::*;
 
@@ -24,7 +24,7 @@ fn owned(headers: &[(&str, &str)]) -> Vec<(String, String)> {
 /// The checks that depend only on a request's head, in order: Host, Origin,
 /// CORS preflight, bearer token, path, method. `Ok` carries the CORS headers
 /// for the response; the method is then POST or DELETE. Used again before
-/// `100 Continue`, so a refused request never has its body sent.
+/// as soon as a head is complete, so a refused request's body is never read.
 pub(super) fn vet(front: &HttpFront, req: &Request) -> Result<Vec<(String, String)>, Early> {
     let keep_alive = req.keep_alive;
     let early = |status, headers, message: &str, keep_alive| Early {
@@ -137,15 +137,15 @@ pub(super) fn connection_cap() -> usize {
         .clamp(1, MAX_CONNECTIONS)
 }
 
-/// Answers a connection over the cap with 503 and closes it.
-pub(super) fn refuse(mut stream: TcpStream) {
+/// Answers a connection over a cap with 503 and closes it.
+pub(super) fn refuse(mut stream: TcpStream, message: &str) {
     let mut out = Vec::new();
     http::write_response(
         &mut out,
         503,
         Some("application/json"),
         &[("Retry-After", "1")],
-        &json_error("too many connections"),
+        &json_error(message),
         false,
     );
     let _ = stream.write(&out);

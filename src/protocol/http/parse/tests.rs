@@ -9,6 +9,8 @@ struct Outcome {
     requests: Vec<Request>,
     error: Option<HttpError>,
     n_continue: usize,
+    /// How often `Head` was reported.
+    n_head: usize,
 }
 
 /// Feeds `pieces` one after the other, like reads from a socket.
@@ -32,6 +34,7 @@ fn run_pieces(limits: Limits, pieces: &[&[u8]]) -> Outcome {
                             break;
                         }
                         Progress::Continue => outcome.n_continue += 1,
+                        Progress::Head => outcome.n_head += 1,
                         Progress::Done(request) => outcome.requests.push(request),
                     }
                 }
@@ -401,8 +404,9 @@ fn large_body_in_small_pieces() {
     let head = format!("POST /mcp HTTP/1.1\r\nHost: h\r\nContent-Length: {LEN}\r\n\r\n");
     assert_eq!(
         parser.advance(head.as_bytes()).unwrap(),
-        (Progress::NeedMore, head.len())
+        (Progress::Head, head.len())
     );
+    assert_eq!(parser.declared_body(), Some(LEN as u64));
     let piece = [7u8; 4096];
     for _ in 0..LEN / 4096 - 1 {
         assert_eq!(parser.advance(&piece).unwrap(), (Progress::NeedMore, 4096));
@@ -497,4 +501,83 @@ fn header_lookup() {
         &[b"GET / HTTP/1.1\r\nHost: h\r\nX: a\xffb\r\n\r\n"],
     );
     assert_eq!(outcome.requests[0].header("x"), Some("a\u{fffd}b"));
+}
+
+#[test]
+fn a_byte_that_cannot_start_a_request_is_refused_at_once() {
+    // A TLS ClientHello starts with 0x16: refused at its first byte, with
+    // nothing else needed.
+    let mut parser = Parser::new(Limits::default());
+    let err = parser.advance(&[0x16]).unwrap_err();
+    assert_eq!(err, HttpError::NotHttp(0x16));
+    assert_eq!(err.status(), 400);
+    assert!(err.to_string().contains("TLS"), "{err}");
+    for first in [0u8, b' ', b'\t', b'{', b'/', 0x80, 0xff] {
+        let outcome = run_pieces(Limits::default(), &[&[first], b"GET / HTTP/1.1\r\n"]);
+        assert_eq!(outcome.error, Some(HttpError::NotHttp(first)), "{first:#x}");
+    }
+    // After blank lines, and after a whole request, the same rule holds.
+    let outcome = run_pieces(Limits::default(), &[b"\r\n\n", &[0x16, 3, 1]]);
+    assert_eq!(outcome.error, Some(HttpError::NotHttp(0x16)));
+    check(
+        "GET / HTTP/1.1\r\nHost: h\r\n\r\n\x16\x03",
+        "GET / 1.1 keep \"\"\nerror 400",
+    );
+    // A method byte is fine, and so is a line ending.
+    check("get / HTTP/1.1\r\nHost: h\r\n\r\n", "get / 1.1 keep \"\"");
+    check(
+        "\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n",
+        "GET / 1.1 keep \"\"",
+    );
+}
+
+#[test]
+fn leading_blank_lines_are_bounded() {
+    let request = "GET / HTTP/1.1\r\nHost: h\r\n\r\n";
+    let at_limit = format!("{}{request}", "\r\n".repeat(MAX_BLANK_LINES));
+    check(&at_limit, "GET / 1.1 keep \"\"");
+    let bare_lf = format!("{}{request}", "\n".repeat(MAX_BLANK_LINES));
+    check(&bare_lf, "GET / 1.1 keep \"\"");
+    let over = "\r\n".repeat(MAX_BLANK_LINES + 1);
+    let outcome = check(&over, "error 400");
+    assert_eq!(
+        outcome.error,
+        Some(HttpError::TooManyBlankLines {
+            limit: MAX_BLANK_LINES
+        })
+    );
+    // Dribbled one at a time, the count is the same.
+    let pieces: Vec<&[u8]> = vec![b"\r\n"; MAX_BLANK_LINES + 1];
+    let outcome = run_pieces(Limits::default(), &pieces);
+    assert_eq!(outcome.error.map(|e| e.status()), Some(400));
+    // The count starts again for each request.
+    let twice = format!("{at_limit}{at_limit}");
+    check(&twice, "GET / 1.1 keep \"\"\nGET / 1.1 keep \"\"");
+}
+
+#[test]
+fn a_head_with_a_body_stops_before_the_body() {
+    let head = "POST /mcp HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\n\r\n";
+    let mut parser = Parser::new(Limits::default());
+    let input = format!("{head}abcd");
+    assert_eq!(
+        parser.advance(input.as_bytes()).unwrap(),
+        (Progress::Head, head.len())
+    );
+    assert_eq!(parser.head().map(|r| r.path.as_str()), Some("/mcp"));
+    assert_eq!((parser.declared_body(), parser.body_len()), (Some(4), 0));
+    let (progress, used) = parser.advance(b"abcd").unwrap();
+    assert_eq!(used, 4);
+    assert!(matches!(progress, Progress::Done(ref r) if r.body == b"abcd"));
+    // Chunked: no declared length; no Head for a request without a body.
+    let chunked = "POST /mcp HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n";
+    assert_eq!(
+        parser.advance(chunked.as_bytes()).unwrap(),
+        (Progress::Head, chunked.len())
+    );
+    assert_eq!(parser.declared_body(), None);
+    let outcome = check(&format!("{head}abcd"), r#"POST /mcp 1.1 keep "abcd""#);
+    assert_eq!(outcome.n_head, 1);
+    let outcome = check("GET / HTTP/1.1\r\nHost: h\r\n\r\n", "GET / 1.1 keep \"\"");
+    assert_eq!(outcome.n_head, 0);
 }

@@ -87,6 +87,49 @@ fn at_the_cap_the_oldest_settled_task_goes_and_running_ones_stay() {
 }
 
 #[test]
+fn an_owner_only_frees_its_own_tasks() {
+    let mut t = Tasks::new(HOUR, 6).with_owner_cap(3);
+    t.create("b1".into(), "Bearer b", 0, 0).unwrap();
+    t.settle("b1", Outcome::Cancelled, 1);
+    // A fills its share; settled or not, its next task frees only its own.
+    for n in 0..3u64 {
+        let id = format!("a{n}");
+        t.create(id.clone(), "Bearer a", 10 + n, 10 + n).unwrap();
+        t.settle(&id, Outcome::Cancelled, 20 + n);
+    }
+    let (_, freed) = t.create("a3".into(), "Bearer a", 30, 30).unwrap();
+    assert_eq!(freed, vec!["a0".to_string()]);
+    assert!(
+        t.get("b1", "Bearer b", 31).is_ok(),
+        "B's settled task stays"
+    );
+    // A's share all running: A gets Full; B still gets its tasks.
+    t.create("a4".into(), "Bearer a", 32, 32)
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(t.create("a5".into(), "Bearer a", 33, 33).err(), None);
+    for id in ["a3", "a4", "a5"] {
+        assert_eq!(
+            t.get(id, "Bearer a", 34).map(|x| x.status),
+            Ok(Status::Working)
+        );
+    }
+    assert_eq!(
+        t.create("a6".into(), "Bearer a", 35, 35).err(),
+        Some(TaskError::Full)
+    );
+    t.create("b2".into(), "Bearer b", 36, 36).unwrap();
+    // The table full (6): the owner holding the most gives up a settled
+    // task, even though B's settled task is older.
+    t.create("c1".into(), "Bearer c", 37, 37).unwrap();
+    t.settle("c1", Outcome::Cancelled, 38);
+    assert_eq!(t.len(), 6);
+    t.settle("a5", Outcome::Cancelled, 39);
+    let (_, freed) = t.create("d1".into(), "Bearer d", 40, 40).unwrap();
+    assert_eq!(freed, vec!["a5".to_string()]);
+    assert!(t.get("b1", "Bearer b", 41).is_ok());
+}
+
+#[test]
 fn a_restored_running_task_is_failed() {
     let mut t = Tasks::new(HOUR, 8);
     let task = Task {
