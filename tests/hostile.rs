@@ -19,7 +19,6 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::os::fd::FromRawFd;
 use std::thread;
-use std::time::{Duration, Instant};
 
 use crate::util::{self, Proc, TempDir};
 
@@ -90,20 +89,16 @@ impl Server {
 /// Waits (up to `util::TIMEOUT`) for a whole stderr line `pick` accepts.
 #[track_caller]
 fn wait_for_line<T>(proc: &Proc, pick: impl Fn(&str) -> Option<T>) -> T {
-    let deadline = Instant::now() + util::TIMEOUT;
-    loop {
+    let found = util::poll_until(|| {
         let stderr = proc.stderr_now();
         let lines = stderr
             .split_inclusive('\n')
             .filter_map(|l| l.strip_suffix('\n'));
-        if let Some(found) = lines.into_iter().find_map(&pick) {
-            return found;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "not on stderr in time:\n{stderr}"
-        );
-        thread::sleep(Duration::from_millis(10));
+        lines.into_iter().find_map(&pick)
+    });
+    match found {
+        Some(found) => found,
+        None => panic!("not on stderr in time:\n{}", proc.stderr_now()),
     }
 }
 
@@ -166,17 +161,13 @@ impl Response {
 
 /// Reads once, retrying on EINTR and EAGAIN; 0 at EOF or a reset.
 fn read_some(stream: &mut TcpStream, buf: &mut [u8]) -> usize {
-    let deadline = Instant::now() + util::TIMEOUT;
-    loop {
-        match stream.read(buf) {
-            Ok(n) => return n,
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                assert!(Instant::now() < deadline, "no answer in time");
-            }
-            Err(e) if e.kind() == ErrorKind::ConnectionReset => return 0,
-            Err(e) => panic!("read failed: {e}"),
+    match crate::support::http::read_retrying(stream, buf, util::TIMEOUT) {
+        Ok(n) => n,
+        Err(e) if e.kind() == ErrorKind::ConnectionReset => 0,
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+            panic!("no answer in time")
         }
+        Err(e) => panic!("read failed: {e}"),
     }
 }
 

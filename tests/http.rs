@@ -722,7 +722,9 @@ fn connections_over_the_cap_get_503() {
         );
         return;
     }
-    let server = Server::start(&[]);
+    // Every client here is one address: lift the per-peer cap to reach
+    // the total one.
+    let server = Server::start(&["--max-conns-per-peer", "0"]);
     let mut idle: Vec<TcpStream> = (0..MAX_CONNECTIONS - 1)
         .map(|_| TcpStream::connect(server.addr).expect("connect an idle client"))
         .collect();
@@ -1006,7 +1008,9 @@ fn idle_connections_and_a_slowloris_client_do_not_delay_others() {
         );
         return;
     }
-    let server = Server::start(&[]);
+    // Every client here is one address: lift the per-peer cap to reach
+    // the total one.
+    let server = Server::start(&["--max-conns-per-peer", "0"]);
     let idle: Vec<TcpStream> = (0..1000)
         .map(|_| TcpStream::connect(server.addr).expect("connect an idle client"))
         .collect();

@@ -109,8 +109,7 @@ Options:
                                 [default: 256m]
       --max-conns-per-peer <n>  over HTTP, most connections from one address
                                 (a load balancer in front is one address;
-                                0: no cap) [default: 256; none on a
-                                loopback address]
+                                0: no cap) [default: 256]
       --max-sessions-per-owner <n>
                                 most legacy HTTP sessions of one owner (the
                                 bearer token, else the peer address); its
@@ -327,7 +326,7 @@ pub struct HttpConfig {
     /// Most bytes buffered across all connections.
     pub max_buffered: usize,
     /// Most connections from one peer address; 0 for no cap; `None` for
-    /// the default of the bind address (see `DEFAULT_MAX_CONNS_PER_PEER`).
+    /// the default (`DEFAULT_MAX_CONNS_PER_PEER`).
     pub max_conns_per_peer: Option<usize>,
     /// Most legacy sessions of one owner.
     pub max_sessions_per_owner: usize,
@@ -335,11 +334,10 @@ pub struct HttpConfig {
     pub max_sessions: usize,
 }
 
-/// Most HTTP connections from one address on a non-loopback bind, unless
-/// `--max-conns-per-peer`: a quarter of the 1024 slots, so one address
-/// cannot hold them all, while a load balancer in front (one address) still
-/// has room for 256 concurrent requests. On a loopback bind every client is
-/// on this machine (often one local proxy), so there is no cap unless set.
+/// Most HTTP connections from one address, unless `--max-conns-per-peer`:
+/// a quarter of the 1024 slots, so one address cannot hold them all, while
+/// a load balancer in front (one address, on loopback too) still has room
+/// for 256 concurrent requests.
 pub const DEFAULT_MAX_CONNS_PER_PEER: usize = 256;
 
 /// How long a request may take to arrive, unless changed (hidden flag).

@@ -225,11 +225,9 @@ impl HttpFront {
             spare_fd: File::open("/dev/null").ok(),
             budget: Budget::new(config.max_buffered),
             peers: HashMap::new(),
-            max_per_peer: config.max_conns_per_peer.unwrap_or(if loopback {
-                0
-            } else {
-                crate::edge::cli::DEFAULT_MAX_CONNS_PER_PEER
-            }),
+            max_per_peer: config
+                .max_conns_per_peer
+                .unwrap_or(crate::edge::cli::DEFAULT_MAX_CONNS_PER_PEER),
             notices: Notices::new(http::NOTICE_PERIOD),
         })
     }
