@@ -43,6 +43,13 @@ pub const DEFAULT_TASK_TTL: Duration = Duration::from_secs(3600);
 /// The per-call deadline used when `--call-timeout` is not given.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// How long a call may wait for a pool process, unless `--queue-timeout`.
+pub const DEFAULT_QUEUE_TIMEOUT: Duration = Duration::from_secs(300);
+/// The most calls one owner may have waiting, unless `--max-queued-per-owner`.
+pub const DEFAULT_MAX_QUEUED_PER_OWNER: usize = 256;
+/// The most calls waiting in all, unless `--max-queued`.
+pub const DEFAULT_MAX_QUEUED: usize = 4096;
+
 /// How long an idle HTTP session lives (the reference's value).
 pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(3600);
 
@@ -102,6 +109,15 @@ Options:
                                 run at most <n> processes of each <lang> pool
                                 (repeatable; 1 = one process, as morloc-nexus)
                                 [default: py and r scale up to max(CPUs, 8)]
+      --queue-timeout <seconds> fail a tool call that waited this long for a pool
+                                process (0 for no limit) [default: 300]
+      --max-queued-per-owner <n>
+                                refuse a tool call at once when its client (stdio,
+                                an HTTP session, else an HTTP connection) already
+                                has <n> calls waiting for a pool process
+                                (0 for no cap) [default: 256]
+      --max-queued <n>          refuse a tool call at once when <n> calls wait for
+                                pool processes in all (0 for no cap) [default: 4096]
       --plain-tool-names        over HTTP, name a single program's tools <command>
                                 instead of <module>__<command> (stdio never
                                 prefixes; with several programs it is ignored)
@@ -213,6 +229,9 @@ pub struct RawServe {
     pub pool_replicas: Vec<(String, usize)>,
     /// Hidden, for tests: how long an idle replica lives.
     pub replica_idle: Option<Duration>,
+    pub queue_timeout: Option<Duration>,
+    pub max_queued_per_owner: Option<usize>,
+    pub max_queued: Option<usize>,
 }
 
 /// The outside world [`prepare`] consults, passed in so tests can fake it.
@@ -278,6 +297,12 @@ pub struct ServeConfig {
     pub pool_replicas: Vec<(String, usize)>,
     /// How long a replica may sit idle before it is stopped.
     pub replica_idle: Duration,
+    /// How long a call may wait for a pool process; `None` means no limit.
+    pub queue_timeout: Option<Duration>,
+    /// The most calls one owner may have waiting (0: no cap).
+    pub max_queued_per_owner: usize,
+    /// The most calls waiting in all (0: no cap).
+    pub max_queued: usize,
 }
 
 /// How long SIGTERM lets calls finish over HTTP, unless `--drain-timeout`.
@@ -475,6 +500,15 @@ pub fn prepare(raw: RawArgs, env: &Env, warnings: &mut Vec<String>) -> Result<Ac
                 drain_timeout: serve.drain_timeout.unwrap_or(DEFAULT_DRAIN_TIMEOUT),
                 pool_replicas: serve.pool_replicas.clone(),
                 replica_idle: serve.replica_idle.unwrap_or(DEFAULT_REPLICA_IDLE),
+                queue_timeout: match serve.queue_timeout {
+                    None => Some(DEFAULT_QUEUE_TIMEOUT),
+                    Some(limit) if limit.is_zero() => None,
+                    Some(limit) => Some(limit),
+                },
+                max_queued_per_owner: serve
+                    .max_queued_per_owner
+                    .unwrap_or(DEFAULT_MAX_QUEUED_PER_OWNER),
+                max_queued: serve.max_queued.unwrap_or(DEFAULT_MAX_QUEUED),
             }))
         }
     }
@@ -717,6 +751,18 @@ fn parse_serve(
                 let text = string_value(&mut parser, "--replica-idle", command)?;
                 raw.replica_idle = Some(seconds(&text, "--replica-idle")?);
             }
+            Long("queue-timeout") => {
+                let text = string_value(&mut parser, "--queue-timeout", command)?;
+                raw.queue_timeout = Some(seconds(&text, "--queue-timeout")?);
+            }
+            Long("max-queued-per-owner") => {
+                let text = string_value(&mut parser, "--max-queued-per-owner", command)?;
+                raw.max_queued_per_owner = Some(count(&text, "--max-queued-per-owner")?);
+            }
+            Long("max-queued") => {
+                let text = string_value(&mut parser, "--max-queued", command)?;
+                raw.max_queued = Some(count(&text, "--max-queued")?);
+            }
             Word(target) if router || raw.targets.is_empty() => {
                 raw.targets.push(PathBuf::from(target))
             }
@@ -828,6 +874,15 @@ fn parse_nexus_run(words: &[OsString]) -> Result<RawArgs, CliError> {
 
 #[cfg(test)]
 mod tests;
+
+/// A count of calls (0 or more) for `flag`.
+fn count(text: &str, flag: &str) -> Result<usize, CliError> {
+    text.trim().parse().map_err(|_| {
+        CliError::Usage(format!(
+            "invalid value '{text}' for '{flag}': expected a number of calls (0 for no cap)"
+        ))
+    })
+}
 
 /// `--pool-replicas LANG=N`: a pool language and a process count of at least 1.
 fn replicas_value(text: &str) -> Result<(String, usize), CliError> {

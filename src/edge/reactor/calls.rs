@@ -15,6 +15,7 @@ use mio::{Interest, Token};
 use serde_json::Value as Json;
 
 use super::leases::LeaseMode;
+use super::queue::{self, FairQueue, Refused};
 use super::{Client, Reactor, Source};
 use crate::format::manifest::CommandKind;
 use crate::format::msgpack;
@@ -44,6 +45,42 @@ pub(super) use socket::unix_socket;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) struct CallId(u64);
+
+/// Whose call it is, for the fairness of the queue and its per-owner cap:
+/// the stdio client, a legacy HTTP session, or else (a modern request has
+/// no session) the HTTP connection it came on.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Owner {
+    Stdio,
+    Session(String),
+    Conn(usize),
+}
+
+impl Owner {
+    fn of(client: &Client) -> Owner {
+        match client {
+            Client::Stdio => Owner::Stdio,
+            Client::Http { session, .. } if !session.is_empty() => Owner::Session(session.clone()),
+            Client::Http { conn, .. } => Owner::Conn(conn.0),
+        }
+    }
+
+    /// How diagnostics name an owner (never its session id).
+    fn kind(&self) -> &'static str {
+        match self {
+            Owner::Stdio => "the stdio client",
+            Owner::Session(_) => "an HTTP session",
+            Owner::Conn(_) => "an HTTP connection",
+        }
+    }
+}
+
+/// Calls that need the same pools: the program and the call's pools
+/// (`Call::bases`), which decide where it may run.
+pub(super) type Class = (usize, Vec<usize>);
+
+/// The calls waiting for a pool process (see `queue`).
+pub(super) type Queue = FairQueue<CallId, Owner, Class>;
 
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum CallStage {
@@ -101,6 +138,9 @@ pub(super) struct Call {
     /// The task the call became: its outcome settles the task, and nothing
     /// more goes to its client.
     pub(super) task: Option<String>,
+    /// Its place in the queue while it connects, given back if the
+    /// connection fails.
+    place: Option<queue::Entry<Owner, Class>>,
 }
 
 impl Call {
@@ -203,8 +243,18 @@ impl Reactor {
                 task_at: None,
                 task: None,
                 abandoned: false,
+                place: None,
             },
         );
+        // Every remote call queues, even one that can run at once (it
+        // leaves the queue in this turn): past a cap it is refused here,
+        // before it can become a task.
+        let class = (program, self.calls[&id].bases.clone());
+        let owner = Owner::of(&self.calls[&id].client);
+        let deadline = self.options.queue_timeout.map(|t| now + t);
+        if let Err(refused) = self.queue.push(id, owner.clone(), class, deadline) {
+            return self.refuse_call(id, &owner, refused);
+        }
         let task_at = self.task_deadline(self.calls[&id].request.wants_tasks(), now);
         if let Some(call) = self.calls.get_mut(&id) {
             call.task_at = task_at;
@@ -217,14 +267,55 @@ impl Reactor {
         match self.ensure_needed_pools(id) {
             Ok(true) => {
                 self.send_progress(id, &format!("running in pool '{lang}'"));
-                self.request_connect(id);
+                self.dispatch_waiting(program);
             }
             Ok(false) => {
-                // Queued now, so that it keeps its place in arrival order.
-                self.runtimes[program].leases.waiting.push_back(id);
                 self.send_progress(id, &format!("waiting for pool '{lang}' to start"));
             }
             Err(message) => self.finish_call(id, Err(message)),
+        }
+    }
+
+    /// Answers a call the queue refused (a cap is reached) with an
+    /// `isError` result naming the cap, and says so on stderr.
+    fn refuse_call(&mut self, id: CallId, owner: &Owner, refused: Refused) {
+        let (kind, message, note) = match refused {
+            Refused::Owner { limit } => (
+                "owner queue cap",
+                format!(
+                    "refused: this client already has {limit} calls waiting for a pool process \
+                     (the --max-queued-per-owner cap); wait for some of them to finish and try again"
+                ),
+                format!(
+                    "{} reached the cap of {limit} calls waiting for a pool process \
+                     (--max-queued-per-owner): refusing its further calls",
+                    owner.kind()
+                ),
+            ),
+            Refused::Total { limit } => (
+                "total queue cap",
+                format!(
+                    "refused: the server already has {limit} calls waiting for pool processes \
+                     (the --max-queued cap); try again later"
+                ),
+                format!(
+                    "{limit} calls are waiting for pool processes (--max-queued): refusing new calls"
+                ),
+            ),
+        };
+        self.say(kind, &note);
+        self.finish_call(id, Err(message));
+    }
+
+    /// Prints one diagnostic line on stderr, at most one of each `kind`
+    /// every 10 s; it tells how many were held back since the last one.
+    pub(super) fn say(&mut self, kind: &str, line: &str) {
+        if let Some(held) = self.throttle.allow(kind, Instant::now()) {
+            if held > 0 {
+                eprintln!("morloc-mcp: {line} ({held} more like this not shown)");
+            } else {
+                eprintln!("morloc-mcp: {line}");
+            }
         }
     }
 
@@ -285,94 +376,89 @@ impl Reactor {
             .collect()
     }
 
-    /// Queues a call whose pools are ready for its lease, and connects it
-    /// if its turn has come.
-    fn request_connect(&mut self, id: CallId) {
-        let Some(call) = self.calls.get(&id) else {
-            return;
-        };
-        let program = call.program;
-        let leases = &mut self.runtimes[program].leases;
-        if !leases.waiting.contains(&id) {
-            leases.waiting.push_back(id);
-        }
-        self.dispatch_waiting(program);
-    }
-
-    /// Connects, in arrival order, every waiting call of `program` whose
-    /// pools are ready and whose lease is free, each on the least busy
-    /// process of its pool that it can lease. A call that must wait for its
-    /// lease holds up later calls that need any of its pools. Calls left
-    /// waiting while every process of their pool is busy start replicas.
+    /// Connects the waiting calls of `program` that can run now, in the
+    /// queue's fair order (round-robin across owners), each on the least
+    /// busy ready process of its pool that it can lease. A call that must
+    /// wait for its lease holds up the calls after it that need any of its
+    /// pools. Calls left waiting while every process of their pool is busy
+    /// start replicas.
+    ///
+    /// Only the head of each class (calls that need the same pools) is
+    /// looked at: the calls behind it have the same readiness and would be
+    /// held up by it, so the work is one step per call that goes plus one
+    /// per class, however many calls wait.
     pub(super) fn dispatch_waiting(&mut self, program: usize) {
-        if self.runtimes[program].leases.waiting.is_empty() {
+        if self.queue.len() == 0 {
             // The common case when a call ends.
             return;
         }
         let n_bases = self.catalog.programs[program].loaded.manifest.pools.len();
-        let queue = std::mem::take(&mut self.runtimes[program].leases.waiting);
         let mut blocked = vec![false; n_bases];
         let mut demand = vec![0usize; n_bases];
-        let mut still_waiting = std::collections::VecDeque::new();
+        let mut done: Vec<Vec<usize>> = Vec::new();
         let mut go = Vec::new();
         let now = Instant::now();
-        for id in queue {
+        while let Some((class, id)) = self
+            .queue
+            .next(|(p, bases)| *p == program && !done.contains(bases))
+        {
+            let class = class.clone();
             let Some(call) = self.calls.get(&id) else {
+                // Cannot happen (`take_call` takes calls out); never loop on it.
+                self.queue.remove(id);
                 continue;
             };
-            if call.stage != CallStage::WaitingForPool || call.leased {
+            let bases = &class.1;
+            let primary_only = call.primary_only;
+            if bases.iter().any(|&p| blocked[p]) {
+                if !primary_only {
+                    demand[bases[0]] += self.queue.class_len(&class);
+                }
+                done.push(class.1);
                 continue;
             }
             let candidates = self.ready_slots(id);
-            let Some(call) = self.calls.get(&id) else {
-                continue;
-            };
             if candidates.is_empty() {
-                // Waiting for a pool to start: calls that need the same pools
-                // queue again when it is ready (`advance_probe`).
-                still_waiting.push_back(id);
+                // Waiting for a pool to start (so is the whole class): it is
+                // dispatched again when the pool is ready (`advance_probe`).
+                done.push(class.1);
                 continue;
             }
             let leases = &self.runtimes[program].leases;
-            let others = &call.bases[1..];
+            let others = &bases[1..];
             let lease_on = |slot: usize| {
                 let mut pools = vec![slot];
                 pools.extend_from_slice(others);
                 pools
             };
-            let chosen = if call.bases.iter().any(|&p| blocked[p]) {
-                None
-            } else {
-                candidates
-                    .iter()
-                    .copied()
-                    .filter(|&slot| leases.available(&lease_on(slot), call.mode))
-                    .min_by_key(|&slot| (leases.busy(slot), slot))
-            };
+            let mode = call.mode;
+            let chosen = candidates
+                .iter()
+                .copied()
+                .filter(|&slot| leases.available(&lease_on(slot), mode))
+                .min_by_key(|&slot| (leases.busy(slot), slot));
             let Some(slot) = chosen else {
-                for &p in &call.bases {
+                for &p in bases {
                     blocked[p] = true;
                 }
-                if !call.primary_only {
-                    demand[call.pool] += 1;
+                if !primary_only {
+                    demand[bases[0]] += self.queue.class_len(&class);
                 }
-                still_waiting.push_back(id);
+                done.push(class.1);
                 continue;
             };
-            let (pools, mode) = (lease_on(slot), call.mode);
+            let pools = lease_on(slot);
+            let place = self.queue.pop(&class).map(|(_, entry)| entry);
             self.runtimes[program].leases.take(&pools, mode);
             self.runtimes[program].pools[slot].last_used = now;
             if let Some(call) = self.calls.get_mut(&id) {
                 call.leased = true;
                 call.slot = slot;
                 call.pools = pools;
+                call.place = place;
             }
             go.push(id);
         }
-        // Anything queued meanwhile comes after the calls already waiting.
-        let queued_meanwhile = std::mem::take(&mut self.runtimes[program].leases.waiting);
-        still_waiting.extend(queued_meanwhile);
-        self.runtimes[program].leases.waiting = still_waiting;
         for id in go {
             self.connect_call(id);
         }
@@ -441,13 +527,15 @@ impl Reactor {
                 };
                 call.stage = CallStage::WaitingForPool;
                 // Nothing was sent: the lease goes back (a readiness probe
-                // must be able to connect), and the call queues again once
-                // the pool answers.
+                // must be able to connect), and the call takes its place in
+                // the queue again, to go once the pool answers.
                 if call.leased {
                     call.leased = false;
                     let (pools, mode) = (call.pools.clone(), call.mode);
                     self.runtimes[program].leases.release(&pools, mode);
-                    self.runtimes[program].leases.waiting.push_front(id);
+                    if let Some(place) = call.place.take() {
+                        self.queue.restore(id, place);
+                    }
                 }
                 let lang = self.runtimes[program].pools[slot].label();
                 if slot != pool {
@@ -741,6 +829,7 @@ impl Reactor {
     /// Removes a call and closes its connection, sending nothing.
     fn take_call(&mut self, id: CallId) -> Option<Call> {
         let mut call = self.calls.remove(&id)?;
+        self.queue.remove(id);
         if let Some((token, stream)) = call.stream.take() {
             // Closed at the end of this turn, once the answer is written
             // (`end_turn`). Closing removes it from epoll by itself (no other
@@ -795,6 +884,7 @@ impl Reactor {
     }
 
     pub(super) fn call_timers(&mut self, now: Instant) {
+        self.queue_timers(now);
         let expired: Vec<CallId> = self
             .calls
             .iter()
@@ -839,6 +929,45 @@ impl Reactor {
             if let CallStage::Lost { message, .. } = &call.stage {
                 let message = message.clone();
                 self.fail_call(id, message);
+            }
+        }
+    }
+
+    /// Fails the calls that waited longer than `--queue-timeout` for a pool
+    /// process, and tells of diagnostics held back by the rate limit.
+    fn queue_timers(&mut self, now: Instant) {
+        if self.queue.next_deadline().is_some_and(|d| d <= now) {
+            let secs = self.options.queue_timeout.map_or(0.0, |t| t.as_secs_f64());
+            let expired = self.queue.expire(now);
+            let count = expired.len();
+            let mut last = String::new();
+            for (id, _) in expired {
+                let Some(call) = self.calls.get(&id) else {
+                    continue;
+                };
+                let lang = self.runtimes[call.program].pools[call.pool].label();
+                let message = format!(
+                    "waited {secs} s for a process of pool '{lang}' without getting one (the \
+                     --queue-timeout); every process was busy or the pool was not ready; try again later"
+                );
+                self.fail_call(id, message);
+                last = lang;
+            }
+            if count > 0 {
+                self.say(
+                    "queue timeout",
+                    &format!(
+                        "{count} call(s) waited {secs} s for a process of pool '{last}' (--queue-timeout) and failed"
+                    ),
+                );
+            }
+        }
+        if self.throttle.next_flush().is_some_and(|d| d <= now) {
+            for (kind, held) in self.throttle.flush(now) {
+                eprintln!(
+                    "morloc-mcp: {held} more '{kind}' event(s) in the last {} s",
+                    queue::LOG_EVERY.as_secs()
+                );
             }
         }
     }
