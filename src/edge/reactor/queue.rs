@@ -9,7 +9,9 @@
 //! earlier than the round being served, so in each round every owner with
 //! calls waiting gets one turn, in the order their turn was taken. Ordering
 //! by tag is a round-robin ring without walking one, and an owner that was
-//! idle gets no credit for it.
+//! idle gets no credit for it. An owner whose last call was just served
+//! has had its turn in this round: it is remembered until the round moves
+//! on, so that its next call does not get a second turn in the same round.
 //!
 //! **Classes.** Calls that need the same pools (a class key, chosen by the
 //! reactor) are interchangeable for readiness and leases, so each class
@@ -70,6 +72,9 @@ pub(super) struct FairQueue<I, O, K> {
     entries: HashMap<I, Entry<O, K>>,
     deadlines: BTreeSet<(Instant, Tag)>,
     by_tag: HashMap<Tag, I>,
+    /// Owners with nothing queued whose last call was served in the current
+    /// round; forgotten when the round moves on.
+    resting: Vec<O>,
 }
 
 impl<I, O, K> FairQueue<I, O, K>
@@ -91,6 +96,7 @@ where
             entries: HashMap::new(),
             deadlines: BTreeSet::new(),
             by_tag: HashMap::new(),
+            resting: Vec::new(),
         }
     }
 
@@ -172,8 +178,13 @@ where
         self.entries.insert(id, entry);
     }
 
-    /// Takes call `id` out of the queue (it ended or was cancelled).
+    /// Takes call `id` out of the queue (it ended or was cancelled): it
+    /// was not served, so an owner left with nothing queued is forgotten.
     pub(super) fn remove(&mut self, id: I) -> Option<Entry<O, K>> {
+        self.take_out(id, false)
+    }
+
+    fn take_out(&mut self, id: I, served: bool) -> Option<Entry<O, K>> {
         let entry = self.entries.remove(&id)?;
         if let Some(calls) = self.classes.get_mut(&entry.class) {
             calls.remove(&entry.tag);
@@ -185,14 +196,38 @@ where
             self.deadlines.remove(&(at, entry.tag));
         }
         self.by_tag.remove(&entry.tag);
+        if served {
+            let round = self.round;
+            self.round = round.max(entry.tag.0);
+            if self.round > round {
+                self.forget_resting();
+            }
+        }
         if let Some(state) = self.owners.get_mut(&entry.owner) {
             state.queued -= 1;
             if state.queued == 0 {
-                // Nothing to remember: an idle owner gets no credit.
-                self.owners.remove(&entry.owner);
+                if served && state.next_round > self.round {
+                    self.resting.push(entry.owner.clone());
+                } else {
+                    // Nothing to remember: an idle owner gets no credit.
+                    self.owners.remove(&entry.owner);
+                }
             }
         }
         Some(entry)
+    }
+
+    /// Forgets the owners with nothing queued whose turn is in the past.
+    fn forget_resting(&mut self) {
+        for owner in std::mem::take(&mut self.resting) {
+            if self
+                .owners
+                .get(&owner)
+                .is_some_and(|s| s.queued == 0 && s.next_round <= self.round)
+            {
+                self.owners.remove(&owner);
+            }
+        }
     }
 
     /// The next call in the fair order among the classes `wanted` accepts:
@@ -210,8 +245,7 @@ where
     /// served now (the current round moves on to its round).
     pub(super) fn pop(&mut self, class: &K) -> Option<(I, Entry<O, K>)> {
         let (_, &id) = self.classes.get(class)?.first_key_value()?;
-        let entry = self.remove(id)?;
-        self.round = self.round.max(entry.tag.0);
+        let entry = self.take_out(id, true)?;
         Some((id, entry))
     }
 

@@ -207,3 +207,23 @@ fn the_throttle_lets_one_line_per_kind_per_window_and_counts_the_rest() {
     assert_eq!(t.flush(later + LOG_EVERY), vec![("cap".to_string(), 1)]);
     assert_eq!(t.next_flush(), None);
 }
+
+#[test]
+fn an_owner_just_served_waits_for_the_next_round() {
+    let mut q = Q::new(0, 0);
+    // "a" is served at once (nothing else waits), then queues more.
+    q.push(1, "a", 0, None).unwrap();
+    assert_eq!(q.pop(&0).unwrap().0, 1);
+    q.push(2, "a", 0, None).unwrap();
+    q.push(3, "a", 0, None).unwrap();
+    // "b" has not had a turn in this round: it goes first.
+    q.push(10, "b", 0, None).unwrap();
+    assert_eq!(drain(&mut q), vec![10, 2, 3]);
+    // "a" rests (its last call was served in this round); "b" is forgotten.
+    assert_eq!(q.owners.keys().collect::<Vec<_>>(), vec![&"a"]);
+    // Once the round moves on, "a" is forgotten too.
+    q.push(30, "d", 0, None).unwrap();
+    q.push(31, "d", 0, None).unwrap();
+    assert_eq!(drain(&mut q), vec![30, 31]);
+    assert_eq!(q.owners.keys().collect::<Vec<_>>(), vec![&"d"]);
+}
