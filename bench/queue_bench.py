@@ -170,7 +170,8 @@ def call(port: int, session: str, tool: str, value: int) -> dict:
 def fairness(binary: str, manifest: str, slow_ms: int) -> float:
     """Seconds the newcomer's `addOne` took with 24 slow calls of three
     other sessions running or queued."""
-    proc = subprocess.Popen([binary, "mcp", manifest, "--http-port", "0", "--pool-replicas", "py=8"],
+    proc = subprocess.Popen([binary, "mcp", manifest, "--http-port", "0", "--plain-tool-names",
+                             "--pool-replicas", "py=8"],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     assert proc.stderr is not None

@@ -22,7 +22,7 @@ mod queue;
 mod reload;
 mod tasks;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{self, Read};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
@@ -234,6 +234,11 @@ struct Reactor {
     /// The calls waiting for a pool process, served round-robin across
     /// their owners (`queue`).
     queue: calls::Queue,
+    /// The calls that may have a timer (a deadline, progress, a task
+    /// deadline, a lost connection): those that left the queue, and those
+    /// with progress or a task deadline from the start. Timers look only at
+    /// these, so calls waiting in the queue cost nothing per turn.
+    timed: HashSet<CallId>,
     /// Rate limit of the diagnostics about the queue and the pools.
     throttle: queue::Throttle,
     next_call: u64,
@@ -316,6 +321,7 @@ impl Reactor {
             runtimes,
             calls: HashMap::new(),
             queue,
+            timed: HashSet::new(),
             throttle: queue::Throttle::default(),
             next_call: 0,
             exit_code: None,
@@ -463,7 +469,7 @@ impl Reactor {
                 &mut consider,
             );
         }
-        for call in self.calls.values() {
+        for call in self.timed.iter().filter_map(|id| self.calls.get(id)) {
             consider(call.deadline);
             consider(call.next_progress);
             consider(call.lost_until());

@@ -258,6 +258,9 @@ impl Reactor {
         let task_at = self.task_deadline(self.calls[&id].request.wants_tasks(), now);
         if let Some(call) = self.calls.get_mut(&id) {
             call.task_at = task_at;
+            if task_at.is_some() || call.next_progress.is_some() {
+                self.timed.insert(id);
+            }
         }
         if task_at.is_some_and(|t| t <= now) {
             // `--task-after 0`: the task exists before its handle is sent.
@@ -457,6 +460,7 @@ impl Reactor {
                 call.pools = pools;
                 call.place = place;
             }
+            self.timed.insert(id);
             go.push(id);
         }
         for id in go {
@@ -830,6 +834,7 @@ impl Reactor {
     fn take_call(&mut self, id: CallId) -> Option<Call> {
         let mut call = self.calls.remove(&id)?;
         self.queue.remove(id);
+        self.timed.remove(&id);
         if let Some((token, stream)) = call.stream.take() {
             // Closed at the end of this turn, once the answer is written
             // (`end_turn`). Closing removes it from epoll by itself (no other
@@ -885,18 +890,24 @@ impl Reactor {
 
     pub(super) fn call_timers(&mut self, now: Instant) {
         self.queue_timers(now);
-        let expired: Vec<CallId> = self
-            .calls
-            .iter()
+        let timed = || {
+            self.timed
+                .iter()
+                .filter_map(|id| Some((id, self.calls.get(id)?)))
+        };
+        let expired: Vec<CallId> = timed()
             .filter(|(_, c)| c.deadline.is_some_and(|d| d <= now))
             .map(|(id, _)| *id)
             .collect();
         for id in expired {
             self.time_out(id);
         }
-        let due: Vec<CallId> = self
-            .calls
-            .iter()
+        let timed = || {
+            self.timed
+                .iter()
+                .filter_map(|id| Some((id, self.calls.get(id)?)))
+        };
+        let due: Vec<CallId> = timed()
             .filter(|(_, c)| c.next_progress.is_some_and(|t| t <= now))
             .map(|(id, _)| *id)
             .collect();
@@ -913,9 +924,12 @@ impl Reactor {
             let elapsed = since.as_secs_f64();
             self.send_progress(id, &format!("still running after {elapsed:.0} s"));
         }
-        let lost: Vec<CallId> = self
-            .calls
-            .iter()
+        let timed = || {
+            self.timed
+                .iter()
+                .filter_map(|id| Some((id, self.calls.get(id)?)))
+        };
+        let lost: Vec<CallId> = timed()
             .filter(|(_, c)| c.lost_until().is_some_and(|t| t <= now))
             .map(|(id, _)| *id)
             .collect();
