@@ -4,7 +4,12 @@ queue length, and how long a newcomer's quick call waits behind other
 clients' slow ones.
 
     python3 bench/queue_bench.py target/release/morloc-mcp [--sizes 500,5000,50000]
+                                 [--before OLD_BINARY [--before-sizes 500,5000]]
                                  [--out FILE] [--print-only]
+
+With --before, the same is measured with an older binary too (a build
+whose queue is walked on every event takes minutes at 50,000, hence its
+own, shorter list of sizes), and both columns are reported.
 
 1. CPU per call. Over stdio, with one process of the test pool
    (`--pool-replicas py=1`), K `addOne` calls are written at once, so
@@ -213,6 +218,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("binary")
     parser.add_argument("--sizes", default="500,5000,50000",
                         help="queue lengths K, comma-separated")
+    parser.add_argument("--before", help="an older binary to compare with")
+    parser.add_argument("--before-sizes", default="500,5000")
     parser.add_argument("--slow-ms", type=int, default=6000)
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "RESULTS.md"))
     parser.add_argument("--print-only", action="store_true")
@@ -220,19 +227,34 @@ def main(argv: list[str]) -> int:
     binary = os.path.abspath(args.binary)
     tmp = tempfile.TemporaryDirectory()
     manifest = test_pool_manifest(tmp.name)
-    rows = []
-    for k in [int(s) for s in args.sizes.split(",") if s]:
-        ms, wall = cpu_per_call(binary, manifest, k)
-        print("K=%d: %.3f ms server CPU per call (%.1f s)" % (k, ms, wall), flush=True)
-        rows.append((k, ms, wall))
-    took = fairness(binary, manifest, args.slow_ms)
-    print("newcomer's addOne behind 24 x slowEcho %d: %.2f s" % (args.slow_ms, took), flush=True)
-    out = [BEGIN, "", "## Queued calls (`bench/queue_bench.py`)", "",
-           provenance(), "", "| queued calls (stdio, one py process) | server CPU per call | wall |",
-           "|---:|---:|---:|"]
-    out += ["| %d | %.3f ms | %.1f s |" % row for row in rows]
-    out += ["", "A new session's `addOne` behind 24 `slowEcho %d` calls of three other "
-            "sessions (up to 8 py processes): %.2f s." % (args.slow_ms, took), "", END]
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    runs = [("after", binary, sizes)]
+    if args.before:
+        before_sizes = [int(s) for s in args.before_sizes.split(",") if s]
+        runs.insert(0, ("before", os.path.abspath(args.before), before_sizes))
+    cpu: dict[tuple[str, int], float] = {}
+    waits: dict[str, float] = {}
+    for name, path, ks in runs:
+        for k in ks:
+            ms, wall = cpu_per_call(path, manifest, k)
+            print("%s, K=%d: %.3f ms server CPU per call (%.1f s)" % (name, k, ms, wall), flush=True)
+            cpu[(name, k)] = ms
+        waits[name] = fairness(path, manifest, args.slow_ms)
+        print("%s: newcomer's addOne behind 24 x slowEcho %d: %.2f s"
+              % (name, args.slow_ms, waits[name]), flush=True)
+    names = [name for name, _, _ in runs]
+    cell = lambda name, k: "%.3f ms" % cpu[(name, k)] if (name, k) in cpu else "not run"
+    out = [BEGIN, "", "## Queued calls (`bench/queue_bench.py`)", "", provenance(), "",
+           "Server CPU time per call (utime + stime over the run / calls), K `addOne` calls "
+           "written at once over stdio to one test pool process (the clock ticks are 10 ms, "
+           "so 500 calls resolve only 0.02 ms):", "",
+           "| queued calls | " + " | ".join(names) + " |",
+           "|---:|" + "---:|" * len(names)]
+    for k in sorted({k for _, k in cpu}):
+        out.append("| %d | " % k + " | ".join(cell(name, k) for name in names) + " |")
+    out += ["", "A new session's `addOne` behind 24 `slowEcho %d` calls of three other sessions "
+            "(8 each, up to 8 py processes): " % args.slow_ms
+            + ", ".join("%s %.2f s" % (name, waits[name]) for name in names) + ".", "", END]
     section = "\n".join(out) + "\n"
     if args.print_only:
         print(section)
