@@ -4,7 +4,7 @@ queue length, and how long a newcomer's quick call waits behind other
 clients' slow ones.
 
     python3 bench/queue_bench.py target/release/morloc-mcp [--sizes 500,5000,50000]
-                                 [--before OLD_BINARY [--before-sizes 500,5000]]
+                                 [--before OLD_BINARY [--before-sizes 500,5000,20000]]
                                  [--out FILE] [--print-only]
 
 With --before, the same is measured with an older binary too (a build
@@ -219,7 +219,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--sizes", default="500,5000,50000",
                         help="queue lengths K, comma-separated")
     parser.add_argument("--before", help="an older binary to compare with")
-    parser.add_argument("--before-sizes", default="500,5000")
+    parser.add_argument("--before-sizes", default="500,5000,20000")
     parser.add_argument("--slow-ms", type=int, default=6000)
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "RESULTS.md"))
     parser.add_argument("--print-only", action="store_true")
