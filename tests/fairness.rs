@@ -395,3 +395,31 @@ fn the_restart_breaker_says_when_it_opens_and_closes() {
     });
     server.wait_stderr("morloc-mcp: pool 'py' is ready again: restart breaker closed (");
 }
+
+#[test]
+fn past_the_total_cap_a_call_is_refused_at_once() {
+    let mut server = Stdio::start(&[
+        "--pool-replicas",
+        "py=1",
+        "--max-queued",
+        "1",
+        "--max-queued-per-owner",
+        "0",
+    ]);
+    wait_until("the pool serves", || {
+        server.result("addOne", 1)["isError"] == json!(false)
+    });
+    // One runs, one waits: the queue is full.
+    let slow = server.call("slowEcho", 3000);
+    let waiting = server.call("addOne", 2);
+    let refused = server.result("addOne", 3);
+    assert_eq!(refused["isError"], json!(true), "{refused}");
+    let why = text(&refused);
+    assert!(
+        why.contains("already has 1 calls waiting") && why.contains("--max-queued cap"),
+        "{why}"
+    );
+    assert_eq!(text(&server.response(slow)["result"]), "3000");
+    assert_eq!(text(&server.response(waiting)["result"]), "3");
+    server.wait_stderr("morloc-mcp: 1 calls are waiting for pool processes (--max-queued)");
+}
