@@ -2,6 +2,7 @@
 //! drives the library through its public API.
 
 mod cli;
+mod fairness;
 mod faults;
 mod golden_tools;
 mod hostile;

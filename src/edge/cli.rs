@@ -43,6 +43,13 @@ pub const DEFAULT_TASK_TTL: Duration = Duration::from_secs(3600);
 /// The per-call deadline used when `--call-timeout` is not given.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// How long a call may wait for a pool process, unless `--queue-timeout`.
+pub const DEFAULT_QUEUE_TIMEOUT: Duration = Duration::from_secs(300);
+/// The most calls one owner may have waiting, unless `--max-queued-per-owner`.
+pub const DEFAULT_MAX_QUEUED_PER_OWNER: usize = 256;
+/// The most calls waiting in all, unless `--max-queued`.
+pub const DEFAULT_MAX_QUEUED: usize = 4096;
+
 /// How long an idle HTTP session lives (the reference's value).
 pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(3600);
 
@@ -115,6 +122,15 @@ Options:
                                 bearer token, else the peer address); its
                                 next one drops its least recently used
                                 [default: 1000]
+      --queue-timeout <seconds> fail a tool call that waited this long for a pool
+                                process (0 for no limit) [default: 300]
+      --max-queued-per-owner <n>
+                                refuse a tool call at once when its client (stdio,
+                                an HTTP session, else an HTTP connection) already
+                                has <n> calls waiting for a pool process
+                                (0 for no cap) [default: 256]
+      --max-queued <n>          refuse a tool call at once when <n> calls wait for
+                                pool processes in all (0 for no cap) [default: 4096]
       --plain-tool-names        over HTTP, name a single program's tools <command>
                                 instead of <module>__<command> (stdio never
                                 prefixes; with several programs it is ignored)
@@ -231,6 +247,9 @@ pub struct RawServe {
     pub max_sessions_per_owner: Option<usize>,
     /// Hidden, for tests: the total session cap.
     pub max_sessions: Option<usize>,
+    pub queue_timeout: Option<Duration>,
+    pub max_queued_per_owner: Option<usize>,
+    pub max_queued: Option<usize>,
 }
 
 /// The outside world [`prepare`] consults, passed in so tests can fake it.
@@ -296,6 +315,12 @@ pub struct ServeConfig {
     pub pool_replicas: Vec<(String, usize)>,
     /// How long a replica may sit idle before it is stopped.
     pub replica_idle: Duration,
+    /// How long a call may wait for a pool process; `None` means no limit.
+    pub queue_timeout: Option<Duration>,
+    /// The most calls one owner may have waiting (0: no cap).
+    pub max_queued_per_owner: usize,
+    /// The most calls waiting in all (0: no cap).
+    pub max_queued: usize,
 }
 
 /// How long SIGTERM lets calls finish over HTTP, unless `--drain-timeout`.
@@ -518,6 +543,15 @@ pub fn prepare(raw: RawArgs, env: &Env, warnings: &mut Vec<String>) -> Result<Ac
                 drain_timeout: serve.drain_timeout.unwrap_or(DEFAULT_DRAIN_TIMEOUT),
                 pool_replicas: serve.pool_replicas.clone(),
                 replica_idle: serve.replica_idle.unwrap_or(DEFAULT_REPLICA_IDLE),
+                queue_timeout: match serve.queue_timeout {
+                    None => Some(DEFAULT_QUEUE_TIMEOUT),
+                    Some(limit) if limit.is_zero() => None,
+                    Some(limit) => Some(limit),
+                },
+                max_queued_per_owner: serve
+                    .max_queued_per_owner
+                    .unwrap_or(DEFAULT_MAX_QUEUED_PER_OWNER),
+                max_queued: serve.max_queued.unwrap_or(DEFAULT_MAX_QUEUED),
             }))
         }
     }
@@ -814,6 +848,18 @@ fn parse_serve(
             Long("max-sessions") => {
                 let text = string_value(&mut parser, "--max-sessions", command)?;
                 raw.max_sessions = Some(count(&text, "--max-sessions", 1)?);
+            }
+            Long("queue-timeout") => {
+                let text = string_value(&mut parser, "--queue-timeout", command)?;
+                raw.queue_timeout = Some(seconds(&text, "--queue-timeout")?);
+            }
+            Long("max-queued-per-owner") => {
+                let text = string_value(&mut parser, "--max-queued-per-owner", command)?;
+                raw.max_queued_per_owner = Some(count(&text, "--max-queued-per-owner", 0)?);
+            }
+            Long("max-queued") => {
+                let text = string_value(&mut parser, "--max-queued", command)?;
+                raw.max_queued = Some(count(&text, "--max-queued", 0)?);
             }
             Word(target) if router || raw.targets.is_empty() => {
                 raw.targets.push(PathBuf::from(target))

@@ -18,10 +18,11 @@ mod calls;
 mod http;
 mod leases;
 mod pools;
+mod queue;
 mod reload;
 mod tasks;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{self, Read};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
@@ -93,6 +94,12 @@ pub struct Options {
     pub task_ttl: Duration,
     /// See `ServeConfig::task_dir`.
     pub task_dir: Option<std::path::PathBuf>,
+    /// How long a call may wait for a pool process; `None` waits forever.
+    pub queue_timeout: Option<Duration>,
+    /// The most calls one owner may have waiting for a pool process (0: no cap).
+    pub max_queued_per_owner: usize,
+    /// The most calls waiting for a pool process in all (0: no cap).
+    pub max_queued: usize,
 }
 
 /// Builds each program's tool surface (printing exclusion notes), then
@@ -126,6 +133,9 @@ pub fn serve(config: ServeConfig) -> Result<i32, StartError> {
         task_after: config.task_after,
         task_ttl: config.task_ttl,
         task_dir: config.task_dir,
+        queue_timeout: config.queue_timeout,
+        max_queued_per_owner: config.max_queued_per_owner,
+        max_queued: config.max_queued,
     };
     match config.http {
         None => {
@@ -221,6 +231,16 @@ struct Reactor {
     /// One per program of the catalog.
     runtimes: Vec<Runtime>,
     calls: HashMap<CallId, Call>,
+    /// The calls waiting for a pool process, served round-robin across
+    /// their owners (`queue`).
+    queue: calls::Queue,
+    /// The calls that may have a timer (a deadline, progress, a task
+    /// deadline, a lost connection): those that left the queue, and those
+    /// with progress or a task deadline from the start. Timers look only at
+    /// these, so calls waiting in the queue cost nothing per turn.
+    timed: HashSet<CallId>,
+    /// Rate limit of the diagnostics about the queue and the pools.
+    throttle: queue::Throttle,
     next_call: u64,
     exit_code: Option<i32>,
     /// Eager pools not yet spawned (see `Reactor::new`).
@@ -288,6 +308,7 @@ impl Reactor {
             );
         }
         let task_ttl_ms = options.task_ttl.as_millis() as u64;
+        let queue = queue::FairQueue::new(options.max_queued_per_owner, options.max_queued);
         let mut reactor = Reactor {
             poll,
             catalog,
@@ -299,6 +320,9 @@ impl Reactor {
             sources: HashMap::new(),
             runtimes,
             calls: HashMap::new(),
+            queue,
+            timed: HashSet::new(),
+            throttle: queue::Throttle::default(),
             next_call: 0,
             exit_code: None,
             pools_pending: None,
@@ -445,12 +469,14 @@ impl Reactor {
                 &mut consider,
             );
         }
-        for call in self.calls.values() {
+        for call in self.timed.iter().filter_map(|id| self.calls.get(id)) {
             consider(call.deadline);
             consider(call.next_progress);
             consider(call.lost_until());
             consider(call.task_at);
         }
+        consider(self.queue.next_deadline());
+        consider(self.throttle.next_flush());
         consider(self.next_task_expiry());
         if let Some(http) = &self.http {
             consider(http.next_deadline());

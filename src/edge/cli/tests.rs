@@ -523,3 +523,31 @@ fn pool_replicas_take_a_language_and_a_count() {
     bad("py=x", "the count is not a whole number");
     bad("py=0", "the count must be at least 1");
 }
+
+#[test]
+fn queue_bounds_take_seconds_and_counts() {
+    check(
+        "mcp p --queue-timeout 2.5 --max-queued-per-owner 3 --max-queued 0",
+        RawArgs::Serve(RawServe {
+            queue_timeout: Some(Duration::from_millis(2500)),
+            max_queued_per_owner: Some(3),
+            max_queued: Some(0),
+            ..serve(&["p"])
+        }),
+    );
+    check_usage(
+        "morloc-mcp",
+        "mcp p --max-queued -1",
+        "invalid value '-1' for '--max-queued': expected a whole number of at least 0",
+    );
+    check_usage(
+        "morloc-mcp",
+        "mcp p --max-queued-per-owner many",
+        "invalid value 'many' for '--max-queued-per-owner': expected a whole number of at least 0",
+    );
+    check_usage(
+        "morloc-mcp",
+        "mcp p --queue-timeout soon",
+        "invalid value 'soon' for '--queue-timeout': expected a number of seconds (0 or more)",
+    );
+}

@@ -5,7 +5,8 @@
 //! fresh non-blocking Unix-socket connection registered with the poller. The
 //! reply packet is read until complete and decoded in the same turn, before
 //! anything else can run. Deadlines and progress heartbeats are handled here
-//! too; cancellation is in `cancel`, the sockets in `socket`.
+//! too; cancellation is in `cancel`, the sockets in `socket`, the queue of
+//! calls waiting for a pool process and their dispatch in `dispatch`.
 
 use std::io::{self, Read, Write};
 use std::time::{Duration, Instant};
@@ -15,6 +16,7 @@ use mio::{Interest, Token};
 use serde_json::Value as Json;
 
 use super::leases::LeaseMode;
+use super::queue;
 use super::{Client, Reactor, Source};
 use crate::format::manifest::CommandKind;
 use crate::format::msgpack;
@@ -38,7 +40,10 @@ const MAX_REPLY: u64 = 4 << 30;
 const LOST_GRACE: Duration = Duration::from_millis(50);
 
 mod cancel;
+mod dispatch;
 mod socket;
+pub(super) use dispatch::Queue;
+use dispatch::{Class, Owner};
 use socket::new_connection;
 pub(super) use socket::unix_socket;
 
@@ -101,6 +106,9 @@ pub(super) struct Call {
     /// The task the call became: its outcome settles the task, and nothing
     /// more goes to its client.
     pub(super) task: Option<String>,
+    /// Its place in the queue while it connects, given back if the
+    /// connection fails.
+    place: Option<queue::Entry<Owner, Class>>,
 }
 
 impl Call {
@@ -203,11 +211,24 @@ impl Reactor {
                 task_at: None,
                 task: None,
                 abandoned: false,
+                place: None,
             },
         );
+        // Every remote call queues, even one that can run at once (it
+        // leaves the queue in this turn): past a cap it is refused here,
+        // before it can become a task.
+        let class = (program, self.calls[&id].bases.clone());
+        let owner = Owner::of(&self.calls[&id].client);
+        let deadline = self.options.queue_timeout.map(|t| now + t);
+        if let Err(refused) = self.queue.push(id, owner.clone(), class, deadline) {
+            return self.refuse_call(id, &owner, refused);
+        }
         let task_at = self.task_deadline(self.calls[&id].request.wants_tasks(), now);
         if let Some(call) = self.calls.get_mut(&id) {
             call.task_at = task_at;
+            if task_at.is_some() || call.next_progress.is_some() {
+                self.timed.insert(id);
+            }
         }
         if task_at.is_some_and(|t| t <= now) {
             // `--task-after 0`: the task exists before its handle is sent.
@@ -217,11 +238,9 @@ impl Reactor {
         match self.ensure_needed_pools(id) {
             Ok(true) => {
                 self.send_progress(id, &format!("running in pool '{lang}'"));
-                self.request_connect(id);
+                self.dispatch_waiting(program);
             }
             Ok(false) => {
-                // Queued now, so that it keeps its place in arrival order.
-                self.runtimes[program].leases.waiting.push_back(id);
                 self.send_progress(id, &format!("waiting for pool '{lang}' to start"));
             }
             Err(message) => self.finish_call(id, Err(message)),
@@ -260,127 +279,6 @@ impl Reactor {
             }
         }
         Ok(all_ready || replica_ready)
-    }
-
-    /// The ready processes call `id` may run on (empty while a pool it
-    /// needs is not ready).
-    fn ready_slots(&self, id: CallId) -> Vec<usize> {
-        let Some(call) = self.calls.get(&id) else {
-            return Vec::new();
-        };
-        let program = call.program;
-        if !call.bases[1..].iter().all(|&p| self.pool_ready(program, p)) {
-            return Vec::new();
-        }
-        if call.primary_only {
-            return if self.pool_ready(program, call.pool) {
-                vec![call.pool]
-            } else {
-                Vec::new()
-            };
-        }
-        self.runtimes[program]
-            .instances(call.pool)
-            .filter(|&slot| self.pool_ready(program, slot))
-            .collect()
-    }
-
-    /// Queues a call whose pools are ready for its lease, and connects it
-    /// if its turn has come.
-    fn request_connect(&mut self, id: CallId) {
-        let Some(call) = self.calls.get(&id) else {
-            return;
-        };
-        let program = call.program;
-        let leases = &mut self.runtimes[program].leases;
-        if !leases.waiting.contains(&id) {
-            leases.waiting.push_back(id);
-        }
-        self.dispatch_waiting(program);
-    }
-
-    /// Connects, in arrival order, every waiting call of `program` whose
-    /// pools are ready and whose lease is free, each on the least busy
-    /// process of its pool that it can lease. A call that must wait for its
-    /// lease holds up later calls that need any of its pools. Calls left
-    /// waiting while every process of their pool is busy start replicas.
-    pub(super) fn dispatch_waiting(&mut self, program: usize) {
-        if self.runtimes[program].leases.waiting.is_empty() {
-            // The common case when a call ends.
-            return;
-        }
-        let n_bases = self.catalog.programs[program].loaded.manifest.pools.len();
-        let queue = std::mem::take(&mut self.runtimes[program].leases.waiting);
-        let mut blocked = vec![false; n_bases];
-        let mut demand = vec![0usize; n_bases];
-        let mut still_waiting = std::collections::VecDeque::new();
-        let mut go = Vec::new();
-        let now = Instant::now();
-        for id in queue {
-            let Some(call) = self.calls.get(&id) else {
-                continue;
-            };
-            if call.stage != CallStage::WaitingForPool || call.leased {
-                continue;
-            }
-            let candidates = self.ready_slots(id);
-            let Some(call) = self.calls.get(&id) else {
-                continue;
-            };
-            if candidates.is_empty() {
-                // Waiting for a pool to start: calls that need the same pools
-                // queue again when it is ready (`advance_probe`).
-                still_waiting.push_back(id);
-                continue;
-            }
-            let leases = &self.runtimes[program].leases;
-            let others = &call.bases[1..];
-            let lease_on = |slot: usize| {
-                let mut pools = vec![slot];
-                pools.extend_from_slice(others);
-                pools
-            };
-            let chosen = if call.bases.iter().any(|&p| blocked[p]) {
-                None
-            } else {
-                candidates
-                    .iter()
-                    .copied()
-                    .filter(|&slot| leases.available(&lease_on(slot), call.mode))
-                    .min_by_key(|&slot| (leases.busy(slot), slot))
-            };
-            let Some(slot) = chosen else {
-                for &p in &call.bases {
-                    blocked[p] = true;
-                }
-                if !call.primary_only {
-                    demand[call.pool] += 1;
-                }
-                still_waiting.push_back(id);
-                continue;
-            };
-            let (pools, mode) = (lease_on(slot), call.mode);
-            self.runtimes[program].leases.take(&pools, mode);
-            self.runtimes[program].pools[slot].last_used = now;
-            if let Some(call) = self.calls.get_mut(&id) {
-                call.leased = true;
-                call.slot = slot;
-                call.pools = pools;
-            }
-            go.push(id);
-        }
-        // Anything queued meanwhile comes after the calls already waiting.
-        let queued_meanwhile = std::mem::take(&mut self.runtimes[program].leases.waiting);
-        still_waiting.extend(queued_meanwhile);
-        self.runtimes[program].leases.waiting = still_waiting;
-        for id in go {
-            self.connect_call(id);
-        }
-        for (base, waiting) in demand.into_iter().enumerate() {
-            if waiting > 0 {
-                self.scale_up(program, base, waiting);
-            }
-        }
     }
 
     /// Gives back the lease of a call that holds one, and lets waiting calls
@@ -441,13 +339,15 @@ impl Reactor {
                 };
                 call.stage = CallStage::WaitingForPool;
                 // Nothing was sent: the lease goes back (a readiness probe
-                // must be able to connect), and the call queues again once
-                // the pool answers.
+                // must be able to connect), and the call takes its place in
+                // the queue again, to go once the pool answers.
                 if call.leased {
                     call.leased = false;
                     let (pools, mode) = (call.pools.clone(), call.mode);
                     self.runtimes[program].leases.release(&pools, mode);
-                    self.runtimes[program].leases.waiting.push_front(id);
+                    if let Some(place) = call.place.take() {
+                        self.queue.restore(id, place);
+                    }
                 }
                 let lang = self.runtimes[program].pools[slot].label();
                 if slot != pool {
@@ -741,6 +641,8 @@ impl Reactor {
     /// Removes a call and closes its connection, sending nothing.
     fn take_call(&mut self, id: CallId) -> Option<Call> {
         let mut call = self.calls.remove(&id)?;
+        self.queue.remove(id);
+        self.timed.remove(&id);
         if let Some((token, stream)) = call.stream.take() {
             // Closed at the end of this turn, once the answer is written
             // (`end_turn`). Closing removes it from epoll by itself (no other
@@ -795,18 +697,25 @@ impl Reactor {
     }
 
     pub(super) fn call_timers(&mut self, now: Instant) {
-        let expired: Vec<CallId> = self
-            .calls
-            .iter()
+        self.queue_timers(now);
+        let timed = || {
+            self.timed
+                .iter()
+                .filter_map(|id| Some((id, self.calls.get(id)?)))
+        };
+        let expired: Vec<CallId> = timed()
             .filter(|(_, c)| c.deadline.is_some_and(|d| d <= now))
             .map(|(id, _)| *id)
             .collect();
         for id in expired {
             self.time_out(id);
         }
-        let due: Vec<CallId> = self
-            .calls
-            .iter()
+        let timed = || {
+            self.timed
+                .iter()
+                .filter_map(|id| Some((id, self.calls.get(id)?)))
+        };
+        let due: Vec<CallId> = timed()
             .filter(|(_, c)| c.next_progress.is_some_and(|t| t <= now))
             .map(|(id, _)| *id)
             .collect();
@@ -823,9 +732,12 @@ impl Reactor {
             let elapsed = since.as_secs_f64();
             self.send_progress(id, &format!("still running after {elapsed:.0} s"));
         }
-        let lost: Vec<CallId> = self
-            .calls
-            .iter()
+        let timed = || {
+            self.timed
+                .iter()
+                .filter_map(|id| Some((id, self.calls.get(id)?)))
+        };
+        let lost: Vec<CallId> = timed()
             .filter(|(_, c)| c.lost_until().is_some_and(|t| t <= now))
             .map(|(id, _)| *id)
             .collect();

@@ -7,16 +7,13 @@
 //! connect to the pools it involves until its reply has been copied out.
 //! Such a call holds an *exclusive* lease on its pool and on the pools its
 //! command calls into; a call whose result is certain to come back inline (or
-//! in a file) holds a *shared* one. Leases are taken in arrival order: a call
-//! that cannot have its lease yet blocks the later calls that need any of
-//! its pools, so an exclusive call is not starved by a stream of shared ones.
+//! in a file) holds a *shared* one. Leases are taken in the order of the
+//! queue (`queue`: round-robin across owners): a call that cannot have its
+//! lease yet blocks the calls after it that need any of its pools, so an
+//! exclusive call is not starved by a stream of shared ones.
 //!
 //! This module is the bookkeeping only; the reactor (`calls`) takes a lease
 //! before connecting and gives it back when the call ends.
-
-use std::collections::VecDeque;
-
-use super::calls::CallId;
 
 /// How a call uses the pools it involves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,19 +32,16 @@ struct PoolLease {
     exclusive: bool,
 }
 
-/// The leases of one program's pools, and the calls waiting for one.
+/// The leases of one program's pools.
 #[derive(Debug, Default)]
 pub(super) struct Leases {
     pools: Vec<PoolLease>,
-    /// Calls that want a lease, in arrival order.
-    pub(super) waiting: VecDeque<CallId>,
 }
 
 impl Leases {
     pub(super) fn new(n_pools: usize) -> Leases {
         Leases {
             pools: vec![PoolLease::default(); n_pools],
-            waiting: VecDeque::new(),
         }
     }
 

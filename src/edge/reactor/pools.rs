@@ -104,6 +104,10 @@ pub(super) struct Pool {
     /// A socket made ahead of the next call to this process, not connected
     /// yet (see `Reactor::end_turn`).
     pub(super) spare: Option<OwnedFd>,
+    /// The restart breaker is open: the process is `Failed` (it kept dying
+    /// or could not start), and its calls fail at once until a call after
+    /// [`RETRY_FAILED_AFTER`] starts it again; how many failed so.
+    broken: Option<u64>,
 }
 
 /// The per-program run state.
@@ -155,6 +159,7 @@ impl Pool {
             next_probe: None,
             probe_delay: PROBE_DELAY_MIN,
             spare: None,
+            broken: None,
         }
     }
 
@@ -529,7 +534,12 @@ impl Reactor {
                         _ => Ok(false),
                     }
                 } else {
-                    Err(message.clone())
+                    let message = message.clone();
+                    let pool = &mut self.runtimes[program].pools[pool];
+                    if let Some(failed) = pool.broken.as_mut() {
+                        *failed += 1;
+                    }
+                    Err(message)
                 }
             }
         }
@@ -578,6 +588,7 @@ impl Reactor {
                     message: message.clone(),
                     at: now,
                 };
+                self.open_breaker(program, i, "could not be started");
                 self.fail_pool_calls(program, i, &message, true);
             }
         }
@@ -607,6 +618,7 @@ impl Reactor {
                         message: message.clone(),
                         at: now,
                     };
+                    self.open_breaker(program, i, "did not become ready");
                     self.fail_pool_calls(program, i, &message, true);
                 }
             }
@@ -694,6 +706,15 @@ impl Reactor {
             return self.schedule_probe(program, i);
         }
         self.runtimes[program].pools[i].status = PoolStatus::Ready;
+        if let Some(failed) = self.runtimes[program].pools[i].broken.take() {
+            let lang = self.runtimes[program].pools[i].label();
+            self.say(
+                &format!("restart breaker closed: {lang}"),
+                &format!(
+                    "pool '{lang}' is ready again: restart breaker closed ({failed} call(s) failed at once while it was open)"
+                ),
+            );
+        }
         // Calls waiting for this pool go once every pool they need is ready
         // (and their lease is free).
         self.dispatch_waiting(program);
@@ -868,6 +889,15 @@ impl Reactor {
                     message: message.clone(),
                     at: now,
                 };
+                let why = if starting {
+                    "died during start-up".to_string()
+                } else {
+                    format!(
+                        "keeps dying ({recent} starts within {} s)",
+                        RESTART_WINDOW.as_secs()
+                    )
+                };
+                self.open_breaker(program, i, &why);
                 self.fail_pool_calls(program, i, &message, true);
             } else {
                 self.withdraw_pool(program, i);
@@ -875,6 +905,24 @@ impl Reactor {
                 self.start_pool(program, i);
             }
         }
+    }
+
+    /// Pool process `i` is `Failed` and not restarted for now: says so on
+    /// stderr (rate-limited), once until it is ready again.
+    fn open_breaker(&mut self, program: usize, i: usize, why: &str) {
+        let pool = &mut self.runtimes[program].pools[i];
+        if pool.broken.is_some() {
+            return;
+        }
+        pool.broken = Some(0);
+        let lang = pool.label();
+        self.say(
+            &format!("restart breaker open: {lang}"),
+            &format!(
+                "pool '{lang}' {why}: restart breaker open, not restarting it; its calls fail at once until one comes {} s from now or later and starts it again",
+                RETRY_FAILED_AFTER.as_secs()
+            ),
+        );
     }
 
     /// Stops pool `i`'s process group (TERM, grace, KILL) and reaps it.

@@ -151,10 +151,14 @@ impl Reactor {
     /// Calls due to become tasks, and settled tasks due to be freed.
     pub(super) fn task_timers(&mut self, now: Instant) {
         let due: Vec<CallId> = self
-            .calls
+            .timed
             .iter()
-            .filter(|(_, c)| c.task_at.is_some_and(|t| t <= now))
-            .map(|(id, _)| *id)
+            .filter(|id| {
+                self.calls
+                    .get(id)
+                    .is_some_and(|c| c.task_at.is_some_and(|t| t <= now))
+            })
+            .copied()
             .collect();
         for id in due {
             self.make_task(id);
