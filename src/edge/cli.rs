@@ -101,7 +101,8 @@ Options:
       --pool-replicas <lang>=<n>
                                 run at most <n> processes of each <lang> pool
                                 (repeatable; 1 = one process, as morloc-nexus)
-                                [default: py and r scale up to max(CPUs, 8)]
+                                [default: py, r, cpp and rust scale up to
+                                max(CPUs, 8); others 1]
       --plain-tool-names        over HTTP, name a single program's tools <command>
                                 instead of <module>__<command> (stdio never
                                 prefixes; with several programs it is ignored)
