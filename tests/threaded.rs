@@ -91,7 +91,8 @@ fn warm(s: &mut Server, trace: &CallTrace, n: usize) {
     );
 }
 
-/// The case: 8 concurrent 0.5 s calls with an `Int` result. Each
+/// The case: 8 concurrent sleeping calls with an `Int` result (1 s
+/// each, so that a loaded machine still starts them all in time). Each
 /// may come back in shared memory, so each holds its process; with the
 /// replicas up (by default a C++ pool may run max(CPUs, 8) processes) they
 /// all run at once, on 8 processes.
@@ -100,7 +101,7 @@ fn eight_sleeping_int_calls_overlap_on_a_threaded_pool() {
     let (mut s, trace) = traced(threaded(""), &[]);
     warm(&mut s, &trace, 8);
     let mark = trace.mark();
-    all_exact(&mut s, &sleepers(8, 500));
+    all_exact(&mut s, &sleepers(8, 1000));
     let calls = trace.since(mark);
     assert_eq!(calls.len(), 8, "{calls:?}");
     assert_eq!(
@@ -132,7 +133,7 @@ fn one_threaded_process_runs_calls_with_shared_memory_results_one_at_a_time() {
 fn calls_without_shared_memory_results_share_one_threaded_process() {
     let program = threaded("").edited(|m| m["no_shm"] = json!(true));
     let (mut s, trace) = traced(program, &[]);
-    all_exact(&mut s, &sleepers(6, 400));
+    all_exact(&mut s, &sleepers(6, 1000));
     let calls = trace.calls_of("slowEcho");
     assert_eq!(calls.len(), 6, "{calls:?}");
     assert_eq!(processes(&calls), vec![calls[0].pid], "{calls:?}");
