@@ -145,8 +145,8 @@ fn calls_without_shared_memory_results_share_one_threaded_process() {
     assert_eq!(s.finish(), 0);
 }
 
-/// Sleeping calls and large results (lists and text in shared memory, and
-/// small ones inline) all at once, on the primary and its replicas: every
+/// Sleeping calls and other results (lists and text in shared memory, small
+/// `Int`s and records inline) all at once, on the primary and its replicas: every
 /// byte exact, and the sleeping calls overlap.
 #[test]
 fn concurrent_mixed_results_on_a_threaded_pool_are_exact() {
@@ -155,14 +155,19 @@ fn concurrent_mixed_results_on_a_threaded_pool_are_exact() {
     let mark = trace.mark();
     let mut calls = sleepers(8, 400);
     for i in 0..24usize {
-        calls.push(match i % 3 {
+        calls.push(match i % 4 {
             0 => ("bigList", 5_000 + i * 997, list_text(5_000 + i * 997)),
             1 => (
                 "bigText",
                 70_000 + i * 4_001,
                 format!("\"{}\"", "x".repeat(70_000 + i * 4_001)),
             ),
-            _ => ("addOne", i, (i + 1).to_string()),
+            2 => ("addOne", i, (i + 1).to_string()),
+            _ => (
+                "mkResult",
+                i,
+                format!("{{\"status\":\"ok\",\"value\":{i}}}"),
+            ),
         });
     }
     // Sleepers spread among the large results.
