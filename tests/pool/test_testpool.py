@@ -869,6 +869,56 @@ class TestCppFreeing(PoolCase):
             self.assertFalse(tp.Pool.from_env(SHAPES, self.dir, self.basename, env).per_thread)
 
 
+class TestJobStack(unittest.TestCase):
+    """The cpp mode's job queue, as the real pool loop keeps it."""
+
+    def test_newest_first_and_workers_added_only_when_all_are_busy(self) -> None:
+        stack = tp._JobStack()
+        stack.total = 1
+        self.assertFalse(stack.should_grow())
+        stack.set_busy(1)
+        self.assertTrue(stack.should_grow())
+        self.assertEqual(stack.total, 2)
+        self.assertFalse(stack.should_grow())
+        a, b = socket.socketpair()
+        try:
+            stack.push(a)
+            stack.push(b)
+            self.assertIs(stack.pop(0.01), b)
+            self.assertIs(stack.pop(0.01), a)
+            self.assertIsNone(stack.pop(0.01))
+        finally:
+            a.close()
+            b.close()
+        # Idle workers leave, but never the last one.
+        self.assertTrue(stack.may_retire())
+        self.assertFalse(stack.may_retire())
+        self.assertEqual(stack.total, 1)
+
+    def test_a_racing_worker_gets_the_next_connection_first(self) -> None:
+        stack = tp._JobStack()
+        a, b = socket.socketpair()
+        got: list = []
+        try:
+            racer = threading.Thread(target=lambda: got.append(stack.pop_racing(5.0)))
+            racer.start()
+            deadline = time.monotonic() + 5
+            while not stack.racers and time.monotonic() < deadline:
+                time.sleep(0.001)
+            stack.push(a)
+            racer.join(5)
+            self.assertEqual(got, [a])
+            self.assertIsNone(stack.pop(0.01))
+            # Without a connection in time, nothing; a later one goes on the stack.
+            self.assertIsNone(stack.pop_racing(0.01))
+            self.assertEqual(stack.racers, [])
+            stack.push(b)
+            self.assertIs(stack.pop(0.01), b)
+        finally:
+            a.close()
+            b.close()
+
+
 class TestCppProcess(unittest.TestCase):
     def test_cpp_mode_runs_calls_on_threads_at_once(self) -> None:
         d = tempfile.mkdtemp(prefix="tp-trace-")
