@@ -40,6 +40,7 @@ bench: build ## Benchmarks; results go to bench/RESULTS.md (HTTP load and soak: 
 	$(PYTHON) bench/scale_bench.py target/release/morloc-mcp
 	$(PYTHON) bench/big_results.py target/release/morloc-mcp
 	$(PYTHON) bench/replicas.py target/release/morloc-mcp
+	$(PYTHON) bench/threaded.py target/release/morloc-mcp
 	$(PYTHON) bench/latency.py target/release/morloc-mcp
 	$(PYTHON) bench/http_bench.py target/release/morloc-mcp --tool addOne
 	$(PYTHON) bench/http_bench.py target/release/morloc-mcp --tool pureAnswer

@@ -17,6 +17,7 @@ mod scale;
 mod stdio;
 mod support;
 mod tasks;
+mod threaded;
 mod tidy;
 mod util;
 mod wire;

@@ -108,7 +108,8 @@ Options:
       --pool-replicas <lang>=<n>
                                 run at most <n> processes of each <lang> pool
                                 (repeatable; 1 = one process, as morloc-nexus)
-                                [default: py and r scale up to max(CPUs, 8)]
+                                [default: py, r, cpp and rust scale up to
+                                max(CPUs, 8); others 1]
       --max-buffered <bytes>    over HTTP, most bytes buffered across all
                                 connections (request bodies, unread input,
                                 queued responses); past it a new request body

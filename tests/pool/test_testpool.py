@@ -786,5 +786,210 @@ class TestCallTrace(PoolCase):
         self.assertEqual(os.listdir(self.dir), [])
 
 
+class _Thread:
+    """One thread that runs what it is given, so a test can say which thread
+    handles which request."""
+
+    def __init__(self) -> None:
+        self.todo: list = []
+        self.cond = threading.Condition()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            with self.cond:
+                self.cond.wait_for(lambda: bool(self.todo))
+                fn, box = self.todo.pop(0)
+            try:
+                box.append(("ok", fn()))
+            except BaseException as e:  # handed back to the caller
+                box.append(("err", e))
+            with self.cond:
+                self.cond.notify_all()
+
+    def run(self, fn):
+        box: list = []
+        with self.cond:
+            self.todo.append((fn, box))
+            self.cond.notify_all()
+            self.cond.wait_for(lambda: bool(box), timeout=10)
+        kind, value = box[0]
+        if kind == "err":
+            raise value
+        return value
+
+
+class TestCppFreeing(PoolCase):
+    """cpp mode: like a C++ pool thread, each thread frees its own results
+    when it starts its next local call, and nothing else frees them."""
+
+    def refcount(self, pool: tp.Pool, reply: bytes) -> int:
+        relptr = struct.unpack("<q", reply[64:72])[0]
+        vol, off = relptr >> 48, relptr & tp.OFFSET_MASK
+        return pool.arena.volumes[vol].block(off - 16)[1]
+
+    def test_a_thread_frees_only_its_own_results_at_its_next_local_call(self) -> None:
+        pool = self.pool(per_thread=True)
+        a, b = _Thread(), _Thread()
+        big = a.run(lambda: self.reply(pool, call(16, int_arg(5000))))
+        self.assertEqual(big[13], tp.SOURCE_RPTR)
+        other = b.run(lambda: self.reply(pool, call(16, int_arg(6000))))
+        self.assertEqual(self.read_rptr(big, "aj"), list(range(5000)))
+        # Another thread's calls, a ping, a remote call and a request that
+        # does not parse, even on the same thread, free nothing.
+        c = _Thread()
+        c.run(lambda: self.reply(pool, call(1, int_arg(1))))
+        a.run(lambda: self.reply(pool, wire("startup_ping.req.bin")))
+        a.run(lambda: self.reply(pool, tp.make_call_packet(1, [int_arg(1)], entrypoint=1)))
+        a.run(lambda: self.reply(pool, b"\x00" * 32))
+        self.assertEqual(self.refcount(pool, big), 1)
+        self.assertEqual(self.read_rptr(big, "aj"), list(range(5000)))
+        # The thread's next local call frees its block, and only its own.
+        self.assertEqual(a.run(lambda: self.reply(pool, call(1, int_arg(1)))), tp.make_data_packet(
+            tp.SOURCE_MESG, tp.FORMAT_VOIDSTAR, tp.encode_flat(J, 2), J))
+        self.assertEqual(self.refcount(pool, big), 0)
+        self.assertEqual(self.refcount(pool, other), 1)
+        self.assertEqual(self.read_rptr(other, "aj"), list(range(6000)))
+        b.run(lambda: self.reply(pool, call(1, int_arg(1))))
+        self.assertEqual(self.refcount(pool, other), 0)
+
+    def test_the_default_mode_still_frees_everything_at_the_next_job(self) -> None:
+        pool = self.pool()
+        a, b = _Thread(), _Thread()
+        big = a.run(lambda: self.reply(pool, call(16, int_arg(5000))))
+        b.run(lambda: self.reply(pool, wire("startup_ping.req.bin")))
+        self.assertEqual(self.refcount(pool, big), 0)
+
+    def test_from_env_selects_the_mode(self) -> None:
+        env = {"TESTPOOL_WORKERS": "cpp"}
+        self.assertTrue(tp.Pool.from_env(SHAPES, self.dir, self.basename, env).per_thread)
+        for workers in ("threads", "1", ""):
+            env = {"TESTPOOL_WORKERS": workers}
+            self.assertFalse(tp.Pool.from_env(SHAPES, self.dir, self.basename, env).per_thread)
+
+
+class TestJobStack(unittest.TestCase):
+    """The cpp mode's job queue, as the real pool loop keeps it."""
+
+    def test_newest_first_and_workers_added_only_when_all_are_busy(self) -> None:
+        stack = tp._JobStack()
+        stack.total = 1
+        self.assertFalse(stack.should_grow())
+        stack.set_busy(1)
+        self.assertTrue(stack.should_grow())
+        self.assertEqual(stack.total, 2)
+        self.assertFalse(stack.should_grow())
+        a, b = socket.socketpair()
+        try:
+            stack.push(a)
+            stack.push(b)
+            self.assertIs(stack.pop(0.01), b)
+            self.assertIs(stack.pop(0.01), a)
+            self.assertIsNone(stack.pop(0.01))
+        finally:
+            a.close()
+            b.close()
+        # Idle workers leave, but never the last one.
+        self.assertTrue(stack.may_retire())
+        self.assertFalse(stack.may_retire())
+        self.assertEqual(stack.total, 1)
+
+    def test_a_racing_worker_gets_the_next_connection_first(self) -> None:
+        stack = tp._JobStack()
+        a, b = socket.socketpair()
+        got: list = []
+        try:
+            racer = threading.Thread(target=lambda: got.append(stack.pop_racing(5.0)))
+            racer.start()
+            deadline = time.monotonic() + 5
+            while not stack.racers and time.monotonic() < deadline:
+                time.sleep(0.001)
+            stack.push(a)
+            racer.join(5)
+            self.assertEqual(got, [a])
+            self.assertIsNone(stack.pop(0.01))
+            # Without a connection in time, nothing; a later one goes on the stack.
+            self.assertIsNone(stack.pop_racing(0.01))
+            self.assertEqual(stack.racers, [])
+            stack.push(b)
+            self.assertIs(stack.pop(0.01), b)
+        finally:
+            a.close()
+            b.close()
+
+
+class TestCppProcess(unittest.TestCase):
+    def test_cpp_mode_runs_calls_on_threads_at_once(self) -> None:
+        d = tempfile.mkdtemp(prefix="tp-trace-")
+        trace = os.path.join(d, "calls.trace")
+        p = PoolProcess({"TESTPOOL_WORKERS": "cpp", "TESTPOOL_TRACE": trace})
+        try:
+            p.wait_ready()
+            socks = []
+            for _ in range(6):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(p.socket)
+                s.sendall(call(19, int_arg(300)))
+                socks.append(s)
+            expected = tp.make_data_packet(tp.SOURCE_MESG, tp.FORMAT_VOIDSTAR, tp.encode_flat(J, 300), J)
+            self.assertEqual([read_reply(s) for s in socks], [expected] * 6)
+            lines = [line.split(" ") for line in Path(trace).read_text().splitlines()]
+            starts = [int(ns) for kind, _, _, ns in lines if kind == "start"]
+            ends = [int(ns) for kind, _, _, ns in lines if kind == "end"]
+            self.assertEqual((len(starts), len(ends)), (6, 6))
+            # Every call started before the first one ended: they ran at once.
+            self.assertLess(max(starts), min(ends), lines)
+        finally:
+            p.finish()
+            shutil.rmtree(d, ignore_errors=True)
+
+    def race(self, second_request: bytes) -> tuple[int, bytes]:
+        """cpp mode with TESTPOOL_RACE_MS: a large result, then a second
+        connection while its reply's last byte is held back; returns the
+        block's reference count once the reply is complete, and the second
+        reply."""
+        p = PoolProcess({"TESTPOOL_WORKERS": "cpp", "TESTPOOL_RACE_MS": "2000"})
+        try:
+            p.wait_ready()
+            first = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            first.connect(p.socket)
+            first.sendall(call(16, int_arg(5000)))
+            # The reply's first byte: the pool is holding back its last one.
+            first.settimeout(5.0)
+            head = first.recv(1)
+            second = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            second.connect(p.socket)
+            second.sendall(second_request)
+            reply = head + read_reply(first)
+            self.assertEqual(len(reply), 72)
+            mem = tp.ShmMemory(p.basename, p.dir)
+            try:
+                buf, pos = mem.resolve(struct.unpack("<q", reply[64:72])[0])
+                refcount = tp.BLOCK_HEADER.unpack_from(buf, pos - 16)[1]
+                if refcount:
+                    got = tp.read_voidstar(tp.parse_schema("aj"), buf, pos, mem)
+                    self.assertEqual(got, list(range(5000)))
+                else:
+                    self.assertEqual(bytes(buf[pos:pos + 16]), bytes(16))
+            finally:
+                mem.close()
+            return refcount, read_reply(second)
+        finally:
+            p.finish()
+
+    def test_race_mode_frees_the_block_when_the_thread_starts_its_next_call(self) -> None:
+        refcount, second = self.race(call(1, int_arg(1)))
+        self.assertEqual(refcount, 0)
+        self.assertEqual(second, tp.make_data_packet(tp.SOURCE_MESG, tp.FORMAT_VOIDSTAR,
+                                                     tp.encode_flat(J, 2), J))
+
+    def test_race_mode_a_ping_frees_nothing(self) -> None:
+        ping = wire("startup_ping.req.bin")
+        refcount, second = self.race(ping)
+        self.assertEqual(refcount, 1)
+        self.assertEqual(second, ping)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -36,18 +36,29 @@ Environment (read once at start):
     TESTPOOL_DIE_AFTER_MS     exit with status 3 after this long, without any
                               cleanup (like a crash)
     TESTPOOL_WORKERS=threads  a thread per connection instead of one worker
+    TESTPOOL_WORKERS=cpp      serve like a C++ pool (Morloc 0.98.2's threaded
+                              pool loop): worker threads take connections from
+                              a shared stack, one more thread starts whenever
+                              all are inside a call, and each thread frees the
+                              result blocks it made only when it starts its
+                              next local call (not on a connection, not on a
+                              ping), so a result is freed by whichever call
+                              the same thread takes next
     TESTPOOL_TRACE            append `start <function> <pid> <ns>` and
                               `end <function> <pid> <ns>` lines (monotonic
                               clock) to this file around every call, so tests
                               can see from the pool's side when calls ran
     TESTPOOL_RACE_MS          forces the worst interleaving for RPTR replies (one
-                              worker only): the reply is sent except its last
+                              worker, or cpp mode): the reply is sent except its last
                               byte, the pool waits this long for the next
                               connection, and if one comes it takes it (which
                               frees the reply's block) before sending the last
                               byte. A client that opens a connection to the pool
                               before it has copied an RPTR result out then reads
-                              zeroed memory, every time.
+                              zeroed memory, every time. In cpp mode the
+                              worker takes the next connection ahead of the
+                              idle ones and starts its call, which frees the
+                              block, before sending the last byte.
 
 Fault functions, present in every program; they ignore their arguments, so
 send any (for example one Int):
@@ -109,6 +120,7 @@ HEADER_SIZE = 32
 HEADER = struct.Struct("<IHHHH8sIQ")
 
 TYPE_DATA, TYPE_CALL, TYPE_PING = 0, 1, 2
+ENTRYPOINT_LOCAL = 0  # byte 1 of a CALL command; the server's calls are local
 SOURCE_MESG, SOURCE_FILE, SOURCE_RPTR = 0, 1, 2
 FORMAT_JSON, FORMAT_MSGPACK, FORMAT_TEXT, FORMAT_DATA, FORMAT_VOIDSTAR = 0, 1, 2, 3, 4
 STATUS_PASS, STATUS_FAIL = 0, 1
@@ -1072,7 +1084,9 @@ class ShmArena:
         self.volumes: dict[int, _Volume] = {}
         self.current: int | None = None
         self.lock = threading.Lock()
-        self.handed_out: list[int] = []  # relptrs of result blocks not yet released
+        # Relptrs of result blocks not yet released, by owner: None for the
+        # whole process, else the worker thread that made them (cpp mode).
+        self.handed_out: dict[int | None, list[int]] = {}
 
     def _create_volume(self, data_size: int) -> _Volume:
         for _ in range(1000):
@@ -1169,8 +1183,9 @@ class ShmArena:
         self._claim(vol, 0, size)
         return vol.index, BLOCK_HEADER_SIZE
 
-    def put(self, schema: Schema, value: Any) -> int:
-        """Write a value into a fresh block; returns the relptr of its head."""
+    def put(self, schema: Schema, value: Any, owner: int | None = None) -> int:
+        """Write a value into a fresh block owned by `owner` (see
+        `handed_out`); returns the relptr of its head."""
         need = voidstar_size(schema, value, pool_alloc=True)
         with self.lock:
             idx, data_off = self.alloc(need)
@@ -1183,7 +1198,7 @@ class ShmArena:
             start = SHM_HEADER_SIZE + data_off
             vol.mm[start:start + len(data)] = data
             relptr = (idx << 48) | data_off
-            self.handed_out.append(relptr)
+            self.handed_out.setdefault(owner, []).append(relptr)
             return relptr
 
     def _free(self, idx: int, data_off: int) -> None:
@@ -1202,9 +1217,16 @@ class ShmArena:
     def release_all(self) -> None:
         """Release every result block handed out so far (a new job starts)."""
         with self.lock:
-            for relptr in self.handed_out:
+            for relptrs in self.handed_out.values():
+                for relptr in relptrs:
+                    self._free(relptr >> 48, relptr & OFFSET_MASK)
+            self.handed_out = {}
+
+    def release_owned(self, owner: int) -> None:
+        """Release the result blocks of one owner (a worker thread) only."""
+        with self.lock:
+            for relptr in self.handed_out.pop(owner, []):
                 self._free(relptr >> 48, relptr & OFFSET_MASK)
-            self.handed_out = []
 
     def cleanup(self) -> None:
         """Unmap and unlink every volume; safe to call from a signal handler."""
@@ -1541,8 +1563,11 @@ class Pool:
     def __init__(self, functions: dict[int, Function], tmpdir: str, basename: str, *,
                  inline_size: int = DEFAULT_INLINE_SIZE, no_shm: bool = False,
                  file_dir: str | None = None, shm_dir: str = "/dev/shm",
-                 pick_index: Callable[[], int] | None = None):
+                 pick_index: Callable[[], int] | None = None, per_thread: bool = False):
         self.functions = functions
+        # cpp mode: each worker thread frees only its own results, when it
+        # starts its next local call (see `begin_call`).
+        self.per_thread = per_thread
         self.tmpdir = tmpdir
         self.basename = basename
         self.inline_size = inline_size
@@ -1563,18 +1588,29 @@ class Pool:
         return cls(functions, tmpdir, basename,
                    inline_size=inline,
                    no_shm=_env_truthy(environ.get("MORLOC_NO_SHM")),
-                   file_dir=environ.get("MORLOC_TMPDIR") or None)
+                   file_dir=environ.get("MORLOC_TMPDIR") or None,
+                   per_thread=environ.get("TESTPOOL_WORKERS", "").strip() == "cpp")
 
     def begin_job(self) -> None:
         """What a real pool worker does when it is handed a connection: free
         the result blocks of its earlier jobs."""
         self.arena.release_all()
 
+    def begin_call(self, pkt: Packet) -> None:
+        """What a C++ pool thread does as it starts a local call (cpp mode):
+        free the result blocks it made for its earlier calls. Other threads'
+        blocks stay, and a ping, a remote call or a request that does not
+        parse frees nothing."""
+        if self.per_thread and pkt.type == TYPE_CALL and pkt.cmd[1] == ENTRYPOINT_LOCAL:
+            self.arena.release_owned(threading.get_ident())
+
     def handle_request(self, data: bytes) -> Outcome:
-        # Like the real pool, drop earlier results before reading the request
-        # (the socket layer has already done so when it accepted the
-        # connection; this covers requests handed in directly).
-        self.begin_job()
+        # Like the real Python pool, drop earlier results before reading the
+        # request (the socket layer has already done so when it accepted the
+        # connection; this covers requests handed in directly). In cpp mode
+        # the thread frees its own results when the call starts, below.
+        if not self.per_thread:
+            self.begin_job()
         try:
             pkt, _ = parse_packet(data)
         except PoolError as e:
@@ -1588,6 +1624,7 @@ class Pool:
             args = call_arguments(pkt)
         except PoolError as e:
             return Outcome("reply", make_fail_packet(str(e)))
+        self.begin_call(pkt)
         fn = self.functions.get(midx)
         if fn is None:
             return Outcome("reply", make_fail_packet(str(KeyError(midx))))
@@ -1639,7 +1676,8 @@ class Pool:
         if size <= self.inline_size:
             return make_data_packet(SOURCE_MESG, FORMAT_VOIDSTAR, encode_flat(schema, value), schema)
         if not self.no_shm:
-            relptr = self.arena.put(schema, value)
+            owner = threading.get_ident() if self.per_thread else None
+            relptr = self.arena.put(schema, value, owner)
             return make_data_packet(SOURCE_RPTR, FORMAT_VOIDSTAR, struct.pack("<q", relptr), schema)
         data = bytes(msgpack_pack(schema, value))
         directory = self.file_dir or os.environ.get("TMPDIR") or "/tmp"
@@ -1750,6 +1788,143 @@ def _serve_connection(conn: socket.socket, pool: Pool, race: Callable[[], None] 
         conn.close()
 
 
+# --- cpp mode: the C++ pool's worker threads -------------------------------
+
+# A worker added under load exits after this long without a job, as in the
+# real pool; the first one stays.
+WORKER_IDLE_SECONDS = 5.0
+
+
+class _JobStack:
+    """The C++ pool's job queue: accepted connections go on a stack, and
+    whichever idle worker thread wakes first takes the newest. `busy` counts
+    the workers inside a call, `total` the live workers; the accept loop adds
+    one whenever every worker is busy. A worker holding back the end of an
+    RPTR reply (TESTPOOL_RACE_MS) waits in `racers` and gets the next
+    connection before any idle worker, the worst case of that assignment."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.jobs: list[socket.socket] = []
+        self.racers: list[list[socket.socket]] = []
+        self.busy = 0
+        self.total = 0
+
+    def push(self, conn: socket.socket) -> None:
+        with self.cond:
+            if self.racers:
+                self.racers.pop(0).append(conn)
+            else:
+                self.jobs.append(conn)
+            self.cond.notify_all()
+
+    def pop(self, wait: float) -> socket.socket | None:
+        with self.cond:
+            if not self.jobs:
+                self.cond.wait(wait)
+            return self.jobs.pop() if self.jobs else None
+
+    def pop_racing(self, wait: float) -> socket.socket | None:
+        """The next connection, ahead of the idle workers, if one comes within
+        `wait` seconds."""
+        with self.cond:
+            if self.jobs:
+                return self.jobs.pop()
+            slot: list[socket.socket] = []
+            self.racers.append(slot)
+            self.cond.wait_for(lambda: bool(slot), wait)
+            if not slot:
+                self.racers.remove(slot)
+                return None
+            return slot[0]
+
+    def set_busy(self, delta: int) -> None:
+        with self.cond:
+            self.busy += delta
+
+    def should_grow(self) -> bool:
+        """Counts a new worker if every worker is busy; true then."""
+        with self.cond:
+            if self.busy < self.total:
+                return False
+            self.total += 1
+            return True
+
+    def may_retire(self) -> bool:
+        """Counts an idle worker out unless it is the last one; true then."""
+        with self.cond:
+            if self.total <= 1:
+                return False
+            self.total -= 1
+            return True
+
+
+def _serve_cpp_job(conn: socket.socket, data: bytes | None, pool: Pool, stack: _JobStack,
+                   race_ms: float | None) -> tuple[socket.socket, bytes | None] | None:
+    """Serves one connection on a C++-style worker thread (`data`: its request
+    if already read). With `race_ms`, an RPTR reply is sent but its last
+    byte, the thread takes the next connection if one comes within that
+    time and starts its call (which frees this reply's block, as the real
+    thread frees its last result when it starts its next local call), and
+    only then sends the last byte; the next job is returned to be served."""
+    nxt: tuple[socket.socket, bytes | None] | None = None
+    try:
+        if data is None:
+            data = _read_request(conn)
+        if data is None:
+            return None
+        stack.set_busy(1)
+        try:
+            out = pool.handle_request(data)
+        finally:
+            stack.set_busy(-1)
+        if out.action == "reply":
+            if race_ms and _is_rptr_reply(out.data):
+                if not _send_nonblocking(conn, out.data[:-1]):
+                    return None
+                other = stack.pop_racing(race_ms)
+                if other is not None:
+                    request = None
+                    try:
+                        request = _read_request(other)
+                        if request is not None:
+                            pool.begin_call(parse_packet(request)[0])
+                    except (OSError, PoolError):
+                        pass
+                    nxt = (other, request)
+                _send_reply(conn, out.data[-1:])
+                return nxt
+            _send_reply(conn, out.data)
+        elif out.action == "exit":
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(3)
+        elif out.action == "hang":
+            stack.set_busy(1)
+            while True:
+                time.sleep(3600)
+    except OSError:
+        pass
+    finally:
+        conn.close()
+    return nxt
+
+
+def _cpp_worker(pool: Pool, stack: _JobStack, race_ms: float | None) -> None:
+    idle_since = time.monotonic()
+    job: tuple[socket.socket, bytes | None] | None = None
+    while True:
+        if job is None:
+            conn = stack.pop(0.1)
+            if conn is None:
+                if time.monotonic() - idle_since > WORKER_IDLE_SECONDS and stack.may_retire():
+                    return
+                continue
+            job = (conn, None)
+        job = _serve_cpp_job(job[0], job[1], pool, stack, race_ms)
+        idle_since = time.monotonic()
+
+
 def _set_parent_death_signal() -> None:
     parent = os.getppid()
     try:
@@ -1806,8 +1981,11 @@ class _Server:
         self.bound = True
         listener.listen(socket.SOMAXCONN)
         self.listener = listener
-        threads = environ.get("TESTPOOL_WORKERS", "1").strip() == "threads"
+        workers = environ.get("TESTPOOL_WORKERS", "1").strip()
+        threads = workers == "threads"
         race_ms = _env_ms(environ, "TESTPOOL_RACE_MS")
+        if workers == "cpp":
+            self._run_cpp(listener, race_ms)
         pending: socket.socket | None = None
         while True:
             if pending is not None:
@@ -1828,6 +2006,31 @@ class _Server:
                     nonlocal pending
                     pending = self._next_connection(race_ms)
             _serve_connection(conn, self.pool, race)
+
+    def _run_cpp(self, listener: socket.socket, race_ms: float | None) -> None:
+        """Serves like a C++ pool: one accept loop (waking at least every
+        10 ms) feeding a job stack, one worker thread to begin with, and one
+        more whenever every worker is inside a call."""
+        stack = _JobStack()
+
+        def add_worker() -> None:
+            threading.Thread(target=_cpp_worker, args=(self.pool, stack, race_ms),
+                             daemon=True).start()
+
+        stack.total = 1
+        add_worker()
+        while True:
+            ready, _, _ = select.select([listener], [], [], 0.01)
+            if ready:
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    time.sleep(0.01)
+                    continue
+                conn.setblocking(False)
+                stack.push(conn)
+            if stack.should_grow():
+                add_worker()
 
     def _start_job(self, conn: socket.socket) -> None:
         # Like a real pool: the accepted connection is non-blocking, and the

@@ -8,10 +8,9 @@
 //! already running on it fail with a message saying how it died, and calls
 //! still waiting for it go to the restarted pool.
 //!
-//! A pool of a single-threaded language (Python, R) may have *replicas*:
-//! more processes of the same pool, each on its own socket in the run
-//! directory, with the same arguments, environment and shared-memory
-//! basename. `Runtime::pools` holds every process: the manifest's pools
+//! A pool (Python, R, C++) may have *replicas*: more processes of the same
+//! pool, each on its own socket in the run directory, with the same
+//! arguments and environment but a shared-memory basename of its own. `Runtime::pools` holds every process: the manifest's pools
 //! first (the *primaries*, at their manifest index, on the socket the other
 //! pools call), then the replicas, each naming its primary (`base`). The
 //! server spreads its own calls over a pool's ready processes, least busy
@@ -173,17 +172,34 @@ impl Pool {
     }
 }
 
-/// Languages whose pools run one local call at a time.
-fn single_threaded(lang: &str) -> bool {
+/// Languages whose pools get replicas by default. Python and R pools run one
+/// local call at a time. C++ (and Rust, built on the same runtime loop) pools
+/// run calls on threads, but a thread frees its last shared-memory result
+/// when it starts its next call, and which thread takes a connection is not
+/// ours to choose: a call whose result may come back that way holds the
+/// whole process (see `leases`), so such calls overlap only across
+/// processes. Calls with a result certain to come back inline still share
+/// one threaded process, and replicas start only when calls wait.
+fn replicated_by_default(lang: &str) -> bool {
     matches!(
         lang.to_ascii_lowercase().as_str(),
-        "py" | "python" | "python3" | "r"
+        "py" | "python" | "python3" | "r" | "cpp" | "c++" | "rust" | "rs"
     )
 }
 
-/// The fewest processes a single-threaded pool may scale up to by default
-/// (sleeping or waiting functions gain beyond the number of CPUs).
+/// The fewest processes a pool may scale up to by default (sleeping or
+/// waiting functions gain beyond the number of CPUs).
 const MIN_DEFAULT_REPLICAS: usize = 8;
+
+/// The default cap on the processes of a `lang` pool on a machine with
+/// `cpus` CPUs: max(CPUs, 8) for the languages above, else 1.
+fn default_replica_cap(lang: &str, cpus: usize) -> usize {
+    if replicated_by_default(lang) {
+        cpus.max(MIN_DEFAULT_REPLICAS)
+    } else {
+        1
+    }
+}
 
 impl Runtime {
     pub(super) fn new(program: &Program) -> io::Result<Runtime> {
@@ -412,8 +428,8 @@ impl Runtime {
 }
 
 impl Reactor {
-    /// The most processes pool `lang` may run: `--pool-replicas`, else for
-    /// a single-threaded language max(CPUs, 8), else 1.
+    /// The most processes pool `lang` may run: `--pool-replicas`, else
+    /// [`default_replica_cap`].
     pub(super) fn replica_cap(&self, lang: &str) -> usize {
         let canon = |l: &str| match l.to_ascii_lowercase().as_str() {
             "python" | "python3" => "py".to_string(),
@@ -429,12 +445,8 @@ impl Reactor {
         {
             return *n;
         }
-        if single_threaded(lang) {
-            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-            cpus.max(MIN_DEFAULT_REPLICAS)
-        } else {
-            1
-        }
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        default_replica_cap(lang, cpus)
     }
 
     /// `waiting` calls of `program` wait for a process of manifest pool
@@ -1017,5 +1029,21 @@ fn stop_groups(pids: &[i32]) {
             break;
         }
         std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::default_replica_cap;
+
+    #[test]
+    fn threaded_and_single_threaded_pools_get_replicas_by_default() {
+        for lang in ["py", "Python3", "r", "R", "cpp", "c++", "rust"] {
+            assert_eq!(default_replica_cap(lang, 2), 8, "{lang}");
+            assert_eq!(default_replica_cap(lang, 16), 16, "{lang}");
+        }
+        // Languages whose pools were not checked keep one process.
+        assert_eq!(default_replica_cap("jl", 16), 1);
+        assert_eq!(default_replica_cap("", 4), 1);
     }
 }
