@@ -197,7 +197,7 @@ fn edge_cases_agree() {
     for i in 0..126 {
         omitted = format!("{{\"v\":{i},\"n\":{omitted}}}");
     }
-    cases.push(("&1L??m21vi41n^1L", omitted.replace("\"n\":", "\"n\":")));
+    cases.push(("&1L??m21vi41n^1L", omitted.clone()));
     cases.push(("&1Lm21vi41n???^1L", omitted));
     // The innermost record sits at value depth 256 and omits its optional
     // field: the validator accepts it, the encoder's depth check does not.
