@@ -76,17 +76,15 @@ impl std::error::Error for ArgError {}
 /// here, in the reference's order.
 pub fn resolve(surface: &Surface, params: Option<&Value>) -> Result<Call, ArgError> {
     let empty = Map::new();
-    let (tool, command, sources) =
-        resolve_in(surface, params, |params| match params.get("arguments") {
-            None | Some(Value::Null) => Ok(Arguments::Parsed(&empty)),
-            Some(Value::Object(map)) => Ok(Arguments::Parsed(map)),
-            Some(_) => Err(ArgError::new("'arguments' must be an object".into())),
-        })?;
-    let args = sources.into_iter().map(Source::into_value).collect();
+    let call = resolve_in(surface, params, |params| match params.get("arguments") {
+        None | Some(Value::Null) => Ok(Arguments::Parsed(&empty)),
+        Some(Value::Object(map)) => Ok(Arguments::Parsed(map)),
+        Some(_) => Err(ArgError::new("'arguments' must be an object".into())),
+    })?;
     Ok(Call {
-        tool,
-        command,
-        args,
+        tool: call.tool,
+        command: call.command,
+        args: call.args.into_iter().map(Source::into_value).collect(),
     })
 }
 
@@ -129,12 +127,7 @@ pub fn resolve_text<'a>(
     params: Option<&Value>,
     arguments: &'a str,
 ) -> Result<TextCall<'a>, ArgError> {
-    let (tool, command, args) = resolve_in(surface, params, |_| Ok(Arguments::Text(arguments)))?;
-    Ok(TextCall {
-        tool,
-        command,
-        args,
-    })
+    resolve_in(surface, params, |_| Ok(Arguments::Text(arguments)))
 }
 
 /// The client's named arguments: a parsed object, or an object's JSON text.
@@ -206,7 +199,7 @@ fn resolve_in<'a, 'p>(
     surface: &Surface,
     params: Option<&'p Value>,
     arguments: impl FnOnce(&'p Value) -> Result<Arguments<'a>, ArgError>,
-) -> Result<(usize, Result<usize, String>, Vec<Source<'a>>), ArgError> {
+) -> Result<TextCall<'a>, ArgError> {
     let Some(params) = params else {
         return Err(ArgError::new("missing params".into()));
     };
@@ -244,7 +237,11 @@ fn resolve_in<'a, 'p>(
         .iter()
         .map(|slot| fill_slot(slot, &arguments))
         .collect();
-    Ok((tool_index, command, args))
+    Ok(TextCall {
+        tool: tool_index,
+        command,
+        args,
+    })
 }
 
 /// Picks the command a `_render` value selects.

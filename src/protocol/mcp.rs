@@ -22,6 +22,7 @@ pub mod era;
 pub mod headers;
 mod legacy;
 mod modern;
+mod packing;
 mod results;
 pub mod subscriptions;
 pub mod tasks;
@@ -360,8 +361,13 @@ pub struct CallRequest {
     pub program: usize,
     /// The command to execute (a `_render` projection's entry, or the tool's own).
     pub command: usize,
-    /// One JSON value per manifest argument, in manifest order.
+    /// One JSON value per manifest argument, in manifest order; empty when
+    /// `packet` is set.
     pub args: Vec<Json>,
+    /// The CALL packet, when the arguments arrived as text for a remote
+    /// command and were checked and encoded straight from it
+    /// ([`handle_lazy`]); the reactor then sends it as it is.
+    pub packet: Option<Vec<u8>>,
     pub progress_token: Option<Json>,
     /// The request's `_meta` when it is a modern (2026-07-28) request: its
     /// result is then completed (`resultType`, server identity) and its log
@@ -419,6 +425,19 @@ pub struct TaskRequest {
 
 /// Handles one inbound message.
 pub fn handle(catalog: &Catalog, session: &mut Session, msg: Incoming) -> Step {
+    handle_lazy(catalog, session, msg, None)
+}
+
+/// [`handle`] for a message decoded by [`jsonrpc::decode_lazy`]: `arguments`
+/// is the text of its `params.arguments` object (then `null` in the message).
+/// A `tools/call` of a remote command then carries its CALL packet, encoded
+/// straight from that text ([`CallRequest::packet`]).
+pub fn handle_lazy(
+    catalog: &Catalog,
+    session: &mut Session,
+    msg: Incoming,
+    arguments: Option<&str>,
+) -> Step {
     match msg {
         Incoming::Empty | Incoming::Response => Step::Nothing,
         Incoming::Invalid(reply) => Step::Reply(reply),
@@ -443,9 +462,9 @@ pub fn handle(catalog: &Catalog, session: &mut Session, msg: Incoming) -> Step {
         Incoming::Request { id, method, params } => {
             let in_session = session.protocol_version.is_some();
             if era::is_modern(&method, params.as_ref(), in_session) {
-                modern::request(catalog, id, &method, params)
+                modern::request(catalog, id, &method, params, arguments)
             } else {
-                legacy::request(catalog, session, id, &method, params)
+                legacy::request(catalog, session, id, &method, params, arguments)
             }
         }
     }
@@ -457,6 +476,7 @@ fn tools_call(
     catalog: &Catalog,
     id: RequestId,
     params: Option<Json>,
+    arguments: Option<&str>,
     modern: Option<era::RequestMeta>,
 ) -> Step {
     let name = params
@@ -491,25 +511,51 @@ fn tools_call(
             ))
         }
     };
-    match args::resolve(&prog.surface, params.as_ref()) {
-        Ok(call) => match call.command {
-            Ok(command) => Step::Call(CallRequest {
+    let resolved = match arguments {
+        Some(text) => args::resolve_text(&prog.surface, params.as_ref(), text)
+            .map(|call| (call.command, call.args)),
+        None => args::resolve(&prog.surface, params.as_ref()).map(|call| {
+            let sources = call.args.into_iter().map(args::Source::Json).collect();
+            (call.command, sources)
+        }),
+    };
+    match resolved {
+        Ok((Ok(command), sources)) => {
+            let remote = prog.command(command).kind != CommandKind::Pure;
+            let (args, packet) = if remote && arguments.is_some() {
+                match packing::call_packet(prog, command, &sources) {
+                    Ok(packet) => (Vec::new(), Some(packet)),
+                    Err(message) => {
+                        return Step::Reply(call_response(
+                            catalog,
+                            &id,
+                            is_modern,
+                            error_result(&message),
+                        ))
+                    }
+                }
+            } else {
+                let values = sources.into_iter().map(args::Source::into_value);
+                (values.collect(), None)
+            };
+            Step::Call(CallRequest {
                 program,
                 progress_token,
                 id,
                 command,
-                args: call.args,
+                args,
+                packet,
                 modern,
                 owner: String::new(),
-            }),
-            // A `_render` projection whose entry command does not exist.
-            Err(entry) => Step::Reply(call_response(
-                catalog,
-                &id,
-                is_modern,
-                error_result(&format!("Unknown command: {entry}")),
-            )),
-        },
+            })
+        }
+        // A `_render` projection whose entry command does not exist.
+        Ok((Err(entry), _)) => Step::Reply(call_response(
+            catalog,
+            &id,
+            is_modern,
+            error_result(&format!("Unknown command: {entry}")),
+        )),
         Err(e) => Step::Reply(jsonrpc::error_response(
             Some(&id),
             ErrorCode::InvalidParams,
