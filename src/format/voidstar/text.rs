@@ -79,6 +79,8 @@ pub struct Plan<'a> {
     /// `(position of '[', item count)` of every non-empty list, by position.
     lists: Vec<(usize, usize)>,
     deferred: Option<EncodeError>,
+    /// Whether some `j` value needs more than one limb (out-of-line data).
+    wide_ints: bool,
 }
 
 /// Checks the JSON `text` (which must have passed [`scan::validate`]) against
@@ -92,6 +94,7 @@ pub fn plan<'a>(layout: &'a Layout, text: &'a str, path: &str) -> Result<Plan<'a
         text: bytes,
         lists: Vec::new(),
         deferred: None,
+        wide_ints: false,
     };
     let size = planner.size(layout.root(), pos, &Path::Root(path), 0)?;
     let mut lists = planner.lists;
@@ -103,6 +106,7 @@ pub fn plan<'a>(layout: &'a Layout, text: &'a str, path: &str) -> Result<Plan<'a
         size: size.max(layout.node(layout.root()).width),
         lists,
         deferred: planner.deferred,
+        wide_ints: planner.wide_ints,
     })
 }
 
@@ -260,8 +264,39 @@ impl Limbs {
     }
 }
 
+/// `-?[0-9]{1,18}` as an `i64`, the common case, parsed without overflow
+/// checks.
+fn small_int(text: &str) -> Option<i64> {
+    let (negative, digits) = match text.as_bytes() {
+        [b'-', rest @ ..] => (true, rest),
+        all => (false, all),
+    };
+    if digits.is_empty() || digits.len() > 18 {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + i64::from(d - b'0');
+    }
+    Some(if negative { -v } else { v })
+}
+
+/// An integer literal as `i128` (for the fixed-width types).
+fn int_literal(lit: &str) -> Option<i128> {
+    match small_int(lit) {
+        Some(v) => Some(i128::from(v)),
+        None => lit.parse().ok(),
+    }
+}
+
 /// Parses `-?[0-9]+` as [`BigInt::parse_decimal`] does.
 fn parse_limbs(digits: &str) -> Result<Limbs, ParseBigIntError> {
+    if let Some(v) = small_int(digits) {
+        return Ok(Limbs::One(v as u64));
+    }
     if digits.len() <= 38 {
         let bare = digits.strip_prefix('-').unwrap_or(digits);
         if bare.is_empty() || !bare.bytes().all(|b| b.is_ascii_digit()) {
@@ -315,6 +350,7 @@ struct Planner<'a> {
     text: &'a [u8],
     lists: Vec<(usize, usize)>,
     deferred: Option<EncodeError>,
+    wide_ints: bool,
 }
 
 impl Planner<'_> {
@@ -368,8 +404,8 @@ impl Planner<'_> {
                     return self.expected(path, "an integer", pos);
                 }
                 let (lo, hi) = int_range(*signed, *bytes);
-                match lit.parse::<i128>() {
-                    Ok(v) if v >= lo && v <= hi => Ok(node.width),
+                match int_literal(lit) {
+                    Some(v) if v >= lo && v <= hi => Ok(node.width),
                     _ => path.err(ValueErrorKind::OutOfRange {
                         literal: lit.to_string(),
                         ty: describe(&node.kind),
@@ -388,7 +424,10 @@ impl Planner<'_> {
                 let digits = big_text(text, pos);
                 match parse_limbs(&digits) {
                     Ok(limbs) if limbs.count() <= 1 => Ok(16),
-                    Ok(limbs) => Ok(16 + 7 + 8 * limbs.count()),
+                    Ok(limbs) => {
+                        self.wide_ints = true;
+                        Ok(16 + 7 + 8 * limbs.count())
+                    }
                     Err(ParseBigIntError::TooLong) => {
                         path.err(ValueErrorKind::TooManyDigits(digits.len()))
                     }
@@ -578,7 +617,7 @@ impl Writer<'_, '_> {
             NodeKind::Nil | NodeKind::Table => {}
             NodeKind::Bool => self.put(at, &[u8::from(text.get(pos) == Some(&b't'))]),
             NodeKind::Int { bytes, .. } => {
-                let n = literal(text, pos).parse::<i128>().unwrap_or(0);
+                let n = int_literal(literal(text, pos)).unwrap_or(0);
                 let le = (n as i64).to_le_bytes();
                 self.put(at, &le[..*bytes as usize]);
             }
@@ -672,7 +711,10 @@ impl Writer<'_, '_> {
                 for (i, item) in scan::items(text, pos).enumerate() {
                     self.head(*elem, item, start + i * width);
                 }
-                if !elem_node.fixed {
+                // Integers of one limb have no out-of-line data.
+                let inline_ints =
+                    matches!(elem_node.kind, NodeKind::BigInt) && !self.plan.wide_ints;
+                if !elem_node.fixed && !inline_ints {
                     for (i, item) in scan::items(text, pos).enumerate() {
                         self.tail(*elem, item, start + i * width, depth + 1);
                     }
