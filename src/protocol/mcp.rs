@@ -438,6 +438,26 @@ pub fn handle_lazy(
     msg: Incoming,
     arguments: Option<&str>,
 ) -> Step {
+    // Only `tools/call` reads its arguments as text; anything else gets them
+    // back in place.
+    let restore = |params: Option<Json>| match (params, arguments) {
+        (Some(mut params), Some(text)) => {
+            params["arguments"] = serde_json::from_str(text).unwrap_or(Json::Null);
+            Some(params)
+        }
+        (params, _) => params,
+    };
+    let (msg, arguments) = match msg {
+        Incoming::Request { id, method, params } if method != "tools/call" => {
+            let params = restore(params);
+            (Incoming::Request { id, method, params }, None)
+        }
+        Incoming::Notification { method, params } => {
+            let params = restore(params);
+            (Incoming::Notification { method, params }, None)
+        }
+        other => (other, arguments),
+    };
     match msg {
         Incoming::Empty | Incoming::Response => Step::Nothing,
         Incoming::Invalid(reply) => Step::Reply(reply),
@@ -696,6 +716,53 @@ mod catalog_tests {
             dir: "/m".into(),
         };
         Program::new(loaded, surface).expect("shapes compiles")
+    }
+
+    #[test]
+    fn lazy_handling_answers_as_full_handling() {
+        let catalog = Catalog::single(shapes());
+        let lines = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"addOne","arguments":{"_1":41}}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"addOne","arguments":{"_1":"x"}}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"addOne","arguments":{"zz":1}}}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"pureAnswer","arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"method":"prompts/get","params":{"name":"p","arguments":{"a":"b"}}}"#,
+            r#"{"jsonrpc":"2.0","id":6,"method":"nope","params":{"arguments":{"a":1}}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"arguments":{}}}"#,
+        ];
+        for line in lines {
+            let mut full_session = Session {
+                initialized: true,
+                protocol_version: Some(DEFAULT_VERSION.into()),
+                log_level: None,
+            };
+            let mut lazy_session = full_session.clone();
+            let full = handle(
+                &catalog,
+                &mut full_session,
+                jsonrpc::decode(line.as_bytes()),
+            );
+            let (msg, arguments) = jsonrpc::decode_lazy(line.as_bytes());
+            let lazy = handle_lazy(&catalog, &mut lazy_session, msg, arguments);
+            match (full, lazy) {
+                (Step::Call(a), Step::Call(b)) => {
+                    assert_eq!((&a.id, a.command), (&b.id, b.command), "{line}");
+                    let remote = catalog.programs[0].command(a.command).kind != CommandKind::Pure;
+                    assert_eq!(b.packet.is_some(), remote, "{line}");
+                    if !remote {
+                        assert_eq!(a.args, b.args, "{line}");
+                    }
+                }
+                // A value error: the reactor answers the typed call with
+                // the same result the lazy path answers at once.
+                (Step::Call(a), Step::Reply(b)) => {
+                    let message = prepare(&catalog.programs[0], &a).expect_err(line);
+                    let reply = call_response(&catalog, &a.id, false, error_result(&message));
+                    assert_eq!(reply, b, "{line}");
+                }
+                (a, b) => assert_eq!(format!("{a:?}"), format!("{b:?}"), "{line}"),
+            }
+        }
     }
 
     #[test]
