@@ -3,8 +3,8 @@
 //! (`voidstar::text`) gives the bytes or the error of the typed path
 //! (`value::from_json`, then `voidstar::encode_flat`), and invalid JSON is
 //! refused as serde_json refuses it. The same text as a `tools/call`'s
-//! arguments decodes lazily (`jsonrpc::decode_lazy`) to the message the full
-//! decode gives.
+//! arguments, and the text as a whole message, decode lazily
+//! (`jsonrpc::decode_lazy`) to the message the full decode gives.
 //!
 //! Input: bytes up to the first `\n` pick the schema (see `schema`), the
 //! rest is the text.
@@ -84,17 +84,25 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(streamed.map_err(|e| e.to_string()), typed, "{text_schema} {json}");
         }
     }
-    // The same text as a call's arguments, in an envelope.
+    // The same text as a call's arguments, in an envelope, and as a whole
+    // message.
     let line = format!(
         r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t","arguments":{{"a":{json}}}}}}}"#
     );
-    let full = jsonrpc::decode(line.as_bytes());
-    let (lazy, arguments) = jsonrpc::decode_lazy(line.as_bytes());
+    lazy_agrees(line.as_bytes());
+    lazy_agrees(json.as_bytes());
+});
+
+/// Lazy decoding gives the full decode's message, with the arguments object
+/// split off as its text exactly when there is one.
+fn lazy_agrees(line: &[u8]) {
+    let full = jsonrpc::decode(line);
+    let (lazy, arguments) = jsonrpc::decode_lazy(line);
     match arguments {
         None => assert_eq!(lazy, full),
         Some(arguments) => {
             let Incoming::Request { id, method, params: Some(mut params) } = full else {
-                panic!("arguments split off a message that is not a request: {line}");
+                panic!("arguments split off a message that is not a request");
             };
             let parsed: serde_json::Value =
                 serde_json::from_str(arguments).expect("split-off arguments are JSON");
@@ -103,4 +111,4 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(lazy, Incoming::Request { id, method, params: Some(params) });
         }
     }
-});
+}

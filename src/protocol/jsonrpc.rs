@@ -134,8 +134,8 @@ pub fn decode(bytes: &[u8]) -> Incoming {
 /// slice of `bytes`, already checked to be valid JSON) is returned beside it
 /// for [`crate::protocol::args::resolve_text`]. The outcome is otherwise the
 /// one [`decode`] gives (same replies for invalid input), but a large argument
-/// never becomes a `Value` tree. Without an `arguments` object it is
-/// [`decode`].
+/// never becomes a `Value` tree. Without an `arguments` object, or when the
+/// message is not a request, it is [`decode`].
 pub fn decode_lazy(bytes: &[u8]) -> (Incoming, Option<&str>) {
     let Ok(text) = std::str::from_utf8(bytes) else {
         return (decode(bytes), None);
@@ -167,9 +167,10 @@ pub fn decode_lazy(bytes: &[u8]) -> (Incoming, Option<&str>) {
         at = span.end;
     }
     stripped.push_str(&text[at..]);
-    match serde_json::from_str::<Value>(&stripped) {
-        Ok(value) => (classify(value), Some(&text[arguments])),
-        Err(_) => (decode(bytes), None),
+    match serde_json::from_str::<Value>(&stripped).map(classify) {
+        Ok(msg @ Incoming::Request { .. }) => (msg, Some(&text[arguments])),
+        // Only requests carry arguments anyone reads.
+        _ => (decode(bytes), None),
     }
 }
 
@@ -667,6 +668,9 @@ mod tests {
             r#"{"id":1,"method":"m","params":{"arguments":{}}} x"#.to_string(),
             r#"{"id":1,"method":"m","params":{"arguments":{}},}"#.to_string(),
             r#"[{"params":{"arguments":{}}}]"#.to_string(),
+            r#"{"method":"n","params":{"arguments":{"a":1}}}"#.to_string(),
+            r#"{"params":{"arguments":{"a":1}}}"#.to_string(),
+            r#"{"id":[],"method":"m","params":{"arguments":{"a":1}}}"#.to_string(),
             format!(
                 r#"{{"id":1,"method":"m","params":{{"arguments":{{"x":{}}}}}}}"#,
                 deep(125)
