@@ -78,6 +78,8 @@ pub struct Plan<'a> {
     size: usize,
     /// `(position of '[', item count)` of every non-empty list, by position.
     lists: Vec<(usize, usize)>,
+    /// Where each container ends, so no walk re-reads a nested value.
+    ends: scan::Ends,
     deferred: Option<EncodeError>,
     /// Whether some `j` value needs more than one limb (out-of-line data).
     wide_ints: bool,
@@ -89,15 +91,22 @@ pub struct Plan<'a> {
 pub fn plan<'a>(layout: &'a Layout, text: &'a str, path: &str) -> Result<Plan<'a>, ValueError> {
     let bytes = text.as_bytes();
     let pos = scan::skip_ws(bytes, 0);
+    let ends = scan::Ends::new(bytes);
     let mut planner = Planner {
         layout,
         text: bytes,
+        ends: &ends,
         lists: Vec::new(),
         deferred: None,
         wide_ints: false,
     };
     let size = planner.size(layout.root(), pos, &Path::Root(path), 0)?;
-    let mut lists = planner.lists;
+    let Planner {
+        mut lists,
+        deferred,
+        wide_ints,
+        ..
+    } = planner;
     lists.sort_unstable();
     Ok(Plan {
         layout,
@@ -105,8 +114,9 @@ pub fn plan<'a>(layout: &'a Layout, text: &'a str, path: &str) -> Result<Plan<'a
         pos,
         size: size.max(layout.node(layout.root()).width),
         lists,
-        deferred: planner.deferred,
-        wide_ints: planner.wide_ints,
+        ends,
+        deferred,
+        wide_ints,
     })
 }
 
@@ -178,15 +188,20 @@ impl Sources {
 /// The position of each member's value: the items of a positional array, or
 /// the last occurrence of each key of an object (as serde_json keeps the last
 /// of duplicate keys); [`ABSENT`] for keys not present.
-fn member_sources(text: &[u8], pos: usize, keys: &[crate::format::value::Member]) -> Sources {
+fn member_sources(
+    text: &[u8],
+    pos: usize,
+    keys: &[crate::format::value::Member],
+    ends: &scan::Ends,
+) -> Sources {
     let mut sources = Sources::new(keys.len());
     let slots = sources.slots();
     if text.get(pos) == Some(&b'[') {
-        for (slot, item) in slots.iter_mut().zip(scan::items(text, pos)) {
+        for (slot, item) in slots.iter_mut().zip(scan::items_in(text, pos, Some(ends))) {
             *slot = item;
         }
     } else {
-        for (key, value) in scan::members(text, pos) {
+        for (key, value) in scan::members_in(text, pos, Some(ends)) {
             if let Some(i) = keys.iter().position(|m| scan::str_eq(text, key, &m.key)) {
                 slots[i] = value;
             }
@@ -348,6 +363,7 @@ fn float_value(text: &[u8], pos: usize) -> Option<f64> {
 struct Planner<'a> {
     layout: &'a Layout,
     text: &'a [u8],
+    ends: &'a scan::Ends,
     lists: Vec<(usize, usize)>,
     deferred: Option<EncodeError>,
     wide_ints: bool,
@@ -464,7 +480,7 @@ impl Planner<'_> {
                     return self.expected(path, "an array", pos);
                 }
                 if let Some(n) = len {
-                    let got = scan::count_items(text, pos);
+                    let got = scan::items_in(text, pos, Some(self.ends)).count();
                     if got as u64 != *n {
                         return path.err(ValueErrorKind::Length { expected: *n, got });
                     }
@@ -472,7 +488,7 @@ impl Planner<'_> {
                 let elem_node = layout.node(*elem);
                 let mut count = 0;
                 let mut data = 0;
-                for (i, item) in scan::items(text, pos).enumerate() {
+                for (i, item) in scan::items_in(text, pos, Some(self.ends)).enumerate() {
                     let item_size = self.size(*elem, item, &Path::Index(path, i), depth + 1)?;
                     data += if elem_node.fixed {
                         elem_node.width
@@ -491,7 +507,7 @@ impl Planner<'_> {
                 if first != Some(b'[') {
                     return self.expected(path, "an array", pos);
                 }
-                let got = scan::count_items(text, pos);
+                let got = scan::items_in(text, pos, Some(self.ends)).count();
                 if got != members.len() {
                     return path.err(ValueErrorKind::Length {
                         expected: members.len() as u64,
@@ -499,7 +515,10 @@ impl Planner<'_> {
                     });
                 }
                 let mut size = node.width;
-                for (i, (item, m)) in scan::items(text, pos).zip(members).enumerate() {
+                for (i, (item, m)) in scan::items_in(text, pos, Some(self.ends))
+                    .zip(members)
+                    .enumerate()
+                {
                     let member_size = self.size(m.node, item, &Path::Index(path, i), depth + 1)?;
                     size += member_size.saturating_sub(layout.node(m.node).width);
                 }
@@ -508,7 +527,7 @@ impl Planner<'_> {
             NodeKind::Record(members) => {
                 match first {
                     Some(b'{') => {
-                        for (key, _) in scan::members(text, pos) {
+                        for (key, _) in scan::members_in(text, pos, Some(self.ends)) {
                             if !members.iter().any(|m| scan::str_eq(text, key, &m.key)) {
                                 return path.err(ValueErrorKind::UnknownField {
                                     field: scan::decode_string(text, key),
@@ -518,7 +537,7 @@ impl Planner<'_> {
                         }
                     }
                     Some(b'[') => {
-                        let got = scan::count_items(text, pos);
+                        let got = scan::items_in(text, pos, Some(self.ends)).count();
                         if got != members.len() {
                             return path.err(ValueErrorKind::Length {
                                 expected: members.len() as u64,
@@ -528,7 +547,7 @@ impl Planner<'_> {
                     }
                     _ => return self.expected(path, "an object", pos),
                 }
-                let sources = member_sources(text, pos, members);
+                let sources = member_sources(text, pos, members, self.ends);
                 let mut size = node.width;
                 for (i, m) in members.iter().enumerate() {
                     let source = sources.get(i);
@@ -639,7 +658,7 @@ impl Writer<'_, '_> {
             NodeKind::Str => self.put_u64(at, scan::decoded_len(text, pos) as u64),
             NodeKind::List { .. } => self.put_u64(at, self.list_len(pos) as u64),
             NodeKind::Tuple(members) | NodeKind::Record(members) => {
-                let sources = member_sources(text, pos, members);
+                let sources = member_sources(text, pos, members, &self.plan.ends);
                 for (i, m) in members.iter().enumerate() {
                     self.head(m.node, sources.get(i), at + m.offset);
                 }
@@ -708,20 +727,21 @@ impl Writer<'_, '_> {
                 let width = elem_node.width;
                 self.cursor += n * width;
                 self.reserve(start + n * width);
-                for (i, item) in scan::items(text, pos).enumerate() {
+                let ends = Some(&self.plan.ends);
+                for (i, item) in scan::items_in(text, pos, ends).enumerate() {
                     self.head(*elem, item, start + i * width);
                 }
                 // Integers of one limb have no out-of-line data.
                 let inline_ints =
                     matches!(elem_node.kind, NodeKind::BigInt) && !self.plan.wide_ints;
                 if !elem_node.fixed && !inline_ints {
-                    for (i, item) in scan::items(text, pos).enumerate() {
+                    for (i, item) in scan::items_in(text, pos, ends).enumerate() {
                         self.tail(*elem, item, start + i * width, depth + 1);
                     }
                 }
             }
             NodeKind::Tuple(members) | NodeKind::Record(members) => {
-                let sources = member_sources(text, pos, members);
+                let sources = member_sources(text, pos, members, &self.plan.ends);
                 for (i, m) in members.iter().enumerate() {
                     self.tail(m.node, sources.get(i), at + m.offset, depth + 1);
                 }
