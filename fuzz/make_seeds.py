@@ -175,6 +175,29 @@ def args_seeds():
     return seeds
 
 
+def args_stream_seeds():
+    """Schema selector bytes (see fuzz_targets/args_stream.rs), a newline,
+    then JSON: each argument value of the edge cases and a few hand-picked
+    values, under a handful of schemas."""
+    selectors = [b"\x03", b"\x0b\x03", b"\x0e\x03\x07", b"\x07", b"\x05", b"\x0c\x00",
+                 b"\x0d\x03\x07", b"\x0b\x0e\x03\x03", b"\x10", b"\x11", b"\x0f\x06"]
+    values = [
+        b"[1,2,3]", b"-0", b"1e400", b"99999999999999999999999999999999999999999", b'"12"',
+        b'{"x":1,"y":"a"}', b'{"x":1,"y":"a","x":2}', b'[{"x":1,"y":"\\u00e9"}]', b"null",
+        b'"\\ud83d\\ude00"', b'{"v":1,"n":{"v":2,"n":null}}', b'[null,{"v":"s","c":[]}]',
+    ]
+    for line in edge_case_lines():
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        params = msg.get("params") if isinstance(msg, dict) else None
+        arguments = params.get("arguments") if isinstance(params, dict) else None
+        if isinstance(arguments, dict):
+            values += [json.dumps(v, separators=(",", ":")).encode() for v in arguments.values()]
+    return [sel + b"\n" + v for sel in selectors for v in dict.fromkeys(values)]
+
+
 def eval_seeds():
     return [
         json.dumps(c["expr"], separators=(",", ":")).encode()
@@ -189,6 +212,7 @@ def main():
     write("schema_parse", schema_seeds())
     write("manifest_load", manifest_seeds())
     write("args_invert", args_seeds())
+    write("args_stream", args_stream_seeds())
     write("packet_decode", wire_packets())
     write("voidstar_decode", voidstar_seeds())
     write("msgpack_decode", msgpack_seeds())

@@ -1,6 +1,7 @@
 //! The one integration-test binary: each module spawns the real binary or
 //! drives the library through its public API.
 
+mod args_text;
 mod cli;
 mod fairness;
 mod faults;

@@ -612,12 +612,11 @@ impl Reactor {
                 Ok(n) => {
                     stdio.framer.push(&buf[..n]);
                     let pollable = stdio.stdin_pollable;
-                    while let Some(msg) = self
-                        .stdio
-                        .as_mut()
-                        .and_then(|s| s.framer.next_line().map(frame_message))
-                    {
-                        self.dispatch_stdio(msg);
+                    while let Some(step) = self.next_stdio_step() {
+                        self.run_stdio_step(step);
+                    }
+                    if let Some(stdio) = self.stdio.as_mut() {
+                        stdio.framer.trim();
                     }
                     // Regular file: one chunk per loop turn, so pool events
                     // interleave with a long input file. A pipe may stop at
@@ -645,7 +644,31 @@ impl Reactor {
             return;
         };
         stdio.answered_any = true;
-        match mcp::handle(&self.catalog, &mut stdio.session, msg) {
+        let step = mcp::handle(&self.catalog, &mut stdio.session, msg);
+        self.run_stdio_step(step);
+    }
+
+    /// Handles the next complete stdin line, if any. A `tools/call`'s
+    /// arguments are read from the line in place (`decode_lazy`), so a large
+    /// one is encoded for its pool without a JSON tree.
+    fn next_stdio_step(&mut self) -> Option<Step> {
+        let stdio = self.stdio.as_mut()?;
+        let frame = stdio.framer.next_line()?;
+        stdio.answered_any = true;
+        Some(match frame {
+            Frame::Line(line) => {
+                let (msg, arguments) = jsonrpc::decode_lazy(line);
+                mcp::handle_lazy(&self.catalog, &mut stdio.session, msg, arguments)
+            }
+            Frame::TooLong => {
+                let msg = jsonrpc::Incoming::Invalid(jsonrpc::too_long_response());
+                mcp::handle(&self.catalog, &mut stdio.session, msg)
+            }
+        })
+    }
+
+    fn run_stdio_step(&mut self, step: Step) {
+        match step {
             Step::Nothing => {}
             Step::Reply(reply) => self.send_stdio(&reply),
             Step::Cancel(id) => {

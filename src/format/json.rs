@@ -13,7 +13,11 @@
 //! The reference runtime first prints with C `%.15g`, which loses digits
 //! (`2.0` shows as `2`); we do not copy that.
 //!
+//! [`scan`] reads JSON text without allocating (large tool arguments).
+//!
 //! Architecture Invariant: pure; no I/O.
+
+pub mod scan;
 
 /// Appends `s` as a JSON string literal, quotes included: `"` and `\` are
 /// escaped, control characters become `\b \t \n \f \r` or `\u00xx`

@@ -315,6 +315,69 @@ pub fn data_packet_voidstar(schema_wire: &str, blob: &[u8]) -> Vec<u8> {
     data_packet(SOURCE_MESG, FORMAT_VOIDSTAR, schema_wire, blob)
 }
 
+/// The metadata block of a data packet naming `schema_wire`: its length.
+fn schema_meta_len(schema_wire: &str) -> usize {
+    (8 + schema_wire.len() + 1).div_ceil(METADATA_ALIGN) * METADATA_ALIGN
+}
+
+/// The length of a MESG + VOIDSTAR argument packet carrying `blob_len`
+/// payload bytes (what [`data_packet_voidstar`] returns).
+pub fn data_packet_len(schema_wire: &str, blob_len: usize) -> usize {
+    HEADER_LEN + schema_meta_len(schema_wire) + blob_len
+}
+
+/// Appends the header and metadata of a MESG + VOIDSTAR argument packet to
+/// `out`; the caller appends the payload, then calls [`end_data_packet`].
+/// Returns where the packet starts.
+pub fn begin_data_packet(out: &mut Vec<u8>, schema_wire: &str) -> usize {
+    let start = out.len();
+    let meta_len = schema_meta_len(schema_wire);
+    out.extend_from_slice(&[0; HEADER_LEN]);
+    out.extend_from_slice(METADATA_MAGIC);
+    out.push(METADATA_SCHEMA_STRING);
+    out.extend_from_slice(&((schema_wire.len() + 1) as u32).to_le_bytes());
+    out.extend_from_slice(schema_wire.as_bytes());
+    out.resize(start + HEADER_LEN + meta_len, 0);
+    start
+}
+
+/// Writes the header of the argument packet begun at `start`, whose payload
+/// is everything appended since: the bytes of [`data_packet_voidstar`].
+pub fn end_data_packet(out: &mut [u8], start: usize, schema_wire: &str) {
+    let meta_len = schema_meta_len(schema_wire);
+    let payload = out.len() - start - HEADER_LEN - meta_len;
+    let command = [
+        CMD_DATA,
+        SOURCE_MESG,
+        FORMAT_VOIDSTAR,
+        COMPRESSION_NONE,
+        0,
+        STATUS_PASS,
+        0,
+        0,
+    ];
+    let header = Header::new(command, meta_len as u32, payload as u64);
+    out[start..start + HEADER_LEN].copy_from_slice(&header.to_bytes());
+}
+
+/// Appends a placeholder CALL header to `out`; the argument packets follow,
+/// then [`end_call_packet`]. Returns where the packet starts.
+pub fn begin_call_packet(out: &mut Vec<u8>) -> usize {
+    let start = out.len();
+    out.extend_from_slice(&[0; HEADER_LEN]);
+    start
+}
+
+/// Writes the header of the CALL packet begun at `start` for manifold
+/// `midx`: the bytes of [`call_packet`] with the arguments appended since.
+pub fn end_call_packet(out: &mut [u8], start: usize, midx: u32) {
+    let length = out.len() - start - HEADER_LEN;
+    let mut command = [CMD_CALL, ENTRYPOINT_LOCAL, 0, 0, 0, 0, 0, 0];
+    command[4..8].copy_from_slice(&midx.to_le_bytes());
+    let header = Header::new(command, 0, length as u64);
+    out[start..start + HEADER_LEN].copy_from_slice(&header.to_bytes());
+}
+
 /// A FAIL packet carrying `message` (what a pool sends on error).
 pub fn fail_packet(message: &str) -> Vec<u8> {
     let command = [

@@ -363,14 +363,14 @@ impl fmt::Display for ValueError {
 impl std::error::Error for ValueError {}
 
 /// Where in an argument a value sits; rendered only when an error occurs.
-enum Path<'a> {
+pub(crate) enum Path<'a> {
     Root(&'a str),
     Index(&'a Path<'a>, usize),
     Field(&'a Path<'a>, &'a str),
 }
 
 impl Path<'_> {
-    fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         match self {
             Path::Root(name) => name.to_string(),
             Path::Index(parent, i) => format!("{}[{i}]", parent.render()),
@@ -378,14 +378,18 @@ impl Path<'_> {
         }
     }
 
-    fn err<T>(&self, kind: ValueErrorKind) -> Result<T, ValueError> {
+    pub(crate) fn err<T>(&self, kind: ValueErrorKind) -> Result<T, ValueError> {
         Err(ValueError {
             path: self.render(),
             kind,
         })
     }
 
-    fn expected<T>(&self, what: &'static str, got: &serde_json::Value) -> Result<T, ValueError> {
+    pub(crate) fn expected<T>(
+        &self,
+        what: &'static str,
+        got: &serde_json::Value,
+    ) -> Result<T, ValueError> {
         self.err(ValueErrorKind::Expected {
             what,
             got: show_json(got),
@@ -395,7 +399,7 @@ impl Path<'_> {
 
 /// A short rendering of a JSON value for error messages: scalars as JSON
 /// text (long ones cut), containers by kind.
-fn show_json(v: &serde_json::Value) -> String {
+pub(crate) fn show_json(v: &serde_json::Value) -> String {
     const MAX: usize = 40;
     match v {
         serde_json::Value::Array(_) => "an array".into(),
@@ -425,7 +429,7 @@ fn show_json(v: &serde_json::Value) -> String {
 }
 
 /// True for a JSON number literal without fraction or exponent.
-fn is_integer_literal(lit: &str) -> bool {
+pub(crate) fn is_integer_literal(lit: &str) -> bool {
     !lit.bytes().any(|b| matches!(b, b'.' | b'e' | b'E'))
 }
 

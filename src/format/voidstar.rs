@@ -31,6 +31,7 @@ use crate::format::value::{
 };
 
 mod json;
+pub mod text;
 
 pub use json::{flat_to_json, to_json, to_json_limited};
 

@@ -22,6 +22,7 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
+use crate::format::json::scan;
 use crate::protocol::tools::{RecordSlot, Slot, Surface, Tool, RENDER_PROPERTY, RENDER_RAW};
 
 /// JSON-RPC "invalid params", the code of every [`ArgError`].
@@ -74,6 +75,131 @@ impl std::error::Error for ArgError {}
 /// `Some(&Value::Null)` for an explicit null. All checks of the request run
 /// here, in the reference's order.
 pub fn resolve(surface: &Surface, params: Option<&Value>) -> Result<Call, ArgError> {
+    let empty = Map::new();
+    let call = resolve_in(surface, params, |params| match params.get("arguments") {
+        None | Some(Value::Null) => Ok(Arguments::Parsed(&empty)),
+        Some(Value::Object(map)) => Ok(Arguments::Parsed(map)),
+        Some(_) => Err(ArgError::new("'arguments' must be an object".into())),
+    })?;
+    Ok(Call {
+        tool: call.tool,
+        command: call.command,
+        args: call.args.into_iter().map(Source::into_value).collect(),
+    })
+}
+
+/// A resolved `tools/call` whose arguments were left as JSON text.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TextCall<'a> {
+    /// Index into [`Surface::tools`].
+    pub tool: usize,
+    /// As [`Call::command`].
+    pub command: Result<usize, String>,
+    /// One source per manifest argument, as [`Call::args`].
+    pub args: Vec<Source<'a>>,
+}
+
+/// Where one call-vector value comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Source<'a> {
+    /// The JSON text of a value the client sent (valid JSON).
+    Text(&'a str),
+    /// A value built here: a default, a flag, or an assembled record.
+    Json(Value),
+}
+
+impl Source<'_> {
+    /// The value as a JSON tree (parses text; for small or in-process uses).
+    pub fn into_value(self) -> Value {
+        match self {
+            Source::Json(v) => v,
+            Source::Text(text) => serde_json::from_str(text).unwrap_or(Value::Null),
+        }
+    }
+}
+
+/// [`resolve`] for a request whose `params.arguments` is given as the JSON
+/// text `arguments` (an object, already validated) instead of in `params`:
+/// the same checks and errors, but a supplied value is returned as its text
+/// ([`Source::Text`]), so a large argument never becomes a tree.
+pub fn resolve_text<'a>(
+    surface: &Surface,
+    params: Option<&Value>,
+    arguments: &'a str,
+) -> Result<TextCall<'a>, ArgError> {
+    resolve_in(surface, params, |_| Ok(Arguments::Text(arguments)))
+}
+
+/// The client's named arguments: a parsed object, or an object's JSON text.
+enum Arguments<'a> {
+    Parsed(&'a Map<String, Value>),
+    Text(&'a str),
+}
+
+impl<'a> Arguments<'a> {
+    /// The keys in order of first appearance (a text may repeat a key).
+    fn first_key(&self, wanted: impl Fn(&str) -> bool) -> Option<String> {
+        match self {
+            Arguments::Parsed(map) => map.keys().find(|k| wanted(k)).cloned(),
+            Arguments::Text(text) => {
+                let bytes = text.as_bytes();
+                let pos = scan::skip_ws(bytes, 0);
+                scan::members(bytes, pos)
+                    .map(|(key, _)| scan::decode_string(bytes, key))
+                    .find(|k| wanted(k))
+            }
+        }
+    }
+
+    /// The text of the value of `key` (its last occurrence, as serde_json
+    /// keeps it).
+    fn text_of(text: &'a str, key: &str) -> Option<&'a str> {
+        let bytes = text.as_bytes();
+        let pos = scan::skip_ws(bytes, 0);
+        let value = scan::members(bytes, pos)
+            .filter(|(k, _)| scan::str_eq(bytes, *k, key))
+            .last()?
+            .1;
+        Some(&text[value..scan::value_end(bytes, value)])
+    }
+
+    fn contains(&self, key: &str) -> bool {
+        match self {
+            Arguments::Parsed(map) => map.contains_key(key),
+            Arguments::Text(text) => Self::text_of(text, key).is_some(),
+        }
+    }
+
+    /// Whether the value of `key` is a boolean (`None` when absent).
+    fn is_boolean(&self, key: &str) -> Option<bool> {
+        match self {
+            Arguments::Parsed(map) => map.get(key).map(Value::is_boolean),
+            Arguments::Text(text) => {
+                Self::text_of(text, key).map(|v| matches!(v, "true" | "false"))
+            }
+        }
+    }
+
+    /// The value of `key` as a tree.
+    fn value(&self, key: &str) -> Option<Value> {
+        self.source(key).map(Source::into_value)
+    }
+
+    fn source(&self, key: &str) -> Option<Source<'a>> {
+        match self {
+            Arguments::Parsed(map) => map.get(key).cloned().map(Source::Json),
+            Arguments::Text(text) => Self::text_of(text, key).map(Source::Text),
+        }
+    }
+}
+
+/// The checks and slot filling shared by [`resolve`] and [`resolve_text`];
+/// `arguments` reads the arguments once the tool is known.
+fn resolve_in<'a, 'p>(
+    surface: &Surface,
+    params: Option<&'p Value>,
+    arguments: impl FnOnce(&'p Value) -> Result<Arguments<'a>, ArgError>,
+) -> Result<TextCall<'a>, ArgError> {
     let Some(params) = params else {
         return Err(ArgError::new("missing params".into()));
     };
@@ -84,20 +210,15 @@ pub fn resolve(surface: &Surface, params: Option<&Value>) -> Result<Call, ArgErr
         return Err(ArgError::new(format!("unknown tool '{name}'")));
     };
     let tool = &surface.tools[tool_index];
-    let empty = Map::new();
-    let arguments = match params.get("arguments") {
-        None | Some(Value::Null) => &empty,
-        Some(Value::Object(map)) => map,
-        Some(_) => return Err(ArgError::new("'arguments' must be an object".into())),
-    };
-    if let Some(key) = arguments.keys().find(|key| !tool.has_property(key)) {
+    let arguments = arguments(params)?;
+    if let Some(key) = arguments.first_key(|key| !tool.has_property(key)) {
         return Err(ArgError::new(format!("unknown argument '{key}'")));
     }
     // Presence is by key: an explicit null satisfies a required argument.
     if let Some(missing) = tool
         .required
         .iter()
-        .find(|name| !arguments.contains_key(name.as_str()))
+        .find(|name| !arguments.contains(name.as_str()))
     {
         return Err(ArgError::new(format!(
             "missing required argument '{missing}'"
@@ -105,18 +226,18 @@ pub fn resolve(surface: &Surface, params: Option<&Value>) -> Result<Call, ArgErr
     }
     for slot in &tool.slots {
         if let Slot::Flag { key, .. } = slot {
-            if arguments.get(key).is_some_and(|v| !v.is_boolean()) {
+            if arguments.is_boolean(key) == Some(false) {
                 return Err(ArgError::new(format!("argument '{key}' must be a boolean")));
             }
         }
     }
-    let command = select_command(tool, arguments.get(RENDER_PROPERTY))?;
+    let command = select_command(tool, arguments.value(RENDER_PROPERTY).as_ref())?;
     let args = tool
         .slots
         .iter()
-        .map(|slot| fill_slot(slot, arguments))
+        .map(|slot| fill_slot(slot, &arguments))
         .collect();
-    Ok(Call {
+    Ok(TextCall {
         tool: tool_index,
         command,
         args,
@@ -147,26 +268,27 @@ fn select_command(tool: &Tool, render: Option<&Value>) -> Result<Result<usize, S
 }
 
 /// The call-vector value of one slot. Checks have already passed.
-fn fill_slot(slot: &Slot, arguments: &Map<String, Value>) -> Value {
+fn fill_slot<'a>(slot: &Slot, arguments: &Arguments<'a>) -> Source<'a> {
     match slot {
         Slot::Value { key, default } => arguments
-            .get(key)
-            .cloned()
-            .unwrap_or_else(|| default.clone()),
-        Slot::Flag { key, default } => arguments.get(key).cloned().unwrap_or(Value::Bool(*default)),
-        Slot::Record(record) => fill_record(record, arguments),
+            .source(key)
+            .unwrap_or_else(|| Source::Json(default.clone())),
+        Slot::Flag { key, default } => {
+            Source::Json(arguments.value(key).unwrap_or(Value::Bool(*default)))
+        }
+        Slot::Record(record) => Source::Json(fill_record(record, arguments)),
     }
 }
 
-fn fill_record(record: &RecordSlot, arguments: &Map<String, Value>) -> Value {
+fn fill_record(record: &RecordSlot, arguments: &Arguments<'_>) -> Value {
     let mut object = Map::new();
     if let Some(whole) = &record.whole {
-        match arguments.get(whole) {
+        match arguments.value(whole) {
             // Fields the client left out come from their defaults only, and
             // after the client's keys.
-            Some(Value::Object(supplied)) => object = supplied.clone(),
+            Some(Value::Object(supplied)) => object = supplied,
             // Not an object: forwarded for the value validator to reject.
-            Some(other) => return other.clone(),
+            Some(other) => return other,
             None => {}
         }
     }
@@ -175,12 +297,12 @@ fn fill_record(record: &RecordSlot, arguments: &Map<String, Value>) -> Value {
             continue;
         }
         let supplied = match record.whole {
-            None if record.fields_exposed => arguments.get(&field.key),
+            None if record.fields_exposed => arguments.value(&field.key),
             _ => None,
         };
         object.insert(
             field.key.clone(),
-            supplied.cloned().unwrap_or_else(|| field.default.clone()),
+            supplied.unwrap_or_else(|| field.default.clone()),
         );
     }
     Value::Object(object)
@@ -213,11 +335,55 @@ mod tests {
         serde_json::from_str(text).unwrap_or_else(|e| panic!("bad test JSON {text}: {e}"))
     }
 
+    /// Checks that [`resolve_text`] agrees with [`resolve`] on `params` (the
+    /// arguments object given as text, `params.arguments` then null).
+    #[track_caller]
+    fn text_agrees_on(surface: &Surface, params: &Value, text: &str) {
+        let mut stripped = params.clone();
+        stripped["arguments"] = Value::Null;
+        let tree = resolve(surface, Some(params));
+        let streamed = resolve_text(surface, Some(&stripped), text);
+        match (tree, streamed) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!((a.tool, &a.command), (b.tool, &b.command), "{text}");
+                let b: Vec<Value> = b.args.into_iter().map(Source::into_value).collect();
+                assert_eq!(a.args, b, "{text}");
+            }
+            (Err(a), Err(b)) => assert_eq!(a, b, "{text}"),
+            (a, b) => panic!("{text}: {a:?} vs {b:?}"),
+        }
+    }
+
+    #[track_caller]
+    fn text_agrees(surface: &Surface, params: &Value) {
+        if let Some(args @ Value::Object(_)) = params.get("arguments") {
+            text_agrees_on(surface, params, &args.to_string());
+        }
+    }
+
+    #[test]
+    fn text_arguments_keep_the_last_duplicate_and_decode_keys() {
+        let s = shapes();
+        let params = json(r#"{"name":"addOne","arguments":{"_1":2}}"#);
+        for text in [
+            r#"{"_1":1,"_1":2}"#,
+            r#"{"\u005f1":2}"#,
+            r#" { "_1" : 2 } "#,
+        ] {
+            text_agrees_on(&s, &params, text);
+        }
+        let call = resolve_text(&s, Some(&params), r#"{"_1":[1, 2]}"#).unwrap();
+        assert_eq!(call.args, vec![Source::Text("[1, 2]")]);
+        let err = resolve_text(&s, Some(&params), r#"{"_1":1,"_\u0032":2}"#).unwrap_err();
+        assert_eq!(err.message, "unknown argument '_2'");
+    }
+
     /// Resolves `params` (compact JSON text, or `None` for no params key) and
     /// compares with the expected command index and compact call vector.
     #[track_caller]
     fn check_ok(surface: &Surface, params: &str, command: Result<usize, &str>, args: &str) {
         let params = json(params);
+        text_agrees(surface, &params);
         match resolve(surface, Some(&params)) {
             Ok(call) => {
                 assert_eq!(
@@ -238,6 +404,9 @@ mod tests {
     #[track_caller]
     fn check_err(surface: &Surface, params: Option<&str>, message: &str) {
         let params = params.map(json);
+        if let Some(p) = &params {
+            text_agrees(surface, p);
+        }
         match resolve(surface, params.as_ref()) {
             Ok(call) => panic!("{params:?}: accepted as {call:?}"),
             Err(e) => {
@@ -630,6 +799,9 @@ mod tests {
             let Some(reply) = case["out"][0].as_str().map(json) else {
                 continue;
             };
+            if let Some(params) = request.get("params") {
+                text_agrees(&s, params);
+            }
             let result = resolve(&s, request.get("params"));
             if reply["error"]["code"] == INVALID_PARAMS {
                 let message = reply["error"]["message"].as_str().unwrap_or_default();

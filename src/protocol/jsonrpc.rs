@@ -16,6 +16,8 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
+use crate::format::json::scan;
+
 /// The longest line accepted, not counting its LF (the reference's cap).
 pub const MAX_LINE: usize = 64 * 1024 * 1024;
 
@@ -125,6 +127,83 @@ pub fn decode(bytes: &[u8]) -> Incoming {
         }
     };
     classify(value)
+}
+
+/// [`decode`] that leaves a request's `params.arguments` object as text: the
+/// message is parsed with that member set to `null`, and its JSON text (a
+/// slice of `bytes`, already checked to be valid JSON) is returned beside it
+/// for [`crate::protocol::args::resolve_text`]. The outcome is otherwise the
+/// one [`decode`] gives (same replies for invalid input), but a large argument
+/// never becomes a `Value` tree. Without an `arguments` object, or when the
+/// message is not a request, it is [`decode`].
+pub fn decode_lazy(bytes: &[u8]) -> (Incoming, Option<&str>) {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return (decode(bytes), None);
+    };
+    let text = text.trim_matches(|c: char| c.is_whitespace());
+    let raw = text.as_bytes();
+    let Some((arguments, spans)) = arguments_spans(raw) else {
+        return (decode(bytes), None);
+    };
+    // The whole text is checked first, so an invalid message gets the reply
+    // serde_json's error would give, whatever the arguments hold.
+    if let Err(e) = scan::validate(raw, 0) {
+        let message = match e {
+            scan::ScanError::TooDeep => "invalid JSON: nested more than 128 levels deep",
+            scan::ScanError::Syntax => "invalid JSON",
+        };
+        return (
+            Incoming::Invalid(error_response(None, ErrorCode::ParseError, message)),
+            None,
+        );
+    }
+    let mut stripped = String::with_capacity(
+        text.len() - spans.iter().map(|s| s.len()).sum::<usize>() + 4 * spans.len(),
+    );
+    let mut at = 0;
+    for span in &spans {
+        stripped.push_str(&text[at..span.start]);
+        stripped.push_str("null");
+        at = span.end;
+    }
+    stripped.push_str(&text[at..]);
+    match serde_json::from_str::<Value>(&stripped).map(classify) {
+        Ok(msg @ Incoming::Request { .. }) => (msg, Some(&text[arguments])),
+        // Only requests carry arguments anyone reads.
+        _ => (decode(bytes), None),
+    }
+}
+
+/// Where `params.arguments` is in a message: the span of the one that
+/// counts (the last `arguments` object of the last `params`, as serde_json
+/// keeps the last of duplicate keys) and of every `params.arguments` value
+/// (all are left out of the parse). `None` when the counting one is not an
+/// object, or the text does not look like an object at all.
+fn arguments_spans(text: &[u8]) -> Option<(std::ops::Range<usize>, Vec<std::ops::Range<usize>>)> {
+    let top = scan::skip_ws(text, 0);
+    if text.get(top) != Some(&b'{') {
+        return None;
+    }
+    let mut spans = Vec::new();
+    let mut current = None;
+    for (key, value) in scan::members(text, top) {
+        if !scan::str_eq(text, key, "params") {
+            continue;
+        }
+        current = None;
+        if text.get(value) != Some(&b'{') {
+            continue;
+        }
+        for (key, value) in scan::members(text, value) {
+            if scan::str_eq(text, key, "arguments") {
+                let span = value..scan::value_end(text, value);
+                current = Some(span.clone());
+                spans.push(span);
+            }
+        }
+    }
+    let current = current?;
+    (text.get(current.start) == Some(&b'{')).then_some((current, spans))
 }
 
 /// Classifies an already parsed message.
@@ -329,6 +408,16 @@ impl LineFramer {
         Some(Frame::Line(&self.buf[line_start..end]))
     }
 
+    /// Gives a large buffer back once every line in it has been taken, so
+    /// one big message does not keep its memory for the life of the stream.
+    pub fn trim(&mut self) {
+        if self.start == self.buf.len() && self.buf.capacity() > 1024 * 1024 {
+            self.buf = Vec::new();
+            self.start = 0;
+            self.scanned = 0;
+        }
+    }
+
     /// At end of input: the final line if it had no LF.
     pub fn finish(&mut self) -> Option<Frame<'_>> {
         if self.skipping {
@@ -524,5 +613,76 @@ mod tests {
         f.push(b"0123456789abc");
         assert_eq!(lines(&mut f), Vec::<String>::new());
         assert_eq!(f.finish(), Some(Frame::TooLong));
+    }
+
+    /// [`decode_lazy`] against [`decode`]: the same message, with the
+    /// arguments given apart exactly when they are an object.
+    #[track_caller]
+    fn lazy_agrees(line: &str) -> bool {
+        let full = decode(line.as_bytes());
+        let (lazy, arguments) = decode_lazy(line.as_bytes());
+        let Some(arguments) = arguments else {
+            assert_eq!(lazy, full, "{line}");
+            return false;
+        };
+        let parsed: Value = serde_json::from_str(arguments).expect("valid arguments");
+        let Incoming::Request {
+            params: Some(mut params),
+            id,
+            method,
+        } = full
+        else {
+            panic!("{line}: arguments split off a non-request");
+        };
+        assert_eq!(params["arguments"], parsed, "{line}");
+        params["arguments"] = Value::Null;
+        assert_eq!(
+            lazy,
+            Incoming::Request {
+                id,
+                method,
+                params: Some(params)
+            },
+            "{line}"
+        );
+        true
+    }
+
+    #[test]
+    fn lazy_decoding_matches_full_decoding() {
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        let split = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f","arguments":{"x":[1,2.5e3,"\u00e9"]}}}"#.to_string(),
+            r#" {"id":1,"method":"tools/call","params":{"arguments":{"a":1},"arguments":{"b":2}}} "#.to_string(),
+            r#"{"id":1,"method":"m","params":{"arguments":[1]},"params":{"\u0061rguments":{}}}"#.to_string(),
+            format!(r#"{{"id":1,"method":"m","params":{{"arguments":{{"x":{}}}}}}}"#, deep(124)),
+        ];
+        for line in &split {
+            assert!(lazy_agrees(line), "{line}");
+        }
+        let whole = [
+            r#"{"id":1,"method":"m","params":{"arguments":[1]}}"#.to_string(),
+            r#"{"id":1,"method":"m","params":{"arguments":{}},"params":{"name":"x"}}"#.to_string(),
+            r#"{"id":1,"method":"m","params":{"arguments":{"x":1,}}}"#.to_string(),
+            r#"{"id":1,"method":"m","params":{"arguments":{"x":"\ud800"}}}"#.to_string(),
+            r#"{"id":1,"method":"m","params":{"arguments":{}}} x"#.to_string(),
+            r#"{"id":1,"method":"m","params":{"arguments":{}},}"#.to_string(),
+            r#"[{"params":{"arguments":{}}}]"#.to_string(),
+            r#"{"method":"n","params":{"arguments":{"a":1}}}"#.to_string(),
+            r#"{"params":{"arguments":{"a":1}}}"#.to_string(),
+            r#"{"id":[],"method":"m","params":{"arguments":{"a":1}}}"#.to_string(),
+            format!(
+                r#"{{"id":1,"method":"m","params":{{"arguments":{{"x":{}}}}}}}"#,
+                deep(125)
+            ),
+            format!(
+                r#"{{"id":1,"method":"m","params":{{"arguments":{{"x":{}}}}}}}"#,
+                deep(200)
+            ),
+            "{\"id\":1,\"method\":\"m\",\"params\":{\"arguments\":{\"x\":\"\u{1}\"}}}".to_string(),
+        ];
+        for line in &whole {
+            assert!(!lazy_agrees(line), "{line}");
+        }
     }
 }

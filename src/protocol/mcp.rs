@@ -22,6 +22,7 @@ pub mod era;
 pub mod headers;
 mod legacy;
 mod modern;
+mod packing;
 mod results;
 pub mod subscriptions;
 pub mod tasks;
@@ -360,8 +361,13 @@ pub struct CallRequest {
     pub program: usize,
     /// The command to execute (a `_render` projection's entry, or the tool's own).
     pub command: usize,
-    /// One JSON value per manifest argument, in manifest order.
+    /// One JSON value per manifest argument, in manifest order; empty when
+    /// `packet` is set.
     pub args: Vec<Json>,
+    /// The CALL packet, when the arguments arrived as text for a remote
+    /// command and were checked and encoded straight from it
+    /// ([`handle_lazy`]); the reactor then sends it as it is.
+    pub packet: Option<Vec<u8>>,
     pub progress_token: Option<Json>,
     /// The request's `_meta` when it is a modern (2026-07-28) request: its
     /// result is then completed (`resultType`, server identity) and its log
@@ -419,6 +425,39 @@ pub struct TaskRequest {
 
 /// Handles one inbound message.
 pub fn handle(catalog: &Catalog, session: &mut Session, msg: Incoming) -> Step {
+    handle_lazy(catalog, session, msg, None)
+}
+
+/// [`handle`] for a message decoded by [`jsonrpc::decode_lazy`]: `arguments`
+/// is the text of its `params.arguments` object (then `null` in the message).
+/// A `tools/call` of a remote command then carries its CALL packet, encoded
+/// straight from that text ([`CallRequest::packet`]).
+pub fn handle_lazy(
+    catalog: &Catalog,
+    session: &mut Session,
+    msg: Incoming,
+    arguments: Option<&str>,
+) -> Step {
+    // Only `tools/call` reads its arguments as text; anything else gets them
+    // back in place.
+    let restore = |params: Option<Json>| match (params, arguments) {
+        (Some(mut params), Some(text)) => {
+            params["arguments"] = serde_json::from_str(text).unwrap_or(Json::Null);
+            Some(params)
+        }
+        (params, _) => params,
+    };
+    let (msg, arguments) = match msg {
+        Incoming::Request { id, method, params } if method != "tools/call" => {
+            let params = restore(params);
+            (Incoming::Request { id, method, params }, None)
+        }
+        Incoming::Notification { method, params } => {
+            let params = restore(params);
+            (Incoming::Notification { method, params }, None)
+        }
+        other => (other, arguments),
+    };
     match msg {
         Incoming::Empty | Incoming::Response => Step::Nothing,
         Incoming::Invalid(reply) => Step::Reply(reply),
@@ -443,9 +482,9 @@ pub fn handle(catalog: &Catalog, session: &mut Session, msg: Incoming) -> Step {
         Incoming::Request { id, method, params } => {
             let in_session = session.protocol_version.is_some();
             if era::is_modern(&method, params.as_ref(), in_session) {
-                modern::request(catalog, id, &method, params)
+                modern::request(catalog, id, &method, params, arguments)
             } else {
-                legacy::request(catalog, session, id, &method, params)
+                legacy::request(catalog, session, id, &method, params, arguments)
             }
         }
     }
@@ -457,6 +496,7 @@ fn tools_call(
     catalog: &Catalog,
     id: RequestId,
     params: Option<Json>,
+    arguments: Option<&str>,
     modern: Option<era::RequestMeta>,
 ) -> Step {
     let name = params
@@ -491,25 +531,51 @@ fn tools_call(
             ))
         }
     };
-    match args::resolve(&prog.surface, params.as_ref()) {
-        Ok(call) => match call.command {
-            Ok(command) => Step::Call(CallRequest {
+    let resolved = match arguments {
+        Some(text) => args::resolve_text(&prog.surface, params.as_ref(), text)
+            .map(|call| (call.command, call.args)),
+        None => args::resolve(&prog.surface, params.as_ref()).map(|call| {
+            let sources = call.args.into_iter().map(args::Source::Json).collect();
+            (call.command, sources)
+        }),
+    };
+    match resolved {
+        Ok((Ok(command), sources)) => {
+            let remote = prog.command(command).kind != CommandKind::Pure;
+            let (args, packet) = if remote && arguments.is_some() {
+                match packing::call_packet(prog, command, &sources) {
+                    Ok(packet) => (Vec::new(), Some(packet)),
+                    Err(message) => {
+                        return Step::Reply(call_response(
+                            catalog,
+                            &id,
+                            is_modern,
+                            error_result(&message),
+                        ))
+                    }
+                }
+            } else {
+                let values = sources.into_iter().map(args::Source::into_value);
+                (values.collect(), None)
+            };
+            Step::Call(CallRequest {
                 program,
                 progress_token,
                 id,
                 command,
-                args: call.args,
+                args,
+                packet,
                 modern,
                 owner: String::new(),
-            }),
-            // A `_render` projection whose entry command does not exist.
-            Err(entry) => Step::Reply(call_response(
-                catalog,
-                &id,
-                is_modern,
-                error_result(&format!("Unknown command: {entry}")),
-            )),
-        },
+            })
+        }
+        // A `_render` projection whose entry command does not exist.
+        Ok((Err(entry), _)) => Step::Reply(call_response(
+            catalog,
+            &id,
+            is_modern,
+            error_result(&format!("Unknown command: {entry}")),
+        )),
         Err(e) => Step::Reply(jsonrpc::error_response(
             Some(&id),
             ErrorCode::InvalidParams,
@@ -650,6 +716,53 @@ mod catalog_tests {
             dir: "/m".into(),
         };
         Program::new(loaded, surface).expect("shapes compiles")
+    }
+
+    #[test]
+    fn lazy_handling_answers_as_full_handling() {
+        let catalog = Catalog::single(shapes());
+        let lines = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"addOne","arguments":{"_1":41}}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"addOne","arguments":{"_1":"x"}}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"addOne","arguments":{"zz":1}}}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"pureAnswer","arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"method":"prompts/get","params":{"name":"p","arguments":{"a":"b"}}}"#,
+            r#"{"jsonrpc":"2.0","id":6,"method":"nope","params":{"arguments":{"a":1}}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"arguments":{}}}"#,
+        ];
+        for line in lines {
+            let mut full_session = Session {
+                initialized: true,
+                protocol_version: Some(DEFAULT_VERSION.into()),
+                log_level: None,
+            };
+            let mut lazy_session = full_session.clone();
+            let full = handle(
+                &catalog,
+                &mut full_session,
+                jsonrpc::decode(line.as_bytes()),
+            );
+            let (msg, arguments) = jsonrpc::decode_lazy(line.as_bytes());
+            let lazy = handle_lazy(&catalog, &mut lazy_session, msg, arguments);
+            match (full, lazy) {
+                (Step::Call(a), Step::Call(b)) => {
+                    assert_eq!((&a.id, a.command), (&b.id, b.command), "{line}");
+                    let remote = catalog.programs[0].command(a.command).kind != CommandKind::Pure;
+                    assert_eq!(b.packet.is_some(), remote, "{line}");
+                    if !remote {
+                        assert_eq!(a.args, b.args, "{line}");
+                    }
+                }
+                // A value error: the reactor answers the typed call with
+                // the same result the lazy path answers at once.
+                (Step::Call(a), Step::Reply(b)) => {
+                    let message = prepare(&catalog.programs[0], &a).expect_err(line);
+                    let reply = call_response(&catalog, &a.id, false, error_result(&message));
+                    assert_eq!(reply, b, "{line}");
+                }
+                (a, b) => assert_eq!(format!("{a:?}"), format!("{b:?}"), "{line}"),
+            }
+        }
     }
 
     #[test]

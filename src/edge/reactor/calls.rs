@@ -121,10 +121,16 @@ impl Call {
 }
 
 impl Reactor {
-    pub(super) fn start_call(&mut self, client: Client, request: CallRequest) {
+    pub(super) fn start_call(&mut self, client: Client, mut request: CallRequest) {
         let program = request.program;
         let prog = &self.catalog.programs[program];
-        let values = match mcp::prepare(prog, &request) {
+        // Arguments already checked and encoded from their text.
+        let encoded = request.packet.take();
+        let values = match encoded {
+            Some(_) => Ok(Vec::new()),
+            None => mcp::prepare(prog, &request),
+        };
+        let values = match values {
             Ok(v) => v,
             Err(message) => {
                 let reply = mcp::call_response(
@@ -145,7 +151,7 @@ impl Reactor {
             let reply = mcp::call_response(&self.catalog, &request.id, request.is_modern(), result);
             return self.deliver(&client, &reply, true);
         }
-        let packet = match encode_call(prog, request.command, &values) {
+        let packet = match encoded.map_or_else(|| encode_call(prog, request.command, &values), Ok) {
             Ok(p) => p,
             Err(message) => {
                 let reply = mcp::call_response(

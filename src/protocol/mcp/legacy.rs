@@ -21,6 +21,7 @@ pub(super) fn request(
     id: RequestId,
     method: &str,
     params: Option<Json>,
+    arguments: Option<&str>,
 ) -> Step {
     let reply = |result: Json| Step::Reply(jsonrpc::result_response(&id, result));
     let fail = |code: ErrorCode, message: &str| {
@@ -75,7 +76,7 @@ pub(super) fn request(
             &format!("received {method} before initialization completed"),
         ),
         "tools/list" => reply(catalog.legacy_list().clone()),
-        "tools/call" => tools_call(catalog, id, params, None),
+        "tools/call" => tools_call(catalog, id, params, arguments, None),
         other => fail(
             ErrorCode::MethodNotFound,
             &format!("unknown method '{other}'"),

@@ -32,6 +32,7 @@ pub(super) fn request(
     id: RequestId,
     method: &str,
     params: Option<Json>,
+    arguments: Option<&str>,
 ) -> Step {
     let meta = match era::request_meta(&id, params.as_ref()) {
         Ok(meta) => meta,
@@ -41,7 +42,7 @@ pub(super) fn request(
     match method {
         "server/discover" => reply(discover::discover_result(catalog)),
         "tools/list" => reply(catalog.modern_list().clone()),
-        "tools/call" => tools_call(catalog, id, params, Some(meta)),
+        "tools/call" => tools_call(catalog, id, params, arguments, Some(meta)),
         "subscriptions/listen" => match subscriptions::listen_request(id, params.as_ref()) {
             // Task notifications are for clients of the Tasks extension.
             Ok(listen) if !listen.filter.task_ids.is_empty() && !meta.tasks => {

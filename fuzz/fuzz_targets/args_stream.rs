@@ -1,0 +1,114 @@
+//! Large-argument decoding: for a schema made from the leading bytes and
+//! any JSON text (the rest), encoding the text straight to voidstar
+//! (`voidstar::text`) gives the bytes or the error of the typed path
+//! (`value::from_json`, then `voidstar::encode_flat`), and invalid JSON is
+//! refused as serde_json refuses it. The same text as a `tools/call`'s
+//! arguments, and the text as a whole message, decode lazily
+//! (`jsonrpc::decode_lazy`) to the message the full decode gives.
+//!
+//! Input: bytes up to the first `\n` pick the schema (see `schema`), the
+//! rest is the text.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use morloc_mcp::format::json::scan::{self, ScanError};
+use morloc_mcp::format::schema;
+use morloc_mcp::format::value::{self, Layout, ValueError, ValueErrorKind};
+use morloc_mcp::format::voidstar::{self, text};
+use morloc_mcp::protocol::jsonrpc::{self, Incoming};
+
+/// A schema string from `bytes`: one node per byte, children after their
+/// parent, leaves once the bytes or the depth run out.
+fn schema(bytes: &mut std::slice::Iter<'_, u8>, depth: usize) -> String {
+    let Some(&b) = bytes.next() else {
+        return "i4".into();
+    };
+    let leaf = depth >= 4;
+    match b % 18 {
+        0 => "i4".into(),
+        1 => "u1".into(),
+        2 => "i8".into(),
+        3 | 4 => "j".into(),
+        5 => "f8".into(),
+        6 => "f4".into(),
+        7 => "s".into(),
+        8 => "b".into(),
+        9 => "z".into(),
+        10 => "F".into(),
+        11 if !leaf => format!("a{}", schema(bytes, depth + 1)),
+        12 if !leaf => format!("?{}", schema(bytes, depth + 1)),
+        13 if !leaf => format!("t2{}{}", schema(bytes, depth + 1), schema(bytes, depth + 1)),
+        14 if !leaf => format!("m21x{}1y{}", schema(bytes, depth + 1), schema(bytes, depth + 1)),
+        15 if !leaf => format!("a:2{}", schema(bytes, depth + 1)),
+        16 => "&1Lm21vj1n?^1L".into(),
+        17 => "&1Ta?m21vs1c^1T".into(),
+        _ => "j".into(),
+    }
+}
+
+fn serde_verdict(text: &str) -> Result<serde_json::Value, ScanError> {
+    serde_json::from_str(text).map_err(|e| {
+        if e.to_string().starts_with("recursion limit exceeded") {
+            ScanError::TooDeep
+        } else {
+            ScanError::Syntax
+        }
+    })
+}
+
+fuzz_target!(|data: &[u8]| {
+    let split = data.iter().position(|b| *b == b'\n').unwrap_or(data.len());
+    let Ok(json) = std::str::from_utf8(data.get(split + 1..).unwrap_or(&[])) else {
+        return;
+    };
+    let text_schema = schema(&mut data[..split].iter(), 0);
+    let Ok(schema) = schema::parse(&text_schema) else {
+        return;
+    };
+    let streamed = match Layout::new(&schema) {
+        Ok(layout) => text::encode_text(&layout, json, "x"),
+        Err(e) => Err(text::TextError::Value(ValueError {
+            path: "x".into(),
+            kind: ValueErrorKind::Schema(e.0),
+        })),
+    };
+    match serde_verdict(json) {
+        Err(kind) => {
+            assert_eq!(streamed, Err(text::TextError::Json(kind)), "{text_schema} {json}");
+            assert_eq!(scan::validate(json.as_bytes(), 0), Err(kind));
+        }
+        Ok(tree) => {
+            let typed = value::from_json(&schema, &tree, "x")
+                .map_err(|e| e.to_string())
+                .and_then(|v| voidstar::encode_flat(&schema, &v).map_err(|e| e.to_string()));
+            assert_eq!(streamed.map_err(|e| e.to_string()), typed, "{text_schema} {json}");
+        }
+    }
+    // The same text as a call's arguments, in an envelope, and as a whole
+    // message.
+    let line = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t","arguments":{{"a":{json}}}}}}}"#
+    );
+    lazy_agrees(line.as_bytes());
+    lazy_agrees(json.as_bytes());
+});
+
+/// Lazy decoding gives the full decode's message, with the arguments object
+/// split off as its text exactly when there is one.
+fn lazy_agrees(line: &[u8]) {
+    let full = jsonrpc::decode(line);
+    let (lazy, arguments) = jsonrpc::decode_lazy(line);
+    match arguments {
+        None => assert_eq!(lazy, full),
+        Some(arguments) => {
+            let Incoming::Request { id, method, params: Some(mut params) } = full else {
+                panic!("arguments split off a message that is not a request");
+            };
+            let parsed: serde_json::Value =
+                serde_json::from_str(arguments).expect("split-off arguments are JSON");
+            assert_eq!(params["arguments"], parsed);
+            params["arguments"] = serde_json::Value::Null;
+            assert_eq!(lazy, Incoming::Request { id, method, params: Some(params) });
+        }
+    }
+}

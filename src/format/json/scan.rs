@@ -1,0 +1,589 @@
+//! A JSON text scanner that allocates nothing: validation with serde_json's
+//! rules and nesting limit, skipping, member and item positions, and string
+//! unescaping into a caller's buffer.
+//!
+//! Large `tools/call` arguments are read with this instead of being parsed
+//! into a `serde_json::Value` tree (where every number is a heap string):
+//! [`validate`] checks a span once, and the walkers below then treat it as
+//! known-good text, addressed by byte offsets. The walkers never panic on
+//! text that did not validate; they just return meaningless positions.
+//!
+//! Architecture Invariant: pure; no I/O.
+
+use std::fmt;
+
+/// Why a text is not acceptable JSON. Only the kind matters to callers:
+/// the JSON-RPC layer answers both with a fixed message, as it does for
+/// serde_json's errors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScanError {
+    /// Not JSON (serde_json would reject it with a syntax error).
+    Syntax,
+    /// Containers nested as deep as serde_json's recursion limit.
+    TooDeep,
+}
+
+impl fmt::Display for ScanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ScanError::Syntax => f.write_str("invalid JSON"),
+            ScanError::TooDeep => f.write_str("invalid JSON: nested too deep"),
+        }
+    }
+}
+
+impl std::error::Error for ScanError {}
+
+/// serde_json's recursion limit: a container at this level (counting from
+/// 1 at the outermost) is refused.
+pub const SERDE_DEPTH_LIMIT: usize = 128;
+
+/// The first non-whitespace position at or after `pos`.
+pub fn skip_ws(text: &[u8], mut pos: usize) -> usize {
+    while let Some(b' ' | b'\t' | b'\n' | b'\r') = text.get(pos) {
+        pos += 1;
+    }
+    pos
+}
+
+/// Checks that `text` is exactly one JSON value (surrounding whitespace
+/// allowed) as serde_json would parse it into a `Value`, when `outer`
+/// containers already enclose it: strings must hold valid escapes with
+/// paired surrogates and no control characters, numbers follow the JSON
+/// grammar, and no container sits at level [`SERDE_DEPTH_LIMIT`]. The error
+/// is the first problem from the left, as serde_json reports it.
+pub fn validate(text: &[u8], outer: usize) -> Result<(), ScanError> {
+    let mut v = Validator {
+        text,
+        pos: 0,
+        depth: outer,
+    };
+    v.value()?;
+    if skip_ws(text, v.pos) != text.len() {
+        return Err(ScanError::Syntax);
+    }
+    Ok(())
+}
+
+struct Validator<'a> {
+    text: &'a [u8],
+    pos: usize,
+    depth: usize,
+}
+
+impl Validator<'_> {
+    fn peek(&mut self) -> Option<u8> {
+        self.pos = skip_ws(self.text, self.pos);
+        self.text.get(self.pos).copied()
+    }
+
+    fn value(&mut self) -> Result<(), ScanError> {
+        // Containers are walked with an explicit count of open levels: the
+        // nesting limit bounds it, so recursion depth is bounded too.
+        match self.peek() {
+            Some(b'n') => self.literal(b"null"),
+            Some(b't') => self.literal(b"true"),
+            Some(b'f') => self.literal(b"false"),
+            Some(b'"') => {
+                self.pos = string_end(self.text, self.pos).ok_or(ScanError::Syntax)?;
+                Ok(())
+            }
+            Some(b'-' | b'0'..=b'9') => {
+                self.pos = number_end(self.text, self.pos).ok_or(ScanError::Syntax)?;
+                Ok(())
+            }
+            Some(open @ (b'[' | b'{')) => {
+                self.depth += 1;
+                if self.depth >= SERDE_DEPTH_LIMIT {
+                    return Err(ScanError::TooDeep);
+                }
+                self.pos += 1;
+                let close = if open == b'[' { b']' } else { b'}' };
+                if self.peek() == Some(close) {
+                    self.pos += 1;
+                    self.depth -= 1;
+                    return Ok(());
+                }
+                loop {
+                    if open == b'{' {
+                        if self.peek() != Some(b'"') {
+                            return Err(ScanError::Syntax);
+                        }
+                        self.pos = string_end(self.text, self.pos).ok_or(ScanError::Syntax)?;
+                        if self.peek() != Some(b':') {
+                            return Err(ScanError::Syntax);
+                        }
+                        self.pos += 1;
+                    }
+                    self.value()?;
+                    match self.peek() {
+                        Some(b',') => self.pos += 1,
+                        Some(b) if b == close => {
+                            self.pos += 1;
+                            self.depth -= 1;
+                            return Ok(());
+                        }
+                        _ => return Err(ScanError::Syntax),
+                    }
+                }
+            }
+            _ => Err(ScanError::Syntax),
+        }
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Result<(), ScanError> {
+        if self.text[self.pos..].starts_with(word) {
+            self.pos += word.len();
+            Ok(())
+        } else {
+            Err(ScanError::Syntax)
+        }
+    }
+}
+
+fn hex4(text: &[u8], pos: usize) -> Option<u16> {
+    let digits = text.get(pos..pos + 4)?;
+    let mut n = 0u16;
+    for &d in digits {
+        let v = (d as char).to_digit(16)?;
+        n = n * 16 + v as u16;
+    }
+    Some(n)
+}
+
+/// The position after the string literal starting at `pos` (its opening
+/// quote), if it is valid.
+pub fn string_end(text: &[u8], pos: usize) -> Option<usize> {
+    let mut i = pos + 1;
+    loop {
+        match *text.get(i)? {
+            b'"' => return Some(i + 1),
+            b'\\' => i = escape_end(text, i)?.0,
+            0x00..=0x1f => return None,
+            _ => i += 1,
+        }
+    }
+}
+
+/// Decodes the escape at `pos` (its backslash): the position after it and
+/// the code point it stands for (a surrogate pair counts as one).
+fn escape_end(text: &[u8], pos: usize) -> Option<(usize, u32)> {
+    let c = match *text.get(pos + 1)? {
+        b'"' => '"' as u32,
+        b'\\' => '\\' as u32,
+        b'/' => '/' as u32,
+        b'b' => 0x08,
+        b'f' => 0x0c,
+        b'n' => '\n' as u32,
+        b'r' => '\r' as u32,
+        b't' => '\t' as u32,
+        b'u' => {
+            let n = hex4(text, pos + 2)?;
+            match n {
+                0xDC00..=0xDFFF => return None,
+                0xD800..=0xDBFF => {
+                    if text.get(pos + 6..pos + 8)? != b"\\u" {
+                        return None;
+                    }
+                    let low = hex4(text, pos + 8)?;
+                    if !(0xDC00..=0xDFFF).contains(&low) {
+                        return None;
+                    }
+                    let c = 0x1_0000 + ((u32::from(n) - 0xD800) << 10) + (u32::from(low) - 0xDC00);
+                    return Some((pos + 12, c));
+                }
+                _ => return Some((pos + 6, u32::from(n))),
+            }
+        }
+        _ => return None,
+    };
+    Some((pos + 2, c))
+}
+
+/// The position after the number literal starting at `pos`, if it follows
+/// the JSON grammar.
+pub fn number_end(text: &[u8], pos: usize) -> Option<usize> {
+    let mut i = pos;
+    let digits = |i: &mut usize| {
+        let start = *i;
+        while text.get(*i).is_some_and(u8::is_ascii_digit) {
+            *i += 1;
+        }
+        *i > start
+    };
+    if text.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    match text.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => {
+            digits(&mut i);
+        }
+        _ => return None,
+    }
+    if text.get(i) == Some(&b'.') {
+        i += 1;
+        if !digits(&mut i) {
+            return None;
+        }
+    }
+    if let Some(b'e' | b'E') = text.get(i) {
+        i += 1;
+        if let Some(b'+' | b'-') = text.get(i) {
+            i += 1;
+        }
+        if !digits(&mut i) {
+            return None;
+        }
+    }
+    Some(i)
+}
+
+/// The position after the (valid) value starting at `pos` (whitespace
+/// before it is skipped).
+pub fn value_end(text: &[u8], pos: usize) -> usize {
+    let pos = skip_ws(text, pos);
+    match text.get(pos) {
+        Some(b'"') => string_end(text, pos).unwrap_or(text.len()),
+        Some(b'-' | b'0'..=b'9') => number_end(text, pos).unwrap_or(text.len()),
+        Some(b'n' | b't') => pos + 4,
+        Some(b'f') => pos + 5,
+        Some(b'[' | b'{') => {
+            // Strings are skipped whole, so brackets inside them do not count.
+            let mut depth = 0usize;
+            let mut i = pos;
+            while let Some(&b) = text.get(i) {
+                match b {
+                    b'"' => {
+                        i = string_end(text, i).unwrap_or(text.len());
+                        continue;
+                    }
+                    b'[' | b'{' => depth += 1,
+                    b']' | b'}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return i + 1;
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+            text.len()
+        }
+        _ => text.len(),
+    }
+}
+
+/// Where every container of a (valid) text ends, found in one pass: with
+/// it, skipping a nested array or object is a lookup instead of a re-read,
+/// so walking a deeply nested value costs its size, not its size times its
+/// depth. One entry (8 bytes) per array or object.
+#[derive(Debug, Default)]
+pub struct Ends {
+    /// `(position of the opening bracket, position after the closing one)`,
+    /// by position.
+    spans: Vec<(u32, u32)>,
+}
+
+impl Ends {
+    /// Finds the ends in `text` (which must be valid JSON). Texts of 4 GiB
+    /// or more get an empty table (skips then re-read).
+    pub fn new(text: &[u8]) -> Ends {
+        let mut spans = Vec::new();
+        if u32::try_from(text.len()).is_err() {
+            return Ends { spans };
+        }
+        let mut open: Vec<usize> = Vec::new();
+        let mut i = 0;
+        while let Some(&b) = text.get(i) {
+            match b {
+                b'"' => {
+                    i = string_end(text, i).unwrap_or(text.len());
+                    continue;
+                }
+                b'[' | b'{' => {
+                    open.push(spans.len());
+                    spans.push((i as u32, 0));
+                }
+                b']' | b'}' => {
+                    if let Some(at) = open.pop() {
+                        spans[at].1 = (i + 1) as u32;
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        Ends { spans }
+    }
+
+    /// The position after the container opening at `pos`.
+    fn end_of(&self, pos: usize) -> Option<usize> {
+        let pos = u32::try_from(pos).ok()?;
+        let i = self.spans.binary_search_by_key(&pos, |s| s.0).ok()?;
+        Some(self.spans[i].1 as usize).filter(|end| *end > 0)
+    }
+}
+
+/// [`value_end`], with containers looked up in `ends`.
+pub fn value_end_in(text: &[u8], pos: usize, ends: Option<&Ends>) -> usize {
+    let pos = skip_ws(text, pos);
+    if let (Some(ends), Some(b'[' | b'{')) = (ends, text.get(pos)) {
+        if let Some(end) = ends.end_of(pos) {
+            return end;
+        }
+    }
+    value_end(text, pos)
+}
+
+/// Walks the items of the (valid) array whose `[` is at `pos`.
+pub struct Items<'a> {
+    text: &'a [u8],
+    pos: usize,
+    done: bool,
+    ends: Option<&'a Ends>,
+}
+
+/// The items of the array at `pos`: each item's start position.
+pub fn items(text: &[u8], pos: usize) -> Items<'_> {
+    items_in(text, pos, None)
+}
+
+/// [`items`], skipping containers with `ends`.
+pub fn items_in<'a>(text: &'a [u8], pos: usize, ends: Option<&'a Ends>) -> Items<'a> {
+    let first = skip_ws(text, pos + 1);
+    Items {
+        text,
+        pos: first,
+        done: text.get(first).is_none_or(|b| *b == b']'),
+        ends,
+    }
+}
+
+impl Iterator for Items<'_> {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        if self.done {
+            return None;
+        }
+        let start = self.pos;
+        let end = skip_ws(self.text, value_end_in(self.text, start, self.ends));
+        match self.text.get(end) {
+            Some(b',') => self.pos = skip_ws(self.text, end + 1),
+            _ => self.done = true,
+        }
+        Some(start)
+    }
+}
+
+/// The number of items of the (valid) array at `pos`.
+pub fn count_items(text: &[u8], pos: usize) -> usize {
+    items(text, pos).count()
+}
+
+/// Walks the members of the (valid) object whose `{` is at `pos`.
+pub struct Members<'a> {
+    text: &'a [u8],
+    pos: usize,
+    done: bool,
+    ends: Option<&'a Ends>,
+}
+
+/// The members of the object at `pos`: each member's key (the string
+/// literal's position) and value start position.
+pub fn members(text: &[u8], pos: usize) -> Members<'_> {
+    members_in(text, pos, None)
+}
+
+/// [`members`], skipping containers with `ends`.
+pub fn members_in<'a>(text: &'a [u8], pos: usize, ends: Option<&'a Ends>) -> Members<'a> {
+    let first = skip_ws(text, pos + 1);
+    Members {
+        text,
+        pos: first,
+        done: text.get(first) != Some(&b'"'),
+        ends,
+    }
+}
+
+impl Iterator for Members<'_> {
+    type Item = (usize, usize);
+
+    fn next(&mut self) -> Option<(usize, usize)> {
+        if self.done {
+            return None;
+        }
+        let key = self.pos;
+        let key_end = string_end(self.text, key).unwrap_or(self.text.len());
+        let colon = skip_ws(self.text, key_end);
+        let value = skip_ws(self.text, colon + 1);
+        let end = skip_ws(self.text, value_end_in(self.text, value, self.ends));
+        match self.text.get(end) {
+            Some(b',') => self.pos = skip_ws(self.text, end + 1),
+            _ => self.done = true,
+        }
+        if self.text.get(key) != Some(&b'"') {
+            self.done = true;
+            return None;
+        }
+        Some((key, value))
+    }
+}
+
+/// Calls `f` with each chunk of the decoded bytes of the (valid) string
+/// literal at `pos`: runs of raw text, and escapes as UTF-8.
+pub fn decode_str(text: &[u8], pos: usize, mut f: impl FnMut(&[u8])) {
+    let mut i = pos + 1;
+    let mut run = i;
+    while let Some(&b) = text.get(i) {
+        match b {
+            b'"' => break,
+            b'\\' => {
+                f(&text[run..i]);
+                let Some((next, c)) = escape_end(text, i) else {
+                    return;
+                };
+                let mut buf = [0u8; 4];
+                let ch = char::from_u32(c).unwrap_or('\u{fffd}');
+                f(ch.encode_utf8(&mut buf).as_bytes());
+                i = next;
+                run = i;
+            }
+            _ => i += 1,
+        }
+    }
+    f(&text[run..i.min(text.len())]);
+}
+
+/// The length in bytes of the decoded (valid) string literal at `pos`.
+pub fn decoded_len(text: &[u8], pos: usize) -> usize {
+    let mut n = 0;
+    decode_str(text, pos, |chunk| n += chunk.len());
+    n
+}
+
+/// The raw contents of the string literal at `pos` when it has no escapes
+/// (so they are its decoded bytes).
+pub fn plain_str(text: &[u8], pos: usize) -> Option<&[u8]> {
+    let end = string_end(text, pos)?;
+    let inner = &text[pos + 1..end - 1];
+    (!inner.contains(&b'\\')).then_some(inner)
+}
+
+/// The decoded text of the (valid) string literal at `pos`. Allocates; for
+/// keys with escapes and error messages.
+pub fn decode_string(text: &[u8], pos: usize) -> String {
+    let mut out = Vec::new();
+    decode_str(text, pos, |chunk| out.extend_from_slice(chunk));
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// Whether the (valid) string literal at `pos` decodes to `want`.
+pub fn str_eq(text: &[u8], pos: usize, want: &str) -> bool {
+    match plain_str(text, pos) {
+        Some(raw) => raw == want.as_bytes(),
+        None => decode_string(text, pos) == want,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What serde_json says about `text` as a whole message.
+    fn serde_verdict(text: &str) -> Result<(), ScanError> {
+        match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(_) => Ok(()),
+            Err(e) if e.to_string().starts_with("recursion limit exceeded") => {
+                Err(ScanError::TooDeep)
+            }
+            Err(_) => Err(ScanError::Syntax),
+        }
+    }
+
+    #[test]
+    fn validation_agrees_with_serde_json() {
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        let cases: Vec<String> = [
+            "0",
+            "-0",
+            "1.5e3",
+            "1E400",
+            "-",
+            "01",
+            "1.",
+            ".5",
+            "1e",
+            "1e+",
+            "[1,]",
+            "[,1]",
+            "{\"a\":1,}",
+            "{\"a\" 1}",
+            "{a:1}",
+            "\"\\u12\"",
+            "\"\\ud800\"",
+            "\"\\udc00\"",
+            "\"\\ud800\\u0041\"",
+            "\"\\ud83d\\ude00\"",
+            "\"\\x\"",
+            "\"a\tb\"",
+            "\"\\/\"",
+            "nul",
+            "true false",
+            " [ 1 , { \"k\" : [ ] } ] ",
+            "[\"]\"]",
+            "{\"a\":[}",
+            "",
+            "\"é\\u00e9\"",
+            "tru",
+            "[1 2]",
+            "{\"a\":1 \"b\":2}",
+            "-01",
+            "2.e5",
+            "[-]",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([deep(127), deep(128), format!("{}1", "[".repeat(130))])
+        .collect();
+        for text in &cases {
+            assert_eq!(
+                validate(text.as_bytes(), 0),
+                serde_verdict(text),
+                "for {text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn walkers_find_items_members_and_strings() {
+        let text = br#" [1, "a,]" , {"k\"y": [2, 3], "z": null}, [] ] "#;
+        let pos = skip_ws(text, 0);
+        let items: Vec<usize> = items(text, pos).collect();
+        assert_eq!(items.len(), 4);
+        assert_eq!(&text[items[1]..value_end(text, items[1])], br#""a,]""#);
+        let object = items[2];
+        let members: Vec<(usize, usize)> = members(text, object).collect();
+        assert_eq!(members.len(), 2);
+        assert!(str_eq(text, members[0].0, "k\"y"));
+        assert_eq!(count_items(text, members[0].1), 2);
+        assert_eq!(count_items(text, items[3]), 0);
+        assert_eq!(decoded_len(text, members[0].0), 3);
+        let s = br#""a\u00e9\ud83d\ude00\n""#;
+        assert_eq!(decode_string(s, 0), "a\u{e9}\u{1f600}\n");
+        assert_eq!(decoded_len(s, 0), "a\u{e9}\u{1f600}\n".len());
+        assert_eq!(plain_str(s, 0), None);
+        assert_eq!(plain_str(br#""abc""#, 0), Some(&b"abc"[..]));
+        // With the table of ends, the same walk.
+        let ends = Ends::new(text);
+        let with: Vec<usize> = items_in(text, pos, Some(&ends)).collect();
+        assert_eq!(with, items);
+        for &item in &items {
+            assert_eq!(value_end_in(text, item, Some(&ends)), value_end(text, item));
+        }
+        let with: Vec<(usize, usize)> = members_in(text, object, Some(&ends)).collect();
+        assert_eq!(with, members);
+    }
+}
