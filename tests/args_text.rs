@@ -1,4 +1,4 @@
-//! Large `tools/call` arguments over stdio: decoded straight from the
+//! Large `tools/call` arguments over stdio and HTTP: decoded straight from the
 //! request's text into the pool's format, with the typed path's results and
 //! errors, and a memory cost of about the line plus the packet.
 
@@ -195,4 +195,54 @@ fn a_big_call_costs_about_its_line_and_its_packet() {
         "resident set after the call {} MiB",
         kept >> 20
     );
+}
+
+#[test]
+fn a_big_call_over_http_costs_about_its_body_and_its_packet() {
+    use crate::support::http::{post_request, write_manifest, Server};
+    let dir = TempDir::new();
+    let manifest = write_manifest(&dir, "manifest.json", "main", |m| {
+        let commands = m["commands"].as_array_mut().expect("commands");
+        let mut sink = commands
+            .iter()
+            .find(|c| c["name"] == "sumMany")
+            .expect("sumMany")
+            .clone();
+        sink["name"] = json!("sinkInts");
+        sink["mid"] = json!(70);
+        commands.push(sink);
+    });
+    let server = Server::spawn(
+        dir,
+        util::cmd(["mcp"])
+            .arg(&manifest)
+            .args(["--http-port", "0", "--plain-tool-names"]),
+    );
+    let (mut client, sid) = server.session();
+    let warm = client
+        .post(
+            Some(&sid),
+            &crate::support::http::tool_call(1, "addOne", json!({"_1": 1})),
+        )
+        .expect(200)
+        .json();
+    assert_eq!(text(&warm["result"]), "2", "{warm}");
+    // The same 2,000,000 integers in a POST body: parsed into a JSON tree
+    // this peaked at about 420 MiB.
+    let items = vec!["1"; 2_000_000].join(",");
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"sinkInts","arguments":{{"_1":[{items}]}}}}}}"#
+    );
+    let reply = client
+        .roundtrip(&post_request(server.addr, Some(&sid), body.as_bytes(), &[]))
+        .expect(200)
+        .json();
+    let result = &reply["result"];
+    assert_eq!(result["isError"], json!(true), "{reply}");
+    assert!(
+        text(result).contains("70"),
+        "the pool did not get the call: {reply}"
+    );
+    let peak = status(server.proc.pid(), "VmHWM");
+    assert!(peak < 150 << 20, "peak resident set {} MiB", peak >> 20);
 }

@@ -83,7 +83,9 @@ impl Reactor {
         let accepts_sse = req
             .header("accept")
             .is_some_and(|a| a.contains("text/event-stream"));
-        let msg = jsonrpc::decode(&req.body);
+        // A `tools/call`'s arguments stay text (`decode_lazy`): a remote
+        // call's packet is encoded from them directly, never from a tree.
+        let (msg, arguments) = jsonrpc::decode_lazy(&req.body);
         let modern_header = req
             .header("mcp-protocol-version")
             .is_some_and(|v| era::MODERN_VERSIONS.contains(&v));
@@ -101,7 +103,7 @@ impl Reactor {
             Incoming::Response => false,
         };
         if modern {
-            return self.http_modern(token, &req, msg, cors);
+            return self.http_modern(token, &req, msg, arguments, cors);
         }
         let now = Instant::now();
         let Some(front) = self.http.as_mut() else {
@@ -129,7 +131,7 @@ impl Reactor {
             }
             Incoming::Request { method, .. } if method == "initialize" => {
                 let mut session = mcp::Session::default();
-                let step = mcp::handle(&self.catalog, &mut session, msg);
+                let step = mcp::handle_lazy(&self.catalog, &mut session, msg, arguments);
                 let version = session
                     .protocol_version
                     .clone()
@@ -207,7 +209,7 @@ impl Reactor {
             protocol_version: Some(stored.protocol_version.clone()),
             log_level: stored.log_level,
         };
-        let step = mcp::handle(&self.catalog, &mut session, msg);
+        let step = mcp::handle_lazy(&self.catalog, &mut session, msg, arguments);
         stored.initialized = session.initialized;
         stored.log_level = session.log_level;
         front.sessions.touch(&session_id, now);
@@ -252,6 +254,7 @@ impl Reactor {
         token: Token,
         req: &Request,
         msg: Incoming,
+        arguments: Option<&str>,
         cors: Vec<(String, String)>,
     ) {
         let keep_alive = req.keep_alive;
@@ -307,7 +310,7 @@ impl Reactor {
             Incoming::Notification { .. } | Incoming::Response => {}
         }
         let mut stateless = mcp::Session::default();
-        match mcp::handle(&self.catalog, &mut stateless, msg) {
+        match mcp::handle_lazy(&self.catalog, &mut stateless, msg, arguments) {
             // Notifications are accepted and ignored: on HTTP a modern
             // request is cancelled by closing its stream, not by a message.
             Step::Nothing | Step::Cancel(_) => self.respond(token, 202, &cors, &[], keep_alive),
