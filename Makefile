@@ -42,6 +42,10 @@ bench: build ## Benchmarks; results go to bench/RESULTS.md (HTTP load and soak: 
 	$(PYTHON) bench/replicas.py target/release/morloc-mcp
 	$(PYTHON) bench/threaded.py target/release/morloc-mcp
 	$(PYTHON) bench/latency.py target/release/morloc-mcp
+	$(PYTHON) bench/args_memory.py target/release/morloc-mcp
+	$(PYTHON) bench/health_under_bodies.py target/release/morloc-mcp
+	$(PYTHON) bench/queue_bench.py target/release/morloc-mcp
+	$(PYTHON) bench/hostile_bench.py target/release/morloc-mcp
 	$(PYTHON) bench/http_bench.py target/release/morloc-mcp --tool addOne
 	$(PYTHON) bench/http_bench.py target/release/morloc-mcp --tool pureAnswer
 
