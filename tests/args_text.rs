@@ -11,20 +11,24 @@ use crate::util::{self, Proc, TempDir, TIMEOUT};
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}"#;
 const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 
+/// Adds `sinkInts` (`[Int]`, a function the test pool does not have: it
+/// reads the whole call and fails at once) to a shapes manifest.
+fn add_sink(manifest: &mut Value) {
+    let commands = manifest["commands"].as_array_mut().expect("commands");
+    let mut sink = commands
+        .iter()
+        .find(|c| c["name"] == "sumMany")
+        .expect("sumMany")
+        .clone();
+    sink["name"] = json!("sinkInts");
+    sink["mid"] = json!(70);
+    commands.push(sink);
+}
+
 /// A server of the shapes program plus `sinkInts` (`[Int]`, a function the
 /// test pool does not have: it reads the whole call and fails at once).
 fn server(dir: &TempDir) -> Proc {
-    let manifest = util::shapes_manifest_with(dir, |m| {
-        let commands = m["commands"].as_array_mut().expect("commands");
-        let mut sink = commands
-            .iter()
-            .find(|c| c["name"] == "sumMany")
-            .expect("sumMany")
-            .clone();
-        sink["name"] = json!("sinkInts");
-        sink["mid"] = json!(70);
-        commands.push(sink);
-    });
+    let manifest = util::shapes_manifest_with(dir, add_sink);
     let mut proc = Proc::spawn(util::cmd(["mcp"]).arg(&manifest));
     proc.send_line(INITIALIZE);
     let reply = proc.read_line(TIMEOUT).expect("initialize reply");
@@ -201,17 +205,7 @@ fn a_big_call_costs_about_its_line_and_its_packet() {
 fn a_big_call_over_http_costs_about_its_body_and_its_packet() {
     use crate::support::http::{post_request, write_manifest, Server};
     let dir = TempDir::new();
-    let manifest = write_manifest(&dir, "manifest.json", "main", |m| {
-        let commands = m["commands"].as_array_mut().expect("commands");
-        let mut sink = commands
-            .iter()
-            .find(|c| c["name"] == "sumMany")
-            .expect("sumMany")
-            .clone();
-        sink["name"] = json!("sinkInts");
-        sink["mid"] = json!(70);
-        commands.push(sink);
-    });
+    let manifest = write_manifest(&dir, "manifest.json", "main", add_sink);
     let server = Server::spawn(
         dir,
         util::cmd(["mcp"])

@@ -16,7 +16,7 @@ use crate::pools::{pool_of, text_of, Program, Server};
 use crate::util::TIMEOUT;
 
 /// The exact text `bigList n` must come back as.
-fn list_text(n: usize) -> String {
+pub(crate) fn list_text(n: usize) -> String {
     let items: Vec<String> = (0..n).map(|i| i.to_string()).collect();
     format!("[{}]", items.join(","))
 }
@@ -27,7 +27,7 @@ fn text_text(n: usize) -> String {
 }
 
 #[track_caller]
-fn assert_exact(result: &Json, expected: &str, what: &str) {
+pub(crate) fn assert_exact(result: &Json, expected: &str, what: &str) {
     assert_eq!(result["isError"], json!(false), "{what}: {result}");
     let text = text_of(result);
     if text != expected {

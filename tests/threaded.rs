@@ -11,9 +11,10 @@
 //! C++ pools too. What ran where and when comes from the pool's call trace;
 //! no test compares a wall-clock time against a bound.
 
-use serde_json::{json, Value as Json};
+use serde_json::json;
 
-use crate::util::stdio::{text_of, Program, Server};
+use crate::results::{assert_exact, list_text};
+use crate::util::stdio::{Program, Server};
 use crate::util::{max_concurrency, processes, CallTrace, TIMEOUT};
 
 /// Shapes served by the test pool in cpp mode, its pool named `cpp` in the
@@ -28,31 +29,6 @@ fn traced(program: Program, extra: &[&str]) -> (Server, CallTrace) {
     let trace = CallTrace::new();
     let server = Server::owning_env(program, extra, &[trace.env()]);
     (server, trace)
-}
-
-/// The exact text `bigList n` must come back as.
-fn list_text(n: usize) -> String {
-    let items: Vec<String> = (0..n).map(|i| i.to_string()).collect();
-    format!("[{}]", items.join(","))
-}
-
-#[track_caller]
-fn assert_exact(result: &Json, expected: &str, what: &str) {
-    assert_eq!(result["isError"], json!(false), "{what}: {result}");
-    let text = text_of(result);
-    if text != expected {
-        let at = text
-            .bytes()
-            .zip(expected.bytes())
-            .position(|(a, b)| a != b)
-            .unwrap_or(text.len().min(expected.len()));
-        panic!(
-            "{what}: {} bytes instead of {}, first difference at byte {at}: {:?}",
-            text.len(),
-            expected.len(),
-            &text[at.saturating_sub(20)..(at + 20).min(text.len())]
-        );
-    }
 }
 
 /// Sends every call at once, then checks each answer byte for byte.

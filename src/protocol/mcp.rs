@@ -699,23 +699,27 @@ pub fn return_schema(command: &Command) -> Result<&Schema, String> {
         })
 }
 
+/// The shapes test program (`tests/data/shapes`), compiled, for unit tests.
+#[cfg(test)]
+pub(crate) fn shapes_program() -> Program {
+    use crate::format::manifest::{Loaded, Manifest};
+    const SHAPES: &str = include_str!("../../tests/data/shapes/manifest.json");
+    let manifest = Manifest::from_json(SHAPES, &mut Vec::new()).expect("shapes loads");
+    let surface = crate::protocol::tools::build(&manifest);
+    let loaded = Loaded {
+        manifest,
+        path: "/m/manifest.json".into(),
+        dir: "/m".into(),
+    };
+    Program::new(loaded, surface).expect("shapes compiles")
+}
+
 #[cfg(test)]
 mod catalog_tests {
     use super::*;
-    use crate::format::manifest::{Loaded, Manifest};
-    use crate::protocol::tools;
-
-    const SHAPES: &str = include_str!("../../tests/data/shapes/manifest.json");
 
     fn shapes() -> Program {
-        let manifest = Manifest::from_json(SHAPES, &mut Vec::new()).expect("shapes loads");
-        let surface = tools::build(&manifest);
-        let loaded = Loaded {
-            manifest,
-            path: "/m/manifest.json".into(),
-            dir: "/m".into(),
-        };
-        Program::new(loaded, surface).expect("shapes compiles")
+        shapes_program()
     }
 
     #[test]

@@ -334,22 +334,7 @@ impl Proc {
     #[track_caller]
     pub fn wait(&mut self, timeout: Duration) -> ExitStatus {
         self.close_stdin();
-        let deadline = Instant::now() + timeout;
-        loop {
-            match self.child.try_wait() {
-                Ok(Some(status)) => return status,
-                Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(5)),
-                Ok(None) => {
-                    let _ = self.child.kill();
-                    let _ = self.child.wait();
-                    panic!(
-                        "process did not exit within {timeout:?}; stderr:\n{}",
-                        self.stderr_now()
-                    );
-                }
-                Err(e) => panic!("cannot wait for the child: {e}"),
-            }
-        }
+        self.wait_keeping_stdin(timeout)
     }
 
     /// Sends a signal (e.g. `libc::SIGTERM`) to the child.

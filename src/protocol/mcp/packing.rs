@@ -105,21 +105,10 @@ pub fn call_packet(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::manifest::{Loaded, Manifest};
     use crate::protocol::args;
-    use crate::protocol::tools;
-
-    const SHAPES: &str = include_str!("../../../tests/data/shapes/manifest.json");
 
     fn program() -> Program {
-        let manifest = Manifest::from_json(SHAPES, &mut Vec::new()).expect("shapes loads");
-        let surface = tools::build(&manifest);
-        let loaded = Loaded {
-            manifest,
-            path: "/m/manifest.json".into(),
-            dir: "/m".into(),
-        };
-        Program::new(loaded, surface).expect("program")
+        crate::protocol::mcp::shapes_program()
     }
 
     /// The typed path: `prepare`, then one DATA packet per value.
