@@ -28,6 +28,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::Hash;
 use std::time::{Duration, Instant};
 
+use super::idhash::IdMap;
+
 /// The place of a call in the fair order: its round, then arrival.
 type Tag = (u64, u64);
 
@@ -67,11 +69,11 @@ pub(super) struct FairQueue<I, O, K> {
     seq: u64,
     per_owner: usize,
     total: usize,
-    owners: HashMap<O, OwnerState>,
+    owners: IdMap<O, OwnerState>,
     classes: BTreeMap<K, BTreeMap<Tag, I>>,
-    entries: HashMap<I, Entry<O, K>>,
+    entries: IdMap<I, Entry<O, K>>,
     deadlines: BTreeSet<(Instant, Tag)>,
-    by_tag: HashMap<Tag, I>,
+    by_tag: IdMap<Tag, I>,
     /// Owners with nothing queued whose last call was served in the current
     /// round; forgotten when the round moves on.
     resting: Vec<O>,
@@ -91,11 +93,11 @@ where
             seq: 0,
             per_owner,
             total,
-            owners: HashMap::new(),
+            owners: IdMap::default(),
             classes: BTreeMap::new(),
-            entries: HashMap::new(),
+            entries: IdMap::default(),
             deadlines: BTreeSet::new(),
-            by_tag: HashMap::new(),
+            by_tag: IdMap::default(),
             resting: Vec::new(),
         }
     }
