@@ -14,7 +14,9 @@
 //! opened on `/dev/null`, and SIGPIPE is ignored. A stack overflow still
 //! kills the process (SIGSEGV on the guard page), only without the message.
 
-#![no_main]
+// The test harness of this target brings its own `main` (no tests here).
+#![cfg_attr(not(test), no_main)]
+#![cfg_attr(test, allow(dead_code, unused_imports))]
 
 use std::ffi::{c_char, c_int, CStr, OsStr, OsString};
 use std::io::{self, Write};
@@ -23,6 +25,7 @@ use std::os::unix::ffi::OsStrExt;
 use morloc_mcp::edge::cli::{self, Action, CliError, ServeConfig};
 
 /// The process entry point, called by the C library's start-up code.
+#[cfg(not(test))]
 #[unsafe(no_mangle)]
 extern "C" fn main(argc: c_int, argv: *const *const c_char) -> c_int {
     start();
