@@ -33,6 +33,9 @@ use super::idhash::IdMap;
 /// The place of a call in the fair order: its round, then arrival.
 type Tag = (u64, u64);
 
+/// How many classes the queue keeps once they have no call waiting.
+const KEPT_EMPTY_CLASSES: usize = 16;
+
 /// Why a call was not queued.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Refused {
@@ -169,10 +172,17 @@ where
 
     fn insert(&mut self, id: I, entry: Entry<O, K>) {
         self.owners.entry(entry.owner.clone()).or_default().queued += 1;
-        self.classes
-            .entry(entry.class.clone())
-            .or_default()
-            .insert(entry.tag, id);
+        // A class seen before keeps its (maybe empty) map: no key to clone
+        // and no node to allocate for each call that passes through.
+        match self.classes.get_mut(&entry.class) {
+            Some(calls) => {
+                calls.insert(entry.tag, id);
+            }
+            None => {
+                self.classes
+                    .insert(entry.class.clone(), BTreeMap::from([(entry.tag, id)]));
+            }
+        }
         if let Some(at) = entry.deadline {
             self.deadlines.insert((at, entry.tag));
         }
@@ -190,7 +200,9 @@ where
         let entry = self.entries.remove(&id)?;
         if let Some(calls) = self.classes.get_mut(&entry.class) {
             calls.remove(&entry.tag);
-            if calls.is_empty() {
+            // An emptied class is kept (`next` skips it) while there are
+            // few: the next call of the class then allocates nothing here.
+            if calls.is_empty() && self.classes.len() > KEPT_EMPTY_CLASSES {
                 self.classes.remove(&entry.class);
             }
         }
