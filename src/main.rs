@@ -8,10 +8,10 @@
 //! library's start-up, which this replaces, finds the main thread's stack
 //! bounds by parsing `/proc/self/maps` with the C library's `sscanf` (for a
 //! message on stack overflow), which maps in C library code that nothing
-//! else here uses: without it the idle server's peak RSS is 240-330 KiB
-//! lower (`bench/run.py`'s `idle` case). What that start-up did and this server
-//! needs is done in [`start`]: standard descriptors that are closed are
-//! opened on `/dev/null`, and SIGPIPE is ignored. A stack overflow still
+//! else here uses: without it the idle server's peak RSS is 0.15-0.34 MiB
+//! lower (`bench/run.py`'s `idle` case). What that start-up did and this
+//! server needs is done in [`start`]: standard descriptors that are closed
+//! are opened on `/dev/null`, and SIGPIPE is ignored. A stack overflow still
 //! kills the process (SIGSEGV on the guard page), only without the message.
 
 // The test harness of this target brings its own `main` (no tests here).
