@@ -257,10 +257,18 @@ where
 
     /// Takes the head of `class` out of the queue, as the call that is
     /// served now (the current round moves on to its round).
+    #[cfg(test)]
     pub(super) fn pop(&mut self, class: &K) -> Option<(I, Entry<O, K>)> {
         let (_, &id) = self.classes.get(class)?.first_key_value()?;
-        let entry = self.take_out(id, true)?;
+        let entry = self.serve(id)?;
         Some((id, entry))
+    }
+
+    /// Takes call `id`, the head of its class (as [`FairQueue::next`] gave
+    /// it), out of the queue as the call that is served now (the current
+    /// round moves on to its round).
+    pub(super) fn serve(&mut self, id: I) -> Option<Entry<O, K>> {
+        self.take_out(id, true)
     }
 
     /// The earliest queue deadline.
