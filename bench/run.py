@@ -44,6 +44,7 @@ BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(BENCH_DIR)
 SHAPES = os.path.join(REPO, "examples", "shapes", "manifest.json")
 NOPOOL = os.path.join(BENCH_DIR, "data", "nopool", "manifest.json")
+GEO = os.path.join(REPO, "tests", "data", "tools", "geo", "manifest.json")
 TESTPOOL = os.path.join(REPO, "tests", "pool", "testpool.py")
 WIRE = os.path.join(REPO, "tests", "data", "wire")
 
@@ -60,6 +61,7 @@ COUNTS = {
     "throughput_calls": (2000, 200),
     "throughput_repeats": (5, 1),
     "rss_sessions": (5, 1),
+    "idle_starts": (10, 2),
     "exit": (60, 5),
     "http": (2000, 100),
 }
@@ -481,6 +483,21 @@ def read_status(pid: int) -> dict[str, int]:
     return out
 
 
+def bench_idle(binary: str, manifest: str, starts: int) -> Sample:
+    """Peak RSS of a fresh server serving `manifest` right after `initialize`."""
+    peaks = []
+    for _ in range(starts):
+        server = Server(binary, manifest)
+        try:
+            server.handshake()
+            server.request("ping")
+            peaks.append(read_status(server.proc.pid)["VmHWM"])
+            server.close()
+        finally:
+            server.kill()
+    return Sample(peaks)
+
+
 def bench_rss(binary: str, sessions: int) -> tuple[Sample, Sample]:
     """Peak and current RSS of the server after a mix of calls."""
     peaks, currents = [], []
@@ -883,7 +900,7 @@ def render(results: Results, binary: str, quick: bool, elapsed_s: float) -> str:
 
 # --- main --------------------------------------------------------------------------------
 
-ALL = ["tools_cmd", "startup", "tools_list", "pure", "remote", "concurrency", "rss", "size", "exit", "http"]
+ALL = ["tools_cmd", "startup", "tools_list", "pure", "remote", "concurrency", "rss", "idle", "size", "exit", "http"]
 
 
 def main(argv: list[str]) -> int:
@@ -1019,6 +1036,14 @@ def main(argv: list[str]) -> int:
             results.add(M, Row("RSS at the end of that session (VmRSS)", str(currents.n),
                                fmt_bytes(currents.median),
                                f"min {fmt_bytes(min(currents.values))}, max {fmt_bytes(max(currents.values))}"))
+        if "idle" in only:
+            print("idle RSS", flush=True)
+            with Timer():
+                for label, manifest in (("`nopool`", NOPOOL), ("`geo` (tests/data/tools)", GEO)):
+                    peaks = bench_idle(binary, manifest, count("idle_starts"))
+                    results.add(M, Row(f"peak RSS (VmHWM) at idle, pure program {label}, fresh server after `initialize`",
+                                       str(peaks.n), fmt_bytes(peaks.median),
+                                       f"min {fmt_bytes(min(peaks.values))}, max {fmt_bytes(max(peaks.values))}"))
         if "size" in only:
             built, stripped = binary_sizes(binary)
             results.add(M, Row("release binary as built", "", fmt_bytes(built), f"{built:,} bytes"))

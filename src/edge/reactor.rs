@@ -16,13 +16,13 @@
 
 mod calls;
 mod http;
+mod idhash;
 mod leases;
 mod pools;
 mod queue;
 mod reload;
 mod tasks;
 
-use std::collections::{HashMap, HashSet};
 use std::io::{self, Read};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
@@ -37,6 +37,7 @@ use crate::protocol::instance::InstanceId;
 use crate::protocol::jsonrpc::{self, Frame, LineFramer};
 use crate::protocol::mcp::{self, Catalog, Program, Session, Step};
 use crate::protocol::tools;
+use idhash::{IdMap, IdSet};
 
 use self::calls::{Call, CallId};
 use self::http::HttpFront;
@@ -227,10 +228,10 @@ struct Reactor {
     http: Option<HttpFront>,
     signals: proc::SignalPipe,
     next_token: usize,
-    sources: HashMap<Token, Source>,
+    sources: IdMap<Token, Source>,
     /// One per program of the catalog.
     runtimes: Vec<Runtime>,
-    calls: HashMap<CallId, Call>,
+    calls: IdMap<CallId, Call>,
     /// The calls waiting for a pool process, served round-robin across
     /// their owners (`queue`).
     queue: calls::Queue,
@@ -238,7 +239,7 @@ struct Reactor {
     /// deadline, a lost connection): those that left the queue, and those
     /// with progress or a task deadline from the start. Timers look only at
     /// these, so calls waiting in the queue cost nothing per turn.
-    timed: HashSet<CallId>,
+    timed: IdSet<CallId>,
     /// Rate limit of the diagnostics about the queue and the pools.
     throttle: queue::Throttle,
     next_call: u64,
@@ -317,11 +318,11 @@ impl Reactor {
             http,
             signals,
             next_token: FIRST_DYNAMIC,
-            sources: HashMap::new(),
+            sources: IdMap::default(),
             runtimes,
-            calls: HashMap::new(),
+            calls: IdMap::default(),
             queue,
-            timed: HashSet::new(),
+            timed: IdSet::default(),
             throttle: queue::Throttle::default(),
             next_call: 0,
             exit_code: None,

@@ -27,6 +27,7 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Interest, Poll, Token};
 use serde_json::Value as Json;
 
+use super::idhash::IdMap;
 use super::{Client, Reactor, Source, StartError, LISTENER};
 use crate::edge::cli::HttpConfig;
 use crate::edge::proc;
@@ -81,7 +82,7 @@ pub(super) struct HttpFront {
     token: Option<String>,
     policy: OriginPolicy,
     sessions: Sessions,
-    conns: HashMap<Token, Conn>,
+    conns: IdMap<Token, Conn>,
     /// The connection cap: `MAX_CONNECTIONS` or what the fd limit allows.
     max_conns: usize,
     /// An open descriptor given up when `accept` runs out of descriptors,
@@ -220,7 +221,7 @@ impl HttpFront {
             token: config.auth_token,
             policy,
             sessions,
-            conns: HashMap::new(),
+            conns: IdMap::default(),
             max_conns,
             spare_fd: File::open("/dev/null").ok(),
             budget: Budget::new(config.max_buffered),

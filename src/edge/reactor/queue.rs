@@ -28,8 +28,13 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::Hash;
 use std::time::{Duration, Instant};
 
+use super::idhash::IdMap;
+
 /// The place of a call in the fair order: its round, then arrival.
 type Tag = (u64, u64);
+
+/// How many classes the queue keeps once they have no call waiting.
+const KEPT_EMPTY_CLASSES: usize = 16;
 
 /// Why a call was not queued.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,11 +72,11 @@ pub(super) struct FairQueue<I, O, K> {
     seq: u64,
     per_owner: usize,
     total: usize,
-    owners: HashMap<O, OwnerState>,
+    owners: IdMap<O, OwnerState>,
     classes: BTreeMap<K, BTreeMap<Tag, I>>,
-    entries: HashMap<I, Entry<O, K>>,
+    entries: IdMap<I, Entry<O, K>>,
     deadlines: BTreeSet<(Instant, Tag)>,
-    by_tag: HashMap<Tag, I>,
+    by_tag: IdMap<Tag, I>,
     /// Owners with nothing queued whose last call was served in the current
     /// round; forgotten when the round moves on.
     resting: Vec<O>,
@@ -91,11 +96,11 @@ where
             seq: 0,
             per_owner,
             total,
-            owners: HashMap::new(),
+            owners: IdMap::default(),
             classes: BTreeMap::new(),
-            entries: HashMap::new(),
+            entries: IdMap::default(),
             deadlines: BTreeSet::new(),
-            by_tag: HashMap::new(),
+            by_tag: IdMap::default(),
             resting: Vec::new(),
         }
     }
@@ -167,10 +172,17 @@ where
 
     fn insert(&mut self, id: I, entry: Entry<O, K>) {
         self.owners.entry(entry.owner.clone()).or_default().queued += 1;
-        self.classes
-            .entry(entry.class.clone())
-            .or_default()
-            .insert(entry.tag, id);
+        // A class seen before keeps its (maybe empty) map: no key to clone
+        // and no node to allocate for each call that passes through.
+        match self.classes.get_mut(&entry.class) {
+            Some(calls) => {
+                calls.insert(entry.tag, id);
+            }
+            None => {
+                self.classes
+                    .insert(entry.class.clone(), BTreeMap::from([(entry.tag, id)]));
+            }
+        }
         if let Some(at) = entry.deadline {
             self.deadlines.insert((at, entry.tag));
         }
@@ -188,7 +200,9 @@ where
         let entry = self.entries.remove(&id)?;
         if let Some(calls) = self.classes.get_mut(&entry.class) {
             calls.remove(&entry.tag);
-            if calls.is_empty() {
+            // An emptied class is kept (`next` skips it) while there are
+            // few: the next call of the class then allocates nothing here.
+            if calls.is_empty() && self.classes.len() > KEPT_EMPTY_CLASSES {
                 self.classes.remove(&entry.class);
             }
         }
@@ -243,10 +257,18 @@ where
 
     /// Takes the head of `class` out of the queue, as the call that is
     /// served now (the current round moves on to its round).
+    #[cfg(test)]
     pub(super) fn pop(&mut self, class: &K) -> Option<(I, Entry<O, K>)> {
         let (_, &id) = self.classes.get(class)?.first_key_value()?;
-        let entry = self.take_out(id, true)?;
+        let entry = self.serve(id)?;
         Some((id, entry))
+    }
+
+    /// Takes call `id`, the head of its class (as [`FairQueue::next`] gave
+    /// it), out of the queue as the call that is served now (the current
+    /// round moves on to its round).
+    pub(super) fn serve(&mut self, id: I) -> Option<Entry<O, K>> {
+        self.take_out(id, true)
     }
 
     /// The earliest queue deadline.

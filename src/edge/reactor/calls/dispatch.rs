@@ -139,7 +139,6 @@ impl Reactor {
             .queue
             .next(|(p, bases)| *p == program && !done.contains(bases))
         {
-            let class = class.clone();
             let Some(call) = self.calls.get(&id) else {
                 // Cannot happen (`take_call` takes calls out); never loop on it.
                 self.queue.remove(id);
@@ -149,16 +148,16 @@ impl Reactor {
             let primary_only = call.primary_only;
             if bases.iter().any(|&p| blocked[p]) {
                 if !primary_only {
-                    demand[bases[0]] += self.queue.class_len(&class);
+                    demand[bases[0]] += self.queue.class_len(class);
                 }
-                done.push(class.1);
+                done.push(bases.clone());
                 continue;
             }
             let candidates = self.ready_slots(id);
             if candidates.is_empty() {
                 // Waiting for a pool to start (so is the whole class): it is
                 // dispatched again when the pool is ready (`advance_probe`).
-                done.push(class.1);
+                done.push(bases.clone());
                 continue;
             }
             let leases = &self.runtimes[program].leases;
@@ -172,20 +171,20 @@ impl Reactor {
             let chosen = candidates
                 .iter()
                 .copied()
-                .filter(|&slot| leases.available(&lease_on(slot), mode))
+                .filter(|&slot| leases.available(&[slot], mode) && leases.available(others, mode))
                 .min_by_key(|&slot| (leases.busy(slot), slot));
             let Some(slot) = chosen else {
                 for &p in bases {
                     blocked[p] = true;
                 }
                 if !primary_only {
-                    demand[bases[0]] += self.queue.class_len(&class);
+                    demand[bases[0]] += self.queue.class_len(class);
                 }
-                done.push(class.1);
+                done.push(bases.clone());
                 continue;
             };
             let pools = lease_on(slot);
-            let place = self.queue.pop(&class).map(|(_, entry)| entry);
+            let place = self.queue.serve(id);
             self.runtimes[program].leases.take(&pools, mode);
             self.runtimes[program].pools[slot].last_used = now;
             if let Some(call) = self.calls.get_mut(&id) {

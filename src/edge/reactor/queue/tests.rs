@@ -127,7 +127,29 @@ fn removal_on_cancel_keeps_the_others_in_order() {
     let mut q = Q::new(0, 0);
     q.push(1, "a", 0, None).unwrap();
     q.remove(1);
-    assert!(q.owners.is_empty() && q.classes.is_empty() && q.by_tag.is_empty());
+    assert!(q.owners.is_empty() && q.by_tag.is_empty() && q.entries.is_empty());
+    assert!(q.classes.values().all(BTreeMap::is_empty));
+    assert_eq!(q.class_len(&0), 0);
+}
+
+#[test]
+fn emptied_classes_are_kept_only_while_few() {
+    let mut q = Q::new(0, 0);
+    let classes = KEPT_EMPTY_CLASSES as u8 + 4;
+    for class in 0..classes {
+        q.push(u32::from(class), "a", class, None).unwrap();
+    }
+    for id in 0..u32::from(classes) {
+        q.remove(id);
+    }
+    assert_eq!(q.classes.len(), KEPT_EMPTY_CLASSES);
+    assert!(q.classes.values().all(BTreeMap::is_empty));
+    // A kept class takes calls again, in order, and empty ones are skipped.
+    q.push(50, "a", 1, None).unwrap();
+    q.push(51, "b", classes - 1, None).unwrap();
+    q.push(52, "a", 1, None).unwrap();
+    assert_eq!(q.class_len(&1), 2);
+    assert_eq!(drain(&mut q), vec![50, 51, 52]);
 }
 
 #[test]
