@@ -11,12 +11,11 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 use std::thread;
 
 use serde_json::{json, Value};
 
-use crate::util::{self, cmd, Proc, TempDir, TIMEOUT};
+use crate::util::{self, cmd, CallTrace, Proc, TempDir, TIMEOUT};
 
 const PROTOCOL: &str = "2025-06-18";
 
@@ -56,6 +55,15 @@ struct Endpoint {
 impl HttpServer {
     #[track_caller]
     fn start(extra: &[&str]) -> HttpServer {
+        HttpServer::start_env(extra, None)
+    }
+
+    /// [`HttpServer::start`] with the test pool tracing its calls.
+    fn start_traced(extra: &[&str], trace: &CallTrace) -> HttpServer {
+        HttpServer::start_env(extra, Some(trace))
+    }
+
+    fn start_env(extra: &[&str], trace: Option<&CallTrace>) -> HttpServer {
         let dir = TempDir::new();
         let manifest = program(&dir);
         let mut args = vec![
@@ -66,7 +74,12 @@ impl HttpServer {
             "--plain-tool-names".into(),
         ];
         args.extend(extra.iter().map(|s| s.to_string()));
-        let proc = Proc::spawn(&mut cmd(&args));
+        let mut command = cmd(&args);
+        if let Some(trace) = trace {
+            let (key, value) = trace.env();
+            command.env(key, value);
+        }
+        let proc = Proc::spawn(&mut command);
         let mut addr = None;
         wait_until("the HTTP banner", || {
             addr = proc
@@ -167,36 +180,36 @@ fn text(result: &Value) -> String {
 
 #[test]
 fn a_newcomers_call_goes_before_another_owners_queued_calls() {
-    let http = HttpServer::start(&["--pool-replicas", "py=1"]);
+    let trace = CallTrace::new();
+    let http = HttpServer::start_traced(&["--pool-replicas", "py=1"], &trace);
     let server = http.at;
     let (busy, newcomer) = (server.session(), server.session());
     // The pool is up before anything is measured.
     assert_eq!(text(&server.call(&busy, "addOne", 1)), "2");
-    let order = Arc::new(Mutex::new(Vec::new()));
+    let mark = trace.mark();
     let mut threads = Vec::new();
     for n in 0..5 {
-        let (session, order) = (busy.clone(), order.clone());
+        let session = busy.clone();
         threads.push(thread::spawn(move || {
             let result = server.call(&session, "slowEcho", 300 + n);
             assert_eq!(text(&result), (300 + n).to_string());
-            order.lock().unwrap().push(format!("slow{n}"));
         }));
         // One at a time, so the owner's own order is known.
         wait_until("the slow call is in", || server.in_flight() == n as u64 + 1);
     }
     let result = server.call(&newcomer, "addOne", 41);
     assert_eq!(text(&result), "42");
-    order.lock().unwrap().push("newcomer".into());
     for t in threads {
         t.join().expect("a slow call");
     }
-    let order = order.lock().unwrap().clone();
-    // slow0 was running when the newcomer came; slow1..slow4 waited. In
+    // The order in which the one pool process started them: slowEcho 300
+    // was running when the newcomer came; the other four waited. In
     // arrival order the newcomer would be last.
+    let started: Vec<String> = trace.since(mark).into_iter().map(|c| c.function).collect();
     assert_eq!(
-        order,
-        ["slow0", "newcomer", "slow1", "slow2", "slow3", "slow4"],
-        "completion order"
+        started,
+        ["slowEcho", "addOne", "slowEcho", "slowEcho", "slowEcho", "slowEcho"],
+        "the order the pool started the calls in"
     );
 }
 
