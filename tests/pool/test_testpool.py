@@ -949,14 +949,14 @@ class TestCppProcess(unittest.TestCase):
         connection while its reply's last byte is held back; returns the
         block's reference count once the reply is complete, and the second
         reply."""
-        p = PoolProcess({"TESTPOOL_WORKERS": "cpp", "TESTPOOL_RACE_MS": "2000"})
+        p = PoolProcess({"TESTPOOL_WORKERS": "cpp", "TESTPOOL_RACE_MS": "10000"})
         try:
             p.wait_ready()
             first = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             first.connect(p.socket)
             first.sendall(call(16, int_arg(5000)))
             # The reply's first byte: the pool is holding back its last one.
-            first.settimeout(5.0)
+            first.settimeout(30.0)
             head = first.recv(1)
             second = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             second.connect(p.socket)

@@ -1827,16 +1827,38 @@ class _JobStack:
     def pop_racing(self, wait: float) -> socket.socket | None:
         """The next connection, ahead of the idle workers, if one comes within
         `wait` seconds."""
+        return self.await_racer(self.reserve_racer(), wait)
+
+    def reserve_racer(self) -> list[socket.socket]:
+        """Claims the next connection ahead of the idle workers, before the
+        claimant does what makes a client connect (sends a reply's first
+        bytes): one that arrives in between cannot go to another worker.
+        Pass the slot to `await_racer` (or `release_racer`)."""
         with self.cond:
-            if self.jobs:
-                return self.jobs.pop()
             slot: list[socket.socket] = []
-            self.racers.append(slot)
+            if self.jobs:
+                slot.append(self.jobs.pop())
+            else:
+                self.racers.append(slot)
+            return slot
+
+    def await_racer(self, slot: list[socket.socket], wait: float) -> socket.socket | None:
+        """The connection claimed by `slot`, if one comes within `wait` s."""
+        with self.cond:
             self.cond.wait_for(lambda: bool(slot), wait)
             if not slot:
                 self.racers.remove(slot)
                 return None
             return slot[0]
+
+    def release_racer(self, slot: list[socket.socket]) -> None:
+        """Gives up a claim: a connection it already holds goes back."""
+        with self.cond:
+            if slot:
+                self.jobs.append(slot[0])
+                self.cond.notify_all()
+            else:
+                self.racers.remove(slot)
 
     def set_busy(self, delta: int) -> None:
         with self.cond:
@@ -1880,9 +1902,13 @@ def _serve_cpp_job(conn: socket.socket, data: bytes | None, pool: Pool, stack: _
             stack.set_busy(-1)
         if out.action == "reply":
             if race_ms and _is_rptr_reply(out.data):
+                # Claim the next connection first: the client may connect
+                # the moment it sees the reply's first bytes.
+                slot = stack.reserve_racer()
                 if not _send_nonblocking(conn, out.data[:-1]):
+                    stack.release_racer(slot)
                     return None
-                other = stack.pop_racing(race_ms)
+                other = stack.await_racer(slot, race_ms)
                 if other is not None:
                     request = None
                     try:
