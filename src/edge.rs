@@ -4,6 +4,7 @@
 //! Imports from `format`, `protocol` and this layer.
 
 pub mod cli;
+pub mod manifest_file;
 pub mod proc;
 pub mod reactor;
 pub mod rundir;

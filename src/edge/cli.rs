@@ -24,6 +24,7 @@ use std::time::Duration;
 use lexopt::Arg::{Long, Short, Value as Word};
 use serde_json::{Map, Value};
 
+use crate::edge::manifest_file;
 use crate::format::manifest::{self, Loaded};
 use crate::protocol::instance::InstanceId;
 use crate::protocol::tools;
@@ -639,7 +640,7 @@ pub fn launcher_manifest(head: &[u8]) -> Option<Option<String>> {
 
 fn load_program(target: &Path, warnings: &mut Vec<String>) -> Result<Program, CliError> {
     let path = locate_manifest(target)?;
-    match manifest::load(&path, warnings) {
+    match manifest_file::load(&path, warnings) {
         Ok(loaded) => Ok(Program {
             target: target.to_path_buf(),
             loaded,

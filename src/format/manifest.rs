@@ -16,7 +16,7 @@
 //! files.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
@@ -306,27 +306,6 @@ pub struct Loaded {
     pub path: PathBuf,
     /// Its directory: pool executables are relative to it.
     pub dir: PathBuf,
-}
-
-/// Reads and parses the manifest at `path`.
-pub fn load(path: &Path, warnings: &mut Vec<String>) -> Result<Loaded, LoadError> {
-    let fail = |kind| LoadError {
-        path: path.to_path_buf(),
-        kind,
-    };
-    let text = std::fs::read_to_string(path).map_err(|e| fail(LoadErrorKind::Read(e)))?;
-    let manifest =
-        Manifest::from_json(&text, warnings).map_err(|e| fail(LoadErrorKind::Parse(e)))?;
-    let canonical = std::fs::canonicalize(path).map_err(|e| fail(LoadErrorKind::Read(e)))?;
-    let dir = canonical
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("/"));
-    Ok(Loaded {
-        manifest,
-        path: canonical,
-        dir,
-    })
 }
 
 fn parse_pool(o: &Obj<'_>) -> Result<Pool, ManifestError> {

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::pools::Runtime;
 use super::{Client, Reactor};
-use crate::format::manifest;
+use crate::edge::manifest_file;
 use crate::protocol::jsonrpc;
 use crate::protocol::mcp::{Catalog, Program};
 use crate::protocol::tools;
@@ -110,7 +110,7 @@ impl Reactor {
         let old = self.catalog.live()[slot];
         let path = self.catalog.programs[old].loaded.path.clone();
         let mut warnings = Vec::new();
-        let loaded = match manifest::load(&path, &mut warnings) {
+        let loaded = match manifest_file::load(&path, &mut warnings) {
             Ok(l) => l,
             Err(e) => {
                 return eprintln!(
