@@ -4,13 +4,30 @@
 CARGO ?= cargo
 PYTHON ?= python3
 
-.PHONY: help build test test-rust test-pool test-real test-scale lint demo bench fuzz-smoke static e2e e2e-static
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+DOCDIR ?= $(PREFIX)/share/doc/morloc-mcp
+BIN ?= target/release/morloc-mcp
+
+.PHONY: install install-files uninstall help build test test-rust test-pool test-real test-scale lint demo bench fuzz-smoke static e2e e2e-static
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
 
 build: ## Build the release binary
 	$(CARGO) build --release
+
+install: build ## Install the release binary, README and LICENSE under PREFIX (default /usr/local; DESTDIR is honoured)
+	$(MAKE) install-files
+
+install-files: ## Install BIN (default the release binary) without building it
+	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(DOCDIR)"
+	install -m 755 "$(BIN)" "$(DESTDIR)$(BINDIR)/morloc-mcp"
+	install -m 644 README.md LICENSE "$(DESTDIR)$(DOCDIR)/"
+
+uninstall: ## Remove what `make install` put under PREFIX
+	rm -f "$(DESTDIR)$(BINDIR)/morloc-mcp" "$(DESTDIR)$(DOCDIR)/README.md" "$(DESTDIR)$(DOCDIR)/LICENSE"
+	-rmdir "$(DESTDIR)$(DOCDIR)" 2>/dev/null
 
 test: ## Every test stage, each even after a failure, then a summary table (what CI runs; tests/run_all.sh)
 	sh tests/run_all.sh

@@ -85,3 +85,38 @@ fn every_stage_runs_and_the_summary_tells_why() {
         Some("make test: FAILED (see the stages marked FAILED and their logs)")
     );
 }
+
+/// `make install-files` puts the binary, README and LICENSE under
+/// `DESTDIR/PREFIX`, the installed binary runs, and `make uninstall` takes
+/// them away again.
+#[test]
+fn install_and_uninstall_under_a_prefix() {
+    let dir = TempDir::new();
+    let root = env!("CARGO_MANIFEST_DIR");
+    let make = |target: &str| {
+        util::output(
+            Command::new("make")
+                .arg("-s")
+                .arg("-C")
+                .arg(root)
+                .arg(target)
+                .arg(format!("BIN={}", util::bin().display()))
+                .arg("PREFIX=/opt/mm")
+                .arg(format!("DESTDIR={}", dir.join("stage").display())),
+        )
+    };
+    let installed = make("install-files");
+    assert_eq!(installed.code, Some(0), "{installed:?}");
+    let bin = dir.join("stage/opt/mm/bin/morloc-mcp");
+    let version = util::output(Command::new(&bin).arg("--version"));
+    assert_eq!(version.code, Some(0), "{version:?}");
+    assert!(version.stdout.starts_with("morloc-mcp "), "{version:?}");
+    let doc = dir.join("stage/opt/mm/share/doc/morloc-mcp");
+    assert!(util::read(&doc.join("LICENSE")).starts_with("MIT License"));
+    assert!(util::read(&doc.join("README.md")).starts_with("# morloc-mcp"));
+
+    let removed = make("uninstall");
+    assert_eq!(removed.code, Some(0), "{removed:?}");
+    assert!(!bin.exists());
+    assert!(!doc.exists());
+}
