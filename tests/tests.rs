@@ -3,6 +3,7 @@
 
 mod args_text;
 mod cli;
+mod curate;
 mod fairness;
 mod faults;
 mod golden_tools;

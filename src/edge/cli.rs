@@ -101,6 +101,9 @@ Options:
       --task-dir <dir>          keep tasks in this directory, so finished results
                                 survive a restart
       --lazy-pools              start language pools on first use, not at start-up
+      --tools-file <path>       curate the tools (titles, descriptions, hints,
+                                hidden, names) [default: the
+                                morloc-mcp-tools.json beside the manifest, if any]
       --instance-id <name>      this server's name behind a load balancer, the
                                 prefix of every session id it mints (letters,
                                 digits, '-', '_') [default: random per process]
@@ -165,13 +168,20 @@ Serve several programs behind one HTTP endpoint; each tool is named
 );
 
 const TOOLS_HELP: &str = "\
-Usage: morloc-mcp tools <program>
+Usage: morloc-mcp tools <program> [--tools-file <path>]
+       morloc-mcp tools <program> --template
 
-Print the tools/list payload of <program> (pretty-printed JSON) on stdout.
-Commands that cannot be served are listed on stderr.
+Print the tools/list payload of <program> (pretty-printed JSON) on stdout,
+curated by its tools file (see --tools-file). Commands that cannot be served
+are listed on stderr.
 
 Options:
-  -h, --help    print this help
+      --tools-file <path>   the tools file to apply [default: the
+                            morloc-mcp-tools.json beside the manifest, if any]
+      --template            print a starting tools file for <program>: every
+                            tool and argument with every setting, changing
+                            nothing until edited
+  -h, --help                print this help
 ";
 
 const CONFIG_HELP: &str = "\
@@ -208,6 +218,13 @@ pub enum RawArgs {
     Version,
     Serve(RawServe),
     Tools {
+        target: PathBuf,
+        /// `--tools-file`: the tools file to apply instead of the one beside
+        /// the manifest.
+        tools_file: Option<PathBuf>,
+    },
+    /// `tools --template`: print a starting tools file.
+    ToolsTemplate {
         target: PathBuf,
     },
     Config {
@@ -252,6 +269,8 @@ pub struct RawServe {
     pub queue_timeout: Option<Duration>,
     pub max_queued_per_owner: Option<usize>,
     pub max_queued: Option<usize>,
+    /// `--tools-file`: curates the tools of the (one) program served.
+    pub tools_file: Option<PathBuf>,
 }
 
 /// The outside world [`prepare`] consults, passed in so tests can fake it.
@@ -436,12 +455,7 @@ pub fn parse_args(
     match subcommand.to_str() {
         Some("mcp") => parse_serve(parser, false, "mcp"),
         Some("router") => parse_serve(parser, true, "router"),
-        Some("tools") => {
-            parse_target_only(parser, "tools", TOOLS_HELP).map(|target| match target {
-                Ok(target) => RawArgs::Tools { target },
-                Err(help) => RawArgs::Help(help),
-            })
-        }
+        Some("tools") => parse_tools(parser),
         Some("config") => {
             parse_target_only(parser, "config", CONFIG_HELP).map(|target| match target {
                 Ok(target) => RawArgs::Config { target },
@@ -471,11 +485,23 @@ pub fn prepare(raw: RawArgs, env: &Env, warnings: &mut Vec<String>) -> Result<Ac
             ),
             stderr: Vec::new(),
         }),
-        RawArgs::Tools { target } => {
-            let program = load_program(&target, warnings)?;
-            let surface = tools::build(&program.loaded.manifest);
+        RawArgs::Tools { target, tools_file } => {
+            let mut program = load_program(&target, warnings)?;
+            if let Some(path) = &tools_file {
+                manifest_file::give_tools_file(&mut program.loaded, path);
+            }
+            let surface = manifest_file::surface(&program.loaded).map_err(CliError::Start)?;
             Ok(Action::Print {
                 stdout: pretty(&surface.list_result())?,
+                stderr: surface.notes,
+            })
+        }
+        RawArgs::ToolsTemplate { target } => {
+            let program = load_program(&target, warnings)?;
+            let manifest = &program.loaded.manifest;
+            let surface = tools::build(manifest);
+            Ok(Action::Print {
+                stdout: pretty(&tools::curate::template(&surface, manifest))?,
                 stderr: surface.notes,
             })
         }
@@ -493,7 +519,11 @@ pub fn prepare(raw: RawArgs, env: &Env, warnings: &mut Vec<String>) -> Result<Ac
         RawArgs::Serve(serve) => {
             let mut programs = Vec::with_capacity(serve.targets.len());
             for target in &serve.targets {
-                programs.push(load_program(target, warnings)?);
+                let mut program = load_program(target, warnings)?;
+                if let Some(path) = &serve.tools_file {
+                    manifest_file::give_tools_file(&mut program.loaded, path);
+                }
+                programs.push(program);
             }
             let env_token = env
                 .auth_token
@@ -863,6 +893,10 @@ fn parse_serve(
                 let text = string_value(&mut parser, "--max-queued", command)?;
                 raw.max_queued = Some(count(&text, "--max-queued", 0)?);
             }
+            Long("tools-file") => {
+                let text = string_value(&mut parser, "--tools-file", command)?;
+                raw.tools_file = Some(PathBuf::from(text));
+            }
             Word(target) if router || raw.targets.is_empty() => {
                 raw.targets.push(PathBuf::from(target))
             }
@@ -879,12 +913,52 @@ fn parse_serve(
             "missing {what}; see 'morloc-mcp {command} --help'"
         )));
     }
+    if raw.tools_file.is_some() && raw.targets.len() > 1 {
+        return Err(CliError::Usage(format!(
+            "--tools-file curates one program; with several, put a {} beside each manifest",
+            tools::curate::BESIDE_MANIFEST
+        )));
+    }
     if router && raw.http_port.is_none() {
         return Err(CliError::Usage(
             "'router' serves HTTP only: --http-port is required".into(),
         ));
     }
     Ok(RawArgs::Serve(raw))
+}
+
+/// Parses `tools`: one target, `--tools-file`, `--template`, `--help`.
+fn parse_tools(mut parser: lexopt::Parser) -> Result<RawArgs, CliError> {
+    let mut target = None;
+    let mut tools_file = None;
+    let mut template = false;
+    while let Some(arg) = parser.next().map_err(|e| usage(e, Some("tools")))? {
+        match arg {
+            Short('h') | Long("help") => return Ok(RawArgs::Help(TOOLS_HELP)),
+            Long("template") => template = true,
+            Long("tools-file") => {
+                tools_file = Some(PathBuf::from(string_value(
+                    &mut parser,
+                    "--tools-file",
+                    "tools",
+                )?))
+            }
+            Word(word) if target.is_none() => target = Some(PathBuf::from(word)),
+            other => return Err(usage(other.unexpected(), Some("tools"))),
+        }
+    }
+    let Some(target) = target else {
+        return Err(CliError::Usage(
+            "missing <program>; see 'morloc-mcp tools --help'".into(),
+        ));
+    };
+    match (template, tools_file) {
+        (true, Some(_)) => Err(CliError::Usage(
+            "--template prints a new tools file; it takes no --tools-file".into(),
+        )),
+        (true, None) => Ok(RawArgs::ToolsTemplate { target }),
+        (false, tools_file) => Ok(RawArgs::Tools { target, tools_file }),
+    }
 }
 
 /// Parses `tools` / `config`: one target and `--help`. `Ok(Err(help))` when
@@ -966,7 +1040,10 @@ fn parse_nexus_run(words: &[OsString]) -> Result<RawArgs, CliError> {
             "--json-help is not provided: {NEXUS_ONLY_MCP}"
         )))
     } else if has(TOOLS) {
-        Ok(RawArgs::Tools { target })
+        Ok(RawArgs::Tools {
+            target,
+            tools_file: None,
+        })
     } else {
         Ok(RawArgs::Config { target })
     }

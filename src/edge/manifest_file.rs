@@ -1,12 +1,17 @@
-//! Reading a `manifest.json` from disk: the one place the manifest's file is
-//! opened (parsing it is `format::manifest`, which does no I/O).
+//! Reading a program's files from disk: its `manifest.json`, and the tools
+//! file that curates its tools. The one place they are opened; parsing them
+//! is `format::manifest` and `protocol::tools::curate`, which do no I/O.
 
+use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::format::manifest::{LoadError, LoadErrorKind, Loaded, Manifest};
+use crate::protocol::tools::{self, curate, Surface};
 
 /// Reads and parses the manifest at `path`, and finds where it lives (the
 /// canonical path, and the directory its pool programs are relative to).
+/// The tools file is the one beside the manifest until the caller names
+/// another ([`give_tools_file`]).
 pub fn load(path: &Path, warnings: &mut Vec<String>) -> Result<Loaded, LoadError> {
     let fail = |kind| LoadError {
         path: path.to_path_buf(),
@@ -23,6 +28,33 @@ pub fn load(path: &Path, warnings: &mut Vec<String>) -> Result<Loaded, LoadError
     Ok(Loaded {
         manifest,
         path: canonical,
+        tools_file: dir.join(curate::BESIDE_MANIFEST),
+        tools_file_given: false,
         dir,
     })
+}
+
+/// Uses the tools file `path` (`--tools-file`) instead of the one beside
+/// the manifest; it must then exist.
+pub fn give_tools_file(loaded: &mut Loaded, path: &Path) {
+    loaded.tools_file = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    loaded.tools_file_given = true;
+}
+
+/// The program's tool surface, curated by its tools file when there is one.
+/// Notes on excluded commands are in `Surface::notes`.
+pub fn surface(loaded: &Loaded) -> Result<Surface, String> {
+    let mut surface = tools::build(&loaded.manifest);
+    let path = &loaded.tools_file;
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == io::ErrorKind::NotFound && !loaded.tools_file_given => {
+            return Ok(surface)
+        }
+        Err(e) => return Err(format!("cannot read tools file '{}': {e}", path.display())),
+    };
+    let invalid = |e: curate::CurateError| format!("invalid tools file '{}': {e}", path.display());
+    let curation = curate::parse(&text).map_err(invalid)?;
+    curate::apply(&mut surface, &loaded.manifest, &curation).map_err(invalid)?;
+    Ok(surface)
 }

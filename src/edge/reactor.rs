@@ -32,11 +32,10 @@ use mio::{Events, Interest, Poll, Token};
 use serde_json::Value as Json;
 
 use crate::edge::cli::{HttpConfig, ServeConfig};
-use crate::edge::proc;
+use crate::edge::{manifest_file, proc};
 use crate::protocol::instance::InstanceId;
 use crate::protocol::jsonrpc::{self, Frame, LineFramer};
 use crate::protocol::mcp::{self, Catalog, Program, Session, Step};
-use crate::protocol::tools;
 use idhash::{IdMap, IdSet};
 
 use self::calls::{Call, CallId};
@@ -108,7 +107,7 @@ pub struct Options {
 pub fn serve(config: ServeConfig) -> Result<i32, StartError> {
     let mut programs = Vec::new();
     for p in config.programs {
-        let surface = tools::build(&p.loaded.manifest);
+        let surface = manifest_file::surface(&p.loaded).map_err(StartError)?;
         for note in &surface.notes {
             eprintln!("{note}");
         }

@@ -306,6 +306,11 @@ pub struct Loaded {
     pub path: PathBuf,
     /// Its directory: pool executables are relative to it.
     pub dir: PathBuf,
+    /// The tools file applied to the program's tools: the one given on the
+    /// command line, else the one beside the manifest, if it exists.
+    pub tools_file: PathBuf,
+    /// `tools_file` was given on the command line, so it must exist.
+    pub tools_file_given: bool,
 }
 
 fn parse_pool(o: &Obj<'_>) -> Result<Pool, ManifestError> {

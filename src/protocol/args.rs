@@ -297,7 +297,7 @@ fn fill_record(record: &RecordSlot, arguments: &Arguments<'_>) -> Value {
             continue;
         }
         let supplied = match record.whole {
-            None if record.fields_exposed => arguments.value(&field.key),
+            None if record.fields_exposed => arguments.value(&field.property),
             _ => None,
         };
         object.insert(

@@ -710,6 +710,8 @@ pub(crate) fn shapes_program() -> Program {
         manifest,
         path: "/m/manifest.json".into(),
         dir: "/m".into(),
+        tools_file: "/m/morloc-mcp-tools.json".into(),
+        tools_file_given: false,
     };
     Program::new(loaded, surface).expect("shapes compiles")
 }

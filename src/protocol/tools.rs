@@ -110,7 +110,11 @@ pub struct RecordSlot {
 /// One record field with the value used when the call does not supply it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Field {
+    /// The field's name in the record.
     pub key: String,
+    /// The property that supplies it in the unrolled form: `key`, unless a
+    /// tools file renamed it (`curate`).
+    pub property: String,
     pub default: Value,
 }
 
@@ -455,6 +459,7 @@ fn record_fields(group: &GrpArg) -> Vec<Field> {
             };
             Field {
                 key: entry.key.clone(),
+                property: entry.key.clone(),
                 default,
             }
         })
@@ -687,6 +692,7 @@ fn shape_tool(
     })
 }
 
+pub mod curate;
 mod defaults;
 pub use defaults::typed_default;
 

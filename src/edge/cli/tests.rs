@@ -41,6 +41,7 @@ fn subcommands() {
         "tools p.json",
         RawArgs::Tools {
             target: "p.json".into(),
+            tools_file: None,
         },
     );
     check("tools --help", RawArgs::Help(TOOLS_HELP));
@@ -252,13 +253,15 @@ fn nexus_spellings() {
     assert_eq!(
         nexus("run prog --mcp-tools"),
         Ok(RawArgs::Tools {
-            target: "prog".into()
+            target: "prog".into(),
+            tools_file: None,
         })
     );
     assert_eq!(
         nexus("run --mcp-tools prog"),
         Ok(RawArgs::Tools {
-            target: "prog".into()
+            target: "prog".into(),
+            tools_file: None,
         })
     );
     assert_eq!(
@@ -270,7 +273,8 @@ fn nexus_spellings() {
     assert_eq!(
         nexus("run --mcp-config prog --mcp-tools"),
         Ok(RawArgs::Tools {
-            target: "prog".into()
+            target: "prog".into(),
+            tools_file: None,
         })
     );
     assert_eq!(
@@ -460,6 +464,7 @@ fn prepare_fills_defaults_and_the_env_token() {
     std::fs::create_dir_all(&empty).unwrap();
     let raw = RawArgs::Tools {
         target: empty.clone(),
+        tools_file: None,
     };
     match prepare(raw, &Env::default(), &mut Vec::new()) {
         Err(CliError::Start(message)) => assert!(

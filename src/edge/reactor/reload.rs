@@ -1,7 +1,8 @@
-//! Reloading a program when it is rebuilt.
+//! Reloading a program when it is rebuilt or its tools file changes.
 //!
-//! Each served manifest is watched by polling its metadata (modification
-//! time, size, inode) every [`CHECK_EVERY`]; a change that has held still for
+//! Each served manifest and its tools file (present or not) are watched by
+//! polling their metadata (modification time, size, inode) every
+//! [`CHECK_EVERY`]; a change that has held still for
 //! one check (so a file still being written is not read half-way) loads the
 //! new manifest. If it loads, the new program is served at once: new calls
 //! reach its fresh pools, calls already running finish on the old pools,
@@ -19,37 +20,45 @@ use super::{Client, Reactor};
 use crate::edge::manifest_file;
 use crate::protocol::jsonrpc;
 use crate::protocol::mcp::{Catalog, Program};
-use crate::protocol::tools;
 
 /// How often a manifest's metadata is looked at.
 const CHECK_EVERY: Duration = Duration::from_millis(200);
 
-/// What identifies one version of a manifest file.
+/// What identifies one version of a file.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Stamp {
+struct FileStamp {
     modified: Option<SystemTime>,
     len: u64,
     inode: u64,
 }
 
-fn stamp(path: &PathBuf) -> Option<Stamp> {
+/// One version of a program: its manifest's and its tools file's stamps
+/// (`None`: the file is missing).
+type Stamp = (Option<FileStamp>, Option<FileStamp>);
+
+fn file_stamp(path: &PathBuf) -> Option<FileStamp> {
     let meta = std::fs::metadata(path).ok()?;
-    Some(Stamp {
+    Some(FileStamp {
         modified: meta.modified().ok(),
         len: meta.len(),
         inode: meta.ino(),
     })
 }
 
-/// One watched manifest: the live program at `slot` of `Catalog::live`.
+fn stamp(w: &Watch) -> Stamp {
+    (file_stamp(&w.path), file_stamp(&w.tools_file))
+}
+
+/// One watched program: the live program at `slot` of `Catalog::live`.
 pub(super) struct Watch {
     slot: usize,
     path: PathBuf,
+    tools_file: PathBuf,
     /// The version being served (or last tried).
-    served: Option<Stamp>,
+    served: Stamp,
     /// The version seen at the previous check, if it differed from the
-    /// served one (`Some(None)`: the file was missing then).
-    seen: Option<Option<Stamp>>,
+    /// served one.
+    seen: Option<Stamp>,
     next_check: Instant,
 }
 
@@ -61,14 +70,17 @@ pub(super) fn watches(catalog: &Catalog) -> Vec<Watch> {
         .iter()
         .enumerate()
         .map(|(slot, &index)| {
-            let path = catalog.programs[index].loaded.path.clone();
-            Watch {
+            let loaded = &catalog.programs[index].loaded;
+            let mut watch = Watch {
                 slot,
-                served: stamp(&path),
-                path,
+                path: loaded.path.clone(),
+                tools_file: loaded.tools_file.clone(),
+                served: (None, None),
                 seen: None,
                 next_check: now + CHECK_EVERY,
-            }
+            };
+            watch.served = stamp(&watch);
+            watch
         })
         .collect()
 }
@@ -85,7 +97,7 @@ impl Reactor {
                 continue;
             }
             w.next_check = now + CHECK_EVERY;
-            let current = stamp(&w.path);
+            let current = stamp(w);
             if current == w.served {
                 w.seen = None;
                 continue;
@@ -108,10 +120,17 @@ impl Reactor {
     /// Loads the manifest of live slot `slot` again and, if it loads, serves it.
     fn reload(&mut self, slot: usize) {
         let old = self.catalog.live()[slot];
-        let path = self.catalog.programs[old].loaded.path.clone();
+        let served = &self.catalog.programs[old].loaded;
+        let path = served.path.clone();
+        let given = served.tools_file_given.then(|| served.tools_file.clone());
         let mut warnings = Vec::new();
         let loaded = match manifest_file::load(&path, &mut warnings) {
-            Ok(l) => l,
+            Ok(mut l) => {
+                if let Some(tools_file) = &given {
+                    manifest_file::give_tools_file(&mut l, tools_file);
+                }
+                l
+            }
             Err(e) => {
                 return eprintln!(
                     "morloc-mcp: {} changed but cannot be served ({e}); still serving the previous build",
@@ -122,7 +141,15 @@ impl Reactor {
         for w in warnings {
             eprintln!("{w}");
         }
-        let surface = tools::build(&loaded.manifest);
+        let surface = match manifest_file::surface(&loaded) {
+            Ok(surface) => surface,
+            Err(e) => {
+                return eprintln!(
+                    "morloc-mcp: {} changed but cannot be served ({e}); still serving the previous build",
+                    path.display()
+                )
+            }
+        };
         for note in &surface.notes {
             eprintln!("{note}");
         }

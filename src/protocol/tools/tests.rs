@@ -229,6 +229,7 @@ fn unrolled_records() {
             whole: None,
             fields: vec![Field {
                 key: "a".into(),
+                property: "a".into(),
                 default: json("1")
             }],
             fields_exposed: false
@@ -477,14 +478,17 @@ fn slots_and_feeds_follow_the_manifest() {
             fields: vec![
                 Field {
                     key: "tmpDir".into(),
+                    property: "tmpDir".into(),
                     default: json(r#""/tmp""#)
                 },
                 Field {
                     key: "numThreads".into(),
+                    property: "numThreads".into(),
                     default: json("1")
                 },
                 Field {
                     key: "removeCaches".into(),
+                    property: "removeCaches".into(),
                     default: json("false")
                 },
             ],
