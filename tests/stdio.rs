@@ -398,9 +398,9 @@ fn invalid_params() {
         (r#""method":"tools/call","params":{"name":"addOne"}"#, "missing required argument '_1'"),
         (r#""method":"tools/call","params":{"name":"addOne","arguments":null}"#, "missing required argument '_1'"),
         (r#""method":"tools/call","params":{"name":"addOne","arguments":{}}"#, "missing required argument '_1'"),
-        (r#""method":"tools/call","params":{"name":"addOne","arguments":{"zz":1,"_1":1}}"#, "unknown argument 'zz'"),
-        (r#""method":"tools/call","params":{"name":"addOne","arguments":{"_1":41,"_render":"raw"}}"#, "unknown argument '_render'"),
-        (r#""method":"tools/call","params":{"name":"configWhole","arguments":{"tmpDir":"/x"}}"#, "unknown argument 'tmpDir'"),
+        (r#""method":"tools/call","params":{"name":"addOne","arguments":{"zz":1,"_1":1}}"#, "unknown argument 'zz' (the arguments of 'addOne': _1)"),
+        (r#""method":"tools/call","params":{"name":"addOne","arguments":{"_1":41,"_render":"raw"}}"#, "unknown argument '_render' (the arguments of 'addOne': _1)"),
+        (r#""method":"tools/call","params":{"name":"configWhole","arguments":{"tmpDir":"/x"}}"#, "unknown argument 'tmpDir' (the arguments of 'configWhole': configwhole)"),
         (r#""method":"tools/call","params":{"name":"scaleReal","arguments":{"_2":1}}"#, "missing required argument '_1'"),
         (
             r#""method":"logging/setLevel","params":{"level":"loud"}"#,

@@ -65,7 +65,7 @@ fn a_curated_tool_is_renamed_titled_hinted_and_its_argument_too() {
             &surface,
             json!({"name": "add_one", "arguments": {"_1": 41}})
         ),
-        Err("unknown argument '_1'".into())
+        Err("unknown argument '_1' (the arguments of 'add_one': n)".into())
     );
 }
 
