@@ -1528,7 +1528,14 @@ fn a_non_loopback_bind_needs_a_token() {
 fn router_namespaces_tools_by_module() {
     let dir = TempDir::new();
     let alpha = write_manifest(&dir, "alpha/manifest.json", "alpha", |_| {});
-    let beta = write_manifest(&dir, "beta/manifest.json", "beta", |_| {});
+    // Beta's `hello` is `greet`, a name only beta has.
+    let beta = write_manifest(&dir, "beta/manifest.json", "beta", |m| {
+        for command in m["commands"].as_array_mut().unwrap() {
+            if command["name"] == "hello" {
+                command["name"] = json!("greet");
+            }
+        }
+    });
     let server = router(dir, &[&alpha, &beta], &[]);
     let (mut client, sid) = server.session();
     let init = client.post(None, &initialize_message(1)).expect(200).json();
@@ -1561,10 +1568,17 @@ fn router_namespaces_tools_by_module() {
         .expect(200)
         .json();
     assert_eq!(reply["error"]["code"], json!(-32602), "{reply}");
-    assert!(
-        reply["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("'addOne'")),
+    assert_eq!(
+        reply["error"]["message"], "unknown tool 'addOne' (did you mean 'alpha__addOne'?)",
+        "{reply}"
+    );
+    // The hint comes from whichever program has the tool.
+    let reply = client
+        .post(Some(&sid), &tool_call(6, "greet", json!({"_1": "x"})))
+        .expect(200)
+        .json();
+    assert_eq!(
+        reply["error"]["message"], "unknown tool 'greet' (did you mean 'beta__greet'?)",
         "{reply}"
     );
 }

@@ -196,7 +196,7 @@ impl<'a> Arguments<'a> {
 /// A served tool the client probably meant by `name`: the same command
 /// with or without the router's `<module>__` prefix, or the same name in
 /// another case.
-fn suggest_tool<'s>(surface: &'s Surface, name: &str) -> Option<&'s str> {
+pub fn suggest_tool<'s>(surface: &'s Surface, name: &str) -> Option<&'s str> {
     fn bare(n: &str) -> &str {
         n.rsplit_once("__").map_or(n, |(_, command)| command)
     }

@@ -503,10 +503,19 @@ fn tools_call(
         .as_ref()
         .and_then(|p| p.get("name"))
         .and_then(Json::as_str);
-    // Unknown names fall through to the first program so that the
-    // argument layer produces its usual error.
+    // Unknown names fall through to the program with a tool of a similar
+    // name, else the first, so that the argument layer produces its usual
+    // error with the right hint.
     let first = catalog.live().first().copied().unwrap_or(0);
-    let program = name.and_then(|n| catalog.program_of(n)).unwrap_or(first);
+    let program = name
+        .and_then(|n| {
+            catalog.program_of(n).or_else(|| {
+                catalog.live().iter().copied().find(|&p| {
+                    crate::protocol::args::suggest_tool(&catalog.programs[p].surface, n).is_some()
+                })
+            })
+        })
+        .unwrap_or(first);
     let Some(prog) = catalog.programs.get(program) else {
         return Step::Reply(jsonrpc::error_response(
             Some(&id),
