@@ -230,11 +230,6 @@ struct Reactor {
     listeners: mcp::Listeners<Client>,
     /// The served manifests, watched for rebuilds.
     watches: Vec<reload::Watch>,
-    /// When serving began (the uptime `/health` reports).
-    started: Instant,
-    /// Set by SIGTERM over HTTP: the latest time to exit (see
-    /// `http::health`).
-    draining: Option<Instant>,
     /// Calls that became tasks (Tasks extension), and their outcomes.
     tasks: mcp::tasks::Tasks,
     /// See `take_scratch`.
@@ -307,8 +302,6 @@ impl Reactor {
             swept: false,
             listeners: mcp::Listeners::default(),
             watches: Vec::new(),
-            started: Instant::now(),
-            draining: None,
             tasks: mcp::tasks::Tasks::new(task_ttl_ms, mcp::tasks::MAX_TASKS),
             scratch: Vec::new(),
             closing: Vec::new(),
@@ -458,7 +451,6 @@ impl Reactor {
             consider(stdio.eof_deadline());
         }
         consider(self.next_reload_check());
-        consider(self.draining);
         best
     }
 
@@ -478,7 +470,7 @@ impl Reactor {
                 // Over HTTP the first SIGTERM drains: running calls may
                 // finish while the balancer moves traffic elsewhere; a
                 // second one (or SIGINT, SIGHUP) stops at once.
-                libc::SIGTERM if self.http.is_some() && self.draining.is_none() => {
+                libc::SIGTERM if self.http.as_ref().is_some_and(|h| !h.draining()) => {
                     self.start_drain();
                 }
                 libc::SIGTERM | libc::SIGINT | libc::SIGHUP => {
