@@ -7,8 +7,10 @@
 //! connections. Events are dispatched on their [`Token`]; the protocol logic
 //! lives in the pure `mcp`, `jsonrpc` and `http` modules, so the reactor is
 //! about bytes, processes, deadlines and clean-up. It is split by concern:
-//! this file has the loop and shutdown; `stdio` serves stdin/stdout; `pools` starts, probes and
-//! restarts pools; `calls` runs tool calls; `http` serves HTTP connections.
+//! this file has the loop and shutdown; `stdio` serves stdin and stdout;
+//! `pools` starts, probes and restarts pools; `calls` runs tool calls;
+//! `http` serves HTTP connections; `byteio` is the one write queue and the
+//! one read loop they share.
 //!
 //! Architecture Invariant: only this module (and its submodules) calls
 //! `Poll::poll`, and only it (with the OS helpers in `proc` and `shm`)
