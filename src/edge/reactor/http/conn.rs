@@ -483,3 +483,6 @@ impl Conn {
         http::write_sse_comment(self.out.buf());
     }
 }
+
+#[cfg(test)]
+mod tests;
