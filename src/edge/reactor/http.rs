@@ -39,7 +39,8 @@ use super::{Reactor, StartError, LISTENER};
 use crate::edge::cli::HttpConfig;
 use crate::edge::proc;
 use crate::protocol::http::{
-    self, Budget, Gate, Notice, Notices, OriginPolicy, Request, Route, SessionLimits, Sessions,
+    self, Budget, Gate, Headers, Notice, Notices, OriginPolicy, Request, Route, SessionLimits,
+    Sessions,
 };
 use crate::protocol::instance::InstanceId;
 use crate::protocol::mcp::Catalog;
@@ -55,7 +56,7 @@ use conn::Conn;
 
 /// What serves an endpoint: the connection, the request, and the CORS
 /// headers its response carries.
-type Handler = fn(&mut Reactor, Token, Request, Vec<(String, String)>);
+type Handler = fn(&mut Reactor, Token, Request, Headers);
 
 /// The endpoints. A guarded one is behind the Host, Origin and token
 /// checks; an open one is answered to anyone (load balancers probe

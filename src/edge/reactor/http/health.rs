@@ -26,7 +26,7 @@ use mio::Token;
 use super::Conn;
 use crate::edge::reactor::pools::PoolStatus;
 use crate::edge::reactor::Reactor;
-use crate::protocol::http::Request;
+use crate::protocol::http::{Headers, Request};
 use crate::protocol::mcp;
 
 /// The health check's path.
@@ -34,7 +34,7 @@ pub(super) const PATH: &str = "/health";
 
 impl Reactor {
     /// The `/health` endpoint (`GET` or `HEAD`; no checks, no CORS).
-    pub(super) fn http_health(&mut self, token: Token, req: Request, _: Vec<(String, String)>) {
+    pub(super) fn http_health(&mut self, token: Token, req: Request, _: Headers) {
         let keep_alive = req.keep_alive;
         let (ready, body) = self.health();
         let headers = vec![("Cache-Control".to_string(), "no-store".to_string())];

@@ -10,7 +10,7 @@ use serde_json::Value as Json;
 use super::conn::Busy;
 use super::{KEEP_ALIVE, ROUTES};
 use crate::edge::reactor::{Client, Reactor};
-use crate::protocol::http::{self, json_error, Notice, Request};
+use crate::protocol::http::{self, json_error, Headers, Notice, Request};
 use crate::protocol::jsonrpc::{self, Incoming};
 use crate::protocol::mcp::{self, era, Step};
 
@@ -34,7 +34,7 @@ impl Reactor {
     }
 
     /// The `/mcp` endpoint (`POST` or `DELETE`, checks passed).
-    pub(super) fn http_mcp(&mut self, token: Token, req: Request, cors: Vec<(String, String)>) {
+    pub(super) fn http_mcp(&mut self, token: Token, req: Request, cors: Headers) {
         match req.method.as_str() {
             "DELETE" => self.http_delete(token, &req, cors),
             _ => self.http_post(token, req, cors),
