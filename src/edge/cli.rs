@@ -14,6 +14,8 @@
 //!
 //! Errors are one line each; [`CliError::exit_code`] gives 2 for usage errors
 //! and 1 for start-up failures.
+//!
+//! The help texts live in `help`, the option value parsers in `values`.
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
@@ -28,6 +30,11 @@ use crate::edge::manifest_file;
 use crate::format::manifest::{self, Loaded};
 use crate::protocol::instance::InstanceId;
 use crate::protocol::tools;
+
+mod help;
+mod values;
+use help::*;
+use values::{byte_size, count, replicas_value, seconds, string_value};
 
 /// The environment variable holding the HTTP bearer token when
 /// `--auth-token` is not given.
@@ -56,157 +63,6 @@ pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(3600);
 
 /// How much of a target is read to recognise a launcher script.
 const LAUNCHER_SNIFF_BYTES: u64 = 8192;
-
-const TOP_HELP: &str = "\
-morloc-mcp: serve the exported functions of a compiled Morloc program as
-Model Context Protocol (MCP) tools
-
-Usage:
-  morloc-mcp mcp <program> [options]      serve one program (stdio, or HTTP with --http-port)
-  morloc-mcp router <program>... --http-port <port> [options]
-                                          serve several programs over HTTP,
-                                          tools named <module>__<command>
-  morloc-mcp tools <program>              print the tools/list payload
-  morloc-mcp config <program>             print an mcpServers entry for MCP clients
-
-<program> is a manifest.json, a build directory containing one, or a Morloc
-launcher script. Run 'morloc-mcp <command> --help' for the options of a command.
-
-Options:
-  -h, --help       print this help
-  -V, --version    print the version
-";
-
-/// The options shared by `mcp` and `router`, as a literal for `concat!`.
-macro_rules! serve_options {
-    () => {
-        "\
-Options:
-      --http-port <port>        serve Streamable HTTP at /mcp on this port
-                                (0..65535; 0 lets the system choose)
-      --http-host <addr>        HTTP bind address [default: 127.0.0.1]
-      --auth-token <token>      require 'Authorization: Bearer <token>' over HTTP
-                                [env: MORLOC_MCP_TOKEN]
-      --allow-no-auth           allow a non-loopback HTTP bind without a token
-      --allow-origin <origin>   accept HTTP requests carrying this Origin
-                                (repeatable)
-      --call-timeout <seconds>  fail a tool call that runs longer than this
-                                (0 for no limit) [default: 600]
-      --task-after <ms>         answer a remote tool call still running after
-                                this many milliseconds with a task handle, to
-                                clients that declared the tasks extension
-                                (0: at once) [default: 1000]
-      --task-ttl <seconds>      keep a finished task's result this long
-                                [default: 3600]
-      --task-dir <dir>          keep tasks in this directory, so finished results
-                                survive a restart
-      --lazy-pools              start language pools on first use, not at start-up
-      --tools-file <path>       curate the tools (titles, descriptions, hints,
-                                hidden, names) [default: the
-                                morloc-mcp-tools.json beside the manifest, if any]
-      --instance-id <name>      this server's name behind a load balancer, the
-                                prefix of every session id it mints (letters,
-                                digits, '-', '_') [default: random per process]
-      --drain-timeout <seconds> over HTTP, how long SIGTERM waits for running
-                                calls before exiting [default: 30]
-      --pool-replicas <lang>=<n>
-                                run at most <n> processes of each <lang> pool
-                                (repeatable; 1 = one process, as morloc-nexus)
-                                [default: py, r, cpp and rust scale up to
-                                max(CPUs, 8); others 1]
-      --max-buffered <bytes>    over HTTP, most bytes buffered across all
-                                connections (request bodies, unread input,
-                                queued responses); past it a new request body
-                                gets 503 (suffix k, m or g for KiB, MiB, GiB)
-                                [default: 256m]
-      --max-conns-per-peer <n>  over HTTP, most connections from one address
-                                (a load balancer in front is one address;
-                                0: no cap) [default: 256]
-      --max-sessions-per-owner <n>
-                                most legacy HTTP sessions of one owner (the
-                                bearer token, else the peer address); its
-                                next one drops its least recently used
-                                [default: 1000]
-      --queue-timeout <seconds> fail a tool call that waited this long for a pool
-                                process (0 for no limit) [default: 300]
-      --max-queued-per-owner <n>
-                                refuse a tool call at once when its client (stdio,
-                                an HTTP session, else an HTTP connection) already
-                                has <n> calls waiting for a pool process
-                                (0 for no cap) [default: 256]
-      --max-queued <n>          refuse a tool call at once when <n> calls wait for
-                                pool processes in all (0 for no cap) [default: 4096]
-      --plain-tool-names        over HTTP, name a single program's tools <command>
-                                instead of <module>__<command> (stdio never
-                                prefixes; with several programs it is ignored)
-  -h, --help                    print this help
-"
-    };
-}
-
-const MCP_HELP: &str = concat!(
-    "\
-Usage: morloc-mcp mcp <program> [options]
-
-Serve <program> as an MCP server: over stdio by default, over HTTP with
---http-port. <program> is a manifest.json, a build directory containing one,
-or a Morloc launcher script.
-
-",
-    serve_options!()
-);
-
-const ROUTER_HELP: &str = concat!(
-    "\
-Usage: morloc-mcp router <program>... --http-port <port> [options]
-
-Serve several programs behind one HTTP endpoint; each tool is named
-<module>__<command>.
-
-",
-    serve_options!()
-);
-
-const TOOLS_HELP: &str = "\
-Usage: morloc-mcp tools <program> [--tools-file <path>]
-       morloc-mcp tools <program> --template
-
-Print the tools/list payload of <program> (pretty-printed JSON) on stdout,
-curated by its tools file (see --tools-file). Commands that cannot be served
-are listed on stderr.
-
-Options:
-      --tools-file <path>   the tools file to apply [default: the
-                            morloc-mcp-tools.json beside the manifest, if any]
-      --template            print a starting tools file for <program>: every
-                            tool and argument with every setting, changing
-                            nothing until edited
-  -h, --help                print this help
-";
-
-const CONFIG_HELP: &str = "\
-Usage: morloc-mcp config <program>
-
-Print an mcpServers entry that runs <program> over stdio, for MCP client
-configuration files.
-
-Options:
-  -h, --help    print this help
-";
-
-const NEXUS_HELP: &str = "\
-morloc-nexus (MCP modes of the Morloc runtime, provided by morloc-mcp)
-
-Usage:
-  morloc-nexus mcp <target> [options]      serve <target> as an MCP server
-  morloc-nexus run <target> --mcp-tools    print the tools/list payload
-  morloc-nexus run <target> --mcp-config   print an mcpServers client entry
-
-Run 'morloc-nexus mcp --help' for the serving options.
-";
-
-const NEXUS_ONLY_MCP: &str =
-    "only the MCP modes of morloc-nexus are provided (mcp, --mcp-tools, --mcp-config)";
 
 /// What was typed, checked but not yet acted on.
 // Made once per process: the size of the serving variant costs nothing.
@@ -696,69 +552,6 @@ fn usage(error: lexopt::Error, command: Option<&str>) -> CliError {
     CliError::Usage(format!("{error}{context}; see '{help}'"))
 }
 
-fn string_value(
-    parser: &mut lexopt::Parser,
-    option: &str,
-    command: &str,
-) -> Result<String, CliError> {
-    let value = parser.value().map_err(|e| usage(e, Some(command)))?;
-    value
-        .into_string()
-        .map_err(|v| CliError::Usage(format!("value {v:?} for '{option}' is not valid UTF-8")))
-}
-
-/// A non-negative number of seconds, fractions allowed.
-/// A byte count: digits, optionally followed by `k`, `m` or `g` (KiB, MiB,
-/// GiB; any case, an optional `b` or `ib` after it).
-fn byte_size(text: &str, option: &str) -> Result<usize, CliError> {
-    let bad = || {
-        CliError::Usage(format!(
-            "invalid value '{text}' for '{option}': expected a number of bytes, optionally with k, m or g (KiB, MiB, GiB)"
-        ))
-    };
-    let lower = text.trim().to_ascii_lowercase();
-    let unit_text = lower
-        .trim_end_matches("ib")
-        .trim_end_matches('b')
-        .to_string();
-    let (digits, shift) = match unit_text.chars().last() {
-        Some('k') => (&unit_text[..unit_text.len() - 1], 10),
-        Some('m') => (&unit_text[..unit_text.len() - 1], 20),
-        Some('g') => (&unit_text[..unit_text.len() - 1], 30),
-        _ => (unit_text.as_str(), 0),
-    };
-    let number: usize = digits.trim().parse().map_err(|_| bad())?;
-    if number == 0 {
-        return Err(CliError::Usage(format!(
-            "invalid value '{text}' for '{option}': 0 would refuse every request body"
-        )));
-    }
-    number.checked_mul(1usize << shift).ok_or_else(bad)
-}
-
-/// A whole number of at least `min`.
-fn count(text: &str, option: &str, min: usize) -> Result<usize, CliError> {
-    match text.trim().parse::<usize>() {
-        Ok(n) if n >= min => Ok(n),
-        _ => Err(CliError::Usage(format!(
-            "invalid value '{text}' for '{option}': expected a whole number of at least {min}"
-        ))),
-    }
-}
-
-fn seconds(text: &str, option: &str) -> Result<Duration, CliError> {
-    let bad = || {
-        CliError::Usage(format!(
-            "invalid value '{text}' for '{option}': expected a number of seconds (0 or more)"
-        ))
-    };
-    let secs: f64 = text.trim().parse().map_err(|_| bad())?;
-    if secs.is_nan() || secs < 0.0 {
-        return Err(bad());
-    }
-    Duration::try_from_secs_f64(secs).map_err(|_| bad())
-}
-
 fn parse_serve(
     mut parser: lexopt::Parser,
     router: bool,
@@ -1051,25 +844,3 @@ fn parse_nexus_run(words: &[OsString]) -> Result<RawArgs, CliError> {
 
 #[cfg(test)]
 mod tests;
-
-/// `--pool-replicas LANG=N`: a pool language and a process count of at least 1.
-fn replicas_value(text: &str) -> Result<(String, usize), CliError> {
-    let bad = |why: &str| {
-        CliError::Usage(format!(
-            "invalid value '{text}' for '--pool-replicas': {why} (expected <lang>=<n>, e.g. py=4)"
-        ))
-    };
-    let (lang, count) = text.split_once('=').ok_or_else(|| bad("no '='"))?;
-    let lang = lang.trim();
-    if lang.is_empty() {
-        return Err(bad("empty language"));
-    }
-    let count: usize = count
-        .trim()
-        .parse()
-        .map_err(|_| bad("the count is not a whole number"))?;
-    if count == 0 {
-        return Err(bad("the count must be at least 1"));
-    }
-    Ok((lang.to_ascii_lowercase(), count))
-}

@@ -7,13 +7,16 @@
 //! connections. Events are dispatched on their [`Token`]; the protocol logic
 //! lives in the pure `mcp`, `jsonrpc` and `http` modules, so the reactor is
 //! about bytes, processes, deadlines and clean-up. It is split by concern:
-//! this file has the loop, stdio and shutdown; `pools` starts, probes and
-//! restarts pools; `calls` runs tool calls; `http` serves HTTP connections.
+//! this file has the loop and shutdown; `stdio` serves stdin and stdout;
+//! `pools` starts, probes and restarts pools; `calls` runs tool calls;
+//! `http` serves HTTP connections; `byteio` is the one write queue and the
+//! one read loop they share.
 //!
 //! Architecture Invariant: only this module (and its submodules) calls
 //! `Poll::poll`, and only it (with the OS helpers in `proc` and `shm`)
 //! touches file descriptors.
 
+mod byteio;
 mod calls;
 mod http;
 mod idhash;
@@ -21,10 +24,11 @@ mod leases;
 mod pools;
 mod queue;
 mod reload;
+mod stdio;
 mod tasks;
 
-use std::io::{self, Read};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use mio::unix::SourceFd;
@@ -34,13 +38,13 @@ use serde_json::Value as Json;
 use crate::edge::cli::{HttpConfig, ServeConfig};
 use crate::edge::{manifest_file, proc};
 use crate::protocol::instance::InstanceId;
-use crate::protocol::jsonrpc::{self, Frame, LineFramer};
-use crate::protocol::mcp::{self, Catalog, Program, Session, Step};
+use crate::protocol::mcp::{self, Catalog, Program};
 use idhash::{IdMap, IdSet};
 
 use self::calls::{Call, CallId};
 use self::http::HttpFront;
 use self::pools::Runtime;
+use self::stdio::Stdio;
 
 const STDIN: Token = Token(0);
 const STDOUT: Token = Token(1);
@@ -50,11 +54,6 @@ const LISTENER: Token = Token(3);
 /// from here up.
 const FIRST_DYNAMIC: usize = 16;
 
-/// Stop reading stdin while this much output is queued (client not reading).
-const MAX_PENDING_OUTPUT: usize = 16 * 1024 * 1024;
-/// After stdin closes, calls still running get this long to finish (so a
-/// piped script gets its answers); then they are abandoned and we exit.
-const EOF_GRACE: Duration = Duration::from_secs(5);
 /// How long eager pools wait for the client's first message (see
 /// `Reactor::new`).
 const SPAWN_WAIT: Duration = Duration::from_millis(5);
@@ -198,26 +197,6 @@ enum Source {
     Conn,
 }
 
-/// The stdio client: its session, its input framing and its output queue.
-struct Stdio {
-    session: Session,
-    out: OwnedFd,
-    queue: Vec<u8>,
-    written: usize,
-    /// The output fd is registered with the poller (epoll refuses regular files).
-    out_pollable: bool,
-    writable_interest: bool,
-    stdin_pollable: bool,
-    stdin_open: bool,
-    /// Set when stdin reaches EOF: the latest time to exit.
-    eof_deadline: Option<Instant>,
-    /// A message has been handled (eager pools may start).
-    answered_any: bool,
-    /// Input was left unread while too much output was queued.
-    stdin_paused: bool,
-    framer: LineFramer,
-}
-
 struct Reactor {
     poll: Poll,
     catalog: Catalog,
@@ -252,11 +231,6 @@ struct Reactor {
     listeners: mcp::Listeners<Client>,
     /// The served manifests, watched for rebuilds.
     watches: Vec<reload::Watch>,
-    /// When serving began (the uptime `/health` reports).
-    started: Instant,
-    /// Set by SIGTERM over HTTP: the latest time to exit (see
-    /// `http::health`).
-    draining: Option<Instant>,
     /// Calls that became tasks (Tasks extension), and their outcomes.
     tasks: mcp::tasks::Tasks,
     /// See `take_scratch`.
@@ -329,8 +303,6 @@ impl Reactor {
             swept: false,
             listeners: mcp::Listeners::default(),
             watches: Vec::new(),
-            started: Instant::now(),
-            draining: None,
             tasks: mcp::tasks::Tasks::new(task_ttl_ms, mcp::tasks::MAX_TASKS),
             scratch: Vec::new(),
             closing: Vec::new(),
@@ -371,19 +343,14 @@ impl Reactor {
                 return 0;
             }
             if let Some(stdio) = &self.stdio {
-                if !stdio.stdin_open
-                    && (self.calls.values().all(|c| c.abandoned)
-                        || stdio.eof_deadline.is_some_and(|d| now >= d))
-                {
+                if stdio.finished(self.calls.values().all(|c| c.abandoned), now) {
                     return 0;
                 }
             }
             let mut timeout = self
                 .next_deadline()
                 .map(|d| d.saturating_duration_since(now));
-            let read_stdin_directly = self.stdio.as_ref().is_some_and(|s| {
-                s.stdin_open && !s.stdin_pollable && s.queue.len() < MAX_PENDING_OUTPUT
-            });
+            let read_stdin_directly = self.stdio.as_ref().is_some_and(Stdio::reads_directly);
             if read_stdin_directly {
                 timeout = Some(Duration::ZERO);
             }
@@ -425,7 +392,7 @@ impl Reactor {
                 self.read_stdin();
             }
             if let Some(at) = self.pools_pending {
-                let answered = self.stdio.as_ref().is_some_and(|s| s.answered_any);
+                let answered = self.stdio.as_ref().is_some_and(Stdio::answered_any);
                 if answered || Instant::now() >= at {
                     self.pools_pending = None;
                     for program in 0..self.runtimes.len() {
@@ -482,10 +449,9 @@ impl Reactor {
             consider(http.next_deadline());
         }
         if let Some(stdio) = &self.stdio {
-            consider(stdio.eof_deadline);
+            consider(stdio.eof_deadline());
         }
         consider(self.next_reload_check());
-        consider(self.draining);
         best
     }
 
@@ -505,7 +471,7 @@ impl Reactor {
                 // Over HTTP the first SIGTERM drains: running calls may
                 // finish while the balancer moves traffic elsewhere; a
                 // second one (or SIGINT, SIGHUP) stops at once.
-                libc::SIGTERM if self.http.is_some() && self.draining.is_none() => {
+                libc::SIGTERM if self.http.as_ref().is_some_and(|h| !h.draining()) => {
                     self.start_drain();
                 }
                 libc::SIGTERM | libc::SIGINT | libc::SIGHUP => {
@@ -549,24 +515,9 @@ impl Reactor {
             Client::Stdio => self
                 .stdio
                 .as_ref()
-                .is_some_and(|s| s.session.log_level.is_some()),
+                .is_some_and(|s| s.session().log_level.is_some()),
             Client::Http { conn, .. } => self.http_streaming(*conn),
         }
-    }
-
-    // ---- stdio ----------------------------------------------------------
-
-    fn read_stdin(&mut self) {
-        self.read_stdin_until(true);
-    }
-
-    /// Reads stdin. `to_eagain` false allows stopping after a short read:
-    /// the poller said no EOF came with this data, and further data brings
-    /// a new event, so the read that would only say EAGAIN is skipped.
-    fn read_stdin_until(&mut self, to_eagain: bool) {
-        let mut buf = self.take_scratch();
-        self.read_stdin_into(&mut buf, to_eagain);
-        self.scratch = buf;
     }
 
     /// A read buffer allocated and zeroed once, not per wake-up (put it
@@ -580,184 +531,11 @@ impl Reactor {
         }
     }
 
-    fn read_stdin_into(&mut self, buf: &mut [u8], to_eagain: bool) {
-        // SAFETY: fd 0 stays open for the life of the process; ManuallyDrop
-        // keeps the File from closing it.
-        let mut stdin = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(0) });
-        loop {
-            let Some(stdio) = self.stdio.as_mut() else {
-                return;
-            };
-            if stdio.queue.len() >= MAX_PENDING_OUTPUT {
-                // Resumed by `flush_stdout` once the client reads again.
-                stdio.stdin_paused = true;
-                return;
-            }
-            if self.exit_code.is_some() || !stdio.stdin_open {
-                return;
-            }
-            match stdin.read(buf) {
-                Ok(0) => {
-                    stdio.stdin_open = false;
-                    stdio.eof_deadline = Some(Instant::now() + EOF_GRACE);
-                    if stdio.stdin_pollable {
-                        let _ = self.poll.registry().deregister(&mut SourceFd(&0));
-                    }
-                    if let Some(frame) = stdio.framer.finish() {
-                        let msg = frame_message(frame);
-                        self.dispatch_stdio(msg);
-                    }
-                    return;
-                }
-                Ok(n) => {
-                    stdio.framer.push(&buf[..n]);
-                    let pollable = stdio.stdin_pollable;
-                    while let Some(step) = self.next_stdio_step() {
-                        self.run_stdio_step(step);
-                    }
-                    if let Some(stdio) = self.stdio.as_mut() {
-                        stdio.framer.trim();
-                    }
-                    // Regular file: one chunk per loop turn, so pool events
-                    // interleave with a long input file. A pipe may stop at
-                    // a short read unless the event also reported a closed
-                    // writer: with edge-triggered polling that EOF would
-                    // otherwise never be seen.
-                    if !pollable || (!to_eagain && n < buf.len()) {
-                        return;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    eprintln!("morloc-mcp: input read error: {e}");
-                    stdio.stdin_open = false;
-                    stdio.eof_deadline = Some(Instant::now() + EOF_GRACE);
-                    return;
-                }
-            }
-        }
-    }
-
-    fn dispatch_stdio(&mut self, msg: jsonrpc::Incoming) {
-        let Some(stdio) = self.stdio.as_mut() else {
-            return;
-        };
-        stdio.answered_any = true;
-        let step = mcp::handle(&self.catalog, &mut stdio.session, msg);
-        self.run_stdio_step(step);
-    }
-
-    /// Handles the next complete stdin line, if any. A `tools/call`'s
-    /// arguments are read from the line in place (`decode_lazy`), so a large
-    /// one is encoded for its pool without a JSON tree.
-    fn next_stdio_step(&mut self) -> Option<Step> {
-        let stdio = self.stdio.as_mut()?;
-        let frame = stdio.framer.next_line()?;
-        stdio.answered_any = true;
-        Some(match frame {
-            Frame::Line(line) => {
-                let (msg, arguments) = jsonrpc::decode_lazy(line);
-                mcp::handle_lazy(&self.catalog, &mut stdio.session, msg, arguments)
-            }
-            Frame::TooLong => {
-                let msg = jsonrpc::Incoming::Invalid(jsonrpc::too_long_response());
-                mcp::handle(&self.catalog, &mut stdio.session, msg)
-            }
-        })
-    }
-
-    fn run_stdio_step(&mut self, step: Step) {
-        match step {
-            Step::Nothing => {}
-            Step::Reply(reply) => self.send_stdio(&reply),
-            Step::Cancel(id) => {
-                // A cancelled subscription simply ends: nothing more is sent
-                // for it, not even a response.
-                if !self.listeners.remove(&Client::Stdio, &id) {
-                    self.cancel(&Client::Stdio, &id);
-                }
-            }
-            Step::Call(request) => self.start_call(Client::Stdio, request),
-            Step::Task(request) => {
-                let reply = self.answer_task("", request);
-                self.send_stdio(&reply);
-            }
-            Step::Listen(mut listen) => {
-                self.agreed_task_ids(&mut listen, "");
-                self.listeners.add(Client::Stdio, &listen);
-                self.send_stdio(&mcp::subscriptions::acknowledgement(&listen));
-            }
-        }
-    }
-
     /// Tells every subscriber that the tool list changed: modern
     /// `subscriptions/listen` requests that asked for it, on their stream.
     pub(crate) fn notify_tools_changed(&mut self) {
         for (client, note) in self.listeners.tools_changed() {
             self.deliver(&client, &note, false);
-        }
-    }
-
-    fn send_stdio(&mut self, msg: &Json) {
-        let Some(stdio) = self.stdio.as_mut() else {
-            return;
-        };
-        jsonrpc::write_line(&mut stdio.queue, msg);
-        self.flush_stdout();
-    }
-
-    fn flush_stdout(&mut self) {
-        let Some(stdio) = self.stdio.as_mut() else {
-            return;
-        };
-        let fd = stdio.out.as_raw_fd();
-        while stdio.written < stdio.queue.len() {
-            let pending = &stdio.queue[stdio.written..];
-            // SAFETY: `pending` is a valid buffer of that length; `fd` is our
-            // private protocol descriptor.
-            let n = unsafe { libc::write(fd, pending.as_ptr().cast(), pending.len()) };
-            if n > 0 {
-                stdio.written += n as usize;
-                continue;
-            }
-            let err = io::Error::last_os_error();
-            match err.kind() {
-                _ if n == 0 => {}
-                io::ErrorKind::Interrupted => continue,
-                io::ErrorKind::WouldBlock => {
-                    if stdio.out_pollable && !stdio.writable_interest {
-                        let _ = self.poll.registry().register(
-                            &mut SourceFd(&fd),
-                            STDOUT,
-                            Interest::WRITABLE,
-                        );
-                        stdio.writable_interest = true;
-                    }
-                    return;
-                }
-                _ => {}
-            }
-            // The client went away: nothing more can be delivered.
-            if n == 0 || err.kind() == io::ErrorKind::BrokenPipe {
-                eprintln!("morloc-mcp: protocol stream closed");
-                self.exit_code.get_or_insert(0);
-            } else {
-                eprintln!("morloc-mcp: protocol write failed: {err}");
-                self.exit_code.get_or_insert(1);
-            }
-            stdio.queue.clear();
-            stdio.written = 0;
-            return;
-        }
-        stdio.queue.clear();
-        stdio.written = 0;
-        if stdio.writable_interest {
-            let _ = self.poll.registry().deregister(&mut SourceFd(&fd));
-            stdio.writable_interest = false;
-        }
-        if std::mem::take(&mut stdio.stdin_paused) {
-            self.read_stdin();
         }
     }
 
@@ -809,84 +587,6 @@ impl Reactor {
             drop(http);
         }
         // Deliver what is still queued, blocking if necessary.
-        if let Some(stdio) = self.stdio.as_ref() {
-            if !stdio.queue.is_empty() {
-                let _ = set_blocking(stdio.out.as_raw_fd());
-                self.flush_stdout();
-            }
-        }
-    }
-}
-
-impl Stdio {
-    fn new(poll: &Poll, out: OwnedFd) -> io::Result<Stdio> {
-        // stdin: a pipe or tty is polled; epoll refuses regular files and
-        // /dev/null (EPERM), which are then read directly: they never block.
-        let stdin_pollable =
-            match poll
-                .registry()
-                .register(&mut SourceFd(&0), STDIN, Interest::READABLE)
-            {
-                Ok(()) => {
-                    proc::set_nonblocking(borrow_fd(0))?;
-                    true
-                }
-                Err(e) if e.raw_os_error() == Some(libc::EPERM) => false,
-                Err(e) => return Err(e),
-            };
-        let out_fd = out.as_raw_fd();
-        let out_pollable =
-            match poll
-                .registry()
-                .register(&mut SourceFd(&out_fd), STDOUT, Interest::WRITABLE)
-            {
-                Ok(()) => {
-                    proc::set_nonblocking(out.as_fd())?;
-                    // Registered again only while there is something to write.
-                    poll.registry().deregister(&mut SourceFd(&out_fd))?;
-                    true
-                }
-                Err(e) if e.raw_os_error() == Some(libc::EPERM) => false,
-                Err(e) => return Err(e),
-            };
-        Ok(Stdio {
-            session: Session::default(),
-            out,
-            queue: Vec::new(),
-            written: 0,
-            out_pollable,
-            writable_interest: false,
-            stdin_pollable,
-            stdin_open: true,
-            eof_deadline: None,
-            answered_any: false,
-            stdin_paused: false,
-            framer: LineFramer::default(),
-        })
-    }
-}
-
-/// Borrows one of the standard descriptors, which stay open for the life of
-/// the process.
-fn borrow_fd(fd: RawFd) -> BorrowedFd<'static> {
-    // SAFETY: only used for fds 0-2, which are never closed.
-    unsafe { BorrowedFd::borrow_raw(fd) }
-}
-
-fn set_blocking(fd: RawFd) -> io::Result<()> {
-    // SAFETY: plain fcntl calls on a descriptor we own.
-    unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) < 0 {
-            return Err(io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
-
-fn frame_message(frame: Frame<'_>) -> jsonrpc::Incoming {
-    match frame {
-        Frame::Line(line) => jsonrpc::decode(line),
-        Frame::TooLong => jsonrpc::Incoming::Invalid(jsonrpc::too_long_response()),
+        self.finish_stdout();
     }
 }

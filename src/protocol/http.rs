@@ -19,6 +19,9 @@
 //!   first, always the owner's own or the largest owner's).
 //! * `budget`: the byte budget shared by all connections and the rate
 //!   limit of the diagnostics about limits.
+//! * `routes`: the route table (path, methods, guarded or open, handler),
+//!   the checks a request passes before its handler, and the answers that
+//!   refuse it (403, 401, 404, 405 with `Allow`, the preflight's 204).
 //! * `security`: the bearer-token check and the `Origin` / `Host` checks that
 //!   keep browsers on other sites (and DNS rebinding) away from a local
 //!   server.
@@ -33,6 +36,7 @@ mod budget;
 mod error;
 mod parse;
 mod response;
+mod routes;
 mod security;
 mod session;
 mod syntax;
@@ -48,6 +52,7 @@ pub use response::{
     write_response, write_sse_comment, write_sse_head, write_sse_message, CORS_ALLOW_HEADERS,
     CORS_ALLOW_METHODS, CORS_MAX_AGE,
 };
+pub use routes::{admit, find, json_error, Answer, Gate, Headers, Route};
 pub use security::{bearer_ok, is_loopback_host, OriginPolicy};
 pub use session::{
     Created, Session, SessionLimits, Sessions, DEFAULT_MAX_SESSIONS,

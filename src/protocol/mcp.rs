@@ -438,6 +438,19 @@ pub fn handle_lazy(
     msg: Incoming,
     arguments: Option<&str>,
 ) -> Step {
+    handle_in_era(catalog, session, msg, arguments, None)
+}
+
+/// [`handle_lazy`] for a transport that has already decided which era the
+/// message speaks (`Some(true)`: modern), so the era is decided once per
+/// request; `None` decides it here from the message and the session.
+pub fn handle_in_era(
+    catalog: &Catalog,
+    session: &mut Session,
+    msg: Incoming,
+    arguments: Option<&str>,
+    modern: Option<bool>,
+) -> Step {
     // Only `tools/call` reads its arguments as text; anything else gets them
     // back in place.
     let restore = |params: Option<Json>| match (params, arguments) {
@@ -481,7 +494,9 @@ pub fn handle_lazy(
         }
         Incoming::Request { id, method, params } => {
             let in_session = session.protocol_version.is_some();
-            if era::is_modern(&method, params.as_ref(), in_session) {
+            let modern =
+                modern.unwrap_or_else(|| era::is_modern(&method, params.as_ref(), in_session));
+            if modern {
                 modern::request(catalog, id, &method, params, arguments)
             } else {
                 legacy::request(catalog, session, id, &method, params, arguments)

@@ -16,32 +16,65 @@
 //! later pipelined requests wait in the connection's buffer. A call whose
 //! client accepts `text/event-stream` and asked for progress (or logs) gets
 //! an event stream carrying its notifications and then its response.
+//!
+//! The endpoints are the entries of [`ROUTES`] (path, methods, guarded or
+//! open, handler); `http::admit` matches a request against it and runs the
+//! checks. The pieces: this file has the front (listener, sessions, budget,
+//! caps, routes); `conn` one connection's state and its small API; `pump`
+//! accepting, reading, parsing and writing; `reply` the answers to requests
+//! and their notifications; `requests` the `/mcp` endpoint; `health` the
+//! `/health` endpoint and the drain; `caps` the connection caps.
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, Read, Write};
-use std::net::{IpAddr, Shutdown};
+use std::io;
+use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
-use mio::net::{TcpListener, TcpStream};
-use mio::{Interest, Poll, Token};
-use serde_json::Value as Json;
+use mio::net::TcpListener;
+use mio::{Interest, Poll, Registry, Token};
 
 use super::idhash::IdMap;
-use super::{Client, Reactor, Source, StartError, LISTENER};
+use super::{Reactor, StartError, LISTENER};
 use crate::edge::cli::HttpConfig;
 use crate::edge::proc;
 use crate::protocol::http::{
-    self, Budget, Notice, Notices, OriginPolicy, Parser, Progress, Request, SessionLimits, Sessions,
+    self, Budget, Gate, Headers, Notice, Notices, OriginPolicy, Request, Route, SessionLimits,
+    Sessions,
 };
 use crate::protocol::instance::InstanceId;
-use crate::protocol::jsonrpc::{self};
-use crate::protocol::mcp::{self, era, Catalog};
+use crate::protocol::mcp::Catalog;
 
+mod caps;
+mod conn;
 mod health;
+mod pump;
+mod reply;
 mod requests;
-mod vet;
-use vet::{connection_cap, json_error, refuse, vet, Early};
+use caps::connection_cap;
+use conn::Conn;
+
+/// What serves an endpoint: the connection, the request, and the CORS
+/// headers its response carries.
+type Handler = fn(&mut Reactor, Token, Request, Headers);
+
+/// The endpoints. A guarded one is behind the Host, Origin and token
+/// checks; an open one is answered to anyone (load balancers probe
+/// `/health` without credentials, and it tells nothing else).
+const ROUTES: &[Route<Handler>] = &[
+    Route {
+        path: "/mcp",
+        methods: &["POST", "DELETE"],
+        guarded: true,
+        handler: Reactor::http_mcp,
+    },
+    Route {
+        path: health::PATH,
+        methods: &["GET", "HEAD"],
+        guarded: false,
+        handler: Reactor::http_health,
+    },
+];
 
 /// Most open connections; one more gets 503 and is closed. Fewer when the
 /// open-file limit cannot be raised far enough (see `connection_cap`).
@@ -96,60 +129,10 @@ pub(super) struct HttpFront {
     /// `--max-conns-per-peer`; 0 for no cap.
     max_per_peer: usize,
     notices: Notices,
-}
-
-/// A request waiting for its tool call, or a long-lived subscription.
-struct Busy {
-    /// The legacy session; empty for a modern request.
-    session: String,
-    /// Streaming `text/event-stream` (head already written).
-    sse: bool,
-    keep_alive: bool,
-    cors: Vec<(String, String)>,
-    /// A modern request: closing the connection cancels it, and its answer
-    /// gets the modern status.
-    modern: bool,
-    /// A modern `subscriptions/listen` stream: its request id, and when the
-    /// next keep-alive comment is due.
-    listen: Option<(jsonrpc::RequestId, Instant)>,
-}
-
-struct Conn {
-    stream: TcpStream,
-    parser: Parser,
-    inbuf: Vec<u8>,
-    /// Bytes of `inbuf` already given to the parser; dropped from the front
-    /// once they are half the buffer, so consuming many small pipelined
-    /// requests costs linear time.
-    inpos: usize,
-    /// `pump` is running for this connection; nested calls return at once.
-    pumping: bool,
-    out: Vec<u8>,
-    written: usize,
-    busy: Option<Busy>,
-    close_after_write: bool,
-    /// When the first byte of the request being read arrived.
-    request_started: Option<Instant>,
-    last_active: Instant,
-    writable_interest: bool,
-    /// The peer closed its side; answer what is pending, then close.
-    peer_closed: bool,
-    /// The request being answered is a HEAD: its response has no body.
-    head_request: bool,
-    /// The peer's address (IPv4-mapped IPv6 as IPv4).
-    peer: IpAddr,
-    /// What this connection was last counted for in the budget.
-    held: usize,
-    /// The declared body length of the request being received, admitted
-    /// against the budget when its head was checked.
-    reserved: usize,
-    /// The answer being written refuses the request: once it is out, the
-    /// write side is shut and input is dropped until `linger`.
-    refusing: bool,
-    /// Lingering after a refusal: input is read and dropped until then.
-    linger: Option<Instant>,
-    /// Bytes dropped while lingering.
-    dropped: usize,
+    /// When serving began (the uptime `/health` reports).
+    started: Instant,
+    /// Set by SIGTERM: the latest time to exit (see `health`).
+    draining: Option<Instant>,
 }
 
 impl HttpFront {
@@ -230,24 +213,48 @@ impl HttpFront {
                 .max_conns_per_peer
                 .unwrap_or(crate::edge::cli::DEFAULT_MAX_CONNS_PER_PEER),
             notices: Notices::new(http::NOTICE_PERIOD),
+            started: Instant::now(),
+            draining: None,
         })
+    }
+
+    /// Whether a drain has begun.
+    pub(super) fn draining(&self) -> bool {
+        self.draining.is_some()
+    }
+
+    /// The checks' configuration, for `http::admit`.
+    fn gate(&self) -> Gate<'_> {
+        Gate {
+            policy: &self.policy,
+            token: self.token.as_deref(),
+        }
+    }
+
+    /// Removes connection `token`, releasing what it held.
+    fn remove_conn(&mut self, token: Token, registry: &Registry) {
+        let Some(mut conn) = self.conns.remove(&token) else {
+            return;
+        };
+        conn.deregister(registry);
+        self.budget.update(conn.held(), 0);
+        let peer = conn.peer();
+        if let Some(n) = self.peers.get_mut(&peer) {
+            *n -= 1;
+            if *n == 0 {
+                self.peers.remove(&peer);
+            }
+        }
     }
 
     /// Counts again what connection `token` holds against the budget: its
     /// input and output buffers, and its request body (at least the length
     /// admitted for it).
     fn recount(&mut self, token: Token) {
-        let Some(conn) = self.conns.get_mut(&token) else {
-            return;
-        };
-        // Body bytes still waiting in the input buffer are counted there,
-        // not twice.
-        let body = conn.reserved.max(conn.parser.body_len());
-        let unparsed = conn.inbuf.len() - conn.inpos;
-        let waiting = unparsed.min(conn.reserved.saturating_sub(conn.parser.body_len()));
-        let held = conn.inbuf.len() + conn.out.len() + body - waiting;
-        self.budget.update(conn.held, held);
-        conn.held = held;
+        if let Some(conn) = self.conns.get_mut(&token) {
+            let (old, new) = conn.recount();
+            self.budget.update(old, new);
+        }
     }
 
     /// Prints `message()` as a diagnostic, unless a line of this kind was
@@ -267,7 +274,7 @@ impl HttpFront {
     /// the one token, so all its holders are one owner), else the peer
     /// address.
     fn owner_of(&self, token: Token) -> String {
-        let peer = self.conns.get(&token).map(|c| c.peer);
+        let peer = self.conns.get(&token).map(Conn::peer);
         match (&self.token, peer) {
             (Some(_), _) => "token".to_string(),
             (None, Some(ip)) => format!("peer {ip}"),
@@ -275,29 +282,11 @@ impl HttpFront {
         }
     }
 
+    /// The earliest timer of the connections, and the drain's deadline.
     pub(super) fn next_deadline(&self) -> Option<Instant> {
-        let mut best: Option<Instant> = None;
-        for conn in self.conns.values() {
-            if let Some((_, at)) = conn.busy.as_ref().and_then(|b| b.listen.as_ref()) {
-                best = Some(best.map_or(*at, |b| b.min(*at)));
-                continue;
-            }
-            if conn.linger.is_some() {
-                continue;
-            }
-            let t = match (conn.busy.is_some(), conn.request_started) {
-                (true, _) => continue,
-                (false, Some(start)) => start + self.request_timeout,
-                (false, None) => conn.last_active + IDLE_TIMEOUT,
-            };
-            best = Some(best.map_or(t, |b| b.min(t)));
-        }
-        for conn in self.conns.values() {
-            if let Some(at) = conn.linger {
-                best = Some(best.map_or(at, |b| b.min(at)));
-            }
-        }
-        best
+        let conns = self.conns.values();
+        let timers = conns.filter_map(|c| c.deadline(self.request_timeout));
+        timers.chain(self.draining).min()
     }
 
     /// A new session id. Session ids must not be guessable: without a
@@ -320,722 +309,4 @@ fn bind_ip(host: &str) -> Option<std::net::IpAddr> {
         .and_then(|h| h.strip_suffix(']'))
         .unwrap_or(host);
     bare.parse().ok()
-}
-
-impl Reactor {
-    pub(super) fn accept_http(&mut self) {
-        loop {
-            let Some(front) = self.http.as_mut() else {
-                return;
-            };
-            let Some(listener) = front.listener.as_ref() else {
-                return;
-            };
-            match listener.accept() {
-                Ok((mut stream, addr)) => {
-                    let peer = addr.ip().to_canonical();
-                    if front.conns.len() >= front.max_conns {
-                        refuse(stream, "too many connections");
-                        let max = front.max_conns;
-                        front.notice(Notice::ConnCap, || {
-                            format!("all {max} connection slots are taken; a new connection from {peer} got 503")
-                        });
-                        continue;
-                    }
-                    let from_peer = front.peers.get(&peer).copied().unwrap_or(0);
-                    if front.max_per_peer > 0 && from_peer >= front.max_per_peer {
-                        refuse(stream, "too many connections from your address");
-                        let max = front.max_per_peer;
-                        front.notice(Notice::PeerCap, || {
-                            format!("{peer} holds {max} connections, its cap (--max-conns-per-peer); its new connection got 503")
-                        });
-                        continue;
-                    }
-                    // Small request/response exchanges: don't wait for Nagle.
-                    let _ = stream.set_nodelay(true);
-                    let token = self.token(Source::Conn);
-                    if self
-                        .poll
-                        .registry()
-                        .register(&mut stream, token, Interest::READABLE)
-                        .is_err()
-                    {
-                        self.sources.remove(&token);
-                        continue;
-                    }
-                    let conn = Conn {
-                        stream,
-                        parser: Parser::new(http::Limits::default()),
-                        inbuf: Vec::new(),
-                        inpos: 0,
-                        pumping: false,
-                        out: Vec::new(),
-                        written: 0,
-                        busy: None,
-                        close_after_write: false,
-                        request_started: None,
-                        last_active: Instant::now(),
-                        writable_interest: false,
-                        peer_closed: false,
-                        head_request: false,
-                        peer,
-                        held: 0,
-                        reserved: 0,
-                        refusing: false,
-                        linger: None,
-                        dropped: 0,
-                    };
-                    if let Some(front) = self.http.as_mut() {
-                        front.conns.insert(token, conn);
-                        *front.peers.entry(peer).or_insert(0) += 1;
-                    }
-                    // Edge-triggered: data may already be waiting.
-                    self.pump(token);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e)
-                    if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
-                        && front.spare_fd.is_some() =>
-                {
-                    // Out of descriptors: free the spare to take the
-                    // connection and refuse it, then hold a spare again.
-                    front.spare_fd = None;
-                    if let Some(Ok((stream, _))) = front.listener.as_ref().map(|l| l.accept()) {
-                        refuse(stream, "too many connections");
-                    }
-                    front.spare_fd = File::open("/dev/null").ok();
-                }
-                Err(e) => {
-                    // Out of fds with no spare, and the like: log and keep serving.
-                    eprintln!("morloc-mcp: accept failed: {e}");
-                    return;
-                }
-            }
-        }
-    }
-
-    pub(super) fn http_event(&mut self, token: Token, readable: bool, writable: bool) {
-        if writable {
-            self.flush_conn(token);
-        }
-        if readable || writable {
-            // Drained output may unblock requests waiting in the buffer.
-            self.pump(token);
-        }
-    }
-
-    /// Reads, parses and answers on one connection until nothing more can be
-    /// done for now. Every event that may unblock a connection (bytes
-    /// arriving, output draining, its call finishing) ends up here.
-    ///
-    /// Readiness is edge-triggered, so reading stops only at `WouldBlock` or
-    /// when the buffer is full; in the latter case bytes stay in the socket
-    /// with no event to come, and the loop reads again as soon as requests
-    /// have been consumed. A request answered synchronously (a ping, an
-    /// in-process call) can lead back here through `http_reply`; that nested
-    /// call returns at once and this loop carries on, so the stack stays flat
-    /// however many requests are pipelined.
-    fn pump(&mut self, token: Token) {
-        let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
-            return;
-        };
-        if conn.pumping {
-            return;
-        }
-        conn.pumping = true;
-        loop {
-            let read = self.read_conn(token);
-            let handled = self.process_conn(token);
-            if !read && !handled {
-                break;
-            }
-        }
-        let Some(front) = self.http.as_mut() else {
-            return;
-        };
-        front.recount(token);
-        let Some(conn) = front.conns.get_mut(&token) else {
-            return;
-        };
-        conn.pumping = false;
-        if conn.peer_closed && conn.busy.is_none() && conn.written >= conn.out.len() {
-            // Every complete request has been answered; what is left (if
-            // anything) can never be completed.
-            self.close_conn(token);
-        } else if conn.peer_closed && conn.busy.as_ref().is_some_and(|b| !b.sse || b.modern) {
-            // The client gave up on its request: stop the call. For a modern
-            // request closing its stream is the way to cancel it, events or not.
-            self.cancel_conn(token);
-            self.close_conn(token);
-        }
-    }
-
-    /// Reads until the socket would block, the peer closes, or the buffer
-    /// holds `MAX_BUFFERED` unparsed bytes; while no request head is
-    /// complete, one read at most. Returns whether anything changed.
-    fn read_conn(&mut self, token: Token) -> bool {
-        let mut buf = self.take_scratch();
-        let changed = self.read_conn_into(token, &mut buf);
-        self.scratch = buf;
-        changed
-    }
-
-    fn read_conn_into(&mut self, token: Token, buf: &mut [u8]) -> bool {
-        let mut changed = false;
-        loop {
-            let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
-                return changed;
-            };
-            let lingering = conn.linger.is_some();
-            if conn.peer_closed || (!lingering && conn.inbuf.len() - conn.inpos >= MAX_BUFFERED) {
-                return changed;
-            }
-            match conn.stream.read(buf) {
-                Ok(0) => {
-                    conn.peer_closed = true;
-                    return true;
-                }
-                // After a refusal, what still comes is dropped unread, up
-                // to a point; then the connection is treated as closed.
-                Ok(n) if lingering => {
-                    conn.dropped += n;
-                    if conn.dropped >= LINGER_BYTES {
-                        conn.peer_closed = true;
-                        return true;
-                    }
-                }
-                Ok(n) => {
-                    conn.inbuf.extend_from_slice(&buf[..n]);
-                    let now = Instant::now();
-                    conn.last_active = now;
-                    // The request deadline runs from the first byte of
-                    // anything, blank lines included, so a client cannot
-                    // hold the connection by dribbling line endings.
-                    if conn.busy.is_none() {
-                        conn.request_started.get_or_insert(now);
-                    }
-                    changed = true;
-                    // Until a head is complete, one read at a time: the
-                    // caller parses it, so at most one read's worth of a
-                    // body arrives before its head is checked.
-                    if conn.parser.head().is_none() {
-                        return true;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return changed,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => {
-                    conn.peer_closed = true;
-                    conn.inbuf.clear();
-                    conn.inpos = 0;
-                    return true;
-                }
-            }
-        }
-    }
-
-    /// Parses and handles buffered requests, one at a time, in order, while
-    /// the connection is free (no call running, no output pending). Returns
-    /// whether any input was consumed.
-    fn process_conn(&mut self, token: Token) -> bool {
-        let mut consumed = false;
-        loop {
-            let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
-                return consumed;
-            };
-            if conn.busy.is_some()
-                || conn.written < conn.out.len()
-                || conn.close_after_write
-                || conn.inpos >= conn.inbuf.len()
-            {
-                break;
-            }
-            let result = conn.parser.advance(&conn.inbuf[conn.inpos..]);
-            match result {
-                Ok((Progress::NeedMore, used)) => {
-                    conn.inpos += used;
-                    consumed |= used > 0;
-                    if used > 0 {
-                        conn.request_started.get_or_insert_with(Instant::now);
-                    }
-                    // A chunked body is counted as it grows: past the
-                    // budget, it is refused (a declared length is admitted
-                    // whole when the head is checked, and never refused).
-                    let chunked = conn.parser.head().is_some() && conn.reserved == 0;
-                    if chunked {
-                        if let Some(early) = self.over_budget(token, 0) {
-                            self.refuse_request(token, early);
-                            return true;
-                        }
-                    }
-                    break;
-                }
-                Ok((progress @ (Progress::Head | Progress::Continue), used)) => {
-                    conn.inpos += used;
-                    consumed = true;
-                    conn.request_started.get_or_insert_with(Instant::now);
-                    // Refuse before any of the body is taken, if the head
-                    // alone decides or the body does not fit the budget.
-                    match self.admit(token) {
-                        // A small request refused with keep-alive whose body
-                        // is already here: take it, and answer as usual
-                        // (the checks run again on the whole request).
-                        Some(early) if early.keep_alive && self.body_is_here(token) => {}
-                        Some(early) => {
-                            self.refuse_request(token, early);
-                            return true;
-                        }
-                        None if progress == Progress::Continue => {
-                            let Some(conn) =
-                                self.http.as_mut().and_then(|f| f.conns.get_mut(&token))
-                            else {
-                                return true;
-                            };
-                            http::write_continue(&mut conn.out);
-                            self.flush_conn(token);
-                        }
-                        None => {}
-                    }
-                }
-                Ok((Progress::Done(mut request), used)) => {
-                    if self.draining.is_some() {
-                        // Draining: answer, then close, so the balancer's
-                        // next request goes to another instance.
-                        request.keep_alive = false;
-                    }
-                    conn.inpos += used;
-                    consumed = true;
-                    conn.request_started = None;
-                    conn.reserved = 0;
-                    conn.head_request = request.method == "HEAD";
-                    self.handle_request(token, request);
-                    self.flush_conn(token);
-                }
-                Err(e) => {
-                    conn.head_request = false;
-                    let early = Early {
-                        status: e.status(),
-                        headers: Vec::new(),
-                        body: json_error(&e.to_string()),
-                        keep_alive: false,
-                    };
-                    self.refuse_request(token, early);
-                    return true;
-                }
-            }
-        }
-        if let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) {
-            if conn.inpos > 0 && conn.inpos * 2 >= conn.inbuf.len() {
-                conn.inbuf.drain(..conn.inpos);
-                conn.inpos = 0;
-                if conn.inbuf.is_empty() && conn.inbuf.capacity() > KEEP_CAPACITY {
-                    conn.inbuf = Vec::new();
-                }
-            }
-        }
-        consumed
-    }
-
-    pub(super) fn respond(
-        &mut self,
-        token: Token,
-        status: u16,
-        headers: &[(String, String)],
-        body: &[u8],
-        keep_alive: bool,
-    ) {
-        let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
-            return;
-        };
-        let refs: Vec<(&str, &str)> = headers
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        let content_type = (!body.is_empty()).then_some("application/json");
-        if conn.head_request {
-            // RFC 9110 section 9.3.2: the same head as for GET, no content.
-            http::write_head(
-                &mut conn.out,
-                status,
-                content_type,
-                Some(body.len()),
-                &refs,
-                keep_alive,
-            );
-        } else {
-            http::write_response(&mut conn.out, status, content_type, &refs, body, keep_alive);
-        }
-        if !keep_alive {
-            conn.close_after_write = true;
-        }
-        self.flush_conn(token);
-    }
-
-    fn flush_conn(&mut self, token: Token) {
-        let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
-            return;
-        };
-        while conn.written < conn.out.len() {
-            match conn.stream.write(&conn.out[conn.written..]) {
-                Ok(0) => break,
-                Ok(n) => conn.written += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    if !conn.writable_interest {
-                        let _ = self.poll.registry().reregister(
-                            &mut conn.stream,
-                            token,
-                            Interest::READABLE | Interest::WRITABLE,
-                        );
-                        conn.writable_interest = true;
-                    }
-                    return;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => {
-                    self.cancel_conn(token);
-                    return self.close_conn(token);
-                }
-            }
-        }
-        conn.out.clear();
-        conn.written = 0;
-        if conn.out.capacity() > KEEP_CAPACITY {
-            conn.out = Vec::new();
-        }
-        if conn.writable_interest {
-            let _ = self
-                .poll
-                .registry()
-                .reregister(&mut conn.stream, token, Interest::READABLE);
-            conn.writable_interest = false;
-        }
-        if conn.close_after_write && conn.refusing {
-            // The client may still be sending the refused request: shut
-            // our side, then drop its input for a moment before closing.
-            conn.refusing = false;
-            conn.close_after_write = false;
-            let _ = conn.stream.shutdown(Shutdown::Write);
-            conn.linger = Some(Instant::now() + LINGER);
-            conn.inbuf = Vec::new();
-            conn.inpos = 0;
-            conn.reserved = 0;
-            conn.parser = Parser::new(http::Limits::default());
-            if let Some(front) = self.http.as_mut() {
-                front.recount(token);
-            }
-            // Input may be waiting, with no edge to come.
-            self.pump(token);
-            return;
-        }
-        if conn.close_after_write {
-            self.close_conn(token);
-            return;
-        }
-        if let Some(front) = self.http.as_mut() {
-            front.recount(token);
-        }
-    }
-
-    fn close_conn(&mut self, token: Token) {
-        let Some(front) = self.http.as_mut() else {
-            return;
-        };
-        if let Some(mut conn) = front.conns.remove(&token) {
-            let _ = self.poll.registry().deregister(&mut conn.stream);
-            front.budget.update(conn.held, 0);
-            if let Some(n) = front.peers.get_mut(&conn.peer) {
-                *n -= 1;
-                if *n == 0 {
-                    front.peers.remove(&conn.peer);
-                }
-            }
-        }
-        self.sources.remove(&token);
-        self.listeners
-            .remove_where(|c| matches!(c, Client::Http { conn, .. } if *conn == token));
-    }
-
-    pub(super) fn http_timers(&mut self, now: Instant) {
-        let Some(front) = self.http.as_ref() else {
-            return;
-        };
-        let mut late = Vec::new();
-        let mut idle = Vec::new();
-        let mut quiet = Vec::new();
-        for (token, conn) in &front.conns {
-            if let Some(at) = conn.linger {
-                if now >= at {
-                    idle.push(*token);
-                }
-                continue;
-            }
-            if let Some((_, at)) = conn.busy.as_ref().and_then(|b| b.listen.as_ref()) {
-                if now >= *at {
-                    quiet.push(*token);
-                }
-                continue;
-            }
-            if conn.busy.is_some() {
-                continue;
-            }
-            match conn.request_started {
-                // Only line endings so far: no request to answer, just close.
-                Some(start) if now >= start + front.request_timeout && conn.parser.is_idle() => {
-                    idle.push(*token)
-                }
-                Some(start) if now >= start + front.request_timeout => late.push(*token),
-                None if now >= conn.last_active + IDLE_TIMEOUT => idle.push(*token),
-                _ => {}
-            }
-        }
-        for token in late {
-            if let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) {
-                conn.request_started = None;
-                conn.head_request = false;
-            }
-            let early = Early {
-                status: 408,
-                headers: Vec::new(),
-                body: json_error("request not received in time"),
-                keep_alive: false,
-            };
-            self.refuse_request(token, early);
-        }
-        for token in idle {
-            self.close_conn(token);
-        }
-        for token in quiet {
-            let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
-                continue;
-            };
-            if let Some((_, at)) = conn.busy.as_mut().and_then(|b| b.listen.as_mut()) {
-                *at = now + KEEP_ALIVE;
-            }
-            http::write_sse_comment(&mut conn.out);
-            self.flush_conn(token);
-        }
-    }
-
-    /// Completes the request waiting on `conn` with a JSON-RPC response.
-    pub(super) fn http_reply(&mut self, token: Token, msg: &Json) {
-        let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
-            return;
-        };
-        let Some(busy) = conn.busy.take() else { return };
-        let status = if busy.modern {
-            era::http_status(msg)
-        } else {
-            200
-        };
-        if busy.sse {
-            let text = serde_json::to_string(msg).unwrap_or_default();
-            http::write_sse_message(&mut conn.out, &text);
-            http::write_last_chunk(&mut conn.out);
-            if !busy.keep_alive {
-                conn.close_after_write = true;
-            }
-            self.flush_conn(token);
-        } else if status == 200 && !conn.head_request {
-            // Serialized straight into the connection's buffer, its length
-            // counted first: a large result is not held a third time as an
-            // intermediate string.
-            let length = json_length(msg);
-            let refs: Vec<(&str, &str)> = busy
-                .cors
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_str()))
-                .collect();
-            http::write_head(
-                &mut conn.out,
-                200,
-                Some("application/json"),
-                Some(length),
-                &refs,
-                busy.keep_alive,
-            );
-            let _ = serde_json::to_writer(&mut conn.out, msg);
-            if !busy.keep_alive {
-                conn.close_after_write = true;
-            }
-            self.flush_conn(token);
-        } else {
-            let text = serde_json::to_string(msg).unwrap_or_default();
-            self.respond(token, status, &busy.cors, text.as_bytes(), busy.keep_alive);
-        }
-        // Pipelined requests that waited behind this one.
-        self.pump(token);
-    }
-
-    /// Completes the request waiting on `conn` without a JSON-RPC response.
-    fn http_abandon(&mut self, token: Token) {
-        let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
-            return;
-        };
-        let Some(busy) = conn.busy.take() else { return };
-        if busy.sse {
-            http::write_last_chunk(&mut conn.out);
-            if !busy.keep_alive {
-                conn.close_after_write = true;
-            }
-            self.flush_conn(token);
-        } else {
-            self.respond(token, 202, &busy.cors, &[], busy.keep_alive);
-        }
-        self.pump(token);
-    }
-
-    /// A notification for the request waiting on `conn`, if it streams.
-    pub(super) fn http_notify(&mut self, token: Token, msg: &Json) {
-        let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
-            return;
-        };
-        if !conn.busy.as_ref().is_some_and(|b| b.sse) {
-            return;
-        }
-        let text = serde_json::to_string(msg).unwrap_or_default();
-        http::write_sse_message(&mut conn.out, &text);
-        self.flush_conn(token);
-    }
-
-    /// Whether the request waiting on `conn` is an event stream.
-    pub(super) fn http_streaming(&self, token: Token) -> bool {
-        self.http
-            .as_ref()
-            .and_then(|f| f.conns.get(&token))
-            .is_some_and(|c| c.busy.as_ref().is_some_and(|b| b.sse))
-    }
-
-    /// Pool output for streaming requests of sessions that asked for logs.
-    pub(super) fn http_forward_log(&mut self, level: usize, logger: &str, line: &str) {
-        let Some(front) = self.http.as_mut() else {
-            return;
-        };
-        let now = Instant::now();
-        let mut targets = Vec::new();
-        let streaming: Vec<(Token, String)> = front
-            .conns
-            .iter()
-            .filter_map(|(t, c)| {
-                c.busy
-                    .as_ref()
-                    .filter(|b| b.sse)
-                    .map(|b| (*t, b.session.clone()))
-            })
-            .collect();
-        for (token, session) in streaming {
-            let Some(stored) = front.sessions.get(&session, now) else {
-                continue;
-            };
-            let s = mcp::Session {
-                log_level: stored.log_level,
-                ..mcp::Session::default()
-            };
-            if let Some(note) = mcp::log_notification(&s, level, logger, line) {
-                targets.push((token, note));
-            }
-        }
-        for (token, note) in targets {
-            self.http_notify(token, &note);
-        }
-    }
-}
-
-impl Reactor {
-    /// Judges the request whose head just completed on `token`, before any
-    /// of its body is taken: the head-only checks (none for `/health`), then
-    /// the budget for its declared body. `Some` is the refusal.
-    fn admit(&mut self, token: Token) -> Option<Early> {
-        let front = self.http.as_mut()?;
-        front.recount(token);
-        let conn = front.conns.get(&token)?;
-        let head = conn.parser.head()?;
-        if head.path != health::PATH {
-            if let Err(early) = vet(front, head) {
-                return Some(early);
-            }
-        }
-        let declared = conn.parser.declared_body();
-        // What of the body already sits in the input buffer is counted.
-        let unparsed = (conn.inbuf.len() - conn.inpos) as u64;
-        let more = declared.map_or(0, |d| d.saturating_sub(unparsed).max(1));
-        let early = self.over_budget(token, more);
-        if early.is_none() {
-            let conn = self.http.as_mut()?.conns.get_mut(&token)?;
-            conn.reserved = declared.map_or(0, |d| usize::try_from(d).unwrap_or(usize::MAX));
-            self.http.as_mut()?.recount(token);
-        }
-        early
-    }
-
-    /// Whether the whole declared body of the request on `token` is
-    /// already in its input buffer.
-    fn body_is_here(&self, token: Token) -> bool {
-        let Some(conn) = self.http.as_ref().and_then(|f| f.conns.get(&token)) else {
-            return false;
-        };
-        let unparsed = (conn.inbuf.len() - conn.inpos) as u64;
-        conn.parser.declared_body().is_some_and(|n| n <= unparsed)
-    }
-
-    /// The 503 for a body of `length` more bytes on `token` when the budget
-    /// has no room for it (for a chunked body, `length` 0: when the total is
-    /// already past the limit).
-    fn over_budget(&mut self, token: Token, length: u64) -> Option<Early> {
-        let front = self.http.as_mut()?;
-        front.recount(token);
-        let fits = if length == 0 {
-            !front.budget.exceeded()
-        } else {
-            front.budget.admits(length)
-        };
-        if fits {
-            return None;
-        }
-        let (used, limit) = (front.budget.used(), front.budget.limit());
-        front.notice(Notice::Budget, || {
-            format!("the buffer budget is reached ({used} of {limit} bytes held, --max-buffered); a request body got 503")
-        });
-        Some(Early {
-            status: 503,
-            headers: vec![("Retry-After".into(), "1".into())],
-            body: json_error("server busy: too much request data buffered; retry later"),
-            keep_alive: false,
-        })
-    }
-
-    /// Answers the request on `token` with `early` and `Connection: close`,
-    /// dropping whatever of it was buffered; the connection then lingers
-    /// (see `LINGER`) and closes.
-    fn refuse_request(&mut self, token: Token, early: Early) {
-        let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
-            return;
-        };
-        conn.inbuf = Vec::new();
-        conn.inpos = 0;
-        conn.reserved = 0;
-        conn.refusing = true;
-        conn.request_started = None;
-        let parser = Parser::new(http::Limits::default());
-        let old = std::mem::replace(&mut conn.parser, parser);
-        drop(old);
-        self.respond(token, early.status, &early.headers, &early.body, false);
-    }
-}
-
-/// The length of `msg`'s compact JSON text, without building it.
-fn json_length(msg: &Json) -> usize {
-    struct Count(usize);
-    impl Write for Count {
-        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    let _ = serde_json::to_writer(&mut count, msg);
-    count.0
 }

@@ -21,6 +21,7 @@
 use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::io::{self, Read, Write};
+use std::ops::ControlFlow;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -29,6 +30,7 @@ use mio::net::UnixStream;
 use mio::unix::SourceFd;
 use mio::{Interest, Token};
 
+use super::byteio;
 use super::leases::Leases;
 use super::{Reactor, Source};
 use crate::edge::proc;
@@ -743,32 +745,20 @@ impl Reactor {
         let Some((_, fd)) = self.runtimes[program].pools[i].output.as_ref() else {
             return;
         };
-        let raw = fd.as_raw_fd();
+        // The pipe stays open while it is read: the pool's `output` owns it.
+        let mut pipe = byteio::RawReader(fd.as_raw_fd());
         let mut buf = [0u8; 16 * 1024];
-        let mut closed = false;
-        loop {
-            // SAFETY: `buf` is a valid writable buffer; `raw` is the pool's
-            // output pipe, owned by the pool's `output` field.
-            let n = unsafe { libc::read(raw, buf.as_mut_ptr().cast(), buf.len()) };
-            if n > 0 {
-                self.runtimes[program].pools[i]
-                    .output_buf
-                    .extend_from_slice(&buf[..n as usize]);
-                // Bound the buffer even if a pool writes without newlines.
-                if self.runtimes[program].pools[i].output_buf.len() > 4 * MAX_LOG_LINE {
-                    self.emit_pool_lines(program, i, false);
-                }
-                continue;
+        let end = byteio::read_until(&mut pipe, &mut buf, |chunk| {
+            self.runtimes[program].pools[i]
+                .output_buf
+                .extend_from_slice(chunk);
+            // Bound the buffer even if a pool writes without newlines.
+            if self.runtimes[program].pools[i].output_buf.len() > 4 * MAX_LOG_LINE {
+                self.emit_pool_lines(program, i, false);
             }
-            if n == 0 {
-                closed = true;
-                break;
-            }
-            if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            break;
-        }
+            ControlFlow::Continue(())
+        });
+        let closed = matches!(end, byteio::ReadEnd::Eof);
         self.emit_pool_lines(program, i, closed);
         if closed {
             self.close_pool_output(program, i);
@@ -828,7 +818,7 @@ impl Reactor {
     /// with a log level that are streaming events.
     fn forward_log(&mut self, logger: &str, line: &str) {
         if let Some(stdio) = &self.stdio {
-            if let Some(note) = mcp::log_notification(&stdio.session, POOL_LOG_LEVEL, logger, line)
+            if let Some(note) = mcp::log_notification(stdio.session(), POOL_LOG_LEVEL, logger, line)
             {
                 self.send_stdio(&note);
             }

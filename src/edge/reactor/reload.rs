@@ -192,7 +192,7 @@ impl Reactor {
             self.start_all_pools(index);
         }
         self.notify_tools_changed();
-        let legacy_stdio = self.stdio.as_ref().is_some_and(|s| s.session.initialized);
+        let legacy_stdio = self.stdio.as_ref().is_some_and(|s| s.session().initialized);
         if legacy_stdio {
             let note = jsonrpc::notification(
                 "notifications/tools/list_changed",

@@ -7,15 +7,34 @@
 //! `HeaderMismatch`, `-32020`). Header values arrive trimmed of surrounding
 //! blanks (RFC 9110 §5.5) and are compared case-sensitively; `Mcp-Name` may
 //! carry its value Base64-encoded as `=?base64?…?=`, which is decoded before
-//! the comparison.
+//! the comparison. [`is_modern_post`] decides, once per request, which era
+//! an HTTP `POST` speaks.
 //!
 //! Architecture Invariant: pure; no I/O.
 
 use serde_json::Value as Json;
 
-use crate::protocol::jsonrpc::{self, ErrorCode, RequestId};
+use crate::protocol::jsonrpc::{self, ErrorCode, Incoming, RequestId};
 
-use super::era::VERSION_KEY;
+use super::era::{self, VERSION_KEY};
+
+/// Whether a message POSTed over HTTP is served under the modern rules,
+/// from its body (`era::is_modern`) and its headers: `in_session` when it
+/// carries an `Mcp-Session-Id`, `version` its `MCP-Protocol-Version`. A
+/// modern version header without a session makes any message modern, even
+/// a request missing its `_meta` (which is then `-32602`).
+pub fn is_modern_post(msg: &Incoming, version: Option<&str>, in_session: bool) -> bool {
+    let modern_header = version.is_some_and(|v| era::MODERN_VERSIONS.contains(&v));
+    match msg {
+        Incoming::Request { method, params, .. } => {
+            era::is_modern(method, params.as_ref(), in_session) || (modern_header && !in_session)
+        }
+        Incoming::Notification { .. } | Incoming::Invalid(_) | Incoming::Empty => {
+            modern_header && !in_session
+        }
+        Incoming::Response => false,
+    }
+}
 
 /// The methods whose `Mcp-Name` header is required, with the body field it
 /// mirrors.
@@ -148,6 +167,38 @@ mod tests {
     use super::*;
     use crate::protocol::mcp::base64;
     use serde_json::json;
+
+    #[test]
+    fn the_era_of_a_post_comes_from_its_body_and_headers() {
+        let meta = |v: &str| json!({"_meta": {VERSION_KEY: v}});
+        let request = |method: &str, params: Option<Json>| Incoming::Request {
+            id: RequestId::Int("1".into()),
+            method: method.into(),
+            params,
+        };
+        let modern = era::MODERN_VERSIONS[0];
+        let legacy = era::LEGACY_VERSIONS[0];
+        let cases = [
+            // (message, version header, in a session, modern)
+            (request("tools/list", None), None, false, false),
+            (request("tools/list", Some(meta(modern))), None, false, true),
+            (request("server/discover", None), None, false, true),
+            // The header alone makes a sessionless message modern ...
+            (request("tools/list", None), Some(modern), false, true),
+            (Incoming::Empty, Some(modern), false, true),
+            // ... but not one inside a legacy session, nor a legacy header.
+            (request("tools/list", None), Some(modern), true, false),
+            (request("tools/list", None), Some(legacy), false, false),
+            // In a session, a legacy `_meta` version stays legacy.
+            (request("initialize", Some(meta(legacy))), None, true, false),
+            (request("initialize", Some(meta(legacy))), None, false, true),
+            (Incoming::Response, Some(modern), false, false),
+        ];
+        for (msg, version, in_session, expected) in cases {
+            let got = is_modern_post(&msg, version, in_session);
+            assert_eq!(got, expected, "{msg:?} {version:?} {in_session}");
+        }
+    }
 
     #[track_caller]
     fn check_headers(method: &str, params: Json, headers: &[(&str, &str)], ok: bool) {

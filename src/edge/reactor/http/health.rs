@@ -19,25 +19,23 @@
 //! going). The server exits with status 0 once no call is in
 //! flight and every response has been written, or at the drain deadline.
 
-use super::*;
+use std::time::Instant;
+
+use mio::Token;
+
+use super::Conn;
 use crate::edge::reactor::pools::PoolStatus;
+use crate::edge::reactor::Reactor;
+use crate::protocol::http::{Headers, Request};
+use crate::protocol::mcp;
 
 /// The health check's path.
 pub(super) const PATH: &str = "/health";
 
 impl Reactor {
-    pub(super) fn http_health(&mut self, token: Token, req: &Request) {
+    /// The `/health` endpoint (`GET` or `HEAD`; no checks, no CORS).
+    pub(super) fn http_health(&mut self, token: Token, req: Request, _: Headers) {
         let keep_alive = req.keep_alive;
-        if req.method != "GET" && req.method != "HEAD" {
-            let headers = vec![("Allow".to_string(), "GET, HEAD".to_string())];
-            return self.respond(
-                token,
-                405,
-                &headers,
-                &json_error("method not allowed"),
-                keep_alive,
-            );
-        }
         let (ready, body) = self.health();
         let headers = vec![("Cache-Control".to_string(), "no-store".to_string())];
         let status = if ready { 200 } else { 503 };
@@ -48,6 +46,9 @@ impl Reactor {
     fn health(&self) -> (bool, Vec<u8>) {
         let mut pools = Vec::new();
         let mut all_ready = self.pools_pending.is_none();
+        let Some(front) = self.http.as_ref() else {
+            return (false, Vec::new());
+        };
         for (program, rt) in self.runtimes.iter().enumerate() {
             if rt.retired {
                 continue;
@@ -83,7 +84,7 @@ impl Reactor {
                 }));
             }
         }
-        let status = if self.draining.is_some() {
+        let status = if front.draining() {
             "draining"
         } else if all_ready {
             "ready"
@@ -94,7 +95,7 @@ impl Reactor {
         };
         let body = serde_json::json!({
             "status": status,
-            "uptimeSeconds": self.started.elapsed().as_secs(),
+            "uptimeSeconds": front.started.elapsed().as_secs(),
             "callsInFlight": self.calls.values().filter(|c| !c.abandoned).count(),
             "pools": pools,
         });
@@ -113,7 +114,7 @@ impl Reactor {
             let _ = self.poll.registry().deregister(&mut listener);
         }
         let deadline = Instant::now() + self.options.drain_timeout;
-        self.draining = Some(deadline);
+        front.draining = Some(deadline);
         eprintln!(
             "morloc-mcp: SIGTERM: draining (no new connections; {} call(s) in flight get up to {:.1} s)",
             self.calls.values().filter(|c| !c.abandoned).count(),
@@ -128,17 +129,16 @@ impl Reactor {
     /// During a drain: whether the server may exit now (nothing in flight,
     /// every response written, or the deadline passed).
     pub(in crate::edge::reactor) fn drained(&self, now: Instant) -> bool {
-        let Some(deadline) = self.draining else {
+        let Some(front) = self.http.as_ref() else {
+            return false;
+        };
+        let Some(deadline) = front.draining else {
             return false;
         };
         if now >= deadline {
             return true;
         }
-        let written = self.http.as_ref().is_none_or(|f| {
-            f.conns
-                .values()
-                .all(|c| c.written >= c.out.len() && c.busy.is_none())
-        });
+        let written = front.conns.values().all(Conn::is_quiet);
         // Work whose client cancelled it holds nothing up.
         self.calls.values().all(|c| c.abandoned) && written
     }

@@ -1,41 +1,43 @@
-//! What an HTTP request asks for, once it has passed the connection's
-//! checks: the health endpoint, `DELETE` of a legacy session, and `POST`s
-//! of JSON-RPC messages in either era, routed into `mcp`.
+//! Routing a complete HTTP request through [`ROUTES`], and the `/mcp`
+//! endpoint: `DELETE` of a legacy session, and `POST`s of JSON-RPC messages
+//! in either era (decided once per request), routed into `mcp`.
 
 use std::time::Instant;
 
 use mio::Token;
 use serde_json::Value as Json;
 
-use super::super::{Client, Reactor};
-use super::vet::{json_error, vet};
-use super::{health, Busy, KEEP_ALIVE};
-use crate::protocol::http::{self, Notice, Request};
+use super::conn::Busy;
+use super::{KEEP_ALIVE, ROUTES};
+use crate::edge::reactor::{Client, Reactor};
+use crate::protocol::http::{self, json_error, Headers, Notice, Request};
 use crate::protocol::jsonrpc::{self, Incoming};
 use crate::protocol::mcp::{self, era, Step};
 
 impl Reactor {
+    /// Answers a complete request: the checks and the route table decide
+    /// which handler gets it, or the refusal.
     pub(super) fn handle_request(&mut self, token: Token, req: Request) {
-        // The health check needs no token and no Origin or Host check: load
-        // balancers and orchestrators probe it, and it tells nothing else.
-        if req.path == health::PATH {
-            return self.http_health(token, &req);
-        }
         let Some(front) = self.http.as_ref() else {
             return;
         };
-        match vet(front, &req) {
-            Err(early) => self.respond(
+        match http::admit(ROUTES, &front.gate(), &req) {
+            Err(answer) => self.respond(
                 token,
-                early.status,
-                &early.headers,
-                &early.body,
-                early.keep_alive,
+                answer.status,
+                &answer.headers,
+                &answer.body,
+                answer.keep_alive,
             ),
-            Ok(cors) => match req.method.as_str() {
-                "DELETE" => self.http_delete(token, &req, cors),
-                _ => self.http_post(token, req, cors),
-            },
+            Ok((route, cors)) => (route.handler)(self, token, req, cors),
+        }
+    }
+
+    /// The `/mcp` endpoint (`POST` or `DELETE`, checks passed).
+    pub(super) fn http_mcp(&mut self, token: Token, req: Request, cors: Headers) {
+        match req.method.as_str() {
+            "DELETE" => self.http_delete(token, &req, cors),
+            _ => self.http_post(token, req, cors),
         }
     }
 
@@ -86,23 +88,10 @@ impl Reactor {
         // A `tools/call`'s arguments stay text (`decode_lazy`): a remote
         // call's packet is encoded from them directly, never from a tree.
         let (msg, arguments) = jsonrpc::decode_lazy(&req.body);
-        let modern_header = req
-            .header("mcp-protocol-version")
-            .is_some_and(|v| era::MODERN_VERSIONS.contains(&v));
+        // The era is decided here, once; `mcp` is told, not asked again.
+        let version = req.header("mcp-protocol-version");
         let in_session = req.header("mcp-session-id").is_some();
-        let modern = match &msg {
-            // A modern version header without a session is a modern request
-            // too, even one missing its `_meta` (which is then `-32602`).
-            Incoming::Request { method, params, .. } => {
-                era::is_modern(method, params.as_ref(), in_session)
-                    || (modern_header && !in_session)
-            }
-            Incoming::Notification { .. } | Incoming::Invalid(_) | Incoming::Empty => {
-                modern_header && !in_session
-            }
-            Incoming::Response => false,
-        };
-        if modern {
+        if mcp::headers::is_modern_post(&msg, version, in_session) {
             return self.http_modern(token, &req, msg, arguments, cors);
         }
         let now = Instant::now();
@@ -131,7 +120,8 @@ impl Reactor {
             }
             Incoming::Request { method, .. } if method == "initialize" => {
                 let mut session = mcp::Session::default();
-                let step = mcp::handle_lazy(&self.catalog, &mut session, msg, arguments);
+                let step =
+                    mcp::handle_in_era(&self.catalog, &mut session, msg, arguments, Some(false));
                 let version = session
                     .protocol_version
                     .clone()
@@ -209,7 +199,7 @@ impl Reactor {
             protocol_version: Some(stored.protocol_version.clone()),
             log_level: stored.log_level,
         };
-        let step = mcp::handle_lazy(&self.catalog, &mut session, msg, arguments);
+        let step = mcp::handle_in_era(&self.catalog, &mut session, msg, arguments, Some(false));
         stored.initialized = session.initialized;
         stored.log_level = session.log_level;
         front.sessions.touch(&session_id, now);
@@ -310,7 +300,7 @@ impl Reactor {
             Incoming::Notification { .. } | Incoming::Response => {}
         }
         let mut stateless = mcp::Session::default();
-        match mcp::handle_lazy(&self.catalog, &mut stateless, msg, arguments) {
+        match mcp::handle_in_era(&self.catalog, &mut stateless, msg, arguments, Some(true)) {
             // Notifications are accepted and ignored: on HTTP a modern
             // request is cancelled by closing its stream, not by a message.
             Step::Nothing | Step::Cancel(_) => self.respond(token, 202, &cors, &[], keep_alive),
@@ -339,20 +329,20 @@ impl Reactor {
                     );
                     return self.respond(token, 400, &cors, &body(&reply), keep_alive);
                 }
-                let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
+                let Some(conn) = self.conn_mut(token) else {
                     return;
                 };
                 let refs: Vec<(&str, &str)> =
                     cors.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-                http::write_sse_head(&mut conn.out, &refs, keep_alive);
+                http::write_sse_head(conn.out(), &refs, keep_alive);
                 let owner = req.header("authorization").unwrap_or("").to_string();
                 self.agreed_task_ids(&mut listen, &owner);
-                let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
+                let Some(conn) = self.conn_mut(token) else {
                     return;
                 };
                 let ack = mcp::subscriptions::acknowledgement(&listen);
-                http::write_sse_message(&mut conn.out, &ack.to_string());
-                conn.busy = Some(Busy {
+                http::write_sse_message(conn.out(), &ack.to_string());
+                conn.set_busy(Busy {
                     session: String::new(),
                     sse: true,
                     keep_alive,
@@ -405,15 +395,15 @@ impl Reactor {
         cors: Vec<(String, String)>,
         modern: bool,
     ) {
-        let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
+        let Some(conn) = self.conn_mut(token) else {
             return;
         };
         if sse {
             let refs: Vec<(&str, &str)> =
                 cors.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-            http::write_sse_head(&mut conn.out, &refs, keep_alive);
+            http::write_sse_head(conn.out(), &refs, keep_alive);
         }
-        conn.busy = Some(Busy {
+        conn.set_busy(Busy {
             session: session.clone(),
             sse,
             keep_alive,

@@ -1,0 +1,242 @@
+//! Unit tests of the write queue and the read loop, with scripted fakes and
+//! a pipe.
+
+use std::collections::VecDeque;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use super::*;
+use crate::edge::proc;
+
+/// What one call of a fake reader or writer does.
+enum Act {
+    /// Moves at most this many bytes.
+    Take(usize),
+    /// Fails with this kind.
+    Fail(io::ErrorKind),
+}
+
+/// A writer that follows a script, then blocks; it keeps what it took.
+struct Script {
+    acts: VecDeque<Act>,
+    got: Vec<u8>,
+    calls: usize,
+}
+
+fn script(acts: Vec<Act>) -> Script {
+    Script {
+        acts: acts.into(),
+        got: Vec::new(),
+        calls: 0,
+    }
+}
+
+impl Write for Script {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.calls += 1;
+        match self.acts.pop_front() {
+            Some(Act::Take(n)) => {
+                let n = n.min(buf.len());
+                self.got.extend_from_slice(&buf[..n]);
+                Ok(n)
+            }
+            Some(Act::Fail(kind)) => Err(io::Error::from(kind)),
+            None => Err(io::Error::from(io::ErrorKind::WouldBlock)),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A reader serving `data` in scripted pieces, then blocking.
+struct Feed {
+    data: Vec<u8>,
+    pos: usize,
+    acts: VecDeque<Act>,
+}
+
+impl Read for Feed {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self.acts.pop_front() {
+            Some(Act::Take(n)) => {
+                let n = n.min(buf.len()).min(self.data.len() - self.pos);
+                buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
+                self.pos += n;
+                Ok(n)
+            }
+            Some(Act::Fail(kind)) => Err(io::Error::from(kind)),
+            None => Err(io::Error::from(io::ErrorKind::WouldBlock)),
+        }
+    }
+}
+
+#[test]
+fn a_queue_writes_in_order_across_partial_writes_and_interruptions() {
+    let mut q = WriteQueue::new(0);
+    q.buf().extend_from_slice(b"hello, world");
+    let mut dst = script(vec![
+        Act::Take(3),
+        Act::Fail(io::ErrorKind::Interrupted),
+        Act::Take(4),
+    ]);
+    assert!(matches!(q.flush(&mut dst), Flushed::Blocked));
+    assert_eq!(dst.got, b"hello, ");
+    assert!(!q.is_drained());
+    // What is written stays counted until the queue empties.
+    assert_eq!(q.held(), 12);
+    q.buf().extend_from_slice(b"!");
+    let mut dst2 = script(vec![Act::Take(100)]);
+    assert!(matches!(q.flush(&mut dst2), Flushed::Done));
+    assert_eq!(dst2.got, b"world!");
+    assert!(q.is_drained());
+    assert_eq!(q.held(), 0);
+}
+
+#[test]
+fn an_empty_queue_writes_nothing() {
+    let mut q = WriteQueue::new(0);
+    let mut dst = script(vec![]);
+    assert!(matches!(q.flush(&mut dst), Flushed::Done));
+    assert_eq!(dst.calls, 0);
+}
+
+#[test]
+fn a_failed_or_closed_destination_drops_the_queue() {
+    let mut q = WriteQueue::new(0);
+    q.buf().extend_from_slice(b"abc");
+    let mut dst = script(vec![Act::Take(1), Act::Fail(io::ErrorKind::BrokenPipe)]);
+    match q.flush(&mut dst) {
+        Flushed::Failed(e) => assert_eq!(e.kind(), io::ErrorKind::BrokenPipe),
+        other => panic!("expected a failure, got {other:?}"),
+    }
+    assert!(q.is_drained());
+    assert_eq!(q.held(), 0);
+    q.buf().extend_from_slice(b"abc");
+    let mut dst = script(vec![Act::Take(0)]);
+    assert!(matches!(q.flush(&mut dst), Flushed::Closed));
+    assert_eq!(q.held(), 0);
+}
+
+#[test]
+fn writable_interest_is_asked_for_once_and_dropped_once() {
+    let mut q = WriteQueue::new(0);
+    assert!(!q.disarm(), "nothing was asked for yet");
+    assert!(q.arm());
+    assert!(!q.arm(), "already asked for");
+    assert!(q.disarm());
+    assert!(!q.disarm());
+}
+
+#[test]
+fn a_big_buffer_is_freed_once_empty_only_past_the_kept_capacity() {
+    let mut small = WriteQueue::new(64);
+    small.buf().extend_from_slice(&[7; 32]);
+    small.flush(&mut script(vec![Act::Take(100)]));
+    assert!(small.buf().capacity() >= 32, "a small buffer is kept");
+    let mut big = WriteQueue::new(64);
+    big.buf().extend_from_slice(&[7; 1000]);
+    big.flush(&mut script(vec![Act::Take(1000)]));
+    assert_eq!(big.buf().capacity(), 0);
+    let mut keep = WriteQueue::new(0);
+    keep.buf().extend_from_slice(&[7; 1000]);
+    keep.flush(&mut script(vec![Act::Take(1000)]));
+    assert!(keep.buf().capacity() >= 1000, "0 keeps every buffer");
+}
+
+fn feed(data: &[u8], acts: Vec<Act>) -> Feed {
+    Feed {
+        data: data.to_vec(),
+        pos: 0,
+        acts: acts.into(),
+    }
+}
+
+#[test]
+fn the_read_loop_hands_over_every_chunk_until_it_would_block() {
+    let mut src = feed(
+        b"abcdefgh",
+        vec![
+            Act::Take(3),
+            Act::Fail(io::ErrorKind::Interrupted),
+            Act::Take(100),
+        ],
+    );
+    let mut buf = [0u8; 4];
+    let mut chunks = Vec::new();
+    let end = read_until(&mut src, &mut buf, |c| {
+        chunks.push(c.to_vec());
+        ControlFlow::Continue(())
+    });
+    assert!(matches!(end, ReadEnd::Drained));
+    // The buffer bounds each chunk.
+    assert_eq!(chunks, vec![b"abc".to_vec(), b"defg".to_vec()]);
+}
+
+#[test]
+fn the_read_loop_reports_eof_failure_and_a_stop() {
+    let mut src = feed(b"ab", vec![Act::Take(2), Act::Take(0)]);
+    let mut buf = [0u8; 8];
+    let mut seen = 0;
+    let end = read_until(&mut src, &mut buf, |c| {
+        seen += c.len();
+        ControlFlow::Continue(())
+    });
+    assert!(matches!(end, ReadEnd::Eof));
+    assert_eq!(seen, 2);
+
+    let mut src = feed(b"", vec![Act::Fail(io::ErrorKind::ConnectionReset)]);
+    match read_until(&mut src, &mut buf, |_| ControlFlow::Continue(())) {
+        ReadEnd::Failed(e) => assert_eq!(e.kind(), io::ErrorKind::ConnectionReset),
+        other => panic!("expected a failure, got {other:?}"),
+    }
+
+    let mut src = feed(b"abcd", vec![Act::Take(2), Act::Take(2)]);
+    let mut calls = 0;
+    let end = read_until(&mut src, &mut buf, |_| {
+        calls += 1;
+        ControlFlow::Break(())
+    });
+    assert!(matches!(end, ReadEnd::Stopped));
+    assert_eq!((calls, src.pos), (1, 2), "nothing is read after a stop");
+}
+
+/// A non-blocking pipe: (read end, write end).
+fn pipe() -> (OwnedFd, std::fs::File) {
+    let mut fds = [0; 2];
+    // SAFETY: pipe fills the two descriptors, which we then own.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    proc::set_nonblocking(std::os::fd::AsFd::as_fd(&r)).unwrap();
+    proc::set_nonblocking(std::os::fd::AsFd::as_fd(&w)).unwrap();
+    (r, std::fs::File::from(w))
+}
+
+#[test]
+fn a_full_pipe_blocks_the_queue_and_the_read_loop_drains_it_in_order() {
+    let (r, mut w) = pipe();
+    let data: Vec<u8> = (0..1_000_000u32).map(|i| (i % 251) as u8).collect();
+    let mut q = WriteQueue::new(0);
+    q.buf().extend_from_slice(&data);
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut reader = RawReader(r.as_raw_fd());
+    loop {
+        match q.flush(&mut w) {
+            Flushed::Done => break,
+            Flushed::Blocked => {}
+            other => panic!("unexpected {other:?}"),
+        }
+        let end = read_until(&mut reader, &mut buf, |c| {
+            got.extend_from_slice(c);
+            ControlFlow::Continue(())
+        });
+        assert!(matches!(end, ReadEnd::Drained));
+    }
+    drop(w);
+    let end = read_until(&mut reader, &mut buf, |c| {
+        got.extend_from_slice(c);
+        ControlFlow::Continue(())
+    });
+    assert!(matches!(end, ReadEnd::Eof));
+    assert!(got == data, "every byte, in order");
+}

@@ -1,0 +1,191 @@
+//! Answers on a connection: a plain response, the JSON-RPC reply that
+//! completes a request waiting for its call (as JSON, or as the last event of
+//! its stream), the notifications a streaming request carries, and pool log
+//! lines for the sessions that asked for them.
+
+use std::io::{self, Write};
+use std::time::Instant;
+
+use mio::Token;
+use serde_json::Value as Json;
+
+use crate::edge::reactor::Reactor;
+use crate::protocol::http;
+use crate::protocol::mcp::{self, era};
+
+impl Reactor {
+    pub(in crate::edge::reactor) fn respond(
+        &mut self,
+        token: Token,
+        status: u16,
+        headers: &[(String, String)],
+        body: &[u8],
+        keep_alive: bool,
+    ) {
+        let Some(conn) = self.conn_mut(token) else {
+            return;
+        };
+        let refs: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let content_type = (!body.is_empty()).then_some("application/json");
+        if conn.is_head_request() {
+            // RFC 9110 section 9.3.2: the same head as for GET, no content.
+            http::write_head(
+                conn.out(),
+                status,
+                content_type,
+                Some(body.len()),
+                &refs,
+                keep_alive,
+            );
+        } else {
+            http::write_response(conn.out(), status, content_type, &refs, body, keep_alive);
+        }
+        if !keep_alive {
+            conn.close_after_write();
+        }
+        self.flush_conn(token);
+    }
+
+    /// Completes the request waiting on `conn` with a JSON-RPC response.
+    pub(in crate::edge::reactor) fn http_reply(&mut self, token: Token, msg: &Json) {
+        let Some(conn) = self.conn_mut(token) else {
+            return;
+        };
+        let Some(busy) = conn.take_busy() else { return };
+        let status = if busy.modern {
+            era::http_status(msg)
+        } else {
+            200
+        };
+        if busy.sse {
+            let text = serde_json::to_string(msg).unwrap_or_default();
+            http::write_sse_message(conn.out(), &text);
+            http::write_last_chunk(conn.out());
+            if !busy.keep_alive {
+                conn.close_after_write();
+            }
+            self.flush_conn(token);
+        } else if status == 200 && !conn.is_head_request() {
+            // Serialized straight into the connection's buffer, its length
+            // counted first: a large result is not held a third time as an
+            // intermediate string.
+            let length = json_length(msg);
+            let refs: Vec<(&str, &str)> = busy
+                .cors
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            http::write_head(
+                conn.out(),
+                200,
+                Some("application/json"),
+                Some(length),
+                &refs,
+                busy.keep_alive,
+            );
+            let _ = serde_json::to_writer(conn.out(), msg);
+            if !busy.keep_alive {
+                conn.close_after_write();
+            }
+            self.flush_conn(token);
+        } else {
+            let text = serde_json::to_string(msg).unwrap_or_default();
+            self.respond(token, status, &busy.cors, text.as_bytes(), busy.keep_alive);
+        }
+        // Pipelined requests that waited behind this one.
+        self.pump(token);
+    }
+
+    /// Completes the request waiting on `conn` without a JSON-RPC response.
+    pub(super) fn http_abandon(&mut self, token: Token) {
+        let Some(conn) = self.conn_mut(token) else {
+            return;
+        };
+        let Some(busy) = conn.take_busy() else { return };
+        if busy.sse {
+            http::write_last_chunk(conn.out());
+            if !busy.keep_alive {
+                conn.close_after_write();
+            }
+            self.flush_conn(token);
+        } else {
+            self.respond(token, 202, &busy.cors, &[], busy.keep_alive);
+        }
+        self.pump(token);
+    }
+
+    /// A notification for the request waiting on `conn`, if it streams.
+    pub(in crate::edge::reactor) fn http_notify(&mut self, token: Token, msg: &Json) {
+        let Some(conn) = self.conn_mut(token) else {
+            return;
+        };
+        if !conn.streaming() {
+            return;
+        }
+        let text = serde_json::to_string(msg).unwrap_or_default();
+        http::write_sse_message(conn.out(), &text);
+        self.flush_conn(token);
+    }
+
+    /// Whether the request waiting on `conn` is an event stream.
+    pub(in crate::edge::reactor) fn http_streaming(&self, token: Token) -> bool {
+        self.http
+            .as_ref()
+            .and_then(|f| f.conns.get(&token))
+            .is_some_and(super::Conn::streaming)
+    }
+
+    /// Pool output for streaming requests of sessions that asked for logs.
+    pub(in crate::edge::reactor) fn http_forward_log(
+        &mut self,
+        level: usize,
+        logger: &str,
+        line: &str,
+    ) {
+        let Some(front) = self.http.as_mut() else {
+            return;
+        };
+        let now = Instant::now();
+        let mut targets = Vec::new();
+        let streaming: Vec<(Token, String)> = front
+            .conns
+            .iter()
+            .filter_map(|(t, c)| c.busy().filter(|b| b.sse).map(|b| (*t, b.session.clone())))
+            .collect();
+        for (token, session) in streaming {
+            let Some(stored) = front.sessions.get(&session, now) else {
+                continue;
+            };
+            let s = mcp::Session {
+                log_level: stored.log_level,
+                ..mcp::Session::default()
+            };
+            if let Some(note) = mcp::log_notification(&s, level, logger, line) {
+                targets.push((token, note));
+            }
+        }
+        for (token, note) in targets {
+            self.http_notify(token, &note);
+        }
+    }
+}
+
+/// The length of `msg`'s compact JSON text, without building it.
+fn json_length(msg: &Json) -> usize {
+    struct Count(usize);
+    impl Write for Count {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, msg);
+    count.0
+}

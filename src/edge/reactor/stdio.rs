@@ -1,0 +1,339 @@
+//! The stdio transport: newline-delimited JSON-RPC read from stdin and
+//! written to the protocol stream (a private copy of the original stdout).
+//!
+//! [`Stdio`] owns the client's session, its input framing and its output
+//! queue; the reactor hands it stdin and stdout events. Input is left unread
+//! while too much output is queued (a client that does not read its answers
+//! cannot make the server buffer without bound), and resumed once the queue
+//! drains. When stdin ends, calls still running get `EOF_GRACE` to finish.
+
+use std::fs::File;
+use std::io;
+use std::ops::ControlFlow;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::time::{Duration, Instant};
+
+use mio::unix::SourceFd;
+use mio::{Interest, Poll};
+use serde_json::Value as Json;
+
+use super::byteio::{read_until, Flushed, RawReader, ReadEnd, WriteQueue};
+use super::{Client, Reactor, STDIN, STDOUT};
+use crate::edge::proc;
+use crate::protocol::jsonrpc::{self, Frame, LineFramer};
+use crate::protocol::mcp::{self, Session, Step};
+
+/// Stop reading stdin while this much output is queued (client not reading).
+const MAX_PENDING_OUTPUT: usize = 16 * 1024 * 1024;
+/// After stdin closes, calls still running get this long to finish (so a
+/// piped script gets its answers); then they are abandoned and we exit.
+const EOF_GRACE: Duration = Duration::from_secs(5);
+
+/// The stdio client: its session, its input framing and its output queue.
+pub(super) struct Stdio {
+    session: Session,
+    out: File,
+    queue: WriteQueue,
+    /// The output fd is registered with the poller (epoll refuses regular files).
+    out_pollable: bool,
+    stdin_pollable: bool,
+    stdin_open: bool,
+    /// Set when stdin reaches EOF: the latest time to exit.
+    eof_deadline: Option<Instant>,
+    /// A message has been handled (eager pools may start).
+    answered_any: bool,
+    /// Input was left unread while too much output was queued.
+    stdin_paused: bool,
+    framer: LineFramer,
+}
+
+impl Stdio {
+    pub(super) fn new(poll: &Poll, out: OwnedFd) -> io::Result<Stdio> {
+        // stdin: a pipe or tty is polled; epoll refuses regular files and
+        // /dev/null (EPERM), which are then read directly: they never block.
+        let stdin_pollable =
+            match poll
+                .registry()
+                .register(&mut SourceFd(&0), STDIN, Interest::READABLE)
+            {
+                Ok(()) => {
+                    proc::set_nonblocking(borrow_fd(0))?;
+                    true
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EPERM) => false,
+                Err(e) => return Err(e),
+            };
+        let out_fd = out.as_raw_fd();
+        let out_pollable =
+            match poll
+                .registry()
+                .register(&mut SourceFd(&out_fd), STDOUT, Interest::WRITABLE)
+            {
+                Ok(()) => {
+                    proc::set_nonblocking(out.as_fd())?;
+                    // Registered again only while there is something to write.
+                    poll.registry().deregister(&mut SourceFd(&out_fd))?;
+                    true
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EPERM) => false,
+                Err(e) => return Err(e),
+            };
+        Ok(Stdio {
+            session: Session::default(),
+            out: File::from(out),
+            queue: WriteQueue::new(0),
+            out_pollable,
+            stdin_pollable,
+            stdin_open: true,
+            eof_deadline: None,
+            answered_any: false,
+            stdin_paused: false,
+            framer: LineFramer::default(),
+        })
+    }
+
+    /// The client's session.
+    pub(super) fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// A message has been handled.
+    pub(super) fn answered_any(&self) -> bool {
+        self.answered_any
+    }
+
+    /// When stdin ended plus the grace period, if it has ended.
+    pub(super) fn eof_deadline(&self) -> Option<Instant> {
+        self.eof_deadline
+    }
+
+    /// Whether stdin is a file read directly each turn (it cannot be
+    /// polled), and has something to give now.
+    pub(super) fn reads_directly(&self) -> bool {
+        self.stdin_open && !self.stdin_pollable && self.queue.held() < MAX_PENDING_OUTPUT
+    }
+
+    /// Whether stdin has ended and the server may exit: every call left was
+    /// abandoned (`all_abandoned`), or the grace period is over.
+    pub(super) fn finished(&self, all_abandoned: bool, now: Instant) -> bool {
+        !self.stdin_open && (all_abandoned || self.eof_deadline.is_some_and(|d| now >= d))
+    }
+}
+
+impl Reactor {
+    pub(super) fn read_stdin(&mut self) {
+        self.read_stdin_until(true);
+    }
+
+    /// Reads stdin. `to_eagain` false allows stopping after a short read:
+    /// the poller said no EOF came with this data, and further data brings
+    /// a new event, so the read that would only say EAGAIN is skipped.
+    pub(super) fn read_stdin_until(&mut self, to_eagain: bool) {
+        let mut buf = self.take_scratch();
+        self.read_stdin_into(&mut buf, to_eagain);
+        self.scratch = buf;
+    }
+
+    /// Whether stdin may be read now: it is open, the server is not
+    /// exiting, and the output queue is not over its bound (else input
+    /// pauses until `flush_stdout` drains it).
+    fn stdin_may_read(&mut self) -> bool {
+        let exiting = self.exit_code.is_some();
+        let Some(stdio) = self.stdio.as_mut() else {
+            return false;
+        };
+        if stdio.queue.held() >= MAX_PENDING_OUTPUT {
+            stdio.stdin_paused = true;
+            return false;
+        }
+        !exiting && stdio.stdin_open
+    }
+
+    fn read_stdin_into(&mut self, buf: &mut [u8], to_eagain: bool) {
+        if !self.stdin_may_read() {
+            return;
+        }
+        let pollable = self.stdio.as_ref().is_some_and(|s| s.stdin_pollable);
+        let full = buf.len();
+        let end = read_until(&mut RawReader(0), buf, |chunk| {
+            let Some(stdio) = self.stdio.as_mut() else {
+                return ControlFlow::Break(());
+            };
+            stdio.framer.push(chunk);
+            while let Some(step) = self.next_stdio_step() {
+                self.run_stdio_step(step);
+            }
+            if let Some(stdio) = self.stdio.as_mut() {
+                stdio.framer.trim();
+            }
+            // Regular file: one chunk per loop turn, so pool events
+            // interleave with a long input file. A pipe may stop at a short
+            // read unless the event also reported a closed writer: with
+            // edge-triggered polling that EOF would otherwise never be seen.
+            if !pollable || (!to_eagain && chunk.len() < full) || !self.stdin_may_read() {
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        });
+        let Some(stdio) = self.stdio.as_mut() else {
+            return;
+        };
+        match end {
+            ReadEnd::Drained | ReadEnd::Stopped => {}
+            ReadEnd::Eof => {
+                stdio.stdin_open = false;
+                stdio.eof_deadline = Some(Instant::now() + EOF_GRACE);
+                if stdio.stdin_pollable {
+                    let _ = self.poll.registry().deregister(&mut SourceFd(&0));
+                }
+                if let Some(frame) = stdio.framer.finish() {
+                    let msg = frame_message(frame);
+                    self.dispatch_stdio(msg);
+                }
+            }
+            ReadEnd::Failed(e) => {
+                eprintln!("morloc-mcp: input read error: {e}");
+                stdio.stdin_open = false;
+                stdio.eof_deadline = Some(Instant::now() + EOF_GRACE);
+            }
+        }
+    }
+
+    fn dispatch_stdio(&mut self, msg: jsonrpc::Incoming) {
+        let Some(stdio) = self.stdio.as_mut() else {
+            return;
+        };
+        stdio.answered_any = true;
+        let step = mcp::handle(&self.catalog, &mut stdio.session, msg);
+        self.run_stdio_step(step);
+    }
+
+    /// Handles the next complete stdin line, if any. A `tools/call`'s
+    /// arguments are read from the line in place (`decode_lazy`), so a large
+    /// one is encoded for its pool without a JSON tree.
+    fn next_stdio_step(&mut self) -> Option<Step> {
+        let stdio = self.stdio.as_mut()?;
+        let frame = stdio.framer.next_line()?;
+        stdio.answered_any = true;
+        Some(match frame {
+            Frame::Line(line) => {
+                let (msg, arguments) = jsonrpc::decode_lazy(line);
+                mcp::handle_lazy(&self.catalog, &mut stdio.session, msg, arguments)
+            }
+            Frame::TooLong => {
+                let msg = jsonrpc::Incoming::Invalid(jsonrpc::too_long_response());
+                mcp::handle(&self.catalog, &mut stdio.session, msg)
+            }
+        })
+    }
+
+    fn run_stdio_step(&mut self, step: Step) {
+        match step {
+            Step::Nothing => {}
+            Step::Reply(reply) => self.send_stdio(&reply),
+            Step::Cancel(id) => {
+                // A cancelled subscription simply ends: nothing more is sent
+                // for it, not even a response.
+                if !self.listeners.remove(&Client::Stdio, &id) {
+                    self.cancel(&Client::Stdio, &id);
+                }
+            }
+            Step::Call(request) => self.start_call(Client::Stdio, request),
+            Step::Task(request) => {
+                let reply = self.answer_task("", request);
+                self.send_stdio(&reply);
+            }
+            Step::Listen(mut listen) => {
+                self.agreed_task_ids(&mut listen, "");
+                self.listeners.add(Client::Stdio, &listen);
+                self.send_stdio(&mcp::subscriptions::acknowledgement(&listen));
+            }
+        }
+    }
+
+    pub(super) fn send_stdio(&mut self, msg: &Json) {
+        let Some(stdio) = self.stdio.as_mut() else {
+            return;
+        };
+        jsonrpc::write_line(stdio.queue.buf(), msg);
+        self.flush_stdout();
+    }
+
+    pub(super) fn flush_stdout(&mut self) {
+        let Some(stdio) = self.stdio.as_mut() else {
+            return;
+        };
+        let fd = stdio.out.as_raw_fd();
+        let failure = match stdio.queue.flush(&mut stdio.out) {
+            Flushed::Done => None,
+            Flushed::Blocked => {
+                if stdio.out_pollable && stdio.queue.arm() {
+                    let _ = self.poll.registry().register(
+                        &mut SourceFd(&fd),
+                        STDOUT,
+                        Interest::WRITABLE,
+                    );
+                }
+                return;
+            }
+            Flushed::Closed => Some(None),
+            Flushed::Failed(e) if e.kind() == io::ErrorKind::BrokenPipe => Some(None),
+            Flushed::Failed(e) => Some(Some(e)),
+        };
+        match failure {
+            None => {}
+            // The client went away: nothing more can be delivered.
+            Some(None) => {
+                eprintln!("morloc-mcp: protocol stream closed");
+                self.exit_code.get_or_insert(0);
+                return;
+            }
+            Some(Some(err)) => {
+                eprintln!("morloc-mcp: protocol write failed: {err}");
+                self.exit_code.get_or_insert(1);
+                return;
+            }
+        }
+        if stdio.queue.disarm() {
+            let _ = self.poll.registry().deregister(&mut SourceFd(&fd));
+        }
+        if std::mem::take(&mut stdio.stdin_paused) {
+            self.read_stdin();
+        }
+    }
+
+    /// At shutdown: delivers what is still queued, blocking if necessary.
+    pub(super) fn finish_stdout(&mut self) {
+        if let Some(stdio) = self.stdio.as_ref() {
+            if !stdio.queue.is_drained() {
+                let _ = set_blocking(stdio.out.as_raw_fd());
+                self.flush_stdout();
+            }
+        }
+    }
+}
+
+/// Borrows one of the standard descriptors, which stay open for the life of
+/// the process.
+fn borrow_fd(fd: RawFd) -> BorrowedFd<'static> {
+    // SAFETY: only used for fds 0-2, which are never closed.
+    unsafe { BorrowedFd::borrow_raw(fd) }
+}
+
+fn set_blocking(fd: RawFd) -> io::Result<()> {
+    // SAFETY: plain fcntl calls on a descriptor we own.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+fn frame_message(frame: Frame<'_>) -> jsonrpc::Incoming {
+    match frame {
+        Frame::Line(line) => jsonrpc::decode(line),
+        Frame::TooLong => jsonrpc::Incoming::Invalid(jsonrpc::too_long_response()),
+    }
+}
