@@ -17,10 +17,10 @@
 mod calls;
 mod http;
 mod idhash;
-mod leases;
 mod pools;
 mod queue;
 mod reload;
+mod schedule;
 mod tasks;
 
 use std::io::{self, Read};
@@ -41,7 +41,7 @@ use idhash::{IdMap, IdSet};
 
 use self::calls::{Call, CallId};
 use self::http::HttpFront;
-use self::pools::Runtime;
+use self::pools::{PoolSet, Proc, Runtime};
 
 const STDIN: Token = Token(0);
 const STDOUT: Token = Token(1);
@@ -193,8 +193,8 @@ enum Client {
 
 #[derive(Clone, Copy, Debug)]
 enum Source {
-    PoolOutput { program: usize, pool: usize },
-    Probe { program: usize, pool: usize },
+    PoolOutput { program: usize, pool: Proc },
+    Probe { program: usize, pool: Proc },
     Call(CallId),
     Conn,
 }
@@ -229,8 +229,8 @@ struct Reactor {
     signals: proc::SignalPipe,
     next_token: usize,
     sources: IdMap<Token, Source>,
-    /// One per program of the catalog.
-    runtimes: Vec<Runtime>,
+    /// The pools of every program of the catalog.
+    pools: PoolSet,
     calls: IdMap<CallId, Call>,
     /// The calls waiting for a pool process, served round-robin across
     /// their owners (`queue`).
@@ -244,10 +244,6 @@ struct Reactor {
     throttle: queue::Throttle,
     next_call: u64,
     exit_code: Option<i32>,
-    /// Eager pools not yet spawned (see `Reactor::new`).
-    pools_pending: Option<Instant>,
-    /// Stale shared memory of dead runs has been removed.
-    swept: bool,
     /// Open modern `subscriptions/listen` requests, told when the tool list
     /// changes.
     listeners: mcp::Listeners<Client>,
@@ -319,15 +315,13 @@ impl Reactor {
             signals,
             next_token: FIRST_DYNAMIC,
             sources: IdMap::default(),
-            runtimes,
+            pools: PoolSet::new(runtimes),
             calls: IdMap::default(),
             queue,
             timed: IdSet::default(),
             throttle: queue::Throttle::default(),
             next_call: 0,
             exit_code: None,
-            pools_pending: None,
-            swept: false,
             listeners: mcp::Listeners::default(),
             watches: Vec::new(),
             started: Instant::now(),
@@ -347,7 +341,7 @@ impl Reactor {
             } else {
                 Duration::ZERO
             };
-            reactor.pools_pending = Some(Instant::now() + wait);
+            reactor.pools.set_pending(Some(Instant::now() + wait));
         }
         Ok(reactor)
     }
@@ -388,7 +382,7 @@ impl Reactor {
             if read_stdin_directly {
                 timeout = Some(Duration::ZERO);
             }
-            if let Some(at) = self.pools_pending {
+            if let Some(at) = self.pools.pending() {
                 let left = at.saturating_duration_since(now);
                 timeout = Some(timeout.map_or(left, |t| t.min(left)));
             }
@@ -425,11 +419,11 @@ impl Reactor {
             if read_stdin_directly {
                 self.read_stdin();
             }
-            if let Some(at) = self.pools_pending {
+            if let Some(at) = self.pools.pending() {
                 let answered = self.stdio.as_ref().is_some_and(|s| s.answered_any);
                 if answered || Instant::now() >= at {
-                    self.pools_pending = None;
-                    for program in 0..self.runtimes.len() {
+                    self.pools.set_pending(None);
+                    for program in 0..self.pools.len() {
                         self.start_all_pools(program);
                     }
                 }
@@ -444,16 +438,7 @@ impl Reactor {
     /// ready pool process gets a spare socket for its next call.
     fn end_turn(&mut self) {
         self.closing.clear();
-        for program in 0..self.runtimes.len() {
-            if self.runtimes[program].retired {
-                continue;
-            }
-            for pool in &mut self.runtimes[program].pools {
-                if pool.spare.is_none() && matches!(pool.status, pools::PoolStatus::Ready) {
-                    pool.spare = calls::unix_socket().ok();
-                }
-            }
-        }
+        self.pools.make_spares(|| calls::unix_socket().ok());
     }
 
     fn next_deadline(&self) -> Option<Instant> {
@@ -463,13 +448,11 @@ impl Reactor {
                 best = Some(best.map_or(t, |b| b.min(t)));
             }
         };
-        for rt in &self.runtimes {
-            rt.deadlines(
-                self.options.pool_start_timeout,
-                self.options.replica_idle,
-                &mut consider,
-            );
-        }
+        self.pools.deadlines(
+            self.options.pool_start_timeout,
+            self.options.replica_idle,
+            &mut consider,
+        );
         for call in self.timed.iter().filter_map(|id| self.calls.get(id)) {
             consider(call.deadline);
             consider(call.next_progress);
@@ -803,9 +786,7 @@ impl Reactor {
             }
         }
         self.stop_all_pools();
-        for rt in &mut self.runtimes {
-            rt.remove_files();
-        }
+        self.pools.remove_all_files();
         if let Some(http) = self.http.take() {
             drop(http);
         }
