@@ -37,9 +37,9 @@ use crate::protocol::instance::InstanceId;
 use crate::protocol::jsonrpc::{self, Frame, LineFramer};
 use crate::protocol::mcp::{self, Catalog, Program, Session, Step};
 use crate::protocol::tools;
-use idhash::{IdMap, IdSet};
+use idhash::IdMap;
 
-use self::calls::{Call, CallId};
+use self::calls::{CallId, Calls};
 use self::http::HttpFront;
 use self::pools::{PoolSet, Proc, Runtime};
 
@@ -199,6 +199,38 @@ enum Source {
     Conn,
 }
 
+/// What each dynamic token stands for, and the next one to hand out.
+struct Sources {
+    next: usize,
+    map: IdMap<Token, Source>,
+}
+
+impl Default for Sources {
+    fn default() -> Sources {
+        Sources {
+            next: FIRST_DYNAMIC,
+            map: IdMap::default(),
+        }
+    }
+}
+
+impl Sources {
+    fn add(&mut self, source: Source) -> Token {
+        let t = Token(self.next);
+        self.next += 1;
+        self.map.insert(t, source);
+        t
+    }
+
+    fn get(&self, token: &Token) -> Option<&Source> {
+        self.map.get(token)
+    }
+
+    fn remove(&mut self, token: &Token) -> Option<Source> {
+        self.map.remove(token)
+    }
+}
+
 /// The stdio client: its session, its input framing and its output queue.
 struct Stdio {
     session: Session,
@@ -227,22 +259,11 @@ struct Reactor {
     stdio: Option<Stdio>,
     http: Option<HttpFront>,
     signals: proc::SignalPipe,
-    next_token: usize,
-    sources: IdMap<Token, Source>,
+    sources: Sources,
     /// The pools of every program of the catalog.
     pools: PoolSet,
-    calls: IdMap<CallId, Call>,
-    /// The calls waiting for a pool process, served round-robin across
-    /// their owners (`queue`).
-    queue: calls::Queue,
-    /// The calls that may have a timer (a deadline, progress, a task
-    /// deadline, a lost connection): those that left the queue, and those
-    /// with progress or a task deadline from the start. Timers look only at
-    /// these, so calls waiting in the queue cost nothing per turn.
-    timed: IdSet<CallId>,
-    /// Rate limit of the diagnostics about the queue and the pools.
-    throttle: queue::Throttle,
-    next_call: u64,
+    /// The calls in flight, their queue and their timers.
+    calls: Calls,
     exit_code: Option<i32>,
     /// Open modern `subscriptions/listen` requests, told when the tool list
     /// changes.
@@ -258,8 +279,6 @@ struct Reactor {
     tasks: mcp::tasks::Tasks,
     /// See `take_scratch`.
     scratch: Vec<u8>,
-    /// Pool connections whose call is over, closed by `end_turn`.
-    closing: Vec<mio::net::UnixStream>,
 }
 
 /// The read buffer for stdin, HTTP connections and pool output.
@@ -313,14 +332,9 @@ impl Reactor {
             stdio,
             http,
             signals,
-            next_token: FIRST_DYNAMIC,
-            sources: IdMap::default(),
+            sources: Sources::default(),
             pools: PoolSet::new(runtimes),
-            calls: IdMap::default(),
-            queue,
-            timed: IdSet::default(),
-            throttle: queue::Throttle::default(),
-            next_call: 0,
+            calls: Calls::new(queue),
             exit_code: None,
             listeners: mcp::Listeners::default(),
             watches: Vec::new(),
@@ -328,7 +342,6 @@ impl Reactor {
             draining: None,
             tasks: mcp::tasks::Tasks::new(task_ttl_ms, mcp::tasks::MAX_TASKS),
             scratch: Vec::new(),
-            closing: Vec::new(),
         };
         reactor.watches = reload::watches(&reactor.catalog);
         reactor.load_tasks();
@@ -347,10 +360,7 @@ impl Reactor {
     }
 
     fn token(&mut self, source: Source) -> Token {
-        let t = Token(self.next_token);
-        self.next_token += 1;
-        self.sources.insert(t, source);
-        t
+        self.sources.add(source)
     }
 
     // ---- the loop -------------------------------------------------------
@@ -437,7 +447,7 @@ impl Reactor {
     /// written, the finished calls' pool connections are closed, and every
     /// ready pool process gets a spare socket for its next call.
     fn end_turn(&mut self) {
-        self.closing.clear();
+        self.calls.close_finished();
         self.pools.make_spares(|| calls::unix_socket().ok());
     }
 
@@ -453,14 +463,7 @@ impl Reactor {
             self.options.replica_idle,
             &mut consider,
         );
-        for call in self.timed.iter().filter_map(|id| self.calls.get(id)) {
-            consider(call.deadline);
-            consider(call.next_progress);
-            consider(call.lost_until());
-            consider(call.task_at);
-        }
-        consider(self.queue.next_deadline());
-        consider(self.throttle.next_flush());
+        self.calls.deadlines(&mut consider);
         consider(self.next_task_expiry());
         if let Some(http) = &self.http {
             consider(http.next_deadline());

@@ -44,10 +44,12 @@ mod cancel;
 mod connect;
 mod dispatch;
 mod socket;
+mod table;
 use dispatch::Owner;
 pub(super) use dispatch::Queue;
 use socket::new_connection;
 pub(super) use socket::unix_socket;
+pub(super) use table::Calls;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) struct CallId(u64);
@@ -199,10 +201,9 @@ impl Reactor {
         } else {
             LeaseMode::Shared
         };
-        let id = CallId(self.next_call);
-        self.next_call += 1;
+        let id = self.calls.next_id();
         let now = Instant::now();
-        self.calls.insert(
+        self.calls.map.insert(
             id,
             Call {
                 client,
@@ -246,14 +247,14 @@ impl Reactor {
         let class = (program, self.calls[&id].sched.bases.clone());
         let owner = Owner::of(&self.calls[&id].client);
         let deadline = self.options.queue_timeout.map(|t| now + t);
-        if let Err(refused) = self.queue.push(id, owner.clone(), class, deadline) {
+        if let Err(refused) = self.calls.queue.push(id, owner.clone(), class, deadline) {
             return self.refuse_call(id, &owner, refused);
         }
         let task_at = self.task_deadline(self.calls[&id].request.wants_tasks(), now);
         if let Some(call) = self.calls.get_mut(&id) {
             call.task_at = task_at;
             if task_at.is_some() || call.next_progress.is_some() {
-                self.timed.insert(id);
+                self.calls.timed.insert(id);
             }
         }
         if task_at.is_some_and(|t| t <= now) {
@@ -541,15 +542,15 @@ impl Reactor {
 
     /// Removes a call and closes its connection, sending nothing.
     fn take_call(&mut self, id: CallId) -> Option<Call> {
-        let mut call = self.calls.remove(&id)?;
-        self.queue.remove(id);
-        self.timed.remove(&id);
+        let mut call = self.calls.map.remove(&id)?;
+        self.calls.queue.remove(id);
+        self.calls.timed.remove(&id);
         if let Some((token, stream)) = call.wire.stream.take() {
             // Closed at the end of this turn, once the answer is written
             // (`end_turn`). Closing removes it from epoll by itself (no other
             // descriptor refers to it), which saves a system call per call;
             // until then its events find no source and are ignored.
-            self.closing.push(stream);
+            self.calls.closing.push(stream);
             self.sources.remove(&token);
         }
         if call.sched.leased {
@@ -565,9 +566,10 @@ impl Reactor {
     pub(super) fn call_timers(&mut self, now: Instant) {
         self.queue_timers(now);
         let timed = || {
-            self.timed
+            self.calls
+                .timed
                 .iter()
-                .filter_map(|id| Some((id, self.calls.get(id)?)))
+                .filter_map(|id| Some((id, self.calls.map.get(id)?)))
         };
         let expired: Vec<CallId> = timed()
             .filter(|(_, c)| c.deadline.is_some_and(|d| d <= now))
@@ -577,9 +579,10 @@ impl Reactor {
             self.time_out(id);
         }
         let timed = || {
-            self.timed
+            self.calls
+                .timed
                 .iter()
-                .filter_map(|id| Some((id, self.calls.get(id)?)))
+                .filter_map(|id| Some((id, self.calls.map.get(id)?)))
         };
         let due: Vec<CallId> = timed()
             .filter(|(_, c)| c.next_progress.is_some_and(|t| t <= now))
@@ -599,9 +602,10 @@ impl Reactor {
             self.send_progress(id, &format!("still running after {elapsed:.0} s"));
         }
         let timed = || {
-            self.timed
+            self.calls
+                .timed
                 .iter()
-                .filter_map(|id| Some((id, self.calls.get(id)?)))
+                .filter_map(|id| Some((id, self.calls.map.get(id)?)))
         };
         let lost: Vec<CallId> = timed()
             .filter(|(_, c)| c.lost_until().is_some_and(|t| t <= now))

@@ -120,7 +120,7 @@ impl Reactor {
                         .leases_mut(program)
                         .release(&sched.pools, sched.mode);
                     if let Some(place) = sched.place.take() {
-                        self.queue.restore(id, place);
+                        self.calls.queue.restore(id, place);
                     }
                 }
                 let lang = self.pools.label(program, slot);

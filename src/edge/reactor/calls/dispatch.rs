@@ -78,7 +78,7 @@ impl Reactor {
     /// Prints one diagnostic line on stderr, at most one of each `kind`
     /// every 10 s; it tells how many were held back since the last one.
     pub(in crate::edge::reactor) fn say(&mut self, kind: &str, line: &str) {
-        if let Some(held) = self.throttle.allow(kind, Instant::now()) {
+        if let Some(held) = self.calls.throttle.allow(kind, Instant::now()) {
             if held > 0 {
                 eprintln!("morloc-mcp: {line} ({held} more like this not shown)");
             } else {
@@ -92,13 +92,13 @@ impl Reactor {
     /// ready process, leases), and starts replicas for the calls left
     /// waiting while every process of their pool is busy.
     pub(in crate::edge::reactor) fn dispatch_waiting(&mut self, program: usize) {
-        if self.queue.len() == 0 {
+        if self.calls.queue.len() == 0 {
             // The common case when a call ends.
             return;
         }
         let n_bases = self.catalog.programs[program].loaded.manifest.pools.len();
         let states = self.pools.states(program);
-        let calls = &self.calls;
+        let calls = &self.calls.map;
         let need = |id: CallId| {
             let s = &calls.get(&id)?.sched;
             Some(Need {
@@ -107,7 +107,14 @@ impl Reactor {
             })
         };
         let leases = self.pools.leases_mut(program);
-        let plan = schedule::schedule(&mut self.queue, program, n_bases, &states, leases, need);
+        let plan = schedule::schedule(
+            &mut self.calls.queue,
+            program,
+            n_bases,
+            &states,
+            leases,
+            need,
+        );
         let now = Instant::now();
         for grant in &plan.grants {
             self.pools.touch(program, grant.proc, now);
@@ -120,7 +127,7 @@ impl Reactor {
                 call.sched.pools = grant.pools;
                 call.sched.place = grant.place;
             }
-            self.timed.insert(grant.call);
+            self.calls.timed.insert(grant.call);
             go.push(grant.call);
         }
         for id in go {
@@ -134,9 +141,9 @@ impl Reactor {
     /// Fails the calls that waited longer than `--queue-timeout` for a pool
     /// process, and tells of diagnostics held back by the rate limit.
     pub(super) fn queue_timers(&mut self, now: Instant) {
-        if self.queue.next_deadline().is_some_and(|d| d <= now) {
+        if self.calls.queue.next_deadline().is_some_and(|d| d <= now) {
             let secs = self.options.queue_timeout.map_or(0.0, |t| t.as_secs_f64());
-            let expired = self.queue.expire(now);
+            let expired = self.calls.queue.expire(now);
             let count = expired.len();
             let mut last = String::new();
             for (id, _) in expired {
@@ -160,8 +167,8 @@ impl Reactor {
                 );
             }
         }
-        if self.throttle.next_flush().is_some_and(|d| d <= now) {
-            for (kind, held) in self.throttle.flush(now) {
+        if self.calls.throttle.next_flush().is_some_and(|d| d <= now) {
+            for (kind, held) in self.calls.throttle.flush(now) {
                 eprintln!(
                     "morloc-mcp: {held} more '{kind}' event(s) in the last {} s",
                     queue::LOG_EVERY.as_secs()
