@@ -7,8 +7,10 @@
 //! connections. Events are dispatched on their [`Token`]; the protocol logic
 //! lives in the pure `mcp`, `jsonrpc` and `http` modules, so the reactor is
 //! about bytes, processes, deadlines and clean-up. It is split by concern:
-//! this file has the loop, stdio and shutdown; `pools` starts, probes and
-//! restarts pools; `calls` runs tool calls; `http` serves HTTP connections.
+//! this file has the loop, stdio and shutdown; `pools` owns the pools
+//! (`PoolSet`) and starts, probes and restarts them; `calls` runs tool
+//! calls, placed on pool processes by the pure `schedule`; `http` serves
+//! HTTP connections.
 //!
 //! Architecture Invariant: only this module (and its submodules) calls
 //! `Poll::poll`, and only it (with the OS helpers in `proc` and `shm`)

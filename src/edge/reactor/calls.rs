@@ -7,6 +7,10 @@
 //! anything else can run. Deadlines and progress heartbeats are handled here
 //! too; cancellation is in `cancel`, the sockets in `socket`, the queue of
 //! calls waiting for a pool process and their dispatch in `dispatch`.
+//! A [`Call`] keeps its scheduling state (`Sched`) apart from its connection
+//! (`Wire`); the calls in flight are owned by [`Calls`] (`table`); starting
+//! the pools a call needs, connecting it and failing the calls of a process
+//! are in `connect`.
 
 use std::io::{self, Read, Write};
 use std::time::{Duration, Instant};

@@ -40,7 +40,7 @@ mod routing;
 mod set;
 pub(super) use index::{BasePool, Proc};
 pub(super) use leases::{LeaseMode, Leases};
-use set::{default_replica_cap, Pool, PROBE_DELAY_MIN};
+use set::{default_replica_cap, PROBE_DELAY_MIN, RETRY_FAILED_AFTER};
 pub(super) use set::{PoolSet, PoolStatus, ProcState, Runtime};
 
 /// Grace between SIGTERM and SIGKILL when stopping a pool's process group.
@@ -48,8 +48,6 @@ const STOP_GRACE: Duration = Duration::from_millis(200);
 /// Crash-loop guard: more starts than this within the window stop restarts.
 const MAX_RESTARTS: usize = 5;
 const RESTART_WINDOW: Duration = Duration::from_secs(60);
-/// After giving up on a pool, a call may try to start it again after this.
-const RETRY_FAILED_AFTER: Duration = Duration::from_secs(10);
 
 impl Reactor {
     /// The most processes pool `lang` may run: `--pool-replicas`, else
@@ -77,40 +75,10 @@ impl Reactor {
     /// `base` while every one is busy: start replicas for those that the
     /// starting ones will not take, up to the pool's cap.
     pub(super) fn scale_up(&mut self, program: usize, base: BasePool, waiting: usize) {
-        let rt = self.pools.rt(program);
-        if rt.retired || !matches!(rt.pools[base.0].status, PoolStatus::Ready) {
-            return;
-        }
-        let cap = self.replica_cap(&rt.pools[base.0].lang);
-        let alive = |p: &Pool| matches!(p.status, PoolStatus::Starting | PoolStatus::Ready);
-        let live = rt
-            .instances(base)
-            .filter(|&s| alive(&rt.pools[s.0]))
-            .count();
-        let starting = rt
-            .instances(base)
-            .filter(|&s| matches!(rt.pools[s.0].status, PoolStatus::Starting))
-            .count();
-        let wanted = waiting
-            .saturating_sub(starting)
-            .min(cap.saturating_sub(live));
-        for _ in 0..wanted {
-            let rt = self.pools.rt(program);
-            // A stopped replica's slot is used again; one that failed only
-            // after a while.
-            let reusable = rt.instances(base).find(|&s| match &rt.pools[s.0].status {
-                PoolStatus::Idle => rt.pools[s.0].replica > 0,
-                PoolStatus::Failed { at, .. } => {
-                    rt.pools[s.0].replica > 0 && at.elapsed() >= RETRY_FAILED_AFTER
-                }
-                _ => false,
-            });
-            let slot = match reusable {
-                Some(slot) => slot,
-                None if rt.instances(base).count() < cap => {
-                    self.pools.rt_mut(program).add_replica(base)
-                }
-                None => break,
+        let cap = self.replica_cap(self.pools.lang(program, base));
+        for _ in 0..self.pools.replicas_wanted(program, base, waiting, cap) {
+            let Some(slot) = self.pools.replica_slot(program, base, cap, Instant::now()) else {
+                break;
             };
             self.pools[(program, slot)].life.starts.clear();
             self.start_pool(program, slot);
@@ -120,17 +88,8 @@ impl Reactor {
     /// Stops replicas that have been idle for `--replica-idle`.
     fn stop_idle_replicas(&mut self, program: usize, now: Instant) {
         let idle = self.options.replica_idle;
-        for slot in self.pools.procs(program).collect::<Vec<_>>() {
-            let rt = self.pools.rt(program);
-            let pool = &rt.pools[slot.0];
-            if pool.replica > 0
-                && matches!(pool.status, PoolStatus::Ready)
-                && rt.leases.busy(slot) == 0
-                && !rt.leases.exclusive(slot)
-                && now >= pool.last_used + idle
-            {
-                self.stop_pool(program, slot);
-            }
+        for slot in self.pools.idle_replicas(program, now, idle) {
+            self.stop_pool(program, slot);
         }
     }
 

@@ -29,6 +29,8 @@ use crate::protocol::mcp::Program;
 /// promptly without burning the CPU they need to start.
 pub(super) const PROBE_DELAY_MIN: Duration = Duration::from_millis(1);
 pub(super) const PROBE_DELAY_MAX: Duration = Duration::from_millis(8);
+/// After giving up on a pool, a call may try to start it again after this.
+pub(super) const RETRY_FAILED_AFTER: Duration = Duration::from_secs(10);
 
 #[derive(Debug)]
 pub(in crate::edge::reactor) enum PoolStatus {
@@ -338,7 +340,7 @@ impl Runtime {
 
     /// Adds a slot for a new replica of manifest pool `base` (not started):
     /// the primary's command, arguments and environment, on its own socket.
-    pub(super) fn add_replica(&mut self, base: BasePool) -> Proc {
+    fn add_replica(&mut self, base: BasePool) -> Proc {
         let number = self.instances(base).count();
         let primary = &self.pools[base.0];
         let mut name = primary
@@ -476,10 +478,6 @@ impl PoolSet {
 
     pub(super) fn rt(&self, program: usize) -> &Runtime {
         &self.programs[program]
-    }
-
-    pub(super) fn rt_mut(&mut self, program: usize) -> &mut Runtime {
-        &mut self.programs[program]
     }
 
     /// The processes of `program`, primaries first.
@@ -627,6 +625,81 @@ impl PoolSet {
         Some(rows.collect())
     }
 
+    /// How many replicas of manifest pool `base` to start for `waiting` calls
+    /// that wait while every process of it is busy: those the starting
+    /// processes will not take, up to `cap` processes in all (none while the
+    /// primary is not ready or the program is retired).
+    pub(super) fn replicas_wanted(
+        &self,
+        program: usize,
+        base: BasePool,
+        waiting: usize,
+        cap: usize,
+    ) -> usize {
+        let rt = &self.programs[program];
+        if rt.retired || !matches!(rt.pools[base.0].status, PoolStatus::Ready) {
+            return 0;
+        }
+        let status = |s: Proc| &rt.pools[s.0].status;
+        let live = rt
+            .instances(base)
+            .filter(|&s| matches!(status(s), PoolStatus::Starting | PoolStatus::Ready))
+            .count();
+        let starting = rt
+            .instances(base)
+            .filter(|&s| matches!(status(s), PoolStatus::Starting))
+            .count();
+        waiting
+            .saturating_sub(starting)
+            .min(cap.saturating_sub(live))
+    }
+
+    /// The process to start as a new replica of manifest pool `base`: a
+    /// stopped replica's slot, or one that failed [`RETRY_FAILED_AFTER`]
+    /// before `now` or longer, else a new slot while the pool has fewer than
+    /// `cap` processes.
+    pub(super) fn replica_slot(
+        &mut self,
+        program: usize,
+        base: BasePool,
+        cap: usize,
+        now: Instant,
+    ) -> Option<Proc> {
+        let rt = &mut self.programs[program];
+        let reusable = rt.instances(base).find(|&s| {
+            let pool = &rt.pools[s.0];
+            match &pool.status {
+                PoolStatus::Idle => pool.replica > 0,
+                PoolStatus::Failed { at, .. } => {
+                    pool.replica > 0 && now.saturating_duration_since(*at) >= RETRY_FAILED_AFTER
+                }
+                _ => false,
+            }
+        });
+        match reusable {
+            Some(slot) => Some(slot),
+            None if rt.instances(base).count() < cap => Some(rt.add_replica(base)),
+            None => None,
+        }
+    }
+
+    /// The ready replicas of `program` that no call holds and that have
+    /// been idle for `idle` at `now`.
+    pub(super) fn idle_replicas(&self, program: usize, now: Instant, idle: Duration) -> Vec<Proc> {
+        let rt = &self.programs[program];
+        (0..rt.pools.len())
+            .map(Proc)
+            .filter(|&slot| {
+                let pool = &rt.pools[slot.0];
+                pool.replica > 0
+                    && matches!(pool.status, PoolStatus::Ready)
+                    && rt.leases.busy(slot) == 0
+                    && !rt.leases.exclusive(slot)
+                    && now >= pool.last_used + idle
+            })
+            .collect()
+    }
+
     /// The process whose pid is `pid`.
     pub(super) fn find_pid(&self, pid: i32) -> Option<(usize, Proc)> {
         self.programs.iter().enumerate().find_map(|(p, rt)| {
@@ -666,17 +739,4 @@ impl IndexMut<(usize, Proc)> for PoolSet {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::default_replica_cap;
-
-    #[test]
-    fn threaded_and_single_threaded_pools_get_replicas_by_default() {
-        for lang in ["py", "Python3", "r", "R", "cpp", "c++", "rust"] {
-            assert_eq!(default_replica_cap(lang, 2), 8, "{lang}");
-            assert_eq!(default_replica_cap(lang, 16), 16, "{lang}");
-        }
-        // Languages whose pools were not checked keep one process.
-        assert_eq!(default_replica_cap("jl", 16), 1);
-        assert_eq!(default_replica_cap("", 4), 1);
-    }
-}
+mod tests;
