@@ -40,14 +40,11 @@ mod routing;
 mod set;
 pub(super) use index::{BasePool, Proc};
 pub(super) use leases::{LeaseMode, Leases};
-use set::{default_replica_cap, PROBE_DELAY_MIN, RETRY_FAILED_AFTER};
+use set::{default_replica_cap, PROBE_DELAY_MIN, RESTART_WINDOW, RETRY_FAILED_AFTER};
 pub(super) use set::{PoolSet, PoolStatus, ProcState, Runtime};
 
 /// Grace between SIGTERM and SIGKILL when stopping a pool's process group.
 const STOP_GRACE: Duration = Duration::from_millis(200);
-/// Crash-loop guard: more starts than this within the window stop restarts.
-const MAX_RESTARTS: usize = 5;
-const RESTART_WINDOW: Duration = Duration::from_secs(60);
 
 impl Reactor {
     /// The most processes pool `lang` may run: `--pool-replicas`, else
@@ -146,16 +143,7 @@ impl Reactor {
     pub(super) fn start_pool(&mut self, program: usize, i: Proc) {
         let now = Instant::now();
         let pool = &mut self.pools[(program, i)];
-        while pool
-            .life
-            .starts
-            .front()
-            .is_some_and(|t| now.duration_since(*t) > RESTART_WINDOW)
-        {
-            pool.life.starts.pop_front();
-        }
-        pool.life.starts.push_back(now);
-        pool.life.started_at = now;
+        pool.life.record_start(now);
         pool.probing.delay = PROBE_DELAY_MIN;
         pool.output.buf.clear();
         // Error messages quote what this run of the pool printed.
@@ -251,14 +239,8 @@ impl Reactor {
                 format!("pool '{lang}' died ({status}) while the call was running; it is being restarted")
             };
             let now = Instant::now();
-            let pool = &self.pools[(program, i)];
-            let recent = pool
-                .life
-                .starts
-                .iter()
-                .filter(|t| now.duration_since(**t) <= RESTART_WINDOW)
-                .count();
-            if starting || recent >= MAX_RESTARTS {
+            let (recent, looping) = self.pools[(program, i)].life.crash_loop(now);
+            if starting || looping {
                 // A pool that cannot start, or keeps dying, is not restarted
                 // in a loop; calls fail with the reason and a later call may
                 // try again.

@@ -29,6 +29,9 @@ use crate::protocol::mcp::Program;
 /// promptly without burning the CPU they need to start.
 pub(super) const PROBE_DELAY_MIN: Duration = Duration::from_millis(1);
 pub(super) const PROBE_DELAY_MAX: Duration = Duration::from_millis(8);
+/// Crash-loop guard: more starts than this within the window stop restarts.
+const MAX_RESTARTS: usize = 5;
+pub(super) const RESTART_WINDOW: Duration = Duration::from_secs(60);
 /// After giving up on a pool, a call may try to start it again after this.
 pub(super) const RETRY_FAILED_AFTER: Duration = Duration::from_secs(10);
 
@@ -70,6 +73,32 @@ pub(super) struct Life {
     /// or could not start), and its calls fail at once until a call after
     /// `RETRY_FAILED_AFTER` starts it again; how many failed so.
     pub(super) broken: Option<u64>,
+}
+
+impl Life {
+    /// Records a start at `now`, forgetting starts older than the window.
+    pub(super) fn record_start(&mut self, now: Instant) {
+        while self
+            .starts
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > RESTART_WINDOW)
+        {
+            self.starts.pop_front();
+        }
+        self.starts.push_back(now);
+        self.started_at = now;
+    }
+
+    /// How many times the process started within the window before `now`,
+    /// and whether that is a crash loop (it is then not restarted).
+    pub(super) fn crash_loop(&self, now: Instant) -> (usize, bool) {
+        let recent = self
+            .starts
+            .iter()
+            .filter(|t| now.duration_since(**t) <= RESTART_WINDOW)
+            .count();
+        (recent, recent >= MAX_RESTARTS)
+    }
 }
 
 /// A process's output pipe, the partial line read from it, and its last

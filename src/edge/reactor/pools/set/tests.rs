@@ -111,3 +111,28 @@ fn only_ready_replicas_idle_long_enough_with_no_lease_stop() {
     assert_eq!(set.idle_replicas(0, now, idle), [Proc(1)]);
     assert_eq!(set.idle_replicas(0, now - Duration::from_secs(1), idle), []);
 }
+
+#[test]
+fn five_starts_within_the_window_are_a_crash_loop() {
+    let t0 = Instant::now();
+    let mut life = Life {
+        started_at: t0,
+        starts: VecDeque::new(),
+        broken: None,
+    };
+    let second = Duration::from_secs(1);
+    for n in 0..4 {
+        life.record_start(t0 + second * n);
+    }
+    assert_eq!(life.crash_loop(t0 + second * 4), (4, false));
+    life.record_start(t0 + second * 4);
+    assert_eq!(life.crash_loop(t0 + second * 4), (5, true));
+    assert_eq!(life.started_at, t0 + second * 4);
+    // Starts older than the window are forgotten at the next start.
+    life.record_start(t0 + RESTART_WINDOW + second * 2);
+    assert_eq!(life.starts.len(), 4);
+    assert_eq!(
+        life.crash_loop(t0 + RESTART_WINDOW + second * 2),
+        (4, false)
+    );
+}
