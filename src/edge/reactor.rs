@@ -8,7 +8,8 @@
 //! lives in the pure `mcp`, `jsonrpc` and `http` modules, so the reactor is
 //! about bytes, processes, deadlines and clean-up. It is split by concern:
 //! this file has the loop and shutdown; `stdio` serves stdin and stdout;
-//! `pools` starts, probes and restarts pools; `calls` runs tool calls;
+//! `pools` owns the pools (`PoolSet`) and starts, probes and restarts them;
+//! `calls` runs tool calls, placed on pool processes by the pure `schedule`;
 //! `http` serves HTTP connections; `byteio` is the one write queue and the
 //! one read loop they share.
 //!
@@ -20,10 +21,10 @@ mod byteio;
 mod calls;
 mod http;
 mod idhash;
-mod leases;
 mod pools;
 mod queue;
 mod reload;
+mod schedule;
 mod stdio;
 mod tasks;
 
@@ -39,11 +40,11 @@ use crate::edge::cli::{HttpConfig, ServeConfig};
 use crate::edge::{manifest_file, proc};
 use crate::protocol::instance::InstanceId;
 use crate::protocol::mcp::{self, Catalog, Program};
-use idhash::{IdMap, IdSet};
+use idhash::IdMap;
 
-use self::calls::{Call, CallId};
+use self::calls::{CallId, Calls};
 use self::http::HttpFront;
-use self::pools::Runtime;
+use self::pools::{PoolSet, Proc, Runtime};
 use self::stdio::Stdio;
 
 const STDIN: Token = Token(0);
@@ -191,10 +192,42 @@ enum Client {
 
 #[derive(Clone, Copy, Debug)]
 enum Source {
-    PoolOutput { program: usize, pool: usize },
-    Probe { program: usize, pool: usize },
+    PoolOutput { program: usize, pool: Proc },
+    Probe { program: usize, pool: Proc },
     Call(CallId),
     Conn,
+}
+
+/// What each dynamic token stands for, and the next one to hand out.
+struct Sources {
+    next: usize,
+    map: IdMap<Token, Source>,
+}
+
+impl Default for Sources {
+    fn default() -> Sources {
+        Sources {
+            next: FIRST_DYNAMIC,
+            map: IdMap::default(),
+        }
+    }
+}
+
+impl Sources {
+    fn add(&mut self, source: Source) -> Token {
+        let t = Token(self.next);
+        self.next += 1;
+        self.map.insert(t, source);
+        t
+    }
+
+    fn get(&self, token: &Token) -> Option<&Source> {
+        self.map.get(token)
+    }
+
+    fn remove(&mut self, token: &Token) -> Option<Source> {
+        self.map.remove(token)
+    }
 }
 
 struct Reactor {
@@ -205,27 +238,12 @@ struct Reactor {
     stdio: Option<Stdio>,
     http: Option<HttpFront>,
     signals: proc::SignalPipe,
-    next_token: usize,
-    sources: IdMap<Token, Source>,
-    /// One per program of the catalog.
-    runtimes: Vec<Runtime>,
-    calls: IdMap<CallId, Call>,
-    /// The calls waiting for a pool process, served round-robin across
-    /// their owners (`queue`).
-    queue: calls::Queue,
-    /// The calls that may have a timer (a deadline, progress, a task
-    /// deadline, a lost connection): those that left the queue, and those
-    /// with progress or a task deadline from the start. Timers look only at
-    /// these, so calls waiting in the queue cost nothing per turn.
-    timed: IdSet<CallId>,
-    /// Rate limit of the diagnostics about the queue and the pools.
-    throttle: queue::Throttle,
-    next_call: u64,
+    sources: Sources,
+    /// The pools of every program of the catalog.
+    pools: PoolSet,
+    /// The calls in flight, their queue and their timers.
+    calls: Calls,
     exit_code: Option<i32>,
-    /// Eager pools not yet spawned (see `Reactor::new`).
-    pools_pending: Option<Instant>,
-    /// Stale shared memory of dead runs has been removed.
-    swept: bool,
     /// Open modern `subscriptions/listen` requests, told when the tool list
     /// changes.
     listeners: mcp::Listeners<Client>,
@@ -235,8 +253,6 @@ struct Reactor {
     tasks: mcp::tasks::Tasks,
     /// See `take_scratch`.
     scratch: Vec<u8>,
-    /// Pool connections whose call is over, closed by `end_turn`.
-    closing: Vec<mio::net::UnixStream>,
 }
 
 /// The read buffer for stdin, HTTP connections and pool output.
@@ -290,22 +306,14 @@ impl Reactor {
             stdio,
             http,
             signals,
-            next_token: FIRST_DYNAMIC,
-            sources: IdMap::default(),
-            runtimes,
-            calls: IdMap::default(),
-            queue,
-            timed: IdSet::default(),
-            throttle: queue::Throttle::default(),
-            next_call: 0,
+            sources: Sources::default(),
+            pools: PoolSet::new(runtimes),
+            calls: Calls::new(queue),
             exit_code: None,
-            pools_pending: None,
-            swept: false,
             listeners: mcp::Listeners::default(),
             watches: Vec::new(),
             tasks: mcp::tasks::Tasks::new(task_ttl_ms, mcp::tasks::MAX_TASKS),
             scratch: Vec::new(),
-            closing: Vec::new(),
         };
         reactor.watches = reload::watches(&reactor.catalog);
         reactor.load_tasks();
@@ -318,16 +326,13 @@ impl Reactor {
             } else {
                 Duration::ZERO
             };
-            reactor.pools_pending = Some(Instant::now() + wait);
+            reactor.pools.set_pending(Some(Instant::now() + wait));
         }
         Ok(reactor)
     }
 
     fn token(&mut self, source: Source) -> Token {
-        let t = Token(self.next_token);
-        self.next_token += 1;
-        self.sources.insert(t, source);
-        t
+        self.sources.add(source)
     }
 
     // ---- the loop -------------------------------------------------------
@@ -354,7 +359,7 @@ impl Reactor {
             if read_stdin_directly {
                 timeout = Some(Duration::ZERO);
             }
-            if let Some(at) = self.pools_pending {
+            if let Some(at) = self.pools.pending() {
                 let left = at.saturating_duration_since(now);
                 timeout = Some(timeout.map_or(left, |t| t.min(left)));
             }
@@ -391,11 +396,11 @@ impl Reactor {
             if read_stdin_directly {
                 self.read_stdin();
             }
-            if let Some(at) = self.pools_pending {
+            if let Some(at) = self.pools.pending() {
                 let answered = self.stdio.as_ref().is_some_and(Stdio::answered_any);
                 if answered || Instant::now() >= at {
-                    self.pools_pending = None;
-                    for program in 0..self.runtimes.len() {
+                    self.pools.set_pending(None);
+                    for program in 0..self.pools.len() {
                         self.start_all_pools(program);
                     }
                 }
@@ -409,17 +414,8 @@ impl Reactor {
     /// written, the finished calls' pool connections are closed, and every
     /// ready pool process gets a spare socket for its next call.
     fn end_turn(&mut self) {
-        self.closing.clear();
-        for program in 0..self.runtimes.len() {
-            if self.runtimes[program].retired {
-                continue;
-            }
-            for pool in &mut self.runtimes[program].pools {
-                if pool.spare.is_none() && matches!(pool.status, pools::PoolStatus::Ready) {
-                    pool.spare = calls::unix_socket().ok();
-                }
-            }
-        }
+        self.calls.close_finished();
+        self.pools.make_spares(|| calls::unix_socket().ok());
     }
 
     fn next_deadline(&self) -> Option<Instant> {
@@ -429,21 +425,12 @@ impl Reactor {
                 best = Some(best.map_or(t, |b| b.min(t)));
             }
         };
-        for rt in &self.runtimes {
-            rt.deadlines(
-                self.options.pool_start_timeout,
-                self.options.replica_idle,
-                &mut consider,
-            );
-        }
-        for call in self.timed.iter().filter_map(|id| self.calls.get(id)) {
-            consider(call.deadline);
-            consider(call.next_progress);
-            consider(call.lost_until());
-            consider(call.task_at);
-        }
-        consider(self.queue.next_deadline());
-        consider(self.throttle.next_flush());
+        self.pools.deadlines(
+            self.options.pool_start_timeout,
+            self.options.replica_idle,
+            &mut consider,
+        );
+        self.calls.deadlines(&mut consider);
         consider(self.next_task_expiry());
         if let Some(http) = &self.http {
             consider(http.next_deadline());
@@ -580,9 +567,7 @@ impl Reactor {
             }
         }
         self.stop_all_pools();
-        for rt in &mut self.runtimes {
-            rt.remove_files();
-        }
+        self.pools.remove_all_files();
         if let Some(http) = self.http.take() {
             drop(http);
         }

@@ -7,6 +7,10 @@
 //! anything else can run. Deadlines and progress heartbeats are handled here
 //! too; cancellation is in `cancel`, the sockets in `socket`, the queue of
 //! calls waiting for a pool process and their dispatch in `dispatch`.
+//! A [`Call`] keeps its scheduling state (`Sched`) apart from its connection
+//! (`Wire`); the calls in flight are owned by [`Calls`] (`table`); starting
+//! the pools a call needs, connecting it and failing the calls of a process
+//! are in `connect`.
 
 use std::io::{self, Read, Write};
 use std::time::{Duration, Instant};
@@ -15,9 +19,10 @@ use mio::net::UnixStream;
 use mio::{Interest, Token};
 use serde_json::Value as Json;
 
-use super::leases::LeaseMode;
+use super::pools::{BasePool, LeaseMode, Proc};
 use super::queue;
-use super::{Client, Reactor, Source};
+use super::schedule::Class;
+use super::{Client, Reactor};
 use crate::format::manifest::CommandKind;
 use crate::format::msgpack;
 use crate::format::packet::{self, Reply};
@@ -40,12 +45,15 @@ const MAX_REPLY: u64 = 4 << 30;
 const LOST_GRACE: Duration = Duration::from_millis(50);
 
 mod cancel;
+mod connect;
 mod dispatch;
 mod socket;
+mod table;
+use dispatch::Owner;
 pub(super) use dispatch::Queue;
-use dispatch::{Class, Owner};
 use socket::new_connection;
 pub(super) use socket::unix_socket;
+pub(super) use table::Calls;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) struct CallId(u64);
@@ -67,28 +75,10 @@ pub(super) struct Call {
     pub(super) client: Client,
     pub(super) request: CallRequest,
     pub(super) program: usize,
-    /// The manifest pool of the command.
-    pub(super) pool: usize,
-    /// The process of that pool the call runs on (`Runtime::pools` slot):
-    /// chosen when it connects, the primary until then.
-    pub(super) slot: usize,
-    /// The call's pool and the pools its command calls into, each once
-    /// (manifest indices).
-    bases: Vec<usize>,
-    /// The command calls into other pools, which call back the primary:
-    /// it runs on the primary only.
-    primary_only: bool,
-    /// The processes the call holds its lease on: its own process and the
-    /// primaries of the other pools (set when it connects).
-    pools: Vec<usize>,
-    /// The lease the call needs (see `leases`), and whether it holds it.
-    mode: LeaseMode,
-    leased: bool,
-    packet: Vec<u8>,
-    written: usize,
-    reply: Vec<u8>,
-    expected: Option<usize>,
-    stream: Option<(Token, UnixStream)>,
+    /// Where it may run and what it holds (the scheduler's side).
+    sched: Sched,
+    /// Its connection to the pool process (the socket's side).
+    wire: Wire,
     pub(super) stage: CallStage,
     pub(super) started: Instant,
     pub(super) deadline: Option<Instant>,
@@ -106,9 +96,41 @@ pub(super) struct Call {
     /// The task the call became: its outcome settles the task, and nothing
     /// more goes to its client.
     pub(super) task: Option<String>,
+}
+
+/// A call as the scheduler sees it: where it may run, where it runs, and
+/// the lease it needs and holds.
+struct Sched {
+    /// The manifest pool of the command.
+    pool: BasePool,
+    /// The process of that pool the call runs on: chosen when it connects,
+    /// the primary until then.
+    slot: Proc,
+    /// The call's pool and the pools its command calls into, each once.
+    bases: Vec<BasePool>,
+    /// The command calls into other pools, which call back the primary:
+    /// it runs on the primary only.
+    primary_only: bool,
+    /// The processes the call holds its lease on: its own process and the
+    /// primaries of the other pools (set when it connects).
+    pools: Vec<Proc>,
+    /// The lease the call needs (see `pools::leases`), and whether it holds it.
+    mode: LeaseMode,
+    leased: bool,
     /// Its place in the queue while it connects, given back if the
     /// connection fails.
     place: Option<queue::Entry<Owner, Class>>,
+}
+
+/// A call's connection to its pool process: the CALL packet going out, the
+/// reply coming in.
+struct Wire {
+    packet: Vec<u8>,
+    written: usize,
+    reply: Vec<u8>,
+    /// The reply's length, once its header is in.
+    expected: Option<usize>,
+    stream: Option<(Token, UnixStream)>,
 }
 
 impl Call {
@@ -163,15 +185,15 @@ impl Reactor {
                 return self.deliver(&client, &reply, true);
             }
         };
-        let pool = command.pool;
+        let pool = BasePool(command.pool);
         let mut bases = vec![pool];
         for &p in &command.needed_pools {
-            if !bases.contains(&p) {
-                bases.push(p);
+            if !bases.contains(&BasePool(p)) {
+                bases.push(BasePool(p));
             }
         }
         let primary_only = bases.len() > 1;
-        let routing = self.runtimes[program].routing;
+        let routing = self.pools.routing(program);
         // Inline replies (and files) belong to the connection that carries
         // them; only a shared-memory block can be freed under us.
         let always_inline = mcp::return_schema(command)
@@ -183,10 +205,9 @@ impl Reactor {
         } else {
             LeaseMode::Shared
         };
-        let id = CallId(self.next_call);
-        self.next_call += 1;
+        let id = self.calls.next_id();
         let now = Instant::now();
-        self.calls.insert(
+        self.calls.map.insert(
             id,
             Call {
                 client,
@@ -196,18 +217,23 @@ impl Reactor {
                     .map(|_| now + PROGRESS_FIRST),
                 request,
                 program,
-                pool,
-                slot: pool,
-                bases,
-                primary_only,
-                pools: Vec::new(),
-                mode,
-                leased: false,
-                packet,
-                written: 0,
-                reply: Vec::new(),
-                expected: None,
-                stream: None,
+                sched: Sched {
+                    pool,
+                    slot: pool.primary(),
+                    bases,
+                    primary_only,
+                    pools: Vec::new(),
+                    mode,
+                    leased: false,
+                    place: None,
+                },
+                wire: Wire {
+                    packet,
+                    written: 0,
+                    reply: Vec::new(),
+                    expected: None,
+                    stream: None,
+                },
                 stage: CallStage::WaitingForPool,
                 started: now,
                 // Set when the call reaches its pool: waiting for a pool to
@@ -217,30 +243,29 @@ impl Reactor {
                 task_at: None,
                 task: None,
                 abandoned: false,
-                place: None,
             },
         );
         // Every remote call queues, even one that can run at once (it
         // leaves the queue in this turn): past a cap it is refused here,
         // before it can become a task.
-        let class = (program, self.calls[&id].bases.clone());
+        let class = (program, self.calls[&id].sched.bases.clone());
         let owner = Owner::of(&self.calls[&id].client);
         let deadline = self.options.queue_timeout.map(|t| now + t);
-        if let Err(refused) = self.queue.push(id, owner.clone(), class, deadline) {
+        if let Err(refused) = self.calls.queue.push(id, owner.clone(), class, deadline) {
             return self.refuse_call(id, &owner, refused);
         }
         let task_at = self.task_deadline(self.calls[&id].request.wants_tasks(), now);
         if let Some(call) = self.calls.get_mut(&id) {
             call.task_at = task_at;
             if task_at.is_some() || call.next_progress.is_some() {
-                self.timed.insert(id);
+                self.calls.timed.insert(id);
             }
         }
         if task_at.is_some_and(|t| t <= now) {
             // `--task-after 0`: the task exists before its handle is sent.
             self.make_task(id);
         }
-        let lang = self.pool_lang(program, pool).to_string();
+        let lang = self.pools.lang(program, pool).to_string();
         match self.ensure_needed_pools(id) {
             Ok(true) => {
                 self.send_progress(id, &format!("running in pool '{lang}'"));
@@ -253,148 +278,23 @@ impl Reactor {
         }
     }
 
-    /// Starts what the call needs: its own pool and the pools it calls into
-    /// (`needed_pools`); true when all of them answer pings.
-    pub(super) fn ensure_needed_pools(&mut self, id: CallId) -> Result<bool, String> {
-        let Some(call) = self.calls.get(&id) else {
-            return Ok(false);
-        };
-        let program = call.program;
-        let mut pools = vec![call.pool];
-        let command = self.catalog.programs[program].command(call.request.command);
-        pools.extend(
-            command
-                .needed_pools
-                .iter()
-                .copied()
-                .filter(|p| *p != call.pool),
-        );
-        let own = pools[0];
-        let replica_ready = pools.len() == 1 && {
-            let rt = &self.runtimes[program];
-            rt.instances(own)
-                .any(|slot| slot != own && self.pool_ready(program, slot))
-        };
-        let mut all_ready = true;
-        for p in pools {
-            match self.ensure_pool(program, p) {
-                Ok(ready) => all_ready &= ready,
-                // A ready replica serves while the primary cannot start.
-                Err(_) if replica_ready => {}
-                Err(message) => return Err(message),
-            }
-        }
-        Ok(all_ready || replica_ready)
-    }
-
-    /// Gives back the lease of a call that holds one, and lets waiting calls
-    /// have theirs.
-    fn release_lease(&mut self, program: usize, pools: &[usize], mode: LeaseMode) {
-        self.runtimes[program].leases.release(pools, mode);
-        self.dispatch_waiting(program);
-    }
-
-    /// Connects a call that holds its lease.
-    fn connect_call(&mut self, id: CallId) {
-        let Some(call) = self.calls.get(&id) else {
-            return;
-        };
-        let (program, pool, slot) = (call.program, call.pool, call.slot);
-        let spare = self.runtimes[program].pools[slot].spare.take();
-        let path = &self.runtimes[program].pools[slot].socket_path;
-        let connected = match new_connection(spare, path) {
-            Ok(mut stream) => {
-                let token = self.token(Source::Call(id));
-                // Readable only: the packet is written at once below, and a
-                // writable wake-up would cost a turn for nothing.
-                if let Err(e) =
-                    self.poll
-                        .registry()
-                        .register(&mut stream, token, Interest::READABLE)
-                {
-                    self.sources.remove(&token);
-                    let message = format!(
-                        "cannot watch the connection to pool '{}': {e}",
-                        self.runtimes[program].pools[slot].label()
-                    );
-                    return self.finish_call(id, Err(message));
-                }
-                Ok((token, stream))
-            }
-            Err(e) => Err(e),
-        };
-        match connected {
-            Ok((token, stream)) => {
-                let timeout = self.options.call_timeout;
-                if let Some(call) = self.calls.get_mut(&id) {
-                    call.stream = Some((token, stream));
-                    call.stage = CallStage::Sending;
-                    call.deadline = timeout.map(|t| Instant::now() + t);
-                }
-
-                // Unix sockets take the write at once; sending now saves a turn.
-                self.advance_call(id);
-            }
-            Err(e) => {
-                // The pool may have just died (its restart is then under way)
-                // or stopped listening: wait for it to answer a ping again
-                // instead of failing the call.
-                self.check_children();
-                let Some(call) = self.calls.get_mut(&id) else {
-                    return;
-                };
-                call.stage = CallStage::WaitingForPool;
-                // Nothing was sent: the lease goes back (a readiness probe
-                // must be able to connect), and the call takes its place in
-                // the queue again, to go once the pool answers.
-                if call.leased {
-                    call.leased = false;
-                    let (pools, mode) = (call.pools.clone(), call.mode);
-                    self.runtimes[program].leases.release(&pools, mode);
-                    if let Some(place) = call.place.take() {
-                        self.queue.restore(id, place);
-                    }
-                }
-                let lang = self.runtimes[program].pools[slot].label();
-                if slot != pool {
-                    // A replica: probe it again if it still looks ready; the
-                    // call goes to whichever process is ready first.
-                    if self.pool_ready(program, slot) {
-                        eprintln!("morloc-mcp: pool '{lang}' refused a connection ({e}); probing it again");
-                        self.reprobe_pool(program, slot);
-                    }
-                    return self.dispatch_waiting(program);
-                }
-                match self.ensure_pool(program, pool) {
-                    Ok(false) => {}
-                    Ok(true) => {
-                        // Alive but refusing: probe it again like a new pool.
-                        eprintln!("morloc-mcp: pool '{lang}' refused a connection ({e}); probing it again");
-                        self.reprobe_pool(program, pool);
-                    }
-                    Err(message) => return self.finish_call(id, Err(message)),
-                }
-                self.dispatch_waiting(program);
-            }
-        }
-    }
-
     pub(super) fn advance_call(&mut self, id: CallId) {
         let Some(call) = self.calls.get_mut(&id) else {
             return;
         };
-        let Some((_, stream)) = call.stream.as_mut() else {
+        let lang = self.pools.label(call.program, call.sched.slot);
+        let wire = &mut call.wire;
+        let Some((_, stream)) = wire.stream.as_mut() else {
             return;
         };
-        let lang = self.runtimes[call.program].pools[call.slot].label();
         if call.stage == CallStage::Sending {
             // The pool parses the header from its first read, so the whole
             // packet goes out in as few writes as the socket allows.
-            while call.written < call.packet.len() {
-                match stream.write(&call.packet[call.written..]) {
-                    Ok(n) => call.written += n,
+            while wire.written < wire.packet.len() {
+                match stream.write(&wire.packet[wire.written..]) {
+                    Ok(n) => wire.written += n,
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                        if let Some((token, stream)) = call.stream.as_mut() {
+                        if let Some((token, stream)) = wire.stream.as_mut() {
                             let _ = self.poll.registry().reregister(
                                 stream,
                                 *token,
@@ -411,13 +311,13 @@ impl Reactor {
                 }
             }
             call.stage = CallStage::Receiving;
-            call.packet = Vec::new();
+            wire.packet = Vec::new();
             // The reply cannot be there yet; its readable event will come.
             return;
         }
         loop {
-            let received = call.reply.len();
-            let read = match call.expected {
+            let received = wire.reply.len();
+            let read = match wire.expected {
                 // Header unknown yet: a small buffer holds most replies whole.
                 None => {
                     if self.scratch.len() != super::SCRATCH_LEN {
@@ -426,47 +326,47 @@ impl Reactor {
                     let head = &mut self.scratch[..4096];
                     stream
                         .read(head)
-                        .inspect(|&n| call.reply.extend_from_slice(&head[..n]))
+                        .inspect(|&n| wire.reply.extend_from_slice(&head[..n]))
                 }
                 Some(total) if received >= total => break,
                 // Read straight into the reply, growing it by at most 1 MiB
                 // at a time (a bogus length must not allocate up front).
                 Some(total) => {
                     let end = total.min(received + (1 << 20));
-                    call.reply.resize(end, 0);
-                    let res = stream.read(&mut call.reply[received..end]);
-                    call.reply.truncate(received + *res.as_ref().unwrap_or(&0));
+                    wire.reply.resize(end, 0);
+                    let res = stream.read(&mut wire.reply[received..end]);
+                    wire.reply.truncate(received + *res.as_ref().unwrap_or(&0));
                     res
                 }
             };
             match read {
                 Ok(0) => {
-                    let message = match call.expected {
-                        None if call.reply.is_empty() => {
+                    let message = match wire.expected {
+                        None if wire.reply.is_empty() => {
                             format!("pool '{lang}' closed the connection without replying")
                         }
                         _ => format!(
                             "pool '{lang}' closed the connection in the middle of its reply ({} of {} bytes received)",
-                            call.reply.len(),
-                            call.expected
+                            wire.reply.len(),
+                            wire.expected
                                 .map_or_else(|| "at least 32".to_string(), |t| t.to_string())
                         ),
                     };
                     return self.lost_connection(id, message);
                 }
                 Ok(_) => {
-                    if call.expected.is_none() && call.reply.len() >= packet::HEADER_LEN {
+                    if wire.expected.is_none() && wire.reply.len() >= packet::HEADER_LEN {
                         let mut head = [0u8; packet::HEADER_LEN];
-                        head.copy_from_slice(&call.reply[..packet::HEADER_LEN]);
+                        head.copy_from_slice(&wire.reply[..packet::HEADER_LEN]);
                         match packet::packet_len(&head) {
                             Ok(total) if total <= MAX_REPLY => {
                                 let total = total as usize;
-                                if call.reply.len() > total {
+                                if wire.reply.len() > total {
                                     let message =
                                         format!("pool '{lang}' sent bytes after its reply packet");
                                     return self.finish_call(id, Err(message));
                                 }
-                                call.expected = Some(total);
+                                wire.expected = Some(total);
                             }
                             Ok(total) => {
                                 let message = format!(
@@ -490,8 +390,8 @@ impl Reactor {
             }
         }
         // A complete reply: decode it now, before anything else runs.
-        let reply = std::mem::take(&mut call.reply);
-        let (program, command, slot) = (call.program, call.request.command, call.slot);
+        let reply = std::mem::take(&mut wire.reply);
+        let (program, command, slot) = (call.program, call.request.command, call.sched.slot);
         let outcome = self.decode_reply(program, slot, command, &reply);
         self.finish_call(id, outcome);
     }
@@ -499,12 +399,12 @@ impl Reactor {
     fn decode_reply(
         &mut self,
         program: usize,
-        slot: usize,
+        slot: Proc,
         command: usize,
         bytes: &[u8],
     ) -> Result<Json, String> {
         let cmd = self.catalog.programs[program].command(command);
-        let lang = &self.runtimes[program].pools[cmd.pool].lang;
+        let lang = self.pools.lang(program, BasePool(cmd.pool));
         let reply = packet::parse_reply(bytes).map_err(|e| format!("{e} (pool '{lang}')"))?;
         let schema = mcp::return_schema(cmd)?;
         let decode_failed =
@@ -518,7 +418,7 @@ impl Reactor {
                 Reply::Voidstar(blob) => voidstar::flat_to_json(schema, blob, &mut text)
                     .map_err(|e| decode_failed(&e))?,
                 Reply::Rptr(relptr) => {
-                    let reader = self.runtimes[program].reader(slot);
+                    let reader = self.pools.reader(program, slot);
                     let rendered = voidstar::to_json(schema, &*reader, relptr, &mut text);
                     reader.clear();
                     rendered.map_err(|e| decode_failed(&e))?
@@ -541,7 +441,7 @@ impl Reactor {
             }
             Reply::Msgpack(data) => msgpack::decode(schema, data).map_err(|e| decode_failed(&e))?,
             Reply::Rptr(relptr) => {
-                let reader = self.runtimes[program].reader(slot);
+                let reader = self.pools.reader(program, slot);
                 let decoded = voidstar::decode(schema, &*reader, relptr);
                 // Volumes may be unlinked and recreated under the same index;
                 // mappings are cheap to redo.
@@ -561,7 +461,7 @@ impl Reactor {
         let Some(call) = self.calls.get_mut(&id) else {
             return;
         };
-        if let Some((token, mut stream)) = call.stream.take() {
+        if let Some((token, mut stream)) = call.wire.stream.take() {
             let _ = self.poll.registry().deregister(&mut stream);
             self.sources.remove(&token);
         }
@@ -580,7 +480,7 @@ impl Reactor {
             self.take_call(id);
             return;
         }
-        let (program, slot) = (call.program, call.slot);
+        let (program, slot) = (call.program, call.sched.slot);
         if self.call_wants_logs(&call.client, &call.request) {
             // Lines the pool printed before replying go out before the reply.
             self.read_pool_output(program, slot);
@@ -646,68 +546,34 @@ impl Reactor {
 
     /// Removes a call and closes its connection, sending nothing.
     fn take_call(&mut self, id: CallId) -> Option<Call> {
-        let mut call = self.calls.remove(&id)?;
-        self.queue.remove(id);
-        self.timed.remove(&id);
-        if let Some((token, stream)) = call.stream.take() {
+        let mut call = self.calls.map.remove(&id)?;
+        self.calls.queue.remove(id);
+        self.calls.timed.remove(&id);
+        if let Some((token, stream)) = call.wire.stream.take() {
             // Closed at the end of this turn, once the answer is written
             // (`end_turn`). Closing removes it from epoll by itself (no other
             // descriptor refers to it), which saves a system call per call;
             // until then its events find no source and are ignored.
-            self.closing.push(stream);
+            self.calls.closing.push(stream);
             self.sources.remove(&token);
         }
-        if call.leased {
-            call.leased = false;
-            if let Some(pool) = self.runtimes[call.program].pools.get_mut(call.slot) {
-                pool.last_used = Instant::now();
-            }
-            self.release_lease(call.program, &call.pools, call.mode);
+        if call.sched.leased {
+            call.sched.leased = false;
+            self.pools
+                .touch(call.program, call.sched.slot, Instant::now());
+            let sched = &call.sched;
+            self.release_lease(call.program, &sched.pools, sched.mode);
         }
         Some(call)
-    }
-
-    /// Fails calls on process `slot` of a pool: the calls running on it,
-    /// and (`include_waiting`, the pool cannot be used now) the calls
-    /// waiting for it, leaving waiting calls for the restarted pool
-    /// otherwise. Waiting calls are not tied to a replica: they fail only
-    /// when the primary fails and no replica of their pool can serve them.
-    pub(super) fn fail_pool_calls(
-        &mut self,
-        program: usize,
-        slot: usize,
-        message: &str,
-        include_waiting: bool,
-    ) {
-        let rt = &self.runtimes[program];
-        let base = rt.pools[slot].base;
-        let primary = rt.pools[slot].replica == 0;
-        let replica_alive = rt.other_instance_alive(base, slot);
-        // A waiting call also depends on the pools its command calls into.
-        let needs = |c: &Call| {
-            c.bases.contains(&base) && (c.primary_only || c.pool != base || !replica_alive)
-        };
-        let ids: Vec<CallId> = self
-            .calls
-            .iter()
-            .filter(|(_, c)| c.program == program)
-            .filter(|(_, c)| match c.stage {
-                CallStage::WaitingForPool => include_waiting && primary && needs(c),
-                _ => c.slot == slot,
-            })
-            .map(|(id, _)| *id)
-            .collect();
-        for id in ids {
-            self.fail_call(id, message.to_string());
-        }
     }
 
     pub(super) fn call_timers(&mut self, now: Instant) {
         self.queue_timers(now);
         let timed = || {
-            self.timed
+            self.calls
+                .timed
                 .iter()
-                .filter_map(|id| Some((id, self.calls.get(id)?)))
+                .filter_map(|id| Some((id, self.calls.map.get(id)?)))
         };
         let expired: Vec<CallId> = timed()
             .filter(|(_, c)| c.deadline.is_some_and(|d| d <= now))
@@ -717,9 +583,10 @@ impl Reactor {
             self.time_out(id);
         }
         let timed = || {
-            self.timed
+            self.calls
+                .timed
                 .iter()
-                .filter_map(|id| Some((id, self.calls.get(id)?)))
+                .filter_map(|id| Some((id, self.calls.map.get(id)?)))
         };
         let due: Vec<CallId> = timed()
             .filter(|(_, c)| c.next_progress.is_some_and(|t| t <= now))
@@ -739,9 +606,10 @@ impl Reactor {
             self.send_progress(id, &format!("still running after {elapsed:.0} s"));
         }
         let timed = || {
-            self.timed
+            self.calls
+                .timed
                 .iter()
-                .filter_map(|id| Some((id, self.calls.get(id)?)))
+                .filter_map(|id| Some((id, self.calls.map.get(id)?)))
         };
         let lost: Vec<CallId> = timed()
             .filter(|(_, c)| c.lost_until().is_some_and(|t| t <= now))
@@ -760,58 +628,32 @@ impl Reactor {
             }
         }
     }
-
-    fn time_out(&mut self, id: CallId) {
-        let Some(call) = self.calls.get(&id) else {
-            return;
-        };
-        let (program, slot) = (call.program, call.slot);
-        let secs = self.options.call_timeout.map_or(0.0, |t| t.as_secs_f64());
-        let lang = self.runtimes[program].pools[slot].label();
-        let was_running = call.stage != CallStage::WaitingForPool;
-        if was_running {
-            // Restarted below: no waiting call may take its place on it.
-            self.withdraw_pool(program, slot);
-        }
-        self.fail_call(
-            id,
-            format!("timed out after {secs} s waiting for pool '{lang}'"),
-        );
-        if was_running {
-            // A stuck worker would hold up every later call (a Python pool
-            // serves one call at a time), so the pool is restarted.
-            self.restart_pool(program, slot, &format!("a call timed out after {secs} s"));
-        }
-    }
 }
 
 impl Reactor {
-    /// Forwards one line that pool `pool` of `program` printed to the modern
-    /// calls running on it whose request asked for messages at `level` or
-    /// above (a modern log level belongs to its request, so only the calls
-    /// the pool is serving hear what it prints).
-    pub(super) fn forward_log_to_calls(
-        &mut self,
+    /// Where pool output goes among the calls: the modern calls running on
+    /// process `proc` of `program` whose request asked for messages at
+    /// `level` or above (a modern log level belongs to its request, so only
+    /// the calls the pool is serving hear what it prints), with the
+    /// notification for each (sent by the pool log router, `pools::output`).
+    pub(super) fn call_log_targets(
+        &self,
         program: usize,
-        pool: usize,
+        proc: Proc,
         level: usize,
         logger: &str,
         line: &str,
-    ) {
-        let targets: Vec<(Client, Json)> = self
-            .calls
+    ) -> Vec<(Client, Json)> {
+        self.calls
             .values()
-            .filter(|c| c.program == program && c.slot == pool)
+            .filter(|c| c.program == program && c.sched.slot == proc)
             .filter(|c| c.stage != CallStage::WaitingForPool && c.task.is_none())
             .filter_map(|c| {
                 let wanted = c.request.modern.as_ref()?.log_level;
                 let note = mcp::log_message(wanted, level, logger, line)?;
                 Some((c.client.clone(), note))
             })
-            .collect();
-        for (client, note) in targets {
-            self.deliver(&client, &note, false);
-        }
+            .collect()
     }
 }
 

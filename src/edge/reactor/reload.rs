@@ -182,7 +182,7 @@ impl Reactor {
                 );
             }
         };
-        self.runtimes.push(runtime);
+        self.pools.push(runtime);
         let tools = self.catalog.programs[index].surface.tools.len();
         eprintln!(
             "morloc-mcp: {} was rebuilt; now serving its {tools} tools (calls already running finish on the previous pools)",
@@ -204,18 +204,17 @@ impl Reactor {
 
     /// Stops the pools of retired programs once no call runs on them.
     fn retire_idle_programs(&mut self) {
-        for index in 0..self.runtimes.len() {
-            if self.catalog.is_live(index) || self.runtimes[index].retired {
+        for index in 0..self.pools.len() {
+            if self.catalog.is_live(index) || self.pools.retired(index) {
                 continue;
             }
             if self.calls.values().any(|c| c.program == index) {
                 continue;
             }
-            for pool in 0..self.runtimes[index].pools.len() {
+            for pool in self.pools.procs(index).collect::<Vec<_>>() {
                 self.stop_pool(index, pool);
             }
-            self.runtimes[index].remove_files();
-            self.runtimes[index].retired = true;
+            self.pools.retire(index);
             // Nothing refers to its commands any more: a server rebuilt a
             // thousand times keeps only what it serves.
             self.catalog.release(index);

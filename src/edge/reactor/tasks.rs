@@ -151,8 +151,8 @@ impl Reactor {
     /// Calls due to become tasks, and settled tasks due to be freed.
     pub(super) fn task_timers(&mut self, now: Instant) {
         let due: Vec<CallId> = self
-            .timed
-            .iter()
+            .calls
+            .timed_ids()
             .filter(|id| {
                 self.calls
                     .get(id)

@@ -23,7 +23,7 @@ impl Reactor {
         let Some(call) = self.calls.get_mut(&id) else {
             return;
         };
-        if call.stream.is_none() {
+        if call.wire.stream.is_none() {
             self.take_call(id);
             return;
         }

@@ -45,23 +45,23 @@ impl Reactor {
     /// Whether the server is ready, and the body of `/health`.
     fn health(&self) -> (bool, Vec<u8>) {
         let mut pools = Vec::new();
-        let mut all_ready = self.pools_pending.is_none();
+        let mut all_ready = self.pools.pending().is_none();
         let Some(front) = self.http.as_ref() else {
             return (false, Vec::new());
         };
-        for (program, rt) in self.runtimes.iter().enumerate() {
-            if rt.retired {
+        for program in 0..self.pools.len() {
+            let Some(primaries) = self.pools.primaries(program) else {
                 continue;
-            }
+            };
             let name = self
                 .catalog
                 .programs
                 .get(program)
                 .map(|p| p.loaded.manifest.name.as_str())
                 .unwrap_or("");
-            for pool in rt.pools.iter().filter(|p| p.replica == 0) {
-                let state = match pool.status {
-                    PoolStatus::Idle if self.pools_pending.is_some() => "starting",
+            for (lang, status, replicas) in primaries {
+                let state = match status {
+                    PoolStatus::Idle if self.pools.pending().is_some() => "starting",
                     PoolStatus::Idle => "idle",
                     PoolStatus::Starting => "starting",
                     PoolStatus::Ready => "ready",
@@ -70,15 +70,9 @@ impl Reactor {
                 all_ready &= matches!(state, "idle" | "ready");
                 // Replicas start and stop with demand; they are counted, but
                 // only the primary decides readiness.
-                let replicas = rt
-                    .pools
-                    .iter()
-                    .filter(|r| r.replica > 0 && r.base == pool.base)
-                    .filter(|r| matches!(r.status, PoolStatus::Ready))
-                    .count();
                 pools.push(serde_json::json!({
                     "program": name,
-                    "language": pool.lang,
+                    "language": lang,
                     "state": state,
                     "replicas": replicas,
                 }));

@@ -138,15 +138,17 @@ impl Reactor {
             .is_some_and(super::Conn::streaming)
     }
 
-    /// Pool output for streaming requests of sessions that asked for logs.
-    pub(in crate::edge::reactor) fn http_forward_log(
+    /// Where pool output goes over HTTP: the streaming requests of sessions
+    /// that asked for logs, with the notification for each (sent by the pool
+    /// log router, `pools::output`).
+    pub(in crate::edge::reactor) fn http_log_targets(
         &mut self,
         level: usize,
         logger: &str,
         line: &str,
-    ) {
+    ) -> Vec<(Token, Json)> {
         let Some(front) = self.http.as_mut() else {
-            return;
+            return Vec::new();
         };
         let now = Instant::now();
         let mut targets = Vec::new();
@@ -167,9 +169,7 @@ impl Reactor {
                 targets.push((token, note));
             }
         }
-        for (token, note) in targets {
-            self.http_notify(token, &note);
-        }
+        targets
     }
 }
 

@@ -12,12 +12,15 @@
 //! lease yet blocks the calls after it that need any of its pools, so an
 //! exclusive call is not starved by a stream of shared ones.
 //!
-//! This module is the bookkeeping only; the reactor (`calls`) takes a lease
-//! before connecting and gives it back when the call ends.
+//! This module is the bookkeeping only, keyed by process ([`Proc`]): the
+//! scheduler (`schedule`) decides who takes a lease, the reactor (`calls`)
+//! takes it before connecting and gives it back when the call ends.
+
+use super::index::Proc;
 
 /// How a call uses the pools it involves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum LeaseMode {
+pub(in crate::edge::reactor) enum LeaseMode {
     /// The result is certain not to be a shared-memory block: any number of
     /// these may run together.
     Shared,
@@ -34,21 +37,21 @@ struct PoolLease {
 
 /// The leases of one program's pools.
 #[derive(Debug, Default)]
-pub(super) struct Leases {
+pub(in crate::edge::reactor) struct Leases {
     pools: Vec<PoolLease>,
 }
 
 impl Leases {
-    pub(super) fn new(n_pools: usize) -> Leases {
+    pub(in crate::edge::reactor) fn new(n_pools: usize) -> Leases {
         Leases {
             pools: vec![PoolLease::default(); n_pools],
         }
     }
 
     /// Whether a call in `mode` on `pools` could take its lease now.
-    pub(super) fn available(&self, pools: &[usize], mode: LeaseMode) -> bool {
+    pub(in crate::edge::reactor) fn available(&self, pools: &[Proc], mode: LeaseMode) -> bool {
         pools.iter().all(|&p| {
-            let lease = self.pools[p];
+            let lease = self.pools[p.0];
             match mode {
                 LeaseMode::Shared => !lease.exclusive,
                 LeaseMode::Exclusive => !lease.exclusive && lease.shared == 0,
@@ -57,9 +60,9 @@ impl Leases {
     }
 
     /// Takes the lease; [`Leases::available`] must have said yes.
-    pub(super) fn take(&mut self, pools: &[usize], mode: LeaseMode) {
+    pub(in crate::edge::reactor) fn take(&mut self, pools: &[Proc], mode: LeaseMode) {
         for &p in pools {
-            let lease = &mut self.pools[p];
+            let lease = &mut self.pools[p.0];
             match mode {
                 LeaseMode::Shared => lease.shared += 1,
                 LeaseMode::Exclusive => lease.exclusive = true,
@@ -68,9 +71,9 @@ impl Leases {
     }
 
     /// Gives back a lease taken with the same arguments.
-    pub(super) fn release(&mut self, pools: &[usize], mode: LeaseMode) {
+    pub(in crate::edge::reactor) fn release(&mut self, pools: &[Proc], mode: LeaseMode) {
         for &p in pools {
-            let lease = &mut self.pools[p];
+            let lease = &mut self.pools[p.0];
             match mode {
                 LeaseMode::Shared => lease.shared = lease.shared.saturating_sub(1),
                 LeaseMode::Exclusive => lease.exclusive = false,
@@ -79,23 +82,23 @@ impl Leases {
     }
 
     /// Makes room for pools added later (replicas), with no lease on them.
-    pub(super) fn grow(&mut self, n_pools: usize) {
+    pub(in crate::edge::reactor) fn grow(&mut self, n_pools: usize) {
         if self.pools.len() < n_pools {
             self.pools.resize(n_pools, PoolLease::default());
         }
     }
 
     /// How many calls hold a lease on `pool`.
-    pub(super) fn busy(&self, pool: usize) -> usize {
+    pub(in crate::edge::reactor) fn busy(&self, pool: Proc) -> usize {
         self.pools
-            .get(pool)
+            .get(pool.0)
             .map_or(0, |lease| lease.shared + usize::from(lease.exclusive))
     }
 
     /// Whether a call holds `pool` exclusively (then not even a readiness
     /// probe may connect to it).
-    pub(super) fn exclusive(&self, pool: usize) -> bool {
-        self.pools.get(pool).is_some_and(|lease| lease.exclusive)
+    pub(in crate::edge::reactor) fn exclusive(&self, pool: Proc) -> bool {
+        self.pools.get(pool.0).is_some_and(|lease| lease.exclusive)
     }
 }
 
@@ -106,19 +109,20 @@ mod tests {
     #[test]
     fn exclusive_excludes_everything_and_shared_only_exclusive() {
         let mut leases = Leases::new(3);
-        let (a, b) = (&[0, 1][..], &[1, 2][..]);
+        let p = |i: &[usize]| i.iter().map(|&i| Proc(i)).collect::<Vec<_>>();
+        let (a, b) = (&p(&[0, 1])[..], &p(&[1, 2])[..]);
         assert!(leases.available(a, LeaseMode::Shared));
         leases.take(a, LeaseMode::Shared);
         assert!(leases.available(b, LeaseMode::Shared));
         assert!(!leases.available(b, LeaseMode::Exclusive));
-        assert!(leases.available(&[2], LeaseMode::Exclusive));
-        leases.take(&[2], LeaseMode::Exclusive);
-        assert!(leases.exclusive(2) && !leases.exclusive(1));
+        assert!(leases.available(&[Proc(2)], LeaseMode::Exclusive));
+        leases.take(&[Proc(2)], LeaseMode::Exclusive);
+        assert!(leases.exclusive(Proc(2)) && !leases.exclusive(Proc(1)));
         assert!(!leases.available(b, LeaseMode::Shared));
         leases.release(a, LeaseMode::Shared);
-        assert!(leases.available(&[0, 1], LeaseMode::Exclusive));
+        assert!(leases.available(&p(&[0, 1]), LeaseMode::Exclusive));
         assert!(!leases.available(b, LeaseMode::Exclusive));
-        leases.release(&[2], LeaseMode::Exclusive);
+        leases.release(&[Proc(2)], LeaseMode::Exclusive);
         assert!(leases.available(b, LeaseMode::Exclusive));
     }
 }

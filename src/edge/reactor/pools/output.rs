@@ -1,0 +1,155 @@
+//! What pool processes print: their output pipe is read into lines (split
+//! by [`split_lines`], pure), echoed on stderr, kept as the process's tail
+//! for error messages, and routed as MCP log messages by one router
+//! ([`Reactor::route_pool_line`]) to every audience that asked for them: the
+//! stdio session, streaming HTTP requests of sessions with a log level, and
+//! the modern calls running on the process.
+
+use std::io::{self, Write};
+use std::ops::ControlFlow;
+use std::os::fd::AsRawFd;
+
+use mio::unix::SourceFd;
+use serde_json::Value as Json;
+
+use super::Proc;
+use crate::edge::reactor::byteio;
+use crate::edge::reactor::{Client, Reactor};
+use crate::protocol::mcp;
+
+/// Lines of pool output kept for error messages.
+const OUTPUT_TAIL: usize = 20;
+/// Pool output lines longer than this are split.
+const MAX_LOG_LINE: usize = 64 * 1024;
+/// MCP log level of forwarded pool output ("info").
+const POOL_LOG_LEVEL: usize = 1;
+
+/// Takes the complete lines out of `buf` (and pieces of [`MAX_LOG_LINE`]
+/// bytes of a longer one; the partial last line too if `flush_partial`),
+/// leaving the rest for the next read.
+fn split_lines(buf: &mut Vec<u8>, flush_partial: bool) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut start = 0;
+    while let Some(pos) = buf[start..].iter().position(|&b| b == b'\n') {
+        lines.push(String::from_utf8_lossy(&buf[start..start + pos]).into_owned());
+        start += pos + 1;
+    }
+    while buf.len() - start > MAX_LOG_LINE {
+        lines.push(String::from_utf8_lossy(&buf[start..start + MAX_LOG_LINE]).into_owned());
+        start += MAX_LOG_LINE;
+    }
+    if flush_partial && start < buf.len() {
+        lines.push(String::from_utf8_lossy(&buf[start..]).into_owned());
+        start = buf.len();
+    }
+    buf.drain(..start);
+    lines
+}
+
+impl Reactor {
+    pub(in crate::edge::reactor) fn read_pool_output(&mut self, program: usize, i: Proc) {
+        let Some((_, fd)) = self.pools[(program, i)].output.pipe.as_ref() else {
+            return;
+        };
+        // The pipe stays open while it is read: the pool's `output` owns it.
+        let mut pipe = byteio::RawReader(fd.as_raw_fd());
+        let mut buf = [0u8; 16 * 1024];
+        let end = byteio::read_until(&mut pipe, &mut buf, |chunk| {
+            let out = &mut self.pools[(program, i)].output.buf;
+            out.extend_from_slice(chunk);
+            // Bound the buffer even if a pool writes without newlines.
+            if out.len() > 4 * MAX_LOG_LINE {
+                self.emit_pool_lines(program, i, false);
+            }
+            ControlFlow::Continue(())
+        });
+        let closed = matches!(end, byteio::ReadEnd::Eof);
+        self.emit_pool_lines(program, i, closed);
+        if closed {
+            self.close_pool_output(program, i);
+        }
+    }
+
+    fn emit_pool_lines(&mut self, program: usize, i: Proc, flush_partial: bool) {
+        let lines = split_lines(&mut self.pools[(program, i)].output.buf, flush_partial);
+        if lines.is_empty() {
+            return;
+        }
+        let label = self.pools[(program, i)].label();
+        let logger = format!("pool:{label}");
+        {
+            // A replica's lines say which process printed them.
+            let prefix = if self.pools[(program, i)].replica > 0 {
+                format!("[{label}] ")
+            } else {
+                String::new()
+            };
+            let mut stderr = io::stderr().lock();
+            for line in &lines {
+                let _ = writeln!(stderr, "{prefix}{line}");
+            }
+        }
+        for line in lines {
+            self.route_pool_line(program, i, &logger, &line);
+            let tail = &mut self.pools[(program, i)].output.tail;
+            if tail.len() == OUTPUT_TAIL {
+                tail.pop_front();
+            }
+            tail.push_back(line);
+        }
+    }
+
+    /// The one router of pool output: sends one line that process `proc` of
+    /// `program` printed as `notifications/message` to every audience that
+    /// asked for logs at its level: the stdio session, streaming HTTP
+    /// requests of sessions with a log level, and the modern calls running
+    /// on the process whose request asked for them.
+    fn route_pool_line(&mut self, program: usize, proc: Proc, logger: &str, line: &str) {
+        let mut targets: Vec<(Client, Json)> = Vec::new();
+        if let Some(stdio) = &self.stdio {
+            if let Some(note) = mcp::log_notification(stdio.session(), POOL_LOG_LEVEL, logger, line)
+            {
+                targets.push((Client::Stdio, note));
+            }
+        }
+        if self.http.is_some() {
+            for (conn, note) in self.http_log_targets(POOL_LOG_LEVEL, logger, line) {
+                let session = String::new();
+                targets.push((Client::Http { conn, session }, note));
+            }
+        }
+        targets.extend(self.call_log_targets(program, proc, POOL_LOG_LEVEL, logger, line));
+        for (client, note) in targets {
+            self.deliver(&client, &note, false);
+        }
+    }
+
+    pub(super) fn close_pool_output(&mut self, program: usize, i: Proc) {
+        if let Some((token, fd)) = self.pools[(program, i)].output.pipe.take() {
+            let _ = self
+                .poll
+                .registry()
+                .deregister(&mut SourceFd(&fd.as_raw_fd()));
+            self.sources.remove(&token);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_split_at_newlines_and_long_ones_in_pieces() {
+        let mut buf = b"one\ntwo\npart".to_vec();
+        assert_eq!(split_lines(&mut buf, false), ["one", "two"]);
+        assert_eq!(buf, b"part");
+        assert_eq!(split_lines(&mut buf, true), ["part"]);
+        assert!(buf.is_empty());
+        let mut long = vec![b'x'; MAX_LOG_LINE + 3];
+        let lines = split_lines(&mut long, false);
+        assert_eq!(lines.len(), 1);
+        assert_eq!(lines[0].len(), MAX_LOG_LINE);
+        assert_eq!(long, b"xxx");
+    }
+}

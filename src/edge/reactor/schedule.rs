@@ -1,0 +1,158 @@
+//! The scheduler: which waiting calls connect to which pool processes now.
+//! Pure: it sees the fair queue (`queue`), the leases of one program's
+//! processes (`pools::leases`) and which processes are ready, and decides;
+//! the reactor (`calls::dispatch`) connects what it decided.
+//!
+//! Calls are taken in the queue's fair order (round-robin across owners),
+//! each on the least busy ready process of its pool that it can lease (a
+//! call that goes through other pools runs on the primary only, and needs
+//! their primaries ready and leasable too). A call that must wait for its
+//! lease holds up the calls after it that need any of its pools, so an
+//! exclusive call is not starved by a stream of shared ones; calls left
+//! waiting while every process of their pool is busy count as demand for
+//! replicas.
+//!
+//! Only the head of each class (calls that need the same pools) is looked
+//! at: the calls behind it have the same readiness and would be held up by
+//! it, so the work is one step per call that goes plus one per class,
+//! however many calls wait.
+
+use std::hash::Hash;
+
+use super::pools::{BasePool, LeaseMode, Leases, Proc, ProcState};
+use super::queue::{Entry, FairQueue};
+
+/// Calls that need the same pools: the program and the call's pools, its
+/// own first, then those its command calls into (each once).
+pub(super) type Class = (usize, Vec<BasePool>);
+
+/// What the scheduler needs to know of a waiting call besides its class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Need {
+    /// It calls into other pools, which call back the primary: it runs on
+    /// the primary only.
+    pub(super) primary_only: bool,
+    /// The lease it takes (see `pools::leases`).
+    pub(super) mode: LeaseMode,
+}
+
+/// A call that goes now: the process it runs on, the processes it holds its
+/// lease on (its own and the primaries of the other pools), and its place
+/// in the queue (given back if the connection fails).
+#[derive(Debug)]
+pub(super) struct Grant<I, O> {
+    pub(super) call: I,
+    pub(super) proc: Proc,
+    pub(super) pools: Vec<Proc>,
+    pub(super) place: Option<Entry<O, Class>>,
+}
+
+/// What [`schedule`] decided: the calls that go, in order, and for each
+/// manifest pool how many calls wait while all its processes are busy.
+#[derive(Debug)]
+pub(super) struct Plan<I, O> {
+    pub(super) grants: Vec<Grant<I, O>>,
+    pub(super) demand: Vec<(BasePool, usize)>,
+}
+
+/// The ready processes a call of `bases` may run on (none while a pool it
+/// needs is not ready).
+fn candidates(bases: &[BasePool], primary_only: bool, procs: &[ProcState]) -> Vec<Proc> {
+    let ready = |p: Proc| procs.get(p.0).is_some_and(|s| s.ready);
+    if !bases[1..].iter().all(|b| ready(b.primary())) {
+        return Vec::new();
+    }
+    let own = bases[0];
+    if primary_only {
+        return if ready(own.primary()) {
+            vec![own.primary()]
+        } else {
+            Vec::new()
+        };
+    }
+    (0..procs.len())
+        .map(Proc)
+        .filter(|&p| procs[p.0].base == own && ready(p))
+        .collect()
+}
+
+/// Takes out of `queue` the calls of `program` that can run now, takes
+/// their leases in `leases`, and says where each goes. `procs` is the
+/// program's processes (by [`Proc`]), `n_bases` its manifest pools, `need`
+/// what a waiting call needs (`None`: the call is gone, it leaves the
+/// queue).
+pub(super) fn schedule<I, O>(
+    queue: &mut FairQueue<I, O, Class>,
+    program: usize,
+    n_bases: usize,
+    procs: &[ProcState],
+    leases: &mut Leases,
+    need: impl Fn(I) -> Option<Need>,
+) -> Plan<I, O>
+where
+    I: Copy + Eq + Hash,
+    O: Clone + Eq + Hash,
+{
+    let mut blocked = vec![false; n_bases];
+    let mut demand = vec![0usize; n_bases];
+    let mut done: Vec<Vec<BasePool>> = Vec::new();
+    let mut grants = Vec::new();
+    while let Some((class, id)) = queue.next(|(p, bases)| *p == program && !done.contains(bases)) {
+        let Some(Need { primary_only, mode }) = need(id) else {
+            // Cannot happen (calls leave the queue when they end); never
+            // loop on it.
+            queue.remove(id);
+            continue;
+        };
+        let bases = class.1.clone();
+        if bases.iter().any(|b| blocked[b.0]) {
+            if !primary_only {
+                demand[bases[0].0] += queue.class_len(class);
+            }
+            done.push(bases);
+            continue;
+        }
+        let found = candidates(&bases, primary_only, procs);
+        if found.is_empty() {
+            // Waiting for a pool to start (so is the whole class): it is
+            // scheduled again when the pool is ready.
+            done.push(bases);
+            continue;
+        }
+        let others: Vec<Proc> = bases[1..].iter().map(|b| b.primary()).collect();
+        let chosen = found
+            .into_iter()
+            .filter(|&p| leases.available(&[p], mode) && leases.available(&others, mode))
+            .min_by_key(|&p| (leases.busy(p), p));
+        let Some(proc) = chosen else {
+            for b in &bases {
+                blocked[b.0] = true;
+            }
+            if !primary_only {
+                demand[bases[0].0] += queue.class_len(class);
+            }
+            done.push(bases);
+            continue;
+        };
+        let mut pools = vec![proc];
+        pools.extend(others);
+        let place = queue.serve(id);
+        leases.take(&pools, mode);
+        grants.push(Grant {
+            call: id,
+            proc,
+            pools,
+            place,
+        });
+    }
+    let demand = demand
+        .into_iter()
+        .enumerate()
+        .filter(|&(_, n)| n > 0)
+        .map(|(b, n)| (BasePool(b), n))
+        .collect();
+    Plan { grants, demand }
+}
+
+#[cfg(test)]
+mod tests;
