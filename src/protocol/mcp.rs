@@ -20,6 +20,7 @@
 mod discover;
 pub mod era;
 pub mod headers;
+mod identity;
 mod legacy;
 mod modern;
 mod packing;
@@ -387,7 +388,9 @@ impl CallRequest {
 
     /// Whether the request declared the Tasks extension.
     pub fn wants_tasks(&self) -> bool {
-        self.modern.as_ref().is_some_and(|m| m.tasks)
+        self.modern
+            .as_ref()
+            .is_some_and(|m| m.declares(tasks::EXTENSION))
     }
 }
 

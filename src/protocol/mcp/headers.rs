@@ -15,7 +15,7 @@ use serde_json::Value as Json;
 
 use crate::protocol::jsonrpc::{self, ErrorCode, RequestId};
 
-use super::era::VERSION_KEY;
+use super::identity::VERSION_KEY;
 
 /// The methods whose `Mcp-Name` header is required, with the body field it
 /// mirrors.

@@ -15,35 +15,8 @@ use crate::format::schema::Schema;
 use crate::format::value::{self, Value};
 use crate::protocol::jsonrpc::{self, RequestId};
 
-use super::era::SERVER_INFO_KEY;
-use super::{discover, Catalog, Session, LOG_LEVELS};
-
-/// How long (ms) a modern client may keep a `tools/list` or
-/// `server/discover` answer: the surface changes only when the program is
-/// reloaded, and subscribers hear about that at once.
-pub const CACHE_TTL_MS: u64 = 60_000;
-
-/// Marks a modern result complete and names the server in its `_meta`
-/// (keys already in `_meta` are kept).
-pub fn complete(mut result: Json, catalog: &Catalog) -> Json {
-    if let Json::Object(map) = &mut result {
-        map.insert("resultType".into(), Json::String("complete".into()));
-        let meta = map
-            .entry("_meta")
-            .or_insert_with(|| Json::Object(Map::new()));
-        if let Json::Object(meta) = meta {
-            meta.insert(SERVER_INFO_KEY.into(), discover::server_info(catalog));
-        }
-    }
-    result
-}
-
-/// Adds the `CacheableResult` hints: `ttlMs` and a `public` scope (the
-/// surface is the same for every caller).
-pub fn cacheable(result: &mut Map<String, Json>, ttl_ms: u64) {
-    result.insert("ttlMs".into(), Json::from(ttl_ms));
-    result.insert("cacheScope".into(), Json::String("public".into()));
-}
+pub use super::identity::{cacheable, complete, CACHE_TTL_MS};
+use super::{Catalog, Session, LOG_LEVELS};
 
 /// The response to a `tools/call`: the result as is for legacy requests,
 /// completed for modern ones.
