@@ -12,22 +12,11 @@ use serde_json::{Map, Value as Json};
 
 use crate::format::manifest::Command;
 use crate::format::schema::Schema;
-use crate::format::value::{self, Value};
-use crate::protocol::jsonrpc::{self, RequestId};
+use crate::format::value::{self, Layout, LayoutError, Value};
+use crate::protocol::jsonrpc;
 
 pub use super::identity::{cacheable, complete, CACHE_TTL_MS};
-use super::{Catalog, Session, LOG_LEVELS};
-
-/// The response to a `tools/call`: the result as is for legacy requests,
-/// completed for modern ones.
-pub fn call_response(catalog: &Catalog, id: &RequestId, modern: bool, result: Json) -> Json {
-    let result = if modern {
-        complete(result, catalog)
-    } else {
-        result
-    };
-    jsonrpc::result_response(id, result)
-}
+use super::{Session, LOG_LEVELS};
 
 /// `{"content":[{"type":"text","text":msg}],"isError":true}`.
 pub fn error_result(message: &str) -> Json {
@@ -42,6 +31,15 @@ pub fn error_result(message: &str) -> Json {
 
 /// Shapes a successful value of `command` (mcp-surface §4.1, §4.3).
 pub fn success_result(command: &Command, value: &Value) -> Json {
+    success_result_with(command, None, value)
+}
+
+/// [`success_result`] with the return schema's compiled layout, if at hand.
+pub fn success_result_with(
+    command: &Command,
+    layout: Option<&Result<Layout, LayoutError>>,
+    value: &Value,
+) -> Json {
     let ret_schema = command.ret.schema.schema();
     if let (Some(mime), Some(schema)) = (&command.ret.mime, ret_schema) {
         if mime.eq_ignore_ascii_case(MULTIPART) {
@@ -59,7 +57,12 @@ pub fn success_result(command: &Command, value: &Value) -> Json {
     let mut text = String::new();
     match ret_schema {
         Some(s) => {
-            if let Err(e) = value::to_json(s, value, &mut text) {
+            let rendered = match layout {
+                Some(Ok(layout)) => value::to_json_with(layout, value, &mut text),
+                Some(Err(e)) => Err(e.clone().into()),
+                None => value::to_json(s, value, &mut text),
+            };
+            if let Err(e) = rendered {
                 return error_result(&format!(
                     "cannot render the result of '{}': {e}",
                     command.name
