@@ -21,7 +21,6 @@ use super::leases::LeaseMode;
 use super::queue;
 use super::{Client, Reactor, Source};
 use crate::format::packet;
-use crate::format::schema;
 use crate::protocol::mcp::call::{self, Ending, Prepared};
 use crate::protocol::mcp::{self, CallRequest};
 
@@ -140,10 +139,9 @@ impl Reactor {
         let routing = self.runtimes[program].routing;
         // Inline replies (and files) belong to the connection that carries
         // them; only a shared-memory block can be freed under us.
-        let always_inline = mcp::return_schema(command)
-            .ok()
-            .and_then(schema::max_flat_size)
-            .is_some_and(|size| size <= routing.inline_threshold);
+        let always_inline = prog
+            .compiled(request.command)
+            .always_inline(routing.inline_threshold);
         let mode = if routing.shm && !always_inline {
             LeaseMode::Exclusive
         } else {

@@ -42,6 +42,9 @@ pub struct Compiled {
     pub slots: Vec<Slot>,
     /// The return schema compiled (`None` when it does not parse).
     pub ret: Option<Result<Layout, LayoutError>>,
+    /// The largest flat size a return value can have, if bounded
+    /// (`schema::max_flat_size`).
+    pub ret_max_flat: Option<u64>,
     /// The argument schemas a pure command is evaluated with (`Nil` for an
     /// unusable one); empty for remote commands.
     pub eval_schemas: Vec<Schema>,
@@ -89,11 +92,19 @@ impl Compiled {
                 .collect(),
             _ => Vec::new(),
         };
+        let ret = command.ret.schema.schema();
         Compiled {
             slots,
-            ret: command.ret.schema.schema().map(Layout::new),
+            ret: ret.map(Layout::new),
+            ret_max_flat: ret.and_then(schema::max_flat_size),
             eval_schemas,
         }
+    }
+
+    /// Whether every result is certain to come back inline under the
+    /// pool's `threshold` (a bounded return within it).
+    pub fn always_inline(&self, threshold: u64) -> bool {
+        self.ret_max_flat.is_some_and(|size| size <= threshold)
     }
 }
 

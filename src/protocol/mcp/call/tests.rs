@@ -246,4 +246,10 @@ fn layouts_are_compiled_once_with_the_program() {
     assert!(form.layout.is_ok() && matches!(compiled.ret, Some(Ok(_))));
     let pure = program.compiled(command(&catalog, "mustFail"));
     assert_eq!(pure.eval_schemas, [parse("j").unwrap()]);
+    // An `Int` is arbitrary-precision, a `Real` 8 bytes.
+    assert!(!program
+        .compiled(command(&catalog, "addOne"))
+        .always_inline(1 << 16));
+    let real = program.compiled(command(&catalog, "scaleReal"));
+    assert!(real.always_inline(8) && !real.always_inline(7));
 }
