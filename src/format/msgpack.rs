@@ -107,12 +107,21 @@ pub fn decode_limited(schema: &Schema, bytes: &[u8], budget: usize) -> Result<Va
         offset: 0,
         kind: DecodeErrorKind::Schema(e.0),
     })?;
+    decode_limited_with(&layout, bytes, budget)
+}
+
+/// [`decode`] with an already compiled layout.
+pub fn decode_with(layout: &Layout, bytes: &[u8]) -> Result<Value, DecodeError> {
+    decode_limited_with(layout, bytes, crate::format::voidstar::MAX_DECODED_BYTES)
+}
+
+fn decode_limited_with(layout: &Layout, bytes: &[u8], budget: usize) -> Result<Value, DecodeError> {
     let mut reader = Reader {
         bytes,
         pos: 0,
         budget,
     };
-    let value = reader.value(&layout, layout.root(), 0)?;
+    let value = reader.value(layout, layout.root(), 0)?;
     if reader.pos != bytes.len() {
         return Err(reader.err(DecodeErrorKind::Trailing));
     }

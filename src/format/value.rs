@@ -444,6 +444,15 @@ pub fn from_json(schema: &Schema, v: &serde_json::Value, path: &str) -> Result<V
     convert(&layout, layout.root(), v, &root, 0)
 }
 
+/// [`from_json`] with an already compiled layout.
+pub fn from_json_with(
+    layout: &Layout,
+    v: &serde_json::Value,
+    path: &str,
+) -> Result<Value, ValueError> {
+    convert(layout, layout.root(), v, &Path::Root(path), 0)
+}
+
 fn convert(
     layout: &Layout,
     id: NodeId,

@@ -33,7 +33,7 @@ use crate::format::value::{
 mod json;
 pub mod text;
 
-pub use json::{flat_to_json, to_json, to_json_limited};
+pub use json::{flat_to_json, flat_to_json_with, to_json, to_json_limited, to_json_with};
 
 /// The relptr that means "no value" (absent optional, empty path).
 pub const RELNULL: i64 = -1;
@@ -474,9 +474,23 @@ pub fn decode_limited(
 ) -> Result<Value, DecodeError> {
     let layout =
         Layout::new(schema).map_err(|e| DecodeError::new(0, DecodeErrorKind::Schema(e.0)))?;
+    decode_limited_with(&layout, mem, root, budget)
+}
+
+/// [`decode`] with an already compiled layout.
+pub fn decode_with(layout: &Layout, mem: &dyn Memory, root: i64) -> Result<Value, DecodeError> {
+    decode_limited_with(layout, mem, root, MAX_DECODED_BYTES)
+}
+
+fn decode_limited_with(
+    layout: &Layout,
+    mem: &dyn Memory,
+    root: i64,
+    budget: usize,
+) -> Result<Value, DecodeError> {
     let region = mem.resolve(root)?;
     let mut reader = Reader {
-        layout: &layout,
+        layout,
         mem,
         budget,
     };
@@ -488,8 +502,16 @@ pub fn decode_limited(
 /// the blob: a well-formed blob never decodes to more than about 32 bytes of
 /// value per input byte, but aliased pointers could.
 pub fn decode_flat(schema: &Schema, blob: &[u8]) -> Result<Value, DecodeError> {
-    let budget = MAX_DECODED_BYTES.min(blob.len().saturating_mul(64).saturating_add(1 << 20));
-    decode_limited(schema, &Flat(blob), 0, budget)
+    decode_limited(schema, &Flat(blob), 0, flat_budget(blob))
+}
+
+/// [`decode_flat`] with an already compiled layout.
+pub fn decode_flat_with(layout: &Layout, blob: &[u8]) -> Result<Value, DecodeError> {
+    decode_limited_with(layout, &Flat(blob), 0, flat_budget(blob))
+}
+
+fn flat_budget(blob: &[u8]) -> usize {
+    MAX_DECODED_BYTES.min(blob.len().saturating_mul(64).saturating_add(1 << 20))
 }
 
 struct Reader<'a> {

@@ -9,17 +9,21 @@
 //! (2026-07-28) is served statelessly from its own `_meta` (`modern`).
 //! Everything that needs no execution is answered here; a valid `tools/call`
 //! becomes a [`CallRequest`] that the reactor executes, and a valid
-//! `subscriptions/listen` a [`Step::Listen`] (`subscriptions`). [`prepare`]
-//! validates a call's values against their schemas, and `results` shapes what
-//! comes back. `discover` holds what the server says about itself in each era.
+//! `subscriptions/listen` a [`Step::Listen`] (`subscriptions`). [`call`]
+//! holds the rest of a call's pure life (arguments to packet, reply to
+//! response), and `results` shapes its results. `discover` holds what the
+//! server says about itself in each era, `identity` the names and result
+//! fields the others share.
 //!
 //! The same code serves stdio and every HTTP request.
 //!
 //! Architecture Invariant: pure; no I/O. Execution happens in the reactor.
 
+pub mod call;
 mod discover;
 pub mod era;
 pub mod headers;
+mod identity;
 mod legacy;
 mod modern;
 mod packing;
@@ -27,6 +31,7 @@ mod results;
 pub mod subscriptions;
 pub mod tasks;
 
+pub use call::{call_response, return_schema, run_pure, slot_name, slot_schema};
 pub use discover::{discover_result, initialize_result, server_info};
 pub use results::*;
 pub use subscriptions::{ListenRequest, Listeners};
@@ -36,9 +41,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value as Json};
 
 use crate::format::eval;
-use crate::format::manifest::{Arg, Command, CommandKind, Loaded};
-use crate::format::schema::{self, Schema};
-use crate::format::value::{self, Value};
+use crate::format::manifest::{Command, CommandKind, Loaded};
 use crate::protocol::args;
 use crate::protocol::jsonrpc::{self, ErrorCode, Incoming, RequestId};
 use crate::protocol::tools::Surface;
@@ -55,6 +58,8 @@ pub struct Program {
     pub surface: Surface,
     /// Compiled expression per command (pure commands only).
     pub exprs: Vec<Option<eval::Expr>>,
+    /// Per command: its argument and return schemas compiled, for its calls.
+    compiled: Vec<call::Compiled>,
 }
 
 /// A pure command whose expression tree does not compile.
@@ -90,7 +95,9 @@ impl Program {
                 _ => None,
             });
         }
+        let compiled = loaded.manifest.commands.iter().map(call::Compiled::new);
         Ok(Program {
+            compiled: compiled.collect(),
             loaded,
             surface,
             exprs,
@@ -99,6 +106,11 @@ impl Program {
 
     pub fn command(&self, index: usize) -> &Command {
         &self.loaded.manifest.commands[index]
+    }
+
+    /// What the calls of command `index` need, compiled at load.
+    pub fn compiled(&self, index: usize) -> &call::Compiled {
+        &self.compiled[index]
     }
 }
 
@@ -298,6 +310,7 @@ impl Catalog {
         program.surface.tools = Vec::new();
         program.surface.notes = Vec::new();
         program.exprs = Vec::new();
+        program.compiled = Vec::new();
         true
     }
 
@@ -387,7 +400,9 @@ impl CallRequest {
 
     /// Whether the request declared the Tasks extension.
     pub fn wants_tasks(&self) -> bool {
-        self.modern.as_ref().is_some_and(|m| m.tasks)
+        self.modern
+            .as_ref()
+            .is_some_and(|m| m.declares(tasks::EXTENSION))
     }
 }
 
@@ -608,121 +623,6 @@ fn tools_call(
     }
 }
 
-/// The name a client knows an argument slot by, for messages.
-pub fn slot_name(command: &Command, slot: usize) -> String {
-    let mut positional = 0;
-    for (i, arg) in command.args.iter().enumerate() {
-        if let Arg::Pos(_) = arg {
-            positional += 1;
-        }
-        if i != slot {
-            continue;
-        }
-        return match arg {
-            Arg::Pos(p) => p
-                .name
-                .clone()
-                .filter(|n| !n.is_empty())
-                .unwrap_or_else(|| format!("_{positional}")),
-            Arg::Opt(o) => o
-                .long
-                .clone()
-                .or_else(|| o.short.clone())
-                .unwrap_or_else(|| "option".into()),
-            Arg::Flag(f) => f
-                .long
-                .clone()
-                .or_else(|| f.short.clone())
-                .unwrap_or_else(|| "option".into()),
-            Arg::Grp(g) => match &g.group_opt {
-                Some(_) => g
-                    .type_name
-                    .as_deref()
-                    .map_or_else(|| "group".into(), str::to_lowercase),
-                None => g.type_name.clone().unwrap_or_else(|| "group".into()),
-            },
-        };
-    }
-    format!("argument {}", slot + 1)
-}
-
-/// The schema each argument slot is encoded with (flags are `b`).
-pub fn slot_schema(arg: &Arg) -> Result<Schema, String> {
-    match arg {
-        Arg::Flag(_) => Ok(Schema::Bool),
-        other => match other.schema_text() {
-            None => Err("it has no schema in the manifest".into()),
-            Some(st) => st
-                .parsed
-                .clone()
-                .map_err(|e| format!("its schema '{}' does not parse: {e}", st.text)),
-        },
-    }
-}
-
-/// Checks and converts a call's JSON arguments into typed values. The error
-/// text names the argument and goes into an `isError` result.
-pub fn prepare(program: &Program, call: &CallRequest) -> Result<Vec<Value>, String> {
-    let command = program.command(call.command);
-    if call.args.len() != command.args.len() {
-        return Err(format!(
-            "expected {} arguments, got {}",
-            command.args.len(),
-            call.args.len()
-        ));
-    }
-    let mut values = Vec::with_capacity(call.args.len());
-    for (slot, (arg, json)) in command.args.iter().zip(&call.args).enumerate() {
-        let name = slot_name(command, slot);
-        let schema =
-            slot_schema(arg).map_err(|why| format!("argument '{name}' cannot be passed: {why}"))?;
-        values.push(value::from_json(&schema, json, &name).map_err(|e| e.to_string())?);
-    }
-    Ok(values)
-}
-
-/// Runs a pure command in-process.
-pub fn run_pure(
-    program: &Program,
-    command: usize,
-    values: Vec<Value>,
-    host: &mut dyn eval::Host,
-) -> Result<Value, String> {
-    let cmd = program.command(command);
-    let Some(expr) = program.exprs.get(command).and_then(Option::as_ref) else {
-        return Err(format!(
-            "command '{}' has no expression to evaluate",
-            cmd.name
-        ));
-    };
-    let Some(ret) = cmd.ret.schema.schema() else {
-        return Err(format!(
-            "command '{}' has an unusable return schema '{}'",
-            cmd.name, cmd.ret.schema.text
-        ));
-    };
-    let mut schemas = Vec::with_capacity(cmd.args.len());
-    for arg in &cmd.args {
-        schemas.push(slot_schema(arg).unwrap_or(Schema::Nil));
-    }
-    eval::run(expr, &schemas, values, ret, host).map_err(|e| e.to_string())
-}
-
-/// The return schema of a command, if it parses.
-pub fn return_schema(command: &Command) -> Result<&Schema, String> {
-    command
-        .ret
-        .schema
-        .parsed
-        .as_ref()
-        .map_err(|e: &schema::SchemaError| {
-            format!(
-                "command '{}' has an unusable return schema '{}': {e}",
-                command.name, command.ret.schema.text
-            )
-        })
-}
-
 /// The shapes test program (`tests/data/shapes`), compiled, for unit tests.
 #[cfg(test)]
 pub(crate) fn shapes_program() -> Program {
@@ -786,7 +686,7 @@ mod catalog_tests {
                 // A value error: the reactor answers the typed call with
                 // the same result the lazy path answers at once.
                 (Step::Call(a), Step::Reply(b)) => {
-                    let message = prepare(&catalog.programs[0], &a).expect_err(line);
+                    let message = call::check_args(&catalog.programs[0], &a).expect_err(line);
                     let reply = call_response(&catalog, &a.id, false, error_result(&message));
                     assert_eq!(reply, b, "{line}");
                 }
@@ -810,7 +710,7 @@ mod catalog_tests {
         assert!(catalog.release(0));
         let old = &catalog.programs[0];
         assert!(old.surface.tools.is_empty() && old.loaded.manifest.commands.is_empty());
-        assert!(old.exprs.is_empty());
+        assert!(old.exprs.is_empty() && old.compiled.is_empty());
         // What remains names the run; the live program serves as before.
         assert_eq!(old.loaded.manifest.pools.len(), 1);
         assert_eq!(catalog.programs[1].surface.tools.len(), tools);

@@ -1,12 +1,14 @@
 //! Tool calls inside the reactor.
 //!
-//! A call is validated (`mcp::prepare`), then either evaluated in-process
-//! (pure commands) or encoded as one CALL packet and sent to its pool on a
-//! fresh non-blocking Unix-socket connection registered with the poller. The
-//! reply packet is read until complete and decoded in the same turn, before
-//! anything else can run. Deadlines and progress heartbeats are handled here
-//! too; cancellation is in `cancel`, the sockets in `socket`, the queue of
-//! calls waiting for a pool process and their dispatch in `dispatch`.
+//! A call is prepared (`mcp::call::prepare`: validated, then evaluated
+//! in-process for a pure command or encoded as one CALL packet) and the
+//! packet sent to its pool on a fresh non-blocking Unix-socket connection
+//! registered with the poller. The reply packet is read until complete and
+//! turned into the call's response (`mcp::call::reply_result`, `respond`)
+//! in the same turn, before anything else can run. Deadlines and progress
+//! heartbeats are handled here too; cancellation is in `cancel`, the
+//! sockets in `socket`, the queue of calls waiting for a pool process and
+//! their dispatch in `dispatch`.
 //! A [`Call`] keeps its scheduling state (`Sched`) apart from its connection
 //! (`Wire`); the calls in flight are owned by [`Calls`] (`table`); starting
 //! the pools a call needs, connecting it and failing the calls of a process
@@ -23,15 +25,9 @@ use super::pools::{BasePool, LeaseMode, Proc};
 use super::queue;
 use super::schedule::Class;
 use super::{Client, Reactor};
-use crate::format::manifest::CommandKind;
-use crate::format::msgpack;
-use crate::format::packet::{self, Reply};
-use crate::format::schema;
-use crate::format::value::Value;
-use crate::format::voidstar;
-use crate::protocol::jsonrpc;
-use crate::protocol::mcp::tasks::Outcome;
-use crate::protocol::mcp::{self, CallRequest, Program};
+use crate::format::packet;
+use crate::protocol::mcp::call::{self, Ending, Prepared};
+use crate::protocol::mcp::{self, CallRequest};
 
 /// Progress heartbeats for calls that carry a progress token: after 1 s and
 /// 2 s (so short calls show life), then every 5 s.
@@ -146,45 +142,14 @@ impl Reactor {
     pub(super) fn start_call(&mut self, client: Client, mut request: CallRequest) {
         let program = request.program;
         let prog = &self.catalog.programs[program];
-        // Arguments already checked and encoded from their text.
-        let encoded = request.packet.take();
-        let values = match encoded {
-            Some(_) => Ok(Vec::new()),
-            None => mcp::prepare(prog, &request),
-        };
-        let values = match values {
-            Ok(v) => v,
-            Err(message) => {
-                let reply = mcp::call_response(
-                    &self.catalog,
-                    &request.id,
-                    request.is_modern(),
-                    mcp::error_result(&message),
-                );
-                return self.deliver(&client, &reply, true);
+        let packet = match call::prepare(prog, &mut request, &mut FsHost) {
+            Prepared::Remote(packet) => packet,
+            Prepared::Answered(ending) => {
+                let reply = call::respond(&self.catalog, &request.id, request.is_modern(), ending);
+                return self.deliver(&client, reply.message(), true);
             }
         };
         let command = prog.command(request.command);
-        if command.kind == CommandKind::Pure {
-            let result = match mcp::run_pure(prog, request.command, values, &mut FsHost) {
-                Ok(v) => mcp::success_result(command, &v),
-                Err(message) => mcp::error_result(&message),
-            };
-            let reply = mcp::call_response(&self.catalog, &request.id, request.is_modern(), result);
-            return self.deliver(&client, &reply, true);
-        }
-        let packet = match encoded.map_or_else(|| encode_call(prog, request.command, &values), Ok) {
-            Ok(p) => p,
-            Err(message) => {
-                let reply = mcp::call_response(
-                    &self.catalog,
-                    &request.id,
-                    request.is_modern(),
-                    mcp::error_result(&message),
-                );
-                return self.deliver(&client, &reply, true);
-            }
-        };
         let pool = BasePool(command.pool);
         let mut bases = vec![pool];
         for &p in &command.needed_pools {
@@ -196,10 +161,9 @@ impl Reactor {
         let routing = self.pools.routing(program);
         // Inline replies (and files) belong to the connection that carries
         // them; only a shared-memory block can be freed under us.
-        let always_inline = mcp::return_schema(command)
-            .ok()
-            .and_then(schema::max_flat_size)
-            .is_some_and(|size| size <= routing.inline_threshold);
+        let always_inline = prog
+            .compiled(request.command)
+            .always_inline(routing.inline_threshold);
         let mode = if routing.shm && !always_inline {
             LeaseMode::Exclusive
         } else {
@@ -403,54 +367,20 @@ impl Reactor {
         command: usize,
         bytes: &[u8],
     ) -> Result<Json, String> {
-        let cmd = self.catalog.programs[program].command(command);
-        let lang = self.pools.lang(program, BasePool(cmd.pool));
+        let prog = &self.catalog.programs[program];
+        let lang = self
+            .pools
+            .lang(program, BasePool(prog.command(command).pool));
         let reply = packet::parse_reply(bytes).map_err(|e| format!("{e} (pool '{lang}')"))?;
-        let schema = mcp::return_schema(cmd)?;
-        let decode_failed =
-            |e: &dyn std::fmt::Display| format!("cannot decode the result of '{}': {e}", cmd.name);
-        if mcp::result_is_json_text(cmd) {
-            // Straight from the reply bytes (or shared memory) to the JSON
-            // text: no decoded value in between (ARCHITECTURE.md, cross-cutting concerns, "Memory").
-            let mut text = String::new();
-            match reply {
-                Reply::Fail(message) => return Ok(mcp::error_result(&message)),
-                Reply::Voidstar(blob) => voidstar::flat_to_json(schema, blob, &mut text)
-                    .map_err(|e| decode_failed(&e))?,
-                Reply::Rptr(relptr) => {
-                    let reader = self.pools.reader(program, slot);
-                    let rendered = voidstar::to_json(schema, &*reader, relptr, &mut text);
-                    reader.clear();
-                    rendered.map_err(|e| decode_failed(&e))?
-                }
-                Reply::Msgpack(data) => {
-                    let value = msgpack::decode(schema, data).map_err(|e| decode_failed(&e))?;
-                    return Ok(mcp::success_result(cmd, &value));
-                }
-                Reply::File(path) => {
-                    let value = read_result_file(&path, schema, &cmd.name)?;
-                    return Ok(mcp::success_result(cmd, &value));
-                }
-            }
-            return Ok(mcp::text_result(cmd, text));
+        let shared = matches!(reply, packet::Reply::Rptr(_));
+        let reader = self.pools.reader(program, slot);
+        let result = call::reply_result(prog, command, reply, &*reader, &mut take_file);
+        if shared {
+            // Volumes may be unlinked and recreated under the same index;
+            // mappings are cheap to redo.
+            reader.clear();
         }
-        let value: Value = match reply {
-            Reply::Fail(message) => return Ok(mcp::error_result(&message)),
-            Reply::Voidstar(blob) => {
-                voidstar::decode_flat(schema, blob).map_err(|e| decode_failed(&e))?
-            }
-            Reply::Msgpack(data) => msgpack::decode(schema, data).map_err(|e| decode_failed(&e))?,
-            Reply::Rptr(relptr) => {
-                let reader = self.pools.reader(program, slot);
-                let decoded = voidstar::decode(schema, &*reader, relptr);
-                // Volumes may be unlinked and recreated under the same index;
-                // mappings are cheap to redo.
-                reader.clear();
-                decoded.map_err(|e| decode_failed(&e))?
-            }
-            Reply::File(path) => read_result_file(&path, schema, &cmd.name)?,
-        };
-        Ok(mcp::success_result(cmd, &value))
+        result
     }
 
     /// The connection failed mid-call. If the pool died, the child handler
@@ -491,17 +421,17 @@ impl Reactor {
         let Some(call) = self.take_call(id) else {
             return;
         };
-        let result = outcome.unwrap_or_else(|message| mcp::error_result(&message));
+        let ending = Ending::from(outcome);
         if let Some(task) = &call.task {
-            return self.settle_task(task, Outcome::Completed(result));
+            return self.settle_task(task, ending.into_task_outcome());
         }
-        let reply = mcp::call_response(
+        let reply = call::respond(
             &self.catalog,
             &call.request.id,
             call.request.is_modern(),
-            result,
+            ending,
         );
-        self.deliver(&call.client, &reply, true);
+        self.deliver(&call.client, reply.message(), true);
     }
 
     /// Ends a call with a protocol-level failure (its pool died, or it timed
@@ -512,10 +442,7 @@ impl Reactor {
         match task {
             Some(task) => {
                 self.take_call(id);
-                self.settle_task(
-                    &task,
-                    Outcome::Failed(jsonrpc::ErrorCode::InternalError as i64, message),
-                );
+                self.settle_task(&task, Ending::Failed(message).into_task_outcome());
             }
             None => self.finish_call(id, Err(message)),
         }
@@ -659,34 +586,11 @@ impl Reactor {
 
 /// Reads and removes a FILE result (pools never delete them; the server
 /// owns the file once it has the reply).
-fn read_result_file(
-    path: &std::path::Path,
-    schema: &crate::format::schema::Schema,
-    command: &str,
-) -> Result<Value, String> {
+fn take_file(path: &std::path::Path) -> Result<Vec<u8>, String> {
     let data = std::fs::read(path)
         .map_err(|e| format!("cannot read the result file {}: {e}", path.display()))?;
     let _ = std::fs::remove_file(path);
-    msgpack::decode(schema, &data)
-        .map_err(|e| format!("cannot decode the result of '{command}': {e}"))
-}
-
-/// Builds the CALL packet: one inline voidstar DATA packet per argument.
-fn encode_call(program: &Program, command: usize, values: &[Value]) -> Result<Vec<u8>, String> {
-    let cmd = program.command(command);
-    let mut args = Vec::with_capacity(values.len());
-    for (slot, (arg, value)) in cmd.args.iter().zip(values).enumerate() {
-        let name = || mcp::slot_name(cmd, slot);
-        let schema = mcp::slot_schema(arg)
-            .map_err(|why| format!("argument '{}' cannot be passed: {why}", name()))?;
-        let blob = voidstar::encode_flat(&schema, value)
-            .map_err(|e| format!("cannot encode argument '{}': {e}", name()))?;
-        args.push(packet::data_packet_voidstar(
-            &schema.to_wire_string(),
-            &blob,
-        ));
-    }
-    Ok(packet::call_packet(cmd.mid, &args))
+    Ok(data)
 }
 
 /// File access for the `@save` / `@load` intrinsics of pure commands.

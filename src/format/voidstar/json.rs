@@ -40,10 +40,30 @@ pub fn to_json_limited(
 ) -> Result<(), DecodeError> {
     let layout =
         Layout::new(schema).map_err(|e| DecodeError::new(0, DecodeErrorKind::Schema(e.0)))?;
+    to_json_limited_with(&layout, mem, root, out, limit)
+}
+
+/// [`to_json`] with an already compiled layout.
+pub fn to_json_with(
+    layout: &Layout,
+    mem: &dyn Memory,
+    root: i64,
+    out: &mut String,
+) -> Result<(), DecodeError> {
+    to_json_limited_with(layout, mem, root, out, MAX_DECODED_BYTES)
+}
+
+fn to_json_limited_with(
+    layout: &Layout,
+    mem: &dyn Memory,
+    root: i64,
+    out: &mut String,
+    limit: usize,
+) -> Result<(), DecodeError> {
     let region = mem.resolve(root)?;
     let mut writer = JsonWriter {
         reader: Reader {
-            layout: &layout,
+            layout,
             mem,
             budget: usize::MAX,
         },
@@ -56,6 +76,15 @@ pub fn to_json_limited(
 /// [`to_json`] of a flat blob (a MESG+VOIDSTAR payload).
 pub fn flat_to_json(schema: &Schema, blob: &[u8], out: &mut String) -> Result<(), DecodeError> {
     to_json(schema, &super::Flat(blob), 0, out)
+}
+
+/// [`flat_to_json`] with an already compiled layout.
+pub fn flat_to_json_with(
+    layout: &Layout,
+    blob: &[u8],
+    out: &mut String,
+) -> Result<(), DecodeError> {
+    to_json_with(layout, &super::Flat(blob), 0, out)
 }
 
 /// How many bytes of list element heads are read before they are handed to

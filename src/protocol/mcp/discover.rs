@@ -12,9 +12,9 @@
 
 use serde_json::{Map, Value as Json};
 
-use super::era;
-use super::results::{self, CACHE_TTL_MS};
-use super::Catalog;
+pub use super::identity::server_info;
+use super::identity::{cacheable, complete, CACHE_TTL_MS};
+use super::{era, tasks, Catalog};
 
 /// `initialize` (legacy): the revision agreed, capabilities, `serverInfo`.
 pub fn initialize_result(catalog: &Catalog, version: &str) -> Json {
@@ -38,13 +38,13 @@ pub fn discover_result(catalog: &Catalog) -> Json {
     caps.insert("resources".into(), Json::Object(Map::new()));
     caps.insert("logging".into(), Json::Object(Map::new()));
     let mut extensions = Map::new();
-    extensions.insert(super::tasks::EXTENSION.into(), Json::Object(Map::new()));
+    extensions.insert(tasks::EXTENSION.into(), Json::Object(Map::new()));
     caps.insert("extensions".into(), Json::Object(extensions));
     let mut result = Map::new();
     result.insert("supportedVersions".into(), Json::Array(versions));
     result.insert("capabilities".into(), Json::Object(caps));
-    results::cacheable(&mut result, CACHE_TTL_MS);
-    results::complete(Json::Object(result), catalog)
+    cacheable(&mut result, CACHE_TTL_MS);
+    complete(Json::Object(result), catalog)
 }
 
 /// `{"listChanged": …}`: true when a reload can change the tool list.
@@ -52,15 +52,4 @@ fn tools_capability(catalog: &Catalog) -> Json {
     let mut tools = Map::new();
     tools.insert("listChanged".into(), Json::Bool(catalog.list_changes));
     Json::Object(tools)
-}
-
-/// `{"name": …, "version": …}`.
-pub fn server_info(catalog: &Catalog) -> Json {
-    let mut info = Map::new();
-    info.insert("name".into(), Json::String(catalog.server_name.clone()));
-    info.insert(
-        "version".into(),
-        Json::String(catalog.server_version.clone()),
-    );
-    Json::Object(info)
 }

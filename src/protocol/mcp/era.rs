@@ -28,18 +28,10 @@ pub const MODERN_VERSIONS: [&str; 1] = ["2026-07-28"];
 /// Revisions negotiated through `initialize`, oldest first.
 pub const LEGACY_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 
-/// `_meta` key: the request's protocol version (required).
-pub const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
-/// `_meta` key: the client's capabilities for this request (required).
-pub const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
-/// `_meta` key: the client's name and version (optional).
-pub const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
-/// `_meta` key: the lowest log level the client wants for this request.
-pub const LOG_LEVEL_KEY: &str = "io.modelcontextprotocol/logLevel";
-/// Result `_meta` key: who answered.
-pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
-/// Notification `_meta` key: the `subscriptions/listen` request it belongs to.
-pub const SUBSCRIPTION_KEY: &str = "io.modelcontextprotocol/subscriptionId";
+pub use super::identity::{
+    CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, SERVER_INFO_KEY, SUBSCRIPTION_KEY,
+    VERSION_KEY,
+};
 
 /// Methods that exist only in the modern era.
 const MODERN_ONLY: [&str; 2] = ["server/discover", "subscriptions/listen"];
@@ -75,8 +67,16 @@ pub struct RequestMeta {
     pub version: String,
     /// Index into [`LOG_LEVELS`]; `None`: the request wants no log messages.
     pub log_level: Option<usize>,
-    /// The request declared the Tasks extension in its capabilities.
-    pub tasks: bool,
+    /// The extensions the request declared in its capabilities
+    /// (`extensions` members whose value is an object), by name.
+    pub extensions: Vec<String>,
+}
+
+impl RequestMeta {
+    /// Whether the request declared extension `name`.
+    pub fn declares(&self, name: &str) -> bool {
+        self.extensions.iter().any(|e| e == name)
+    }
 }
 
 /// Checks a modern request's `_meta`: `-32602` when a required field is
@@ -145,8 +145,22 @@ pub fn request_meta(id: &RequestId, params: Option<&Json>) -> Result<RequestMeta
     Ok(RequestMeta {
         version,
         log_level,
-        tasks: super::tasks::declared(params),
+        extensions: declared_extensions(meta),
     })
+}
+
+/// The extensions a `_meta` object declares in its client capabilities.
+fn declared_extensions(meta: &Map<String, Json>) -> Vec<String> {
+    meta.get(CAPABILITIES_KEY)
+        .and_then(|c| c.get("extensions"))
+        .and_then(Json::as_object)
+        .map(|e| {
+            e.iter()
+                .filter(|(_, v)| v.is_object())
+                .map(|(k, _)| k.clone())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// `UnsupportedProtocolVersionError` (`-32022`) for `requested`.
@@ -258,6 +272,16 @@ mod tests {
             json!({"_meta": {VERSION_KEY: "2025-11-25", CAPABILITIES_KEY: {}}}),
             Err(-32022),
         );
+    }
+
+    #[test]
+    fn request_meta_names_the_declared_extensions() {
+        let id = RequestId::Int("1".into());
+        let caps = json!({"extensions": {"a/x": {}, "b/y": true}});
+        let params = json!({"_meta": {VERSION_KEY: "2026-07-28", CAPABILITIES_KEY: caps}});
+        let meta = request_meta(&id, Some(&params)).unwrap();
+        assert_eq!(meta.extensions, ["a/x"]);
+        assert!(meta.declares("a/x") && !meta.declares("b/y"));
     }
 
     #[test]

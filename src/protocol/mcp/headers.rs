@@ -16,7 +16,8 @@ use serde_json::Value as Json;
 
 use crate::protocol::jsonrpc::{self, ErrorCode, Incoming, RequestId};
 
-use super::era::{self, VERSION_KEY};
+use super::era;
+use super::identity::VERSION_KEY;
 
 /// Whether a message POSTed over HTTP is served under the modern rules,
 /// from its body (`era::is_modern`) and its headers: `in_session` when it

@@ -18,7 +18,7 @@ use serde_json::{Map, Value as Json};
 
 use crate::protocol::jsonrpc::{self, ErrorCode, RequestId};
 
-use super::results::{cacheable, complete, CACHE_TTL_MS};
+use super::identity::{cacheable, complete, CACHE_TTL_MS};
 use super::{
     discover, era, subscriptions, tasks, tools_call, Catalog, Step, TaskMethod, TaskRequest,
 };
@@ -45,7 +45,9 @@ pub(super) fn request(
         "tools/call" => tools_call(catalog, id, params, arguments, Some(meta)),
         "subscriptions/listen" => match subscriptions::listen_request(id, params.as_ref()) {
             // Task notifications are for clients of the Tasks extension.
-            Ok(listen) if !listen.filter.task_ids.is_empty() && !meta.tasks => {
+            Ok(listen)
+                if !listen.filter.task_ids.is_empty() && !meta.declares(tasks::EXTENSION) =>
+            {
                 Step::Reply(tasks::missing_capability(&listen.id))
             }
             Ok(listen) => Step::Listen(listen),
@@ -102,7 +104,7 @@ fn task_request(
     params: Option<&Json>,
     meta: &era::RequestMeta,
 ) -> Step {
-    if !meta.tasks {
+    if !meta.declares(tasks::EXTENSION) {
         return Step::Reply(tasks::missing_capability(&id));
     }
     let task_id = match tasks::task_id_param(params) {

@@ -1,24 +1,23 @@
 //! The CALL packet of a remote `tools/call` whose arguments arrived as JSON
 //! text: checked and encoded straight from the text into one buffer.
 //!
-//! This is what [`super::prepare`] followed by the reactor's packet encoding
-//! does for typed values, with the same messages in the same order: every
-//! argument is checked before any is encoded (so the first invalid one is
-//! reported even when an earlier one cannot be encoded), and the bytes are
-//! identical. A supplied value goes text to voidstar ([`voidstar::text`]);
-//! defaults, flags and assembled records are small trees and take the typed
-//! path. The buffer is sized once from the plans, so building it costs the
-//! packet and nothing more.
+//! This is what [`super::call::prepare`] does for typed values, with the
+//! same messages in the same order: every argument is checked before any is
+//! encoded (so the first invalid one is reported even when an earlier one
+//! cannot be encoded), and the bytes are identical. A supplied value goes
+//! text to voidstar ([`voidstar::text`]); defaults, flags and assembled
+//! records are small trees and take the typed path. The buffer is sized once
+//! from the plans, so building it costs the packet and nothing more. Schemas
+//! and layouts are the program's, compiled at load.
 //!
 //! Architecture Invariant: pure; no I/O.
 
 use crate::format::packet;
-use crate::format::schema::Schema;
-use crate::format::value::{self, Layout, ValueError, ValueErrorKind};
+use crate::format::value;
 use crate::format::voidstar::{self, text};
 use crate::protocol::args::Source;
 
-use super::{slot_name, slot_schema, Program};
+use super::Program;
 
 /// One argument, checked and ready to be written.
 enum Ready<'a> {
@@ -42,41 +41,34 @@ pub fn call_packet(
             sources.len()
         ));
     }
-    // Schemas and layouts first: plans borrow the layouts.
-    let mut schemas: Vec<Schema> = Vec::with_capacity(sources.len());
-    let mut layouts: Vec<Result<Layout, ValueError>> = Vec::with_capacity(sources.len());
-    for (slot, arg) in cmd.args.iter().enumerate() {
-        let name = slot_name(cmd, slot);
-        let schema =
-            slot_schema(arg).map_err(|why| format!("argument '{name}' cannot be passed: {why}"))?;
-        layouts.push(Layout::new(&schema).map_err(|e| ValueError {
-            path: name,
-            kind: ValueErrorKind::Schema(e.0),
-        }));
-        schemas.push(schema);
+    // Schemas, wire strings and layouts, compiled at load.
+    let slots = &program.compiled(command).slots;
+    let mut forms = Vec::with_capacity(sources.len());
+    for slot in slots {
+        forms.push(slot.form()?);
     }
     let mut ready = Vec::with_capacity(sources.len());
     for (slot, source) in sources.iter().enumerate() {
-        let name = slot_name(cmd, slot);
-        let schema = &schemas[slot];
+        let name = &slots[slot].name;
+        let form = forms[slot];
         ready.push(match source {
             Source::Text(json) => {
-                let layout = layouts[slot].as_ref().map_err(ToString::to_string)?;
-                Ready::Text(text::plan(layout, json, &name).map_err(|e| e.to_string())?)
+                let layout = form.layout(name).map_err(|e| e.to_string())?;
+                Ready::Text(text::plan(layout, json, name).map_err(|e| e.to_string())?)
             }
             Source::Json(json) => {
-                let v = value::from_json(schema, json, &name).map_err(|e| e.to_string())?;
+                let layout = form.layout(name).map_err(|e| e.to_string())?;
+                let v = value::from_json_with(layout, json, name).map_err(|e| e.to_string())?;
                 Ready::Blob(
-                    voidstar::encode_flat(schema, &v)
+                    voidstar::encode_flat_with(layout, &v)
                         .map_err(|e| format!("cannot encode argument '{name}': {e}")),
                 )
             }
         });
     }
-    let wires: Vec<String> = schemas.iter().map(Schema::to_wire_string).collect();
     let mut total = packet::HEADER_LEN;
     for (slot, r) in ready.iter().enumerate() {
-        let name = slot_name(cmd, slot);
+        let name = &slots[slot].name;
         let len = match r {
             Ready::Text(plan) => match plan.encode_error() {
                 Some(e) => return Err(format!("cannot encode argument '{name}': {e}")),
@@ -85,11 +77,12 @@ pub fn call_packet(
             Ready::Blob(Ok(blob)) => blob.len(),
             Ready::Blob(Err(message)) => return Err(message.clone()),
         };
-        total += packet::data_packet_len(&wires[slot], len);
+        total += packet::data_packet_len(&forms[slot].wire, len);
     }
     let mut out = Vec::with_capacity(total);
     let call = packet::begin_call_packet(&mut out);
-    for (r, wire) in ready.iter().zip(&wires) {
+    for (r, form) in ready.iter().zip(&forms) {
+        let wire = &form.wire;
         let start = packet::begin_data_packet(&mut out, wire);
         match r {
             Ready::Text(plan) => plan.write(&mut out),
@@ -106,6 +99,7 @@ pub fn call_packet(
 mod tests {
     use super::*;
     use crate::protocol::args;
+    use crate::protocol::mcp::{slot_name, slot_schema};
 
     fn program() -> Program {
         crate::protocol::mcp::shapes_program()

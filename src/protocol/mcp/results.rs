@@ -12,49 +12,11 @@ use serde_json::{Map, Value as Json};
 
 use crate::format::manifest::Command;
 use crate::format::schema::Schema;
-use crate::format::value::{self, Value};
-use crate::protocol::jsonrpc::{self, RequestId};
+use crate::format::value::{self, Layout, LayoutError, Value};
+use crate::protocol::jsonrpc;
 
-use super::era::SERVER_INFO_KEY;
-use super::{discover, Catalog, Session, LOG_LEVELS};
-
-/// How long (ms) a modern client may keep a `tools/list` or
-/// `server/discover` answer: the surface changes only when the program is
-/// reloaded, and subscribers hear about that at once.
-pub const CACHE_TTL_MS: u64 = 60_000;
-
-/// Marks a modern result complete and names the server in its `_meta`
-/// (keys already in `_meta` are kept).
-pub fn complete(mut result: Json, catalog: &Catalog) -> Json {
-    if let Json::Object(map) = &mut result {
-        map.insert("resultType".into(), Json::String("complete".into()));
-        let meta = map
-            .entry("_meta")
-            .or_insert_with(|| Json::Object(Map::new()));
-        if let Json::Object(meta) = meta {
-            meta.insert(SERVER_INFO_KEY.into(), discover::server_info(catalog));
-        }
-    }
-    result
-}
-
-/// Adds the `CacheableResult` hints: `ttlMs` and a `public` scope (the
-/// surface is the same for every caller).
-pub fn cacheable(result: &mut Map<String, Json>, ttl_ms: u64) {
-    result.insert("ttlMs".into(), Json::from(ttl_ms));
-    result.insert("cacheScope".into(), Json::String("public".into()));
-}
-
-/// The response to a `tools/call`: the result as is for legacy requests,
-/// completed for modern ones.
-pub fn call_response(catalog: &Catalog, id: &RequestId, modern: bool, result: Json) -> Json {
-    let result = if modern {
-        complete(result, catalog)
-    } else {
-        result
-    };
-    jsonrpc::result_response(id, result)
-}
+pub use super::identity::{cacheable, complete, CACHE_TTL_MS};
+use super::{Session, LOG_LEVELS};
 
 /// `{"content":[{"type":"text","text":msg}],"isError":true}`.
 pub fn error_result(message: &str) -> Json {
@@ -69,6 +31,15 @@ pub fn error_result(message: &str) -> Json {
 
 /// Shapes a successful value of `command` (mcp-surface §4.1, §4.3).
 pub fn success_result(command: &Command, value: &Value) -> Json {
+    success_result_with(command, None, value)
+}
+
+/// [`success_result`] with the return schema's compiled layout, if at hand.
+pub fn success_result_with(
+    command: &Command,
+    layout: Option<&Result<Layout, LayoutError>>,
+    value: &Value,
+) -> Json {
     let ret_schema = command.ret.schema.schema();
     if let (Some(mime), Some(schema)) = (&command.ret.mime, ret_schema) {
         if mime.eq_ignore_ascii_case(MULTIPART) {
@@ -86,7 +57,12 @@ pub fn success_result(command: &Command, value: &Value) -> Json {
     let mut text = String::new();
     match ret_schema {
         Some(s) => {
-            if let Err(e) = value::to_json(s, value, &mut text) {
+            let rendered = match layout {
+                Some(Ok(layout)) => value::to_json_with(layout, value, &mut text),
+                Some(Err(e)) => Err(e.clone().into()),
+                None => value::to_json(s, value, &mut text),
+            };
+            if let Err(e) = rendered {
                 return error_result(&format!(
                     "cannot render the result of '{}': {e}",
                     command.name

@@ -19,8 +19,7 @@ use serde_json::{Map, Value as Json};
 
 use crate::protocol::jsonrpc::{self, ErrorCode, RequestId};
 
-use super::era::SUBSCRIPTION_KEY;
-use super::results;
+use super::identity::{self, SUBSCRIPTION_KEY};
 use super::Catalog;
 
 /// The notification types a subscription receives (only those we can send).
@@ -246,7 +245,7 @@ pub fn closing_response(catalog: &Catalog, id: &RequestId) -> Json {
     meta.insert(SUBSCRIPTION_KEY.into(), id.to_json());
     let mut result = Map::new();
     result.insert("_meta".into(), Json::Object(meta));
-    jsonrpc::result_response(id, results::complete(Json::Object(result), catalog))
+    jsonrpc::result_response(id, identity::complete(Json::Object(result), catalog))
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ use serde_json::{Map, Value as Json};
 
 use crate::protocol::jsonrpc::{self, ErrorCode, RequestId};
 
-use super::results::complete;
+use super::identity::{complete, CAPABILITIES_KEY};
 use super::Catalog;
 
 /// The extension's identifier, in capabilities.
@@ -445,7 +445,7 @@ pub fn task_json(task: &Task, ttl_ms: u64, now: u64) -> Map<String, Json> {
 pub fn declared(params: Option<&Json>) -> bool {
     params
         .and_then(|p| p.get("_meta"))
-        .and_then(|m| m.get(super::era::CAPABILITIES_KEY))
+        .and_then(|m| m.get(CAPABILITIES_KEY))
         .and_then(|c| c.get("extensions"))
         .and_then(|e| e.get(EXTENSION))
         .is_some_and(Json::is_object)
@@ -494,7 +494,7 @@ pub fn missing_capability(id: &RequestId) -> Json {
         ErrorCode::MissingRequiredClientCapability,
         &format!(
             "Missing required client capability: declare the '{EXTENSION}' extension in '_meta.{}'",
-            super::era::CAPABILITIES_KEY
+            CAPABILITIES_KEY
         ),
         Json::Object(data),
     )

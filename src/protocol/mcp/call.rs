@@ -1,0 +1,468 @@
+//! A tool call's pure life: from a checked `tools/call` ([`CallRequest`]) to
+//! the bytes its pool gets, and from the pool's reply (or the call's failure)
+//! to the response its client gets, in either era.
+//!
+//! [`prepare`] checks the arguments and either answers at once (an argument
+//! refused, a pure command evaluated in-process) or gives the CALL packet (a
+//! call whose arguments arrived as text already carries it: `packing`,
+//! through `handle_lazy`). [`reply_result`] turns a pool's reply packet into
+//! a `CallToolResult`, a JSON result rendered straight from the reply bytes
+//! or shared memory. How a call ended is an [`Ending`]; [`respond`] makes it
+//! the [`Response`] the transport frames (a stdio line, an HTTP body, an
+//! event), and [`Ending::into_task_outcome`] the outcome of the task it
+//! became. Schemas and layouts come from the program's [`Compiled`] tables,
+//! built once when the program is loaded, not per call.
+//!
+//! Architecture Invariant: pure; no I/O. Files and shared memory come through
+//! the caller (`eval::Host`, `voidstar::Memory`, a file reader).
+
+use std::path::Path;
+
+use serde_json::Value as Json;
+
+use crate::format::eval;
+use crate::format::manifest::{Arg, Command, CommandKind};
+use crate::format::msgpack;
+use crate::format::packet::{self, Reply};
+use crate::format::schema::{self, Schema};
+use crate::format::value::{self, Layout, LayoutError, Value, ValueError, ValueErrorKind};
+use crate::format::voidstar::{self, Memory};
+use crate::protocol::jsonrpc::{self, ErrorCode, RequestId};
+
+use super::tasks::Outcome;
+use super::{era, results, CallRequest, Catalog, Program};
+
+#[cfg(test)]
+mod tests;
+
+/// What the calls of one command need, built once per program load.
+#[derive(Debug)]
+pub struct Compiled {
+    /// One per argument slot, in manifest order.
+    pub slots: Vec<Slot>,
+    /// The return schema compiled (`None` when it does not parse).
+    pub ret: Option<Result<Layout, LayoutError>>,
+    /// The largest flat size a return value can have, if bounded
+    /// (`schema::max_flat_size`).
+    pub ret_max_flat: Option<u64>,
+    /// The argument schemas a pure command is evaluated with (`Nil` for an
+    /// unusable one); empty for remote commands.
+    pub eval_schemas: Vec<Schema>,
+}
+
+/// One argument slot of a command.
+#[derive(Debug)]
+pub struct Slot {
+    /// The name a client knows the slot by, for messages ([`slot_name`]).
+    pub name: String,
+    /// How it is encoded, or why it cannot be passed ([`slot_schema`]).
+    pub form: Result<Form, String>,
+}
+
+/// The schema an argument is encoded with, compiled.
+#[derive(Debug)]
+pub struct Form {
+    pub schema: Schema,
+    /// `schema` as the packet's metadata spells it.
+    pub wire: String,
+    pub layout: Result<Layout, LayoutError>,
+}
+
+impl Compiled {
+    /// Compiles what the calls of `command` need.
+    pub fn new(command: &Command) -> Compiled {
+        let slots = command
+            .args
+            .iter()
+            .enumerate()
+            .map(|(slot, arg)| Slot {
+                name: slot_name(command, slot),
+                form: slot_schema(arg).map(|schema| Form {
+                    wire: schema.to_wire_string(),
+                    layout: Layout::new(&schema),
+                    schema,
+                }),
+            })
+            .collect();
+        let eval_schemas = match command.kind {
+            CommandKind::Pure => command
+                .args
+                .iter()
+                .map(|arg| slot_schema(arg).unwrap_or(Schema::Nil))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let ret = command.ret.schema.schema();
+        Compiled {
+            slots,
+            ret: ret.map(Layout::new),
+            ret_max_flat: ret.and_then(schema::max_flat_size),
+            eval_schemas,
+        }
+    }
+
+    /// Whether every result is certain to come back inline under the
+    /// pool's `threshold` (a bounded return within it).
+    pub fn always_inline(&self, threshold: u64) -> bool {
+        self.ret_max_flat.is_some_and(|size| size <= threshold)
+    }
+}
+
+impl Slot {
+    /// The slot's schema and layout, or the message of a call that passes it.
+    pub fn form(&self) -> Result<&Form, String> {
+        self.form
+            .as_ref()
+            .map_err(|why| format!("argument '{}' cannot be passed: {why}", self.name))
+    }
+}
+
+impl Form {
+    /// The compiled layout, or its error as the value checks report it.
+    pub fn layout(&self, name: &str) -> Result<&Layout, ValueError> {
+        self.layout.as_ref().map_err(|e| ValueError {
+            path: name.to_string(),
+            kind: ValueErrorKind::Schema(e.0.clone()),
+        })
+    }
+}
+
+/// The name a client knows an argument slot by, for messages.
+pub fn slot_name(command: &Command, slot: usize) -> String {
+    let mut positional = 0;
+    for (i, arg) in command.args.iter().enumerate() {
+        if let Arg::Pos(_) = arg {
+            positional += 1;
+        }
+        if i != slot {
+            continue;
+        }
+        return match arg {
+            Arg::Pos(p) => p
+                .name
+                .clone()
+                .filter(|n| !n.is_empty())
+                .unwrap_or_else(|| format!("_{positional}")),
+            Arg::Opt(o) => o
+                .long
+                .clone()
+                .or_else(|| o.short.clone())
+                .unwrap_or_else(|| "option".into()),
+            Arg::Flag(f) => f
+                .long
+                .clone()
+                .or_else(|| f.short.clone())
+                .unwrap_or_else(|| "option".into()),
+            Arg::Grp(g) => match &g.group_opt {
+                Some(_) => g
+                    .type_name
+                    .as_deref()
+                    .map_or_else(|| "group".into(), str::to_lowercase),
+                None => g.type_name.clone().unwrap_or_else(|| "group".into()),
+            },
+        };
+    }
+    format!("argument {}", slot + 1)
+}
+
+/// The schema each argument slot is encoded with (flags are `b`).
+pub fn slot_schema(arg: &Arg) -> Result<Schema, String> {
+    match arg {
+        Arg::Flag(_) => Ok(Schema::Bool),
+        other => match other.schema_text() {
+            None => Err("it has no schema in the manifest".into()),
+            Some(st) => st
+                .parsed
+                .clone()
+                .map_err(|e| format!("its schema '{}' does not parse: {e}", st.text)),
+        },
+    }
+}
+
+/// The return schema of a command, if it parses.
+pub fn return_schema(command: &Command) -> Result<&Schema, String> {
+    command
+        .ret
+        .schema
+        .parsed
+        .as_ref()
+        .map_err(|e: &schema::SchemaError| {
+            format!(
+                "command '{}' has an unusable return schema '{}': {e}",
+                command.name, command.ret.schema.text
+            )
+        })
+}
+
+/// What a call needs after [`prepare`].
+#[derive(Debug, PartialEq)]
+pub enum Prepared {
+    /// Answered without a pool: an argument refused, or a pure command
+    /// evaluated in-process.
+    Answered(Ending),
+    /// The CALL packet for the command's pool.
+    Remote(Vec<u8>),
+}
+
+/// Prepares a call: its packet when it arrived with one, else its arguments
+/// checked, then a pure command evaluated (through `host` for its files) or
+/// a remote one's CALL packet encoded.
+pub fn prepare(
+    program: &Program,
+    request: &mut CallRequest,
+    host: &mut dyn eval::Host,
+) -> Prepared {
+    if let Some(packet) = request.packet.take() {
+        return Prepared::Remote(packet);
+    }
+    let values = match check_args(program, request) {
+        Ok(values) => values,
+        Err(message) => return Prepared::Answered(Ending::Error(message)),
+    };
+    let command = program.command(request.command);
+    if command.kind == CommandKind::Pure {
+        let ending = match run_pure(program, request.command, values, host) {
+            Ok(v) => Ending::Result(success(program, request.command, &v)),
+            Err(message) => Ending::Error(message),
+        };
+        return Prepared::Answered(ending);
+    }
+    match encode_call(program, request.command, &values) {
+        Ok(packet) => Prepared::Remote(packet),
+        Err(message) => Prepared::Answered(Ending::Error(message)),
+    }
+}
+
+/// Checks and converts a call's JSON arguments into typed values. The error
+/// text names the argument and goes into an `isError` result.
+pub fn check_args(program: &Program, call: &CallRequest) -> Result<Vec<Value>, String> {
+    let command = program.command(call.command);
+    if call.args.len() != command.args.len() {
+        return Err(format!(
+            "expected {} arguments, got {}",
+            command.args.len(),
+            call.args.len()
+        ));
+    }
+    let compiled = program.compiled(call.command);
+    let mut values = Vec::with_capacity(call.args.len());
+    for (slot, json) in compiled.slots.iter().zip(&call.args) {
+        let form = slot.form()?;
+        let layout = form.layout(&slot.name).map_err(|e| e.to_string())?;
+        values.push(value::from_json_with(layout, json, &slot.name).map_err(|e| e.to_string())?);
+    }
+    Ok(values)
+}
+
+/// Runs a pure command in-process.
+pub fn run_pure(
+    program: &Program,
+    command: usize,
+    values: Vec<Value>,
+    host: &mut dyn eval::Host,
+) -> Result<Value, String> {
+    let cmd = program.command(command);
+    let Some(expr) = program.exprs.get(command).and_then(Option::as_ref) else {
+        return Err(format!(
+            "command '{}' has no expression to evaluate",
+            cmd.name
+        ));
+    };
+    let Some(ret) = cmd.ret.schema.schema() else {
+        return Err(format!(
+            "command '{}' has an unusable return schema '{}'",
+            cmd.name, cmd.ret.schema.text
+        ));
+    };
+    let schemas = &program.compiled(command).eval_schemas;
+    eval::run(expr, schemas, values, ret, host).map_err(|e| e.to_string())
+}
+
+/// Builds the CALL packet of typed values: one inline voidstar DATA packet
+/// per argument.
+pub fn encode_call(program: &Program, command: usize, values: &[Value]) -> Result<Vec<u8>, String> {
+    let cmd = program.command(command);
+    let mut args = Vec::with_capacity(values.len());
+    for (slot, value) in program.compiled(command).slots.iter().zip(values) {
+        let form = slot.form()?;
+        let blob = match &form.layout {
+            Ok(layout) => voidstar::encode_flat_with(layout, value),
+            Err(e) => Err(e.clone().into()),
+        }
+        .map_err(|e| format!("cannot encode argument '{}': {e}", slot.name))?;
+        args.push(packet::data_packet_voidstar(&form.wire, &blob));
+    }
+    Ok(packet::call_packet(cmd.mid, &args))
+}
+
+/// The successful result of a value of `command`, rendered with its
+/// compiled return layout.
+fn success(program: &Program, command: usize, value: &Value) -> Json {
+    let layout = program.compiled(command).ret.as_ref();
+    results::success_result_with(program.command(command), layout, value)
+}
+
+/// Turns a pool's reply (`packet::parse_reply`) into the call's result.
+/// `mem` is the shared memory a relptr reply points into, and `take_file`
+/// reads (and removes) a result file.
+pub fn reply_result(
+    program: &Program,
+    command: usize,
+    reply: Reply<'_>,
+    mem: &dyn Memory,
+    take_file: &mut dyn FnMut(&Path) -> Result<Vec<u8>, String>,
+) -> Result<Json, String> {
+    let cmd = program.command(command);
+    let schema = return_schema(cmd)?;
+    let decode_failed =
+        |e: &dyn std::fmt::Display| format!("cannot decode the result of '{}': {e}", cmd.name);
+    // The compiled layout; without one (a type that cannot be laid out),
+    // the schema's own decoders give their errors.
+    let layout = match program.compiled(command).ret.as_ref() {
+        Some(Ok(layout)) => Some(layout),
+        _ => None,
+    };
+    let from_msgpack = |data: &[u8]| {
+        match layout {
+            Some(layout) => msgpack::decode_with(layout, data),
+            None => msgpack::decode(schema, data),
+        }
+        .map_err(|e| decode_failed(&e))
+    };
+    if results::result_is_json_text(cmd) {
+        // Straight from the reply bytes (or shared memory) to the JSON
+        // text: no decoded value in between.
+        let mut text = String::new();
+        let rendered = match reply {
+            Reply::Fail(message) => return Ok(results::error_result(&message)),
+            Reply::Voidstar(blob) => match layout {
+                Some(layout) => voidstar::flat_to_json_with(layout, blob, &mut text),
+                None => voidstar::flat_to_json(schema, blob, &mut text),
+            },
+            Reply::Rptr(relptr) => match layout {
+                Some(layout) => voidstar::to_json_with(layout, mem, relptr, &mut text),
+                None => voidstar::to_json(schema, mem, relptr, &mut text),
+            },
+            Reply::Msgpack(data) => {
+                let value = from_msgpack(data)?;
+                return Ok(success(program, command, &value));
+            }
+            Reply::File(path) => {
+                let value = from_msgpack(&take_file(&path)?)?;
+                return Ok(success(program, command, &value));
+            }
+        };
+        rendered.map_err(|e| decode_failed(&e))?;
+        return Ok(results::text_result(cmd, text));
+    }
+    let value: Value = match reply {
+        Reply::Fail(message) => return Ok(results::error_result(&message)),
+        Reply::Voidstar(blob) => match layout {
+            Some(layout) => voidstar::decode_flat_with(layout, blob),
+            None => voidstar::decode_flat(schema, blob),
+        }
+        .map_err(|e| decode_failed(&e))?,
+        Reply::Msgpack(data) => from_msgpack(data)?,
+        Reply::Rptr(relptr) => match layout {
+            Some(layout) => voidstar::decode_with(layout, mem, relptr),
+            None => voidstar::decode(schema, mem, relptr),
+        }
+        .map_err(|e| decode_failed(&e))?,
+        Reply::File(path) => from_msgpack(&take_file(&path)?)?,
+    };
+    Ok(success(program, command, &value))
+}
+
+/// How a call ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ending {
+    /// Its `CallToolResult` (`isError` when the tool failed).
+    Result(Json),
+    /// Its arguments or its reply were refused: an `isError` result with
+    /// this message (a task it became completes with it).
+    Error(String),
+    /// The call itself failed (its pool died, it timed out): an `isError`
+    /// result for its client, but a task it became fails.
+    Failed(String),
+}
+
+impl From<Result<Json, String>> for Ending {
+    fn from(outcome: Result<Json, String>) -> Ending {
+        match outcome {
+            Ok(result) => Ending::Result(result),
+            Err(message) => Ending::Error(message),
+        }
+    }
+}
+
+impl Ending {
+    /// The `CallToolResult` its client gets.
+    pub fn into_result(self) -> Json {
+        match self {
+            Ending::Result(result) => result,
+            Ending::Error(message) | Ending::Failed(message) => results::error_result(&message),
+        }
+    }
+
+    /// What the task the call became settles with.
+    pub fn into_task_outcome(self) -> Outcome {
+        match self {
+            Ending::Failed(message) => Outcome::Failed(ErrorCode::InternalError as i64, message),
+            other => Outcome::Completed(other.into_result()),
+        }
+    }
+}
+
+/// The response to a `tools/call`, typed by era: the transport only frames
+/// it (a stdio line, an HTTP body, an event of an event stream).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Response {
+    message: Json,
+    modern: bool,
+}
+
+impl Response {
+    /// The JSON-RPC response.
+    pub fn message(&self) -> &Json {
+        &self.message
+    }
+
+    pub fn into_message(self) -> Json {
+        self.message
+    }
+
+    /// Whether it answers a modern (2026-07-28) request.
+    pub fn is_modern(&self) -> bool {
+        self.modern
+    }
+
+    /// The HTTP status it goes out with.
+    pub fn http_status(&self) -> u16 {
+        if self.modern {
+            era::http_status(&self.message)
+        } else {
+            200
+        }
+    }
+}
+
+/// The response of the call `id` that ended with `ending`: the result as is
+/// for a legacy request, completed (`resultType`, server identity) for a
+/// modern one.
+pub fn respond(catalog: &Catalog, id: &RequestId, modern: bool, ending: Ending) -> Response {
+    let result = ending.into_result();
+    let result = if modern {
+        results::complete(result, catalog)
+    } else {
+        result
+    };
+    Response {
+        message: jsonrpc::result_response(id, result),
+        modern,
+    }
+}
+
+/// [`respond`] for a result, as its JSON-RPC response.
+pub fn call_response(catalog: &Catalog, id: &RequestId, modern: bool, result: Json) -> Json {
+    respond(catalog, id, modern, Ending::Result(result)).into_message()
+}
