@@ -11,6 +11,8 @@ use std::process::Command;
 
 /// Source files above this many lines should be split.
 const MAX_LINES: usize = 1200;
+/// The I/O edge is held tighter: the reactor's concerns each stay small.
+const MAX_EDGE_LINES: usize = 800;
 
 /// Committed paths scanned for machine-specific absolute paths.
 const PORTABLE: &[&str] = &[
@@ -129,11 +131,16 @@ fn no_oversized_source_files() {
         .filter(|p| p.file_name().is_none_or(|n| n != "tests.rs"))
         .filter_map(|p| {
             let lines = read(&p).lines().count();
-            (lines > MAX_LINES).then(|| format!("{}: {lines} lines", rel(&p)))
+            let max = if rel(&p).starts_with("src/edge/") {
+                MAX_EDGE_LINES
+            } else {
+                MAX_LINES
+            };
+            (lines > max).then(|| format!("{}: {lines} lines (at most {max})", rel(&p)))
         })
         .collect();
     check(
-        &format!("src files must not exceed {MAX_LINES} lines"),
+        &format!("src files must not exceed {MAX_LINES} lines ({MAX_EDGE_LINES} in src/edge)"),
         offenders,
     );
 }
