@@ -279,7 +279,7 @@ pub fn value_end(text: &[u8], pos: usize) -> usize {
 /// it, skipping a nested array or object is a lookup instead of a re-read,
 /// so walking a deeply nested value costs its size, not its size times its
 /// depth. One entry (8 bytes) per array or object.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Ends {
     /// `(position of the opening bracket, position after the closing one)`,
     /// by position.
@@ -318,12 +318,88 @@ impl Ends {
         Ends { spans }
     }
 
+    /// [`Ends::new`] in steps: an [`EndsBuilder`] that scans `text`.
+    pub fn builder(text: &[u8]) -> EndsBuilder {
+        EndsBuilder {
+            spans: Vec::new(),
+            open: Vec::new(),
+            at: 0,
+            whole: u32::try_from(text.len()).is_ok(),
+        }
+    }
+
     /// The position after the container opening at `pos`.
     fn end_of(&self, pos: usize) -> Option<usize> {
         let pos = u32::try_from(pos).ok()?;
         let i = self.spans.binary_search_by_key(&pos, |s| s.0).ok()?;
         Some(self.spans[i].1 as usize).filter(|end| *end > 0)
     }
+}
+
+/// [`Ends::new`] resumable: each [`EndsBuilder::step`] reads a bounded
+/// stretch of the text, and the table comes out the same.
+#[derive(Clone, Debug, Default)]
+pub struct EndsBuilder {
+    spans: Vec<(u32, u32)>,
+    open: Vec<usize>,
+    at: usize,
+    whole: bool,
+}
+
+impl EndsBuilder {
+    /// Reads on from where the last step stopped, about `bytes` bytes (a
+    /// string is read whole); true once the whole text is read. `text`
+    /// must be the text the builder was made for.
+    pub fn step(&mut self, text: &[u8], bytes: usize) -> bool {
+        if !self.whole {
+            return true;
+        }
+        let stop = self.at.saturating_add(bytes.max(1));
+        let mut i = self.at;
+        while let Some(&b) = text.get(i) {
+            if i >= stop {
+                self.at = i;
+                return false;
+            }
+            match b {
+                b'"' => {
+                    i = string_end(text, i).unwrap_or(text.len());
+                    continue;
+                }
+                b'[' | b'{' => {
+                    self.open.push(self.spans.len());
+                    self.spans.push((i as u32, 0));
+                }
+                b']' | b'}' => {
+                    if let Some(at) = self.open.pop() {
+                        self.spans[at].1 = (i + 1) as u32;
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        self.at = text.len();
+        true
+    }
+
+    /// The table, once [`EndsBuilder::step`] returned true.
+    pub fn finish(self) -> Ends {
+        Ends { spans: self.spans }
+    }
+}
+
+/// The position of the first item of the (valid) array at `pos`, if any:
+/// [`Items`] one step at a time, for walks that stop and resume.
+pub fn first_item(text: &[u8], pos: usize) -> Option<usize> {
+    let first = skip_ws(text, pos + 1);
+    (text.get(first).is_some_and(|b| *b != b']')).then_some(first)
+}
+
+/// The position of the item after the one at `item`, if any.
+pub fn next_item(text: &[u8], item: usize, ends: Option<&Ends>) -> Option<usize> {
+    let end = skip_ws(text, value_end_in(text, item, ends));
+    (text.get(end) == Some(&b',')).then(|| skip_ws(text, end + 1))
 }
 
 /// [`value_end`], with containers looked up in `ends`.

@@ -156,6 +156,7 @@ const ABSENT: usize = usize::MAX;
 
 /// Member positions of one tuple or record, without a heap allocation for
 /// up to 16 members.
+#[derive(Clone, Debug)]
 enum Sources {
     Small([usize; 16], usize),
     Big(Vec<usize>),
@@ -780,6 +781,9 @@ impl Writer<'_, '_> {
         }
     }
 }
+
+mod sliced;
+pub use sliced::Sliced;
 
 #[cfg(test)]
 mod tests;
