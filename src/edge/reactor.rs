@@ -235,6 +235,8 @@ struct Reactor {
     /// The calls waiting for a pool process, served round-robin across
     /// their owners (`queue`).
     queue: calls::Queue,
+    /// Calls whose packet is being built, a slice per turn.
+    preparing: calls::Preparing,
     /// The calls that may have a timer (a deadline, progress, a task
     /// deadline, a lost connection): those that left the queue, and those
     /// with progress or a task deadline from the start. Timers look only at
@@ -324,6 +326,7 @@ impl Reactor {
             queue,
             timed: IdSet::default(),
             throttle: queue::Throttle::default(),
+            preparing: calls::Preparing::default(),
             next_call: 0,
             exit_code: None,
             pools_pending: None,
@@ -385,7 +388,7 @@ impl Reactor {
             let read_stdin_directly = self.stdio.as_ref().is_some_and(|s| {
                 s.stdin_open && !s.stdin_pollable && s.queue.len() < MAX_PENDING_OUTPUT
             });
-            if read_stdin_directly {
+            if read_stdin_directly || self.preparing.pending() {
                 timeout = Some(Duration::ZERO);
             }
             if let Some(at) = self.pools_pending {
@@ -425,6 +428,7 @@ impl Reactor {
             if read_stdin_directly {
                 self.read_stdin();
             }
+            self.prepare_slice();
             if let Some(at) = self.pools_pending {
                 let answered = self.stdio.as_ref().is_some_and(|s| s.answered_any);
                 if answered || Instant::now() >= at {

@@ -23,6 +23,7 @@ pub mod headers;
 mod legacy;
 mod modern;
 mod packing;
+pub use packing::PacketJob;
 mod results;
 pub mod subscriptions;
 pub mod tasks;
@@ -368,6 +369,9 @@ pub struct CallRequest {
     /// command and were checked and encoded straight from it
     /// ([`handle_lazy`]); the reactor then sends it as it is.
     pub packet: Option<Vec<u8>>,
+    /// Instead of `packet`, for a long arguments text: the work that
+    /// builds it, which the reactor does in slices between other events.
+    pub job: Option<Box<PacketJob>>,
     pub progress_token: Option<Json>,
     /// The request's `_meta` when it is a modern (2026-07-28) request: its
     /// result is then completed (`resultType`, server identity) and its log
@@ -542,9 +546,21 @@ fn tools_call(
     match resolved {
         Ok((Ok(command), sources)) => {
             let remote = prog.command(command).kind != CommandKind::Pure;
-            let (args, packet) = if remote && arguments.is_some() {
-                match packing::call_packet(prog, command, &sources) {
-                    Ok(packet) => (Vec::new(), Some(packet)),
+            let (args, packet, job) = if let (true, Some(text)) = (remote, arguments) {
+                let job = packing::PacketJob::new(prog, command, &sources, text);
+                match job.map(|job| (text.len() > packing::SLICE_ABOVE, job)) {
+                    Ok((true, job)) => (Vec::new(), None, Some(Box::new(job))),
+                    Ok((false, job)) => match job.run() {
+                        Ok(packet) => (Vec::new(), Some(packet), None),
+                        Err(message) => {
+                            return Step::Reply(call_response(
+                                catalog,
+                                &id,
+                                is_modern,
+                                error_result(&message),
+                            ))
+                        }
+                    },
                     Err(message) => {
                         return Step::Reply(call_response(
                             catalog,
@@ -556,7 +572,7 @@ fn tools_call(
                 }
             } else {
                 let values = sources.into_iter().map(args::Source::into_value);
-                (values.collect(), None)
+                (values.collect(), None, None)
             };
             Step::Call(CallRequest {
                 program,
@@ -565,6 +581,7 @@ fn tools_call(
                 command,
                 args,
                 packet,
+                job,
                 modern,
                 owner: String::new(),
             })

@@ -41,9 +41,11 @@ const LOST_GRACE: Duration = Duration::from_millis(50);
 
 mod cancel;
 mod dispatch;
+mod prepare;
 mod socket;
 pub(super) use dispatch::Queue;
 use dispatch::{Class, Owner};
+pub(super) use prepare::Preparing;
 use socket::new_connection;
 pub(super) use socket::unix_socket;
 
@@ -124,6 +126,12 @@ impl Reactor {
     pub(super) fn start_call(&mut self, client: Client, mut request: CallRequest) {
         let program = request.program;
         let prog = &self.catalog.programs[program];
+        // A packet still to be built from a long text: the call waits,
+        // without a packet yet, until `prepare` has built it.
+        let job = request.job.take();
+        if job.is_some() {
+            request.packet = Some(Vec::new());
+        }
         // Arguments already checked and encoded from their text.
         let encoded = request.packet.take();
         let values = match encoded {
@@ -220,6 +228,9 @@ impl Reactor {
                 place: None,
             },
         );
+        if let Some(job) = job {
+            return self.preparing.add(id, job);
+        }
         // Every remote call queues, even one that can run at once (it
         // leaves the queue in this turn): past a cap it is refused here,
         // before it can become a task.

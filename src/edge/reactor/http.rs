@@ -250,6 +250,12 @@ impl HttpFront {
         conn.held = held;
     }
 
+    /// Counts `new` bytes instead of `old` against the budget for a call
+    /// being prepared (`calls::prepare`).
+    pub(super) fn count_prepared(&mut self, old: usize, new: usize) {
+        self.budget.update(old, new);
+    }
+
     /// Prints `message()` as a diagnostic, unless a line of this kind was
     /// printed less than `NOTICE_PERIOD` ago (then it is only counted).
     fn notice(&mut self, kind: Notice, message: impl FnOnce() -> String) {

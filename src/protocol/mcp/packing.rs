@@ -21,6 +21,7 @@ use crate::protocol::args::Source;
 use super::{slot_name, slot_schema, Program};
 
 /// One argument, checked and ready to be written.
+#[cfg(test)]
 enum Ready<'a> {
     Text(text::Plan<'a>),
     /// The typed path's blob (or its encoding error message).
@@ -28,7 +29,9 @@ enum Ready<'a> {
 }
 
 /// Checks the arguments of `command` and encodes its CALL packet. The error
-/// is the message of the call's `isError` result.
+/// is the message of the call's `isError` result. The one-shot form of
+/// [`PacketJob`], kept to check it against.
+#[cfg(test)]
 pub fn call_packet(
     program: &Program,
     command: usize,
@@ -102,6 +105,216 @@ pub fn call_packet(
     Ok(out)
 }
 
+/// Arguments texts up to this length are encoded at once; longer ones in
+/// slices ([`PacketJob`]).
+pub const SLICE_ABOVE: usize = 64 * 1024;
+
+/// [`call_packet`] as resumable work: each [`PacketJob::step`] does a
+/// bounded amount of it, and the outcome is the same packet or message. It
+/// keeps its own copy of the arguments text.
+#[derive(Clone, Debug)]
+pub struct PacketJob {
+    text: String,
+    mid: u32,
+    slots: Vec<JobSlot>,
+    /// The slot being planned (then written).
+    at: usize,
+    writing: bool,
+    out: Vec<u8>,
+    /// Where the CALL header and the current DATA packet start in `out`.
+    call: usize,
+    data: Option<usize>,
+}
+
+#[derive(Clone, Debug)]
+struct JobSlot {
+    name: String,
+    wire: String,
+    schema: Schema,
+    layout: Result<Layout, ValueError>,
+    source: JobSource,
+}
+
+#[derive(Clone, Debug)]
+enum JobSource {
+    /// A span of the arguments text, and its encoding so far.
+    Text(std::ops::Range<usize>, Box<text::Sliced>),
+    /// A small value: the typed path's blob (or its message) once checked.
+    Json(serde_json::Value, Option<Result<Vec<u8>, String>>),
+}
+
+impl PacketJob {
+    /// Prepares the packet of `command` for `sources`, whose texts are
+    /// slices of `arguments`. The error is the message of the call's
+    /// `isError` result (as [`call_packet`] gives it).
+    pub fn new(
+        program: &Program,
+        command: usize,
+        sources: &[Source],
+        arguments: &str,
+    ) -> Result<PacketJob, String> {
+        let cmd = program.command(command);
+        if sources.len() != cmd.args.len() {
+            return Err(format!(
+                "expected {} arguments, got {}",
+                cmd.args.len(),
+                sources.len()
+            ));
+        }
+        let base = arguments.as_ptr() as usize;
+        let mut slots = Vec::with_capacity(sources.len());
+        for (slot, (arg, source)) in cmd.args.iter().zip(sources).enumerate() {
+            let name = slot_name(cmd, slot);
+            let schema = slot_schema(arg)
+                .map_err(|why| format!("argument '{name}' cannot be passed: {why}"))?;
+            let layout = Layout::new(&schema).map_err(|e| ValueError {
+                path: name.clone(),
+                kind: ValueErrorKind::Schema(e.0),
+            });
+            let source = match source {
+                Source::Text(t) => {
+                    // A slice of `arguments`: its place in it.
+                    let start = (t.as_ptr() as usize)
+                        .checked_sub(base)
+                        .filter(|s| s + t.len() <= arguments.len())
+                        .ok_or_else(|| format!("argument '{name}' is not in the arguments"))?;
+                    JobSource::Text(start..start + t.len(), Box::default())
+                }
+                Source::Json(v) => JobSource::Json(v.clone(), None),
+            };
+            slots.push(JobSlot {
+                name,
+                wire: schema.to_wire_string(),
+                schema,
+                layout,
+                source,
+            });
+        }
+        Ok(PacketJob {
+            text: arguments.to_string(),
+            mid: cmd.mid,
+            slots,
+            at: 0,
+            writing: false,
+            out: Vec::new(),
+            call: 0,
+            data: None,
+        })
+    }
+
+    /// The bytes the job holds (the text, and the packet so far).
+    pub fn held(&self) -> usize {
+        self.text.capacity() + self.out.capacity()
+    }
+
+    /// Does about `budget` units of work (see [`text::Sliced`]); the
+    /// outcome once done.
+    pub fn step(&mut self, mut budget: usize) -> Option<Result<Vec<u8>, String>> {
+        match self.advance(&mut budget) {
+            Ok(true) => Some(Ok(std::mem::take(&mut self.out))),
+            Ok(false) => None,
+            Err(message) => Some(Err(message)),
+        }
+    }
+
+    /// Runs the job to its end.
+    pub fn run(mut self) -> Result<Vec<u8>, String> {
+        loop {
+            if let Some(outcome) = self.step(usize::MAX) {
+                return outcome;
+            }
+        }
+    }
+
+    fn advance(&mut self, budget: &mut usize) -> Result<bool, String> {
+        while !self.writing {
+            let Some(slot) = self.slots.get_mut(self.at) else {
+                self.begin_writing()?;
+                break;
+            };
+            match &mut slot.source {
+                JobSource::Text(span, enc) => {
+                    let layout = slot.layout.as_ref().map_err(ToString::to_string)?;
+                    let json = &self.text[span.clone()];
+                    let done = enc
+                        .plan_step(layout, json, &slot.name, budget)
+                        .map_err(|e| e.to_string())?;
+                    if !done {
+                        return Ok(false);
+                    }
+                }
+                JobSource::Json(json, blob) => {
+                    let name = &slot.name;
+                    let v =
+                        value::from_json(&slot.schema, json, name).map_err(|e| e.to_string())?;
+                    *blob = Some(
+                        voidstar::encode_flat(&slot.schema, &v)
+                            .map_err(|e| format!("cannot encode argument '{name}': {e}")),
+                    );
+                }
+            }
+            self.at += 1;
+            if *budget == 0 {
+                return Ok(false);
+            }
+        }
+        while let Some(slot) = self.slots.get_mut(self.at) {
+            let start = match self.data {
+                Some(start) => start,
+                None => {
+                    let start = packet::begin_data_packet(&mut self.out, &slot.wire);
+                    self.data = Some(start);
+                    start
+                }
+            };
+            match &mut slot.source {
+                JobSource::Text(span, enc) => {
+                    let Ok(layout) = &slot.layout else {
+                        return Err("internal error: an unplanned argument".into());
+                    };
+                    let json = &self.text[span.clone()];
+                    if !enc.write_step(layout, json, &mut self.out, budget) {
+                        return Ok(false);
+                    }
+                }
+                JobSource::Json(_, Some(Ok(blob))) => self.out.extend_from_slice(blob),
+                JobSource::Json(..) => {}
+            }
+            packet::end_data_packet(&mut self.out, start, &slot.wire);
+            self.data = None;
+            self.at += 1;
+            if *budget == 0 {
+                return Ok(false);
+            }
+        }
+        packet::end_call_packet(&mut self.out, self.call, self.mid);
+        Ok(true)
+    }
+
+    /// Once every argument is checked: the encoding errors, in order, then
+    /// the buffer sized for the whole packet.
+    fn begin_writing(&mut self) -> Result<(), String> {
+        let mut total = packet::HEADER_LEN;
+        for slot in &self.slots {
+            let len = match &slot.source {
+                JobSource::Text(_, enc) => match enc.encode_error() {
+                    Some(e) => return Err(format!("cannot encode argument '{}': {e}", slot.name)),
+                    None => enc.size(),
+                },
+                JobSource::Json(_, Some(Ok(blob))) => blob.len(),
+                JobSource::Json(_, Some(Err(message))) => return Err(message.clone()),
+                JobSource::Json(_, None) => 0,
+            };
+            total += packet::data_packet_len(&slot.wire, len);
+        }
+        self.out = Vec::with_capacity(total);
+        self.call = packet::begin_call_packet(&mut self.out);
+        self.writing = true;
+        self.at = 0;
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,6 +344,17 @@ mod tests {
             ));
         }
         Ok(packet::call_packet(cmd.mid, &parts))
+    }
+
+    /// A job's outcome, stepped with `budget` units at a time.
+    fn sliced(job: Result<PacketJob, String>, budget: usize) -> Result<Vec<u8>, String> {
+        let mut job = job?;
+        for _ in 0..100_000 {
+            if let Some(outcome) = job.step(budget) {
+                return outcome;
+            }
+        }
+        panic!("a job that does not end");
     }
 
     #[test]
@@ -166,6 +390,10 @@ mod tests {
             let want = typed(&program, command, tree.args);
             let got = call_packet(&program, command, &streamed.args);
             assert_eq!(got, want, "{case}");
+            for budget in [1, 2, 3, 5, 8, 50, usize::MAX] {
+                let job = PacketJob::new(&program, command, &streamed.args, &text);
+                assert_eq!(sliced(job, budget), got, "{case} by {budget}");
+            }
             checked += usize::from(got.is_ok());
         }
         assert!(checked >= 10, "only {checked} packets compared");

@@ -1,0 +1,97 @@
+//! Calls whose CALL packet is still being built from a long arguments text
+//! (`mcp::PacketJob`), a slice per reactor turn.
+//!
+//! Such a call sits in the reactor's call table from the start (so
+//! cancelling it, its client going away, a DELETE of its session and
+//! draining all find it), but not in the queue: it has no packet yet. Each
+//! turn gives one slice of work to the call at the front of the line, which
+//! then goes to the back, so calls being prepared share the thread in turn
+//! and every other event is served between two slices (the reactor polls
+//! without waiting while any is pending). Once built, the call starts as
+//! one whose packet came ready; a refusal is answered as `isError`. A call
+//! that is gone (cancelled, its client closed) is dropped at its turn with
+//! its memory. Over HTTP what a job holds counts against `--max-buffered`.
+
+use std::collections::VecDeque;
+
+use super::super::idhash::IdMap;
+use super::super::Reactor;
+use super::CallId;
+use crate::protocol::mcp::{self, PacketJob};
+
+/// Work units per slice (about one JSON value, or 64 bytes of text read or
+/// of packet zeroed, each): a slice takes well under a millisecond.
+const SLICE: usize = 16 * 1024;
+
+/// The calls being prepared, in turn order.
+#[derive(Default)]
+pub(in crate::edge::reactor) struct Preparing {
+    line: VecDeque<CallId>,
+    /// Each job, and the bytes it was last counted for in the budget.
+    jobs: IdMap<CallId, (Box<PacketJob>, usize)>,
+}
+
+impl Preparing {
+    /// Whether any work is waiting (the reactor then polls without waiting).
+    pub(in crate::edge::reactor) fn pending(&self) -> bool {
+        !self.line.is_empty()
+    }
+
+    pub(super) fn add(&mut self, id: CallId, job: Box<PacketJob>) {
+        self.line.push_back(id);
+        self.jobs.insert(id, (job, 0));
+    }
+}
+
+impl Reactor {
+    /// Gives one slice of work to the next call being prepared.
+    pub(in crate::edge::reactor) fn prepare_slice(&mut self) {
+        while let Some(id) = self.preparing.line.pop_front() {
+            let Some((mut job, counted)) = self.preparing.jobs.remove(&id) else {
+                continue;
+            };
+            let live = self.calls.get(&id).is_some_and(|c| !c.abandoned);
+            let outcome = if live { job.step(SLICE) } else { None };
+            let held = if live && outcome.is_none() {
+                job.held()
+            } else {
+                0
+            };
+            if let Some(front) = self.http.as_mut() {
+                front.count_prepared(counted, held);
+            }
+            if !live {
+                // Cancelled or its client is gone: drop the work.
+                continue;
+            }
+            match outcome {
+                None => {
+                    self.preparing.line.push_back(id);
+                    self.preparing.jobs.insert(id, (job, held));
+                }
+                Some(outcome) => {
+                    let Some(mut call) = self.calls.remove(&id) else {
+                        return;
+                    };
+                    drop(job);
+                    match outcome {
+                        Ok(packet) => {
+                            call.request.packet = Some(packet);
+                            self.start_call(call.client, call.request);
+                        }
+                        Err(message) => {
+                            let reply = mcp::call_response(
+                                &self.catalog,
+                                &call.request.id,
+                                call.request.is_modern(),
+                                mcp::error_result(&message),
+                            );
+                            self.deliver(&call.client, &reply, true);
+                        }
+                    }
+                }
+            }
+            return;
+        }
+    }
+}
