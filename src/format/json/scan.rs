@@ -279,7 +279,7 @@ pub fn value_end(text: &[u8], pos: usize) -> usize {
 /// it, skipping a nested array or object is a lookup instead of a re-read,
 /// so walking a deeply nested value costs its size, not its size times its
 /// depth. One entry (8 bytes) per array or object.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Ends {
     /// `(position of the opening bracket, position after the closing one)`,
     /// by position.
@@ -315,6 +315,11 @@ impl Ends {
             }
             i += 1;
         }
+        Ends { spans }
+    }
+
+    /// A table from `(open, after close)` pairs in order of the openings.
+    pub(crate) fn from_spans(spans: Vec<(u32, u32)>) -> Ends {
         Ends { spans }
     }
 
