@@ -23,7 +23,7 @@ pub mod headers;
 mod legacy;
 mod modern;
 mod packing;
-pub use packing::PacketJob;
+pub use packing::{PacketJob, SLICE_ABOVE};
 mod results;
 pub mod subscriptions;
 pub mod tasks;

@@ -45,7 +45,7 @@ mod prepare;
 mod socket;
 pub(super) use dispatch::Queue;
 use dispatch::{Class, Owner};
-pub(super) use prepare::Preparing;
+pub(super) use prepare::{Checked, Preparing};
 use socket::new_connection;
 pub(super) use socket::unix_socket;
 

@@ -256,6 +256,11 @@ impl HttpFront {
         self.budget.update(old, new);
     }
 
+    /// Whether connection `token` is still open.
+    pub(super) fn has_conn(&self, token: Token) -> bool {
+        self.conns.contains_key(&token)
+    }
+
     /// Prints `message()` as a diagnostic, unless a line of this kind was
     /// printed less than `NOTICE_PERIOD` ago (then it is only counted).
     fn notice(&mut self, kind: Notice, message: impl FnOnce() -> String) {

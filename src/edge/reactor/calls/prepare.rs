@@ -14,21 +14,50 @@
 
 use std::collections::VecDeque;
 
+use mio::Token;
+
 use super::super::idhash::IdMap;
 use super::super::Reactor;
 use super::CallId;
+use crate::format::json::check::{self, Checker};
+use crate::format::json::scan::Ends;
+use crate::protocol::http::Request;
 use crate::protocol::mcp::{self, PacketJob};
 
 /// Work units per slice (about one JSON value, or 64 bytes of text read or
 /// of packet zeroed, each): a slice takes well under a millisecond.
 const SLICE: usize = 16 * 1024;
+/// Bytes of a body checked per slice.
+const CHECK_SLICE: usize = SLICE * 64;
 
-/// The calls being prepared, in turn order.
+/// A body checked in slices, ready to decode without reading it again.
+pub(in crate::edge::reactor) struct Checked {
+    pub(in crate::edge::reactor) verdict: check::Checked,
+    /// Where the trimmed message is in the body.
+    pub(in crate::edge::reactor) span: std::ops::Range<usize>,
+    pub(in crate::edge::reactor) ends: Ends,
+}
+
+/// An HTTP request whose body is being checked.
+struct BodyCheck {
+    req: Request,
+    cors: Vec<(String, String)>,
+    checker: Checker,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Work {
+    Call(CallId),
+    Body(Token),
+}
+
+/// The calls being prepared and the bodies being checked, in turn order.
 #[derive(Default)]
 pub(in crate::edge::reactor) struct Preparing {
-    line: VecDeque<CallId>,
+    line: VecDeque<Work>,
     /// Each job, and the bytes it was last counted for in the budget.
     jobs: IdMap<CallId, (Box<PacketJob>, usize)>,
+    bodies: IdMap<Token, BodyCheck>,
 }
 
 impl Preparing {
@@ -38,15 +67,42 @@ impl Preparing {
     }
 
     pub(super) fn add(&mut self, id: CallId, job: Box<PacketJob>) {
-        self.line.push_back(id);
+        self.line.push_back(Work::Call(id));
         self.jobs.insert(id, (job, 0));
     }
 }
 
 impl Reactor {
-    /// Gives one slice of work to the next call being prepared.
+    /// Checks the body of `req` (on connection `token`, held busy) in
+    /// slices, then handles it (`post_checked`).
+    pub(in crate::edge::reactor) fn check_body(
+        &mut self,
+        token: Token,
+        req: Request,
+        cors: Vec<(String, String)>,
+    ) {
+        if let Some(front) = self.http.as_mut() {
+            front.count_prepared(0, req.body.len());
+        }
+        self.preparing.line.push_back(Work::Body(token));
+        let checker = Checker::default();
+        let check = BodyCheck { req, cors, checker };
+        self.preparing.bodies.insert(token, check);
+    }
+
+    /// Gives one slice of work to the next body being checked or call
+    /// being prepared.
     pub(in crate::edge::reactor) fn prepare_slice(&mut self) {
-        while let Some(id) = self.preparing.line.pop_front() {
+        while let Some(work) = self.preparing.line.pop_front() {
+            let id = match work {
+                Work::Call(id) => id,
+                Work::Body(token) => {
+                    if self.check_slice(token) {
+                        return;
+                    }
+                    continue;
+                }
+            };
             let Some((mut job, counted)) = self.preparing.jobs.remove(&id) else {
                 continue;
             };
@@ -66,7 +122,7 @@ impl Reactor {
             }
             match outcome {
                 None => {
-                    self.preparing.line.push_back(id);
+                    self.preparing.line.push_back(Work::Call(id));
                     self.preparing.jobs.insert(id, (job, held));
                 }
                 Some(outcome) => {
@@ -93,5 +149,37 @@ impl Reactor {
             }
             return;
         }
+    }
+
+    /// One slice of checking the body on `token`; false when its connection
+    /// is gone (nothing was done).
+    fn check_slice(&mut self, token: Token) -> bool {
+        let Some(mut check) = self.preparing.bodies.remove(&token) else {
+            return false;
+        };
+        let open = self.http.as_ref().is_some_and(|f| f.has_conn(token));
+        let verdict = if open {
+            check.checker.step(&check.req.body, CHECK_SLICE)
+        } else {
+            None
+        };
+        if open && verdict.is_none() {
+            self.preparing.line.push_back(Work::Body(token));
+            self.preparing.bodies.insert(token, check);
+            return true;
+        }
+        if let Some(front) = self.http.as_mut() {
+            front.count_prepared(check.req.body.len(), 0);
+        }
+        let Some(verdict) = verdict else {
+            return false;
+        };
+        let checked = Checked {
+            verdict,
+            span: check.checker.span(),
+            ends: check.checker.ends(),
+        };
+        self.post_checked(token, check.req, check.cors, &checked);
+        true
     }
 }

@@ -7,6 +7,7 @@ use std::time::Instant;
 use mio::Token;
 use serde_json::Value as Json;
 
+use super::super::calls::Checked;
 use super::super::{Client, Reactor};
 use super::vet::{json_error, vet};
 use super::{health, Busy, KEEP_ALIVE};
@@ -34,7 +35,12 @@ impl Reactor {
             ),
             Ok(cors) => match req.method.as_str() {
                 "DELETE" => self.http_delete(token, &req, cors),
-                _ => self.http_post(token, req, cors),
+                // A long body is checked in slices first (`calls::prepare`).
+                _ if req.body.len() > mcp::SLICE_ABOVE => {
+                    self.hold_conn(token, req.keep_alive);
+                    self.check_body(token, req, cors);
+                }
+                _ => self.http_post(token, req, cors, None),
             },
         }
     }
@@ -78,14 +84,56 @@ impl Reactor {
         self.respond(token, 200, &cors, br#"{"ok":true}"#, keep_alive);
     }
 
-    fn http_post(&mut self, token: Token, req: Request, cors: Vec<(String, String)>) {
+    /// Marks connection `token` busy while its request's body is checked
+    /// in slices, so no later request of it is read meanwhile.
+    pub(in crate::edge::reactor) fn hold_conn(&mut self, token: Token, keep_alive: bool) {
+        if let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) {
+            conn.busy = Some(Busy {
+                session: String::new(),
+                sse: false,
+                keep_alive,
+                cors: Vec::new(),
+                modern: false,
+                listen: None,
+            });
+        }
+    }
+
+    /// Handles a request whose body was checked in slices, on the
+    /// connection [`Reactor::hold_conn`] held.
+    pub(in crate::edge::reactor) fn post_checked(
+        &mut self,
+        token: Token,
+        req: Request,
+        cors: Vec<(String, String)>,
+        checked: &Checked,
+    ) {
+        if let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) {
+            conn.busy = None;
+        }
+        self.http_post(token, req, cors, Some(checked));
+        self.flush_conn(token);
+        // Pipelined requests that waited behind this one.
+        self.pump(token);
+    }
+
+    fn http_post(
+        &mut self,
+        token: Token,
+        req: Request,
+        cors: Vec<(String, String)>,
+        checked: Option<&Checked>,
+    ) {
         let keep_alive = req.keep_alive;
         let accepts_sse = req
             .header("accept")
             .is_some_and(|a| a.contains("text/event-stream"));
         // A `tools/call`'s arguments stay text (`decode_lazy`): a remote
         // call's packet is encoded from them directly, never from a tree.
-        let (msg, arguments) = jsonrpc::decode_lazy(&req.body);
+        let (msg, arguments) = match checked {
+            Some(c) => jsonrpc::decode_checked(&req.body, &c.verdict, c.span.clone(), &c.ends),
+            None => jsonrpc::decode_lazy(&req.body),
+        };
         let modern_header = req
             .header("mcp-protocol-version")
             .is_some_and(|v| era::MODERN_VERSIONS.contains(&v));
