@@ -6,7 +6,9 @@
 //! reply packet is read until complete and decoded in the same turn, before
 //! anything else can run. Deadlines and progress heartbeats are handled here
 //! too; cancellation is in `cancel`, the sockets in `socket`, the queue of
-//! calls waiting for a pool process and their dispatch in `dispatch`.
+//! calls waiting for a pool process and their dispatch in `dispatch`, and
+//! long argument texts and request bodies, worked on a slice per turn before
+//! the call can queue, in `prepare`.
 
 use std::io::{self, Read, Write};
 use std::time::{Duration, Instant};

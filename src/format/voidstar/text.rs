@@ -20,6 +20,9 @@
 //! straight into the blob, and a record's member positions sit in a fixed
 //! array. The plan keeps one entry per non-empty list.
 //!
+//! [`Sliced`] (in `sliced`) does the same walks with explicit stacks, a
+//! bounded amount of work per step, for callers that must not stall.
+//!
 //! Architecture Invariant: pure; no I/O.
 
 use std::fmt;

@@ -10,6 +10,11 @@
 //! path. The buffer is sized once from the plans, so building it costs the
 //! packet and nothing more.
 //!
+//! [`PacketJob`] is this work made resumable (each argument through
+//! [`text::Sliced`]): a text longer than [`SLICE_ABOVE`] is encoded a
+//! bounded step at a time, so the reactor can serve other events between
+//! steps; shorter ones run to the end at once.
+//!
 //! Architecture Invariant: pure; no I/O.
 
 use crate::format::packet;

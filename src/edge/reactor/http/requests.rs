@@ -1,6 +1,7 @@
 //! What an HTTP request asks for, once it has passed the connection's
 //! checks: the health endpoint, `DELETE` of a legacy session, and `POST`s
-//! of JSON-RPC messages in either era, routed into `mcp`.
+//! of JSON-RPC messages in either era, routed into `mcp`. A long body is
+//! checked in slices first (`calls::prepare`), its connection held busy.
 
 use std::time::Instant;
 
