@@ -239,6 +239,37 @@ pub fn number_end(text: &[u8], pos: usize) -> Option<usize> {
     Some(i)
 }
 
+/// The first position at or after `i` (and before `limit`, else `limit`)
+/// holding a quote or a bracket: the bytes a container walk looks at. Eight
+/// bytes are tested at a time, so long runs of numbers pass quickly.
+fn next_special(text: &[u8], mut i: usize, limit: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let limit = limit.min(text.len());
+    let has = |word: u64, b: u8| {
+        let x = word ^ (ONES * u64::from(b));
+        x.wrapping_sub(ONES) & !x & HIGHS != 0
+    };
+    while i + 8 <= limit {
+        let mut chunk = [0u8; 8];
+        chunk.copy_from_slice(&text[i..i + 8]);
+        let word = u64::from_le_bytes(chunk);
+        if has(word, b'"')
+            || has(word, b'[')
+            || has(word, b']')
+            || has(word, b'{')
+            || has(word, b'}')
+        {
+            break;
+        }
+        i += 8;
+    }
+    while i < limit && !matches!(text[i], b'"' | b'[' | b']' | b'{' | b'}') {
+        i += 1;
+    }
+    i
+}
+
 /// The position after the (valid) value starting at `pos` (whitespace
 /// before it is skipped).
 pub fn value_end(text: &[u8], pos: usize) -> usize {
@@ -252,7 +283,11 @@ pub fn value_end(text: &[u8], pos: usize) -> usize {
             // Strings are skipped whole, so brackets inside them do not count.
             let mut depth = 0usize;
             let mut i = pos;
-            while let Some(&b) = text.get(i) {
+            loop {
+                i = next_special(text, i, text.len());
+                let Some(&b) = text.get(i) else {
+                    break;
+                };
                 match b {
                     b'"' => {
                         i = string_end(text, i).unwrap_or(text.len());
@@ -296,7 +331,11 @@ impl Ends {
         }
         let mut open: Vec<usize> = Vec::new();
         let mut i = 0;
-        while let Some(&b) = text.get(i) {
+        loop {
+            i = next_special(text, i, text.len());
+            let Some(&b) = text.get(i) else {
+                break;
+            };
             match b {
                 b'"' => {
                     i = string_end(text, i).unwrap_or(text.len());
@@ -361,7 +400,11 @@ impl EndsBuilder {
         }
         let stop = self.at.saturating_add(bytes.max(1));
         let mut i = self.at;
-        while let Some(&b) = text.get(i) {
+        loop {
+            i = next_special(text, i, stop);
+            let Some(&b) = text.get(i) else {
+                break;
+            };
             if i >= stop {
                 self.at = i;
                 return false;
@@ -572,6 +615,32 @@ pub fn str_eq(text: &[u8], pos: usize, want: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn next_special_finds_what_a_byte_walk_finds() {
+        let texts = [
+            &b"123456789,123456789,123456789]"[..],
+            b"[1,2,3,4,5,6,7,8,9,10,11,12]",
+            b"\"abcdefghij\"{}",
+            b"\x80\xff\x7f\x22\x5b\x5d\x7b\x7d\xa2\xdb\xdd\xfb\xfd0000",
+            b"",
+            b"}",
+        ];
+        for text in texts {
+            for start in 0..=text.len() {
+                for limit in start..=text.len() + 2 {
+                    let naive = (start..limit.min(text.len()))
+                        .find(|&i| matches!(text[i], b'"' | b'[' | b']' | b'{' | b'}'))
+                        .unwrap_or(limit.min(text.len()));
+                    assert_eq!(
+                        next_special(text, start, limit),
+                        naive,
+                        "{text:?} {start} {limit}"
+                    );
+                }
+            }
+        }
+    }
 
     /// What serde_json says about `text` as a whole message.
     fn serde_verdict(text: &str) -> Result<(), ScanError> {
