@@ -402,10 +402,18 @@ impl Reactor {
         let lang = self.runtimes[call.program].pools[call.slot].label();
         if call.stage == CallStage::Sending {
             // The pool parses the header from its first read, so the whole
-            // packet goes out in as few writes as the socket allows.
+            // packet goes out in as few writes as the socket allows; a big
+            // one a slice per turn while the pool keeps up (`prepare`).
+            let mut sent = 0;
             while call.written < call.packet.len() {
+                if sent >= prepare::SEND_SLICE {
+                    return self.preparing.send_later(id);
+                }
                 match stream.write(&call.packet[call.written..]) {
-                    Ok(n) => call.written += n,
+                    Ok(n) => {
+                        call.written += n;
+                        sent += n;
+                    }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                         if let Some((token, stream)) = call.stream.as_mut() {
                             let _ = self.poll.registry().reregister(

@@ -72,6 +72,8 @@ const LINGER_BYTES: usize = 1024 * 1024;
 /// A buffer left larger than this by a big request or response is freed
 /// once empty, so an idle keep-alive connection holds next to nothing.
 const KEEP_CAPACITY: usize = 64 * 1024;
+/// Reads of a connection per turn, before the rest waits for a later turn.
+const PUMP_READS: usize = 2;
 
 pub(super) struct HttpFront {
     /// `None` once a drain has closed it (see `reactor::drain`).
@@ -447,7 +449,7 @@ impl Reactor {
     /// in-process call) can lead back here through `http_reply`; that nested
     /// call returns at once and this loop carries on, so the stack stays flat
     /// however many requests are pipelined.
-    fn pump(&mut self, token: Token) {
+    pub(super) fn pump(&mut self, token: Token) {
         let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) else {
             return;
         };
@@ -455,10 +457,18 @@ impl Reactor {
             return;
         }
         conn.pumping = true;
+        let mut reads = 0;
         loop {
             let read = self.read_conn(token);
             let handled = self.process_conn(token);
             if !read && !handled {
+                break;
+            }
+            // A client sending fast gets a few reads per turn; the rest
+            // on a later turn (`calls::prepare`), so others are not held up.
+            reads += usize::from(read);
+            if reads >= PUMP_READS {
+                self.preparing.pump_later(token);
                 break;
             }
         }

@@ -11,6 +11,9 @@
 //! one whose packet came ready; a refusal is answered as `isError`. A call
 //! that is gone (cancelled, its client closed) is dropped at its turn with
 //! its memory. Over HTTP what a job holds counts against `--max-buffered`.
+//! The same line carries big packets being written to their pools and
+//! connections with more to read than one turn's share, so no single
+//! transfer holds the thread either.
 
 use std::collections::VecDeque;
 
@@ -26,9 +29,11 @@ use crate::protocol::mcp::{self, PacketJob};
 
 /// Work units per slice (about one JSON value, or 64 bytes of text read or
 /// of packet zeroed, each): a slice takes well under a millisecond.
-const SLICE: usize = 16 * 1024;
+const SLICE: usize = 4 * 1024;
 /// Bytes of a body checked per slice.
 const CHECK_SLICE: usize = SLICE * 64;
+/// Bytes of a CALL packet written to its pool per turn.
+pub(super) const SEND_SLICE: usize = 1 << 20;
 
 /// A body checked in slices, ready to decode without reading it again.
 pub(in crate::edge::reactor) struct Checked {
@@ -49,6 +54,10 @@ struct BodyCheck {
 enum Work {
     Call(CallId),
     Body(Token),
+    /// A call's packet to write on.
+    Send(CallId),
+    /// A connection to read on.
+    Pump(Token),
 }
 
 /// The calls being prepared and the bodies being checked, in turn order.
@@ -69,6 +78,16 @@ impl Preparing {
     pub(super) fn add(&mut self, id: CallId, job: Box<PacketJob>) {
         self.line.push_back(Work::Call(id));
         self.jobs.insert(id, (job, 0));
+    }
+
+    /// Call `id` has more of its packet to write, in a later turn.
+    pub(super) fn send_later(&mut self, id: CallId) {
+        self.line.push_back(Work::Send(id));
+    }
+
+    /// Connection `token` may have more to read, in a later turn.
+    pub(in crate::edge::reactor) fn pump_later(&mut self, token: Token) {
+        self.line.push_back(Work::Pump(token));
     }
 }
 
@@ -96,6 +115,8 @@ impl Reactor {
         while let Some(work) = self.preparing.line.pop_front() {
             let id = match work {
                 Work::Call(id) => id,
+                Work::Send(id) => return self.advance_call(id),
+                Work::Pump(token) => return self.pump(token),
                 Work::Body(token) => {
                     if self.check_slice(token) {
                         return;
