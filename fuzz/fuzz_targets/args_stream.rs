@@ -110,7 +110,7 @@ fn sliced(layout: &Layout, json: &str, budget: usize) -> Result<Vec<u8>, text::T
     let mut enc = text::Sliced::new();
     loop {
         let mut left = budget;
-        if enc.plan_step(layout, json, "x", &mut left).map_err(text::TextError::Value)? {
+        if enc.plan_step(layout, json.as_bytes(), "x", &mut left).map_err(text::TextError::Value)? {
             break;
         }
     }
@@ -120,7 +120,7 @@ fn sliced(layout: &Layout, json: &str, budget: usize) -> Result<Vec<u8>, text::T
     let mut out = vec![1, 2, 3];
     loop {
         let mut left = budget;
-        if enc.write_step(layout, json, &mut out, &mut left) {
+        if enc.write_step(layout, json.as_bytes(), &mut out, &mut left) {
             return Ok(out.split_off(3));
         }
     }

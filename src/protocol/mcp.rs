@@ -371,6 +371,7 @@ pub struct CallRequest {
     pub packet: Option<Vec<u8>>,
     /// Instead of `packet`, for a long arguments text: the work that
     /// builds it, which the reactor does in slices between other events.
+    /// The transport hands it the text ([`CallRequest::hand_over`]).
     pub job: Option<Box<PacketJob>>,
     pub progress_token: Option<Json>,
     /// The request's `_meta` when it is a modern (2026-07-28) request: its
@@ -381,6 +382,24 @@ pub struct CallRequest {
     /// `Authorization` header; empty otherwise): a task made of the call is
     /// visible only under the same one.
     pub owner: String,
+}
+
+impl Step {
+    /// Gives a call's [`PacketJob`] the text its arguments were borrowed
+    /// from: `body` itself when the caller can give it up (no copy), else a
+    /// copy of the arguments out of `borrowed`.
+    pub fn hand_over(&mut self, body: Option<&mut Vec<u8>>, borrowed: &[u8]) {
+        let Step::Call(request) = self else {
+            return;
+        };
+        let Some(job) = request.job.as_mut() else {
+            return;
+        };
+        match body {
+            Some(body) => job.take_text(std::mem::take(body)),
+            None => job.copy_text(borrowed),
+        }
+    }
 }
 
 impl CallRequest {
@@ -548,19 +567,16 @@ fn tools_call(
             let remote = prog.command(command).kind != CommandKind::Pure;
             let (args, packet, job) = if let (true, Some(text)) = (remote, arguments) {
                 let job = packing::PacketJob::new(prog, command, &sources, text);
-                match job.map(|job| (text.len() > packing::SLICE_ABOVE, job)) {
-                    Ok((true, job)) => (Vec::new(), None, Some(Box::new(job))),
-                    Ok((false, job)) => match job.run() {
-                        Ok(packet) => (Vec::new(), Some(packet), None),
-                        Err(message) => {
-                            return Step::Reply(call_response(
-                                catalog,
-                                &id,
-                                is_modern,
-                                error_result(&message),
-                            ))
-                        }
-                    },
+                // A short text is encoded at once.
+                let job = job.and_then(|mut job| match text.len() > packing::SLICE_ABOVE {
+                    true => Ok((None, Some(Box::new(job)))),
+                    false => {
+                        job.copy_text(text.as_bytes());
+                        job.run().map(|packet| (Some(packet), None))
+                    }
+                });
+                match job {
+                    Ok((packet, job)) => (Vec::new(), packet, job),
                     Err(message) => {
                         return Step::Reply(call_response(
                             catalog,

@@ -115,11 +115,19 @@ pub fn call_packet(
 pub const SLICE_ABOVE: usize = 64 * 1024;
 
 /// [`call_packet`] as resumable work: each [`PacketJob::step`] does a
-/// bounded amount of it, and the outcome is the same packet or message. It
-/// keeps its own copy of the arguments text.
+/// bounded amount of it, and the outcome is the same packet or message.
+/// Made while the arguments text is borrowed, it then needs the text for
+/// good: the request's whole body handed over ([`PacketJob::take_text`],
+/// no copy), or a copy of the arguments ([`PacketJob::copy_text`]).
 #[derive(Clone, Debug)]
 pub struct PacketJob {
-    text: String,
+    /// The text holding the arguments (empty until handed over), and where
+    /// they start in it.
+    text: Vec<u8>,
+    base: Option<usize>,
+    /// The arguments' address and length when the job was made: how they
+    /// are found again in the text handed over.
+    origin: (usize, usize),
     mid: u32,
     slots: Vec<JobSlot>,
     /// The slot being planned (then written).
@@ -196,7 +204,9 @@ impl PacketJob {
             });
         }
         Ok(PacketJob {
-            text: arguments.to_string(),
+            text: Vec::new(),
+            base: None,
+            origin: (arguments.as_ptr() as usize, arguments.len()),
             mid: cmd.mid,
             slots,
             at: 0,
@@ -210,6 +220,32 @@ impl PacketJob {
     /// The bytes the job holds (the text, and the packet so far).
     pub fn held(&self) -> usize {
         self.text.capacity() + self.out.capacity()
+    }
+
+    /// Where the arguments the job was made from are in `body` (the text
+    /// they were borrowed from).
+    fn place_in(&self, body: &[u8]) -> Option<usize> {
+        let (address, len) = self.origin;
+        address
+            .checked_sub(body.as_ptr() as usize)
+            .filter(|at| at.checked_add(len).is_some_and(|end| end <= body.len()))
+    }
+
+    /// Hands over `body`, the buffer the arguments were borrowed from
+    /// (moved, not copied: its heap block stays where it was).
+    pub fn take_text(&mut self, body: Vec<u8>) {
+        if let Some(at) = self.place_in(&body) {
+            self.text = body;
+            self.base = Some(at);
+        }
+    }
+
+    /// Copies the arguments out of `body`, the text they were borrowed from.
+    pub fn copy_text(&mut self, body: &[u8]) {
+        if let Some(at) = self.place_in(body) {
+            self.text = body[at..at + self.origin.1].to_vec();
+            self.base = Some(0);
+        }
     }
 
     /// Does about `budget` units of work (see [`text::Sliced`]); the
@@ -232,6 +268,9 @@ impl PacketJob {
     }
 
     fn advance(&mut self, budget: &mut usize) -> Result<bool, String> {
+        let Some(base) = self.base else {
+            return Err("internal error: the arguments text was not handed over".into());
+        };
         while !self.writing {
             let Some(slot) = self.slots.get_mut(self.at) else {
                 self.begin_writing()?;
@@ -240,7 +279,7 @@ impl PacketJob {
             match &mut slot.source {
                 JobSource::Text(span, enc) => {
                     let layout = slot.layout.as_ref().map_err(ToString::to_string)?;
-                    let json = &self.text[span.clone()];
+                    let json = &self.text[base + span.start..base + span.end];
                     let done = enc
                         .plan_step(layout, json, &slot.name, budget)
                         .map_err(|e| e.to_string())?;
@@ -277,7 +316,7 @@ impl PacketJob {
                     let Ok(layout) = &slot.layout else {
                         return Err("internal error: an unplanned argument".into());
                     };
-                    let json = &self.text[span.clone()];
+                    let json = &self.text[base + span.start..base + span.end];
                     if !enc.write_step(layout, json, &mut self.out, budget) {
                         return Ok(false);
                     }
@@ -396,9 +435,21 @@ mod tests {
             let got = call_packet(&program, command, &streamed.args);
             assert_eq!(got, want, "{case}");
             for budget in [1, 2, 3, 5, 8, 50, usize::MAX] {
-                let job = PacketJob::new(&program, command, &streamed.args, &text);
+                let mut job = PacketJob::new(&program, command, &streamed.args, &text);
+                if let Ok(job) = &mut job {
+                    job.copy_text(text.as_bytes());
+                }
                 assert_eq!(sliced(job, budget), got, "{case} by {budget}");
             }
+            // The whole body handed over instead: the same packet.
+            let body = format!("{{\"arguments\":{text}}}").into_bytes();
+            let arguments = std::str::from_utf8(&body[13..body.len() - 1]).unwrap();
+            let call = args::resolve_text(&program.surface, Some(&stripped), arguments).unwrap();
+            let mut job = PacketJob::new(&program, command, &call.args, arguments);
+            if let Ok(job) = &mut job {
+                job.take_text(body);
+            }
+            assert_eq!(sliced(job, 4), got, "{case} from the whole body");
             checked += usize::from(got.is_ok());
         }
         assert!(checked >= 10, "only {checked} packets compared");

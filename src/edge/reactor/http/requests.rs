@@ -121,7 +121,7 @@ impl Reactor {
     fn http_post(
         &mut self,
         token: Token,
-        req: Request,
+        mut req: Request,
         cors: Vec<(String, String)>,
         checked: Option<&Checked>,
     ) {
@@ -258,7 +258,8 @@ impl Reactor {
             protocol_version: Some(stored.protocol_version.clone()),
             log_level: stored.log_level,
         };
-        let step = mcp::handle_lazy(&self.catalog, &mut session, msg, arguments);
+        let mut step = mcp::handle_lazy(&self.catalog, &mut session, msg, arguments);
+        step.hand_over(Some(&mut req.body), &[]);
         stored.initialized = session.initialized;
         stored.log_level = session.log_level;
         front.sessions.touch(&session_id, now);
@@ -359,7 +360,9 @@ impl Reactor {
             Incoming::Notification { .. } | Incoming::Response => {}
         }
         let mut stateless = mcp::Session::default();
-        match mcp::handle_lazy(&self.catalog, &mut stateless, msg, arguments) {
+        let mut step = mcp::handle_lazy(&self.catalog, &mut stateless, msg, arguments);
+        step.hand_over(None, &req.body);
+        match step {
             // Notifications are accepted and ignored: on HTTP a modern
             // request is cancelled by closing its stream, not by a message.
             Step::Nothing | Step::Cancel(_) => self.respond(token, 202, &cors, &[], keep_alive),

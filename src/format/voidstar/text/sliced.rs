@@ -165,15 +165,16 @@ impl Sliced {
 
     /// Checks and sizes on, spending at most about `budget` units (it is
     /// lowered by what was spent); true once planned. The error is
-    /// [`super::plan`]'s. `text` must be valid JSON ([`scan::validate`]).
+    /// [`super::plan`]'s. `text` must be valid JSON ([`scan::validate`]) in
+    /// UTF-8.
     pub fn plan_step(
         &mut self,
         layout: &Layout,
-        text: &str,
+        text: &[u8],
         path: &str,
         budget: &mut usize,
     ) -> Result<bool, ValueError> {
-        let bytes = text.as_bytes();
+        let bytes = text;
         if matches!(self.stage, Stage::Start) {
             self.stage = Stage::Ends(Ends::builder(bytes));
         }
@@ -538,11 +539,11 @@ impl Sliced {
     pub fn write_step(
         &mut self,
         layout: &Layout,
-        text: &str,
+        text: &[u8],
         out: &mut Vec<u8>,
         budget: &mut usize,
     ) -> bool {
-        let bytes = text.as_bytes();
+        let bytes = text;
         if matches!(self.stage, Stage::Planned) {
             self.base = out.len();
             self.cursor = layout.node(layout.root()).width;

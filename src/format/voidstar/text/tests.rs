@@ -45,7 +45,7 @@ fn sliced(layout: &Layout, json: &str, budget: usize) -> Result<Vec<u8>, TextErr
         let mut left = budget;
         steps += 1;
         if enc
-            .plan_step(layout, json, "x", &mut left)
+            .plan_step(layout, json.as_bytes(), "x", &mut left)
             .map_err(TextError::Value)?
         {
             break;
@@ -62,7 +62,7 @@ fn sliced(layout: &Layout, json: &str, budget: usize) -> Result<Vec<u8>, TextErr
     loop {
         let mut left = budget;
         steps += 1;
-        if enc.write_step(layout, json, &mut out, &mut left) {
+        if enc.write_step(layout, json.as_bytes(), &mut out, &mut left) {
             break;
         }
     }
