@@ -15,7 +15,8 @@ arguments, sending the packet).
 Each row starts a fresh server, warms the pool with one small call, then
 writes the big request line followed by a `ping` line, and reads:
 - stall: seconds from the end of the write until the `ping` is answered (the
-  one thread reads and encodes the whole call before it reads the ping);
+  one thread decodes the line's envelope before it reads the ping; the
+  packet is then encoded in slices, the ping answered between two);
 - peak: the server's VmHWM after the call, and VmRSS (what it keeps);
 - target: body + encoded CALL packet + 16 MiB (the goal for the peak).
 

@@ -14,8 +14,9 @@ a 12 MB body) one after another, while a prober opens a new connection every
 probes' p50, p99 and worst while the senders run, and the server's peak
 memory (VmHWM). With --before, the same with an older binary.
 
-The one thread decodes each call's arguments in one go, so a probe that
-arrives meanwhile waits for that decode; the figures show how long.
+The one thread checks each big body and encodes its call a bounded slice
+per turn, so a probe waits for at most a slice and the few steps still done
+in one go per call; the figures show how long.
 The section between the `health-bodies` markers of bench/RESULTS.md is
 replaced (or written to --out). No figure is asserted.
 """

@@ -16,6 +16,7 @@ mod real_scripts;
 mod replicas;
 mod results;
 mod scale;
+mod sliced;
 mod stdio;
 mod support;
 mod tasks;

@@ -2,15 +2,19 @@
 //! any JSON text (the rest), encoding the text straight to voidstar
 //! (`voidstar::text`) gives the bytes or the error of the typed path
 //! (`value::from_json`, then `voidstar::encode_flat`), and invalid JSON is
-//! refused as serde_json refuses it. The same text as a `tools/call`'s
-//! arguments, and the text as a whole message, decode lazily
-//! (`jsonrpc::decode_lazy`) to the message the full decode gives.
+//! refused as serde_json refuses it; the same encoding in slices of a
+//! budget taken from the input (`text::Sliced`) gives the same outcome. The
+//! same text as a `tools/call`'s arguments, and the text as a whole
+//! message, decode lazily (`jsonrpc::decode_lazy`) to the message the full
+//! decode gives, and so does a body checked in slices
+//! (`json::check::Checker`, then `jsonrpc::decode_checked`).
 //!
 //! Input: bytes up to the first `\n` pick the schema (see `schema`), the
 //! rest is the text.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use morloc_mcp::format::json::check::Checker;
 use morloc_mcp::format::json::scan::{self, ScanError};
 use morloc_mcp::format::schema;
 use morloc_mcp::format::value::{self, Layout, ValueError, ValueErrorKind};
@@ -72,6 +76,13 @@ fuzz_target!(|data: &[u8]| {
             kind: ValueErrorKind::Schema(e.0),
         })),
     };
+    let budget = 1 + usize::from(data.first().copied().unwrap_or(0) % 29);
+    if let Ok(layout) = Layout::new(&schema) {
+        if scan::validate(json.as_bytes(), 0).is_ok() {
+            let one_shot = text::encode_text(&layout, json, "x");
+            assert_eq!(sliced(&layout, json, budget), one_shot, "{text_schema} {json} by {budget}");
+        }
+    }
     match serde_verdict(json) {
         Err(kind) => {
             assert_eq!(streamed, Err(text::TextError::Json(kind)), "{text_schema} {json}");
@@ -89,15 +100,47 @@ fuzz_target!(|data: &[u8]| {
     let line = format!(
         r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t","arguments":{{"a":{json}}}}}}}"#
     );
-    lazy_agrees(line.as_bytes());
-    lazy_agrees(json.as_bytes());
+    lazy_agrees(line.as_bytes(), budget);
+    lazy_agrees(json.as_bytes(), budget);
+    lazy_agrees(data, budget);
 });
+
+/// `encode_text` through `text::Sliced`, `budget` units per step.
+fn sliced(layout: &Layout, json: &str, budget: usize) -> Result<Vec<u8>, text::TextError> {
+    let mut enc = text::Sliced::new();
+    loop {
+        let mut left = budget;
+        if enc.plan_step(layout, json.as_bytes(), "x", &mut left).map_err(text::TextError::Value)? {
+            break;
+        }
+    }
+    if let Some(e) = enc.encode_error() {
+        return Err(text::TextError::Encode(e.clone()));
+    }
+    let mut out = vec![1, 2, 3];
+    loop {
+        let mut left = budget;
+        if enc.write_step(layout, json.as_bytes(), &mut out, &mut left) {
+            return Ok(out.split_off(3));
+        }
+    }
+}
 
 /// Lazy decoding gives the full decode's message, with the arguments object
 /// split off as its text exactly when there is one.
-fn lazy_agrees(line: &[u8]) {
+fn lazy_agrees(line: &[u8], budget: usize) {
     let full = jsonrpc::decode(line);
     let (lazy, arguments) = jsonrpc::decode_lazy(line);
+    // Checked in slices of `budget` bytes, then decoded: the same.
+    let mut checker = Checker::default();
+    let verdict = loop {
+        if let Some(verdict) = checker.step(line, budget) {
+            break verdict;
+        }
+    };
+    let ends = checker.ends();
+    let checked = jsonrpc::decode_checked(line, &verdict, checker.span(), &ends);
+    assert_eq!(checked, (lazy.clone(), arguments));
     match arguments {
         None => assert_eq!(lazy, full),
         Some(arguments) => {

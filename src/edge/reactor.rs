@@ -243,6 +243,9 @@ struct Reactor {
     pools: PoolSet,
     /// The calls in flight, their queue and their timers.
     calls: Calls,
+    /// Calls whose packet is being built, and other long work done a
+    /// slice per turn (`calls::prepare`).
+    preparing: calls::Preparing,
     exit_code: Option<i32>,
     /// Open modern `subscriptions/listen` requests, told when the tool list
     /// changes.
@@ -309,6 +312,7 @@ impl Reactor {
             sources: Sources::default(),
             pools: PoolSet::new(runtimes),
             calls: Calls::new(queue),
+            preparing: calls::Preparing::default(),
             exit_code: None,
             listeners: mcp::Listeners::default(),
             watches: Vec::new(),
@@ -356,7 +360,7 @@ impl Reactor {
                 .next_deadline()
                 .map(|d| d.saturating_duration_since(now));
             let read_stdin_directly = self.stdio.as_ref().is_some_and(Stdio::reads_directly);
-            if read_stdin_directly {
+            if read_stdin_directly || self.preparing.pending() {
                 timeout = Some(Duration::ZERO);
             }
             if let Some(at) = self.pools.pending() {
@@ -396,6 +400,7 @@ impl Reactor {
             if read_stdin_directly {
                 self.read_stdin();
             }
+            self.prepare_slice();
             if let Some(at) = self.pools.pending() {
                 let answered = self.stdio.as_ref().is_some_and(Stdio::answered_any);
                 if answered || Instant::now() >= at {

@@ -17,6 +17,7 @@
 //!
 //! Architecture Invariant: pure; no I/O.
 
+pub mod check;
 pub mod scan;
 
 /// Appends `s` as a JSON string literal, quotes included: `"` and `\` are

@@ -127,13 +127,41 @@ pub fn resolve_text<'a>(
     params: Option<&Value>,
     arguments: &'a str,
 ) -> Result<TextCall<'a>, ArgError> {
-    resolve_in(surface, params, |_| Ok(Arguments::Text(arguments)))
+    resolve_in(surface, params, |_| {
+        Ok(Arguments::Text(arguments, member_spans(arguments)))
+    })
 }
 
-/// The client's named arguments: a parsed object, or an object's JSON text.
+/// The client's named arguments: a parsed object, or an object's JSON text
+/// with the place of each member (key, value), found in one reading.
 enum Arguments<'a> {
     Parsed(&'a Map<String, Value>),
-    Text(&'a str),
+    Text(&'a str, Vec<(usize, std::ops::Range<usize>)>),
+}
+
+/// The members of the (valid) object `text`: each key's position and its
+/// value's span, in order, read once (as [`scan::members`] walks them).
+fn member_spans(text: &str) -> Vec<(usize, std::ops::Range<usize>)> {
+    let bytes = text.as_bytes();
+    let mut spans = Vec::new();
+    let open = scan::skip_ws(bytes, 0);
+    if bytes.get(open) != Some(&b'{') {
+        return spans;
+    }
+    let mut key = scan::skip_ws(bytes, open + 1);
+    while bytes.get(key) == Some(&b'"') {
+        let key_end = scan::string_end(bytes, key).unwrap_or(bytes.len());
+        let colon = scan::skip_ws(bytes, key_end);
+        let value = scan::skip_ws(bytes, colon + 1);
+        let end = scan::value_end(bytes, value);
+        spans.push((key, value..end));
+        let after = scan::skip_ws(bytes, end);
+        if bytes.get(after) != Some(&b',') {
+            break;
+        }
+        key = scan::skip_ws(bytes, after + 1);
+    }
+    spans
 }
 
 impl<'a> Arguments<'a> {
@@ -141,32 +169,31 @@ impl<'a> Arguments<'a> {
     fn first_key(&self, wanted: impl Fn(&str) -> bool) -> Option<String> {
         match self {
             Arguments::Parsed(map) => map.keys().find(|k| wanted(k)).cloned(),
-            Arguments::Text(text) => {
-                let bytes = text.as_bytes();
-                let pos = scan::skip_ws(bytes, 0);
-                scan::members(bytes, pos)
-                    .map(|(key, _)| scan::decode_string(bytes, key))
-                    .find(|k| wanted(k))
-            }
+            Arguments::Text(text, spans) => spans
+                .iter()
+                .map(|(key, _)| scan::decode_string(text.as_bytes(), *key))
+                .find(|k| wanted(k)),
         }
     }
 
     /// The text of the value of `key` (its last occurrence, as serde_json
     /// keeps it).
-    fn text_of(text: &'a str, key: &str) -> Option<&'a str> {
-        let bytes = text.as_bytes();
-        let pos = scan::skip_ws(bytes, 0);
-        let value = scan::members(bytes, pos)
-            .filter(|(k, _)| scan::str_eq(bytes, *k, key))
-            .last()?
-            .1;
-        Some(&text[value..scan::value_end(bytes, value)])
+    fn text_of(
+        text: &'a str,
+        spans: &[(usize, std::ops::Range<usize>)],
+        key: &str,
+    ) -> Option<&'a str> {
+        let (_, value) = spans
+            .iter()
+            .rev()
+            .find(|(k, _)| scan::str_eq(text.as_bytes(), *k, key))?;
+        Some(&text[value.clone()])
     }
 
     fn contains(&self, key: &str) -> bool {
         match self {
             Arguments::Parsed(map) => map.contains_key(key),
-            Arguments::Text(text) => Self::text_of(text, key).is_some(),
+            Arguments::Text(text, spans) => Self::text_of(text, spans, key).is_some(),
         }
     }
 
@@ -174,8 +201,8 @@ impl<'a> Arguments<'a> {
     fn is_boolean(&self, key: &str) -> Option<bool> {
         match self {
             Arguments::Parsed(map) => map.get(key).map(Value::is_boolean),
-            Arguments::Text(text) => {
-                Self::text_of(text, key).map(|v| matches!(v, "true" | "false"))
+            Arguments::Text(text, spans) => {
+                Self::text_of(text, spans, key).map(|v| matches!(v, "true" | "false"))
             }
         }
     }
@@ -188,7 +215,7 @@ impl<'a> Arguments<'a> {
     fn source(&self, key: &str) -> Option<Source<'a>> {
         match self {
             Arguments::Parsed(map) => map.get(key).cloned().map(Source::Json),
-            Arguments::Text(text) => Self::text_of(text, key).map(Source::Text),
+            Arguments::Text(text, spans) => Self::text_of(text, spans, key).map(Source::Text),
         }
     }
 }

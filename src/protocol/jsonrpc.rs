@@ -16,6 +16,7 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
+use crate::format::json::check::Checked;
 use crate::format::json::scan;
 
 /// The longest line accepted, not counting its LF (the reference's cap).
@@ -142,26 +143,64 @@ pub fn decode_lazy(bytes: &[u8]) -> (Incoming, Option<&str>) {
     };
     let text = text.trim_matches(|c: char| c.is_whitespace());
     let raw = text.as_bytes();
-    let Some((arguments, spans)) = arguments_spans(raw) else {
+    let Some((arguments, spans)) = arguments_spans(raw, None) else {
         return (decode(bytes), None);
     };
     // The whole text is checked first, so an invalid message gets the reply
     // serde_json's error would give, whatever the arguments hold.
     if let Err(e) = scan::validate(raw, 0) {
-        let message = match e {
-            scan::ScanError::TooDeep => "invalid JSON: nested more than 128 levels deep",
-            scan::ScanError::Syntax => "invalid JSON",
-        };
-        return (
-            Incoming::Invalid(error_response(None, ErrorCode::ParseError, message)),
-            None,
-        );
+        return (Incoming::Invalid(invalid_json(e)), None);
     }
+    split_arguments(bytes, text, arguments, &spans)
+}
+
+/// The reply to a body that is not JSON, as serde_json's error would give.
+fn invalid_json(e: scan::ScanError) -> Value {
+    let message = match e {
+        scan::ScanError::TooDeep => "invalid JSON: nested more than 128 levels deep",
+        scan::ScanError::Syntax => "invalid JSON",
+    };
+    error_response(None, ErrorCode::ParseError, message)
+}
+
+/// [`decode_lazy`] for a body already checked in slices
+/// ([`crate::format::json::check::Checker`]): `checked` is its verdict,
+/// `span` where the trimmed text is, `ends` its container table. The
+/// outcome is [`decode_lazy`]'s, without reading the body again.
+pub fn decode_checked<'a>(
+    body: &'a [u8],
+    checked: &Checked,
+    span: std::ops::Range<usize>,
+    ends: &scan::Ends,
+) -> (Incoming, Option<&'a str>) {
+    match checked {
+        Checked::Valid => {}
+        Checked::Invalid(e) => return (Incoming::Invalid(invalid_json(*e)), None),
+        Checked::NotUtf8 | Checked::Empty => return (decode(body), None),
+    }
+    let Ok(text) = std::str::from_utf8(&body[span]) else {
+        return (decode(body), None);
+    };
+    let Some((arguments, spans)) = arguments_spans(text.as_bytes(), Some(ends)) else {
+        return (decode(body), None);
+    };
+    split_arguments(body, text, arguments, &spans)
+}
+
+/// Parses the (valid) message `text` (the trimmed `bytes`) without its
+/// `params.arguments` values (`spans`), and gives back the counting one
+/// (`arguments`) as text.
+fn split_arguments<'a>(
+    bytes: &[u8],
+    text: &'a str,
+    arguments: std::ops::Range<usize>,
+    spans: &[std::ops::Range<usize>],
+) -> (Incoming, Option<&'a str>) {
     let mut stripped = String::with_capacity(
         text.len() - spans.iter().map(|s| s.len()).sum::<usize>() + 4 * spans.len(),
     );
     let mut at = 0;
-    for span in &spans {
+    for span in spans {
         stripped.push_str(&text[at..span.start]);
         stripped.push_str("null");
         at = span.end;
@@ -179,14 +218,17 @@ pub fn decode_lazy(bytes: &[u8]) -> (Incoming, Option<&str>) {
 /// keeps the last of duplicate keys) and of every `params.arguments` value
 /// (all are left out of the parse). `None` when the counting one is not an
 /// object, or the text does not look like an object at all.
-fn arguments_spans(text: &[u8]) -> Option<(std::ops::Range<usize>, Vec<std::ops::Range<usize>>)> {
+fn arguments_spans(
+    text: &[u8],
+    ends: Option<&scan::Ends>,
+) -> Option<(std::ops::Range<usize>, Vec<std::ops::Range<usize>>)> {
     let top = scan::skip_ws(text, 0);
     if text.get(top) != Some(&b'{') {
         return None;
     }
     let mut spans = Vec::new();
     let mut current = None;
-    for (key, value) in scan::members(text, top) {
+    for (key, value) in scan::members_in(text, top, ends) {
         if !scan::str_eq(text, key, "params") {
             continue;
         }
@@ -194,9 +236,9 @@ fn arguments_spans(text: &[u8]) -> Option<(std::ops::Range<usize>, Vec<std::ops:
         if text.get(value) != Some(&b'{') {
             continue;
         }
-        for (key, value) in scan::members(text, value) {
+        for (key, value) in scan::members_in(text, value, ends) {
             if scan::str_eq(text, key, "arguments") {
-                let span = value..scan::value_end(text, value);
+                let span = value..scan::value_end_in(text, value, ends);
                 current = Some(span.clone());
                 spans.push(span);
             }
@@ -617,10 +659,26 @@ mod tests {
 
     /// [`decode_lazy`] against [`decode`]: the same message, with the
     /// arguments given apart exactly when they are an object.
+    /// [`decode_checked`] after a [`Checker`] read `body` in stretches of
+    /// `bytes`.
+    fn checked_decode(body: &[u8], bytes: usize) -> (Incoming, Option<&str>) {
+        let mut checker = crate::format::json::check::Checker::default();
+        loop {
+            if let Some(verdict) = checker.step(body, bytes) {
+                let ends = checker.ends();
+                return decode_checked(body, &verdict, checker.span(), &ends);
+            }
+        }
+    }
+
     #[track_caller]
     fn lazy_agrees(line: &str) -> bool {
         let full = decode(line.as_bytes());
         let (lazy, arguments) = decode_lazy(line.as_bytes());
+        for bytes in [1, 7, usize::MAX] {
+            let checked = checked_decode(line.as_bytes(), bytes);
+            assert_eq!(checked, (lazy.clone(), arguments), "{line} by {bytes}");
+        }
         let Some(arguments) = arguments else {
             assert_eq!(lazy, full, "{line}");
             return false;

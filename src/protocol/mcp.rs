@@ -27,6 +27,7 @@ mod identity;
 mod legacy;
 mod modern;
 mod packing;
+pub use packing::{PacketJob, SLICE_ABOVE};
 mod results;
 pub mod subscriptions;
 pub mod tasks;
@@ -381,6 +382,10 @@ pub struct CallRequest {
     /// command and were checked and encoded straight from it
     /// ([`handle_lazy`]); the reactor then sends it as it is.
     pub packet: Option<Vec<u8>>,
+    /// Instead of `packet`, for a long arguments text: the work that
+    /// builds it, which the reactor does in slices between other events.
+    /// The transport hands it the text ([`CallRequest::hand_over`]).
+    pub job: Option<Box<PacketJob>>,
     pub progress_token: Option<Json>,
     /// The request's `_meta` when it is a modern (2026-07-28) request: its
     /// result is then completed (`resultType`, server identity) and its log
@@ -390,6 +395,24 @@ pub struct CallRequest {
     /// `Authorization` header; empty otherwise): a task made of the call is
     /// visible only under the same one.
     pub owner: String,
+}
+
+impl Step {
+    /// Gives a call's [`PacketJob`] the text its arguments were borrowed
+    /// from: `body` itself when the caller can give it up (no copy), else a
+    /// copy of the arguments out of `borrowed`.
+    pub fn hand_over(&mut self, body: Option<&mut Vec<u8>>, borrowed: &[u8]) {
+        let Step::Call(request) = self else {
+            return;
+        };
+        let Some(job) = request.job.as_mut() else {
+            return;
+        };
+        match body {
+            Some(body) => job.take_text(std::mem::take(body)),
+            None => job.copy_text(borrowed),
+        }
+    }
 }
 
 impl CallRequest {
@@ -581,9 +604,18 @@ fn tools_call(
     match resolved {
         Ok((Ok(command), sources)) => {
             let remote = prog.command(command).kind != CommandKind::Pure;
-            let (args, packet) = if remote && arguments.is_some() {
-                match packing::call_packet(prog, command, &sources) {
-                    Ok(packet) => (Vec::new(), Some(packet)),
+            let (args, packet, job) = if let (true, Some(text)) = (remote, arguments) {
+                let job = packing::PacketJob::new(prog, command, &sources, text);
+                // A short text is encoded at once.
+                let job = job.and_then(|mut job| match text.len() > packing::SLICE_ABOVE {
+                    true => Ok((None, Some(Box::new(job)))),
+                    false => {
+                        job.copy_text(text.as_bytes());
+                        job.run().map(|packet| (Some(packet), None))
+                    }
+                });
+                match job {
+                    Ok((packet, job)) => (Vec::new(), packet, job),
                     Err(message) => {
                         return Step::Reply(call_response(
                             catalog,
@@ -595,7 +627,7 @@ fn tools_call(
                 }
             } else {
                 let values = sources.into_iter().map(args::Source::into_value);
-                (values.collect(), None)
+                (values.collect(), None, None)
             };
             Step::Call(CallRequest {
                 program,
@@ -604,6 +636,7 @@ fn tools_call(
                 command,
                 args,
                 packet,
+                job,
                 modern,
                 owner: String::new(),
             })

@@ -13,6 +13,8 @@
 //! (`Wire`); the calls in flight are owned by [`Calls`] (`table`); starting
 //! the pools a call needs, connecting it and failing the calls of a process
 //! are in `connect`.
+//! Long argument texts and request bodies are worked on a slice per turn,
+//! before the call can queue, in `prepare`.
 
 use std::io::{self, Read, Write};
 use std::time::{Duration, Instant};
@@ -43,10 +45,12 @@ const LOST_GRACE: Duration = Duration::from_millis(50);
 mod cancel;
 mod connect;
 mod dispatch;
+mod prepare;
 mod socket;
 mod table;
 use dispatch::Owner;
 pub(super) use dispatch::Queue;
+pub(super) use prepare::{Checked, Preparing};
 use socket::new_connection;
 pub(super) use socket::unix_socket;
 pub(super) use table::Calls;
@@ -142,6 +146,12 @@ impl Reactor {
     pub(super) fn start_call(&mut self, client: Client, mut request: CallRequest) {
         let program = request.program;
         let prog = &self.catalog.programs[program];
+        // A packet still to be built from a long text: the call waits,
+        // without a packet yet, until `prepare` has built it.
+        let job = request.job.take();
+        if job.is_some() {
+            request.packet = Some(Vec::new());
+        }
         let packet = match call::prepare(prog, &mut request, &mut FsHost) {
             Prepared::Remote(packet) => packet,
             Prepared::Answered(ending) => {
@@ -209,6 +219,9 @@ impl Reactor {
                 abandoned: false,
             },
         );
+        if let Some(job) = job {
+            return self.preparing.add(id, job);
+        }
         // Every remote call queues, even one that can run at once (it
         // leaves the queue in this turn): past a cap it is refused here,
         // before it can become a task.
@@ -253,10 +266,18 @@ impl Reactor {
         };
         if call.stage == CallStage::Sending {
             // The pool parses the header from its first read, so the whole
-            // packet goes out in as few writes as the socket allows.
+            // packet goes out in as few writes as the socket allows; a big
+            // one a slice per turn while the pool keeps up (`prepare`).
+            let mut sent = 0;
             while wire.written < wire.packet.len() {
+                if sent >= prepare::SEND_SLICE {
+                    return self.preparing.send_later(id);
+                }
                 match stream.write(&wire.packet[wire.written..]) {
-                    Ok(n) => wire.written += n,
+                    Ok(n) => {
+                        wire.written += n;
+                        sent += n;
+                    }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                         if let Some((token, stream)) = wire.stream.as_mut() {
                             let _ = self.poll.registry().reregister(

@@ -247,6 +247,17 @@ impl HttpFront {
         }
     }
 
+    /// Counts `new` bytes instead of `old` against the budget for a call
+    /// being prepared (`calls::prepare`).
+    pub(super) fn count_prepared(&mut self, old: usize, new: usize) {
+        self.budget.update(old, new);
+    }
+
+    /// Whether connection `token` is still open.
+    pub(super) fn has_conn(&self, token: Token) -> bool {
+        self.conns.contains_key(&token)
+    }
+
     /// Counts again what connection `token` holds against the budget: its
     /// input and output buffers, and its request body (at least the length
     /// admitted for it).

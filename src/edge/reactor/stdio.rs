@@ -218,7 +218,9 @@ impl Reactor {
         Some(match frame {
             Frame::Line(line) => {
                 let (msg, arguments) = jsonrpc::decode_lazy(line);
-                mcp::handle_lazy(&self.catalog, &mut stdio.session, msg, arguments)
+                let mut step = mcp::handle_lazy(&self.catalog, &mut stdio.session, msg, arguments);
+                step.hand_over(None, line);
+                step
             }
             Frame::TooLong => {
                 let msg = jsonrpc::Incoming::Invalid(jsonrpc::too_long_response());

@@ -239,6 +239,37 @@ pub fn number_end(text: &[u8], pos: usize) -> Option<usize> {
     Some(i)
 }
 
+/// The first position at or after `i` (and before `limit`, else `limit`)
+/// holding a quote or a bracket: the bytes a container walk looks at. Eight
+/// bytes are tested at a time, so long runs of numbers pass quickly.
+fn next_special(text: &[u8], mut i: usize, limit: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let limit = limit.min(text.len());
+    let has = |word: u64, b: u8| {
+        let x = word ^ (ONES * u64::from(b));
+        x.wrapping_sub(ONES) & !x & HIGHS != 0
+    };
+    while i + 8 <= limit {
+        let mut chunk = [0u8; 8];
+        chunk.copy_from_slice(&text[i..i + 8]);
+        let word = u64::from_le_bytes(chunk);
+        if has(word, b'"')
+            || has(word, b'[')
+            || has(word, b']')
+            || has(word, b'{')
+            || has(word, b'}')
+        {
+            break;
+        }
+        i += 8;
+    }
+    while i < limit && !matches!(text[i], b'"' | b'[' | b']' | b'{' | b'}') {
+        i += 1;
+    }
+    i
+}
+
 /// The position after the (valid) value starting at `pos` (whitespace
 /// before it is skipped).
 pub fn value_end(text: &[u8], pos: usize) -> usize {
@@ -252,7 +283,11 @@ pub fn value_end(text: &[u8], pos: usize) -> usize {
             // Strings are skipped whole, so brackets inside them do not count.
             let mut depth = 0usize;
             let mut i = pos;
-            while let Some(&b) = text.get(i) {
+            loop {
+                i = next_special(text, i, text.len());
+                let Some(&b) = text.get(i) else {
+                    break;
+                };
                 match b {
                     b'"' => {
                         i = string_end(text, i).unwrap_or(text.len());
@@ -279,7 +314,7 @@ pub fn value_end(text: &[u8], pos: usize) -> usize {
 /// it, skipping a nested array or object is a lookup instead of a re-read,
 /// so walking a deeply nested value costs its size, not its size times its
 /// depth. One entry (8 bytes) per array or object.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Ends {
     /// `(position of the opening bracket, position after the closing one)`,
     /// by position.
@@ -296,7 +331,11 @@ impl Ends {
         }
         let mut open: Vec<usize> = Vec::new();
         let mut i = 0;
-        while let Some(&b) = text.get(i) {
+        loop {
+            i = next_special(text, i, text.len());
+            let Some(&b) = text.get(i) else {
+                break;
+            };
             match b {
                 b'"' => {
                     i = string_end(text, i).unwrap_or(text.len());
@@ -318,12 +357,97 @@ impl Ends {
         Ends { spans }
     }
 
+    /// A table from `(open, after close)` pairs in order of the openings.
+    pub(crate) fn from_spans(spans: Vec<(u32, u32)>) -> Ends {
+        Ends { spans }
+    }
+
+    /// [`Ends::new`] in steps: an [`EndsBuilder`] that scans `text`.
+    pub fn builder(text: &[u8]) -> EndsBuilder {
+        EndsBuilder {
+            spans: Vec::new(),
+            open: Vec::new(),
+            at: 0,
+            whole: u32::try_from(text.len()).is_ok(),
+        }
+    }
+
     /// The position after the container opening at `pos`.
     fn end_of(&self, pos: usize) -> Option<usize> {
         let pos = u32::try_from(pos).ok()?;
         let i = self.spans.binary_search_by_key(&pos, |s| s.0).ok()?;
         Some(self.spans[i].1 as usize).filter(|end| *end > 0)
     }
+}
+
+/// [`Ends::new`] resumable: each [`EndsBuilder::step`] reads a bounded
+/// stretch of the text, and the table comes out the same.
+#[derive(Clone, Debug, Default)]
+pub struct EndsBuilder {
+    spans: Vec<(u32, u32)>,
+    open: Vec<usize>,
+    at: usize,
+    whole: bool,
+}
+
+impl EndsBuilder {
+    /// Reads on from where the last step stopped, about `bytes` bytes (a
+    /// string is read whole); true once the whole text is read. `text`
+    /// must be the text the builder was made for.
+    pub fn step(&mut self, text: &[u8], bytes: usize) -> bool {
+        if !self.whole {
+            return true;
+        }
+        let stop = self.at.saturating_add(bytes.max(1));
+        let mut i = self.at;
+        loop {
+            i = next_special(text, i, stop);
+            let Some(&b) = text.get(i) else {
+                break;
+            };
+            if i >= stop {
+                self.at = i;
+                return false;
+            }
+            match b {
+                b'"' => {
+                    i = string_end(text, i).unwrap_or(text.len());
+                    continue;
+                }
+                b'[' | b'{' => {
+                    self.open.push(self.spans.len());
+                    self.spans.push((i as u32, 0));
+                }
+                b']' | b'}' => {
+                    if let Some(at) = self.open.pop() {
+                        self.spans[at].1 = (i + 1) as u32;
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        self.at = text.len();
+        true
+    }
+
+    /// The table, once [`EndsBuilder::step`] returned true.
+    pub fn finish(self) -> Ends {
+        Ends { spans: self.spans }
+    }
+}
+
+/// The position of the first item of the (valid) array at `pos`, if any:
+/// [`Items`] one step at a time, for walks that stop and resume.
+pub fn first_item(text: &[u8], pos: usize) -> Option<usize> {
+    let first = skip_ws(text, pos + 1);
+    (text.get(first).is_some_and(|b| *b != b']')).then_some(first)
+}
+
+/// The position of the item after the one at `item`, if any.
+pub fn next_item(text: &[u8], item: usize, ends: Option<&Ends>) -> Option<usize> {
+    let end = skip_ws(text, value_end_in(text, item, ends));
+    (text.get(end) == Some(&b',')).then(|| skip_ws(text, end + 1))
 }
 
 /// [`value_end`], with containers looked up in `ends`.
@@ -491,6 +615,32 @@ pub fn str_eq(text: &[u8], pos: usize, want: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn next_special_finds_what_a_byte_walk_finds() {
+        let texts = [
+            &b"123456789,123456789,123456789]"[..],
+            b"[1,2,3,4,5,6,7,8,9,10,11,12]",
+            b"\"abcdefghij\"{}",
+            b"\x80\xff\x7f\x22\x5b\x5d\x7b\x7d\xa2\xdb\xdd\xfb\xfd0000",
+            b"",
+            b"}",
+        ];
+        for text in texts {
+            for start in 0..=text.len() {
+                for limit in start..=text.len() + 2 {
+                    let naive = (start..limit.min(text.len()))
+                        .find(|&i| matches!(text[i], b'"' | b'[' | b']' | b'{' | b'}'))
+                        .unwrap_or(limit.min(text.len()));
+                    assert_eq!(
+                        next_special(text, start, limit),
+                        naive,
+                        "{text:?} {start} {limit}"
+                    );
+                }
+            }
+        }
+    }
 
     /// What serde_json says about `text` as a whole message.
     fn serde_verdict(text: &str) -> Result<(), ScanError> {

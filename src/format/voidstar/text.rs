@@ -20,6 +20,9 @@
 //! straight into the blob, and a record's member positions sit in a fixed
 //! array. The plan keeps one entry per non-empty list.
 //!
+//! [`Sliced`] (in `sliced`) does the same walks with explicit stacks, a
+//! bounded amount of work per step, for callers that must not stall.
+//!
 //! Architecture Invariant: pure; no I/O.
 
 use std::fmt;
@@ -156,6 +159,7 @@ const ABSENT: usize = usize::MAX;
 
 /// Member positions of one tuple or record, without a heap allocation for
 /// up to 16 members.
+#[derive(Clone, Debug)]
 enum Sources {
     Small([usize; 16], usize),
     Big(Vec<usize>),
@@ -780,6 +784,9 @@ impl Writer<'_, '_> {
         }
     }
 }
+
+mod sliced;
+pub use sliced::Sliced;
 
 #[cfg(test)]
 mod tests;

@@ -10,16 +10,24 @@
 //! from the plans, so building it costs the packet and nothing more. Schemas
 //! and layouts are the program's, compiled at load.
 //!
+//! [`PacketJob`] is this work made resumable (each argument through
+//! [`text::Sliced`]): a text longer than [`SLICE_ABOVE`] is encoded a
+//! bounded step at a time, so the reactor can serve other events between
+//! steps; shorter ones run to the end at once.
+//!
 //! Architecture Invariant: pure; no I/O.
 
 use crate::format::packet;
+use crate::format::schema::Schema;
 use crate::format::value;
+use crate::format::value::{Layout, ValueError};
 use crate::format::voidstar::{self, text};
 use crate::protocol::args::Source;
 
 use super::Program;
 
 /// One argument, checked and ready to be written.
+#[cfg(test)]
 enum Ready<'a> {
     Text(text::Plan<'a>),
     /// The typed path's blob (or its encoding error message).
@@ -27,7 +35,9 @@ enum Ready<'a> {
 }
 
 /// Checks the arguments of `command` and encodes its CALL packet. The error
-/// is the message of the call's `isError` result.
+/// is the message of the call's `isError` result. The one-shot form of
+/// [`PacketJob`], kept to check it against.
+#[cfg(test)]
 pub fn call_packet(
     program: &Program,
     command: usize,
@@ -95,6 +105,253 @@ pub fn call_packet(
     Ok(out)
 }
 
+/// Arguments texts up to this length are encoded at once; longer ones in
+/// slices ([`PacketJob`]).
+pub const SLICE_ABOVE: usize = 64 * 1024;
+
+/// [`call_packet`] as resumable work: each [`PacketJob::step`] does a
+/// bounded amount of it, and the outcome is the same packet or message.
+/// Made while the arguments text is borrowed, it then needs the text for
+/// good: the request's whole body handed over ([`PacketJob::take_text`],
+/// no copy), or a copy of the arguments ([`PacketJob::copy_text`]).
+#[derive(Clone, Debug)]
+pub struct PacketJob {
+    /// The text holding the arguments (empty until handed over), and where
+    /// they start in it.
+    text: Vec<u8>,
+    base: Option<usize>,
+    /// The arguments' address and length when the job was made: how they
+    /// are found again in the text handed over.
+    origin: (usize, usize),
+    mid: u32,
+    slots: Vec<JobSlot>,
+    /// The slot being planned (then written).
+    at: usize,
+    writing: bool,
+    out: Vec<u8>,
+    /// Where the CALL header and the current DATA packet start in `out`.
+    call: usize,
+    data: Option<usize>,
+}
+
+#[derive(Clone, Debug)]
+struct JobSlot {
+    name: String,
+    wire: String,
+    schema: Schema,
+    layout: Result<Layout, ValueError>,
+    source: JobSource,
+}
+
+#[derive(Clone, Debug)]
+enum JobSource {
+    /// A span of the arguments text, and its encoding so far.
+    Text(std::ops::Range<usize>, Box<text::Sliced>),
+    /// A small value: the typed path's blob (or its message) once checked.
+    Json(serde_json::Value, Option<Result<Vec<u8>, String>>),
+}
+
+impl PacketJob {
+    /// Prepares the packet of `command` for `sources`, whose texts are
+    /// slices of `arguments`. The error is the message of the call's
+    /// `isError` result (as [`call_packet`] gives it).
+    pub fn new(
+        program: &Program,
+        command: usize,
+        sources: &[Source],
+        arguments: &str,
+    ) -> Result<PacketJob, String> {
+        let cmd = program.command(command);
+        if sources.len() != cmd.args.len() {
+            return Err(format!(
+                "expected {} arguments, got {}",
+                cmd.args.len(),
+                sources.len()
+            ));
+        }
+        let base = arguments.as_ptr() as usize;
+        let mut slots = Vec::with_capacity(sources.len());
+        // Schemas, wire strings and layouts, compiled at load.
+        let compiled = &program.compiled(command).slots;
+        for (slot, source) in sources.iter().enumerate() {
+            let name = compiled[slot].name.clone();
+            let form = compiled[slot].form()?;
+            let layout = form.layout(&name).cloned();
+            let source = match source {
+                Source::Text(t) => {
+                    // A slice of `arguments`: its place in it.
+                    let start = (t.as_ptr() as usize)
+                        .checked_sub(base)
+                        .filter(|s| s + t.len() <= arguments.len())
+                        .ok_or_else(|| format!("argument '{name}' is not in the arguments"))?;
+                    JobSource::Text(start..start + t.len(), Box::default())
+                }
+                Source::Json(v) => JobSource::Json(v.clone(), None),
+            };
+            slots.push(JobSlot {
+                name,
+                wire: form.wire.clone(),
+                schema: form.schema.clone(),
+                layout,
+                source,
+            });
+        }
+        Ok(PacketJob {
+            text: Vec::new(),
+            base: None,
+            origin: (arguments.as_ptr() as usize, arguments.len()),
+            mid: cmd.mid,
+            slots,
+            at: 0,
+            writing: false,
+            out: Vec::new(),
+            call: 0,
+            data: None,
+        })
+    }
+
+    /// The bytes the job holds (the text, and the packet so far).
+    pub fn held(&self) -> usize {
+        self.text.capacity() + self.out.capacity()
+    }
+
+    /// Where the arguments the job was made from are in `body` (the text
+    /// they were borrowed from).
+    fn place_in(&self, body: &[u8]) -> Option<usize> {
+        let (address, len) = self.origin;
+        address
+            .checked_sub(body.as_ptr() as usize)
+            .filter(|at| at.checked_add(len).is_some_and(|end| end <= body.len()))
+    }
+
+    /// Hands over `body`, the buffer the arguments were borrowed from
+    /// (moved, not copied: its heap block stays where it was).
+    pub fn take_text(&mut self, body: Vec<u8>) {
+        if let Some(at) = self.place_in(&body) {
+            self.text = body;
+            self.base = Some(at);
+        }
+    }
+
+    /// Copies the arguments out of `body`, the text they were borrowed from.
+    pub fn copy_text(&mut self, body: &[u8]) {
+        if let Some(at) = self.place_in(body) {
+            self.text = body[at..at + self.origin.1].to_vec();
+            self.base = Some(0);
+        }
+    }
+
+    /// Does about `budget` units of work (see [`text::Sliced`]); the
+    /// outcome once done.
+    pub fn step(&mut self, mut budget: usize) -> Option<Result<Vec<u8>, String>> {
+        match self.advance(&mut budget) {
+            Ok(true) => Some(Ok(std::mem::take(&mut self.out))),
+            Ok(false) => None,
+            Err(message) => Some(Err(message)),
+        }
+    }
+
+    /// Runs the job to its end.
+    pub fn run(mut self) -> Result<Vec<u8>, String> {
+        loop {
+            if let Some(outcome) = self.step(usize::MAX) {
+                return outcome;
+            }
+        }
+    }
+
+    fn advance(&mut self, budget: &mut usize) -> Result<bool, String> {
+        let Some(base) = self.base else {
+            return Err("internal error: the arguments text was not handed over".into());
+        };
+        while !self.writing {
+            let Some(slot) = self.slots.get_mut(self.at) else {
+                self.begin_writing()?;
+                break;
+            };
+            match &mut slot.source {
+                JobSource::Text(span, enc) => {
+                    let layout = slot.layout.as_ref().map_err(ToString::to_string)?;
+                    let json = &self.text[base + span.start..base + span.end];
+                    let done = enc
+                        .plan_step(layout, json, &slot.name, budget)
+                        .map_err(|e| e.to_string())?;
+                    if !done {
+                        return Ok(false);
+                    }
+                }
+                JobSource::Json(json, blob) => {
+                    let name = &slot.name;
+                    let v =
+                        value::from_json(&slot.schema, json, name).map_err(|e| e.to_string())?;
+                    *blob = Some(
+                        voidstar::encode_flat(&slot.schema, &v)
+                            .map_err(|e| format!("cannot encode argument '{name}': {e}")),
+                    );
+                }
+            }
+            self.at += 1;
+            if *budget == 0 {
+                return Ok(false);
+            }
+        }
+        while let Some(slot) = self.slots.get_mut(self.at) {
+            let start = match self.data {
+                Some(start) => start,
+                None => {
+                    let start = packet::begin_data_packet(&mut self.out, &slot.wire);
+                    self.data = Some(start);
+                    start
+                }
+            };
+            match &mut slot.source {
+                JobSource::Text(span, enc) => {
+                    let Ok(layout) = &slot.layout else {
+                        return Err("internal error: an unplanned argument".into());
+                    };
+                    let json = &self.text[base + span.start..base + span.end];
+                    if !enc.write_step(layout, json, &mut self.out, budget) {
+                        return Ok(false);
+                    }
+                }
+                JobSource::Json(_, Some(Ok(blob))) => self.out.extend_from_slice(blob),
+                JobSource::Json(..) => {}
+            }
+            packet::end_data_packet(&mut self.out, start, &slot.wire);
+            self.data = None;
+            self.at += 1;
+            if *budget == 0 {
+                return Ok(false);
+            }
+        }
+        packet::end_call_packet(&mut self.out, self.call, self.mid);
+        Ok(true)
+    }
+
+    /// Once every argument is checked: the encoding errors, in order, then
+    /// the buffer sized for the whole packet.
+    fn begin_writing(&mut self) -> Result<(), String> {
+        let mut total = packet::HEADER_LEN;
+        for slot in &self.slots {
+            let len = match &slot.source {
+                JobSource::Text(_, enc) => match enc.encode_error() {
+                    Some(e) => return Err(format!("cannot encode argument '{}': {e}", slot.name)),
+                    None => enc.size(),
+                },
+                JobSource::Json(_, Some(Ok(blob))) => blob.len(),
+                JobSource::Json(_, Some(Err(message))) => return Err(message.clone()),
+                JobSource::Json(_, None) => 0,
+            };
+            total += packet::data_packet_len(&slot.wire, len);
+        }
+        self.out = Vec::with_capacity(total);
+        self.call = packet::begin_call_packet(&mut self.out);
+        self.writing = true;
+        self.at = 0;
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,6 +382,17 @@ mod tests {
             ));
         }
         Ok(packet::call_packet(cmd.mid, &parts))
+    }
+
+    /// A job's outcome, stepped with `budget` units at a time.
+    fn sliced(job: Result<PacketJob, String>, budget: usize) -> Result<Vec<u8>, String> {
+        let mut job = job?;
+        for _ in 0..100_000 {
+            if let Some(outcome) = job.step(budget) {
+                return outcome;
+            }
+        }
+        panic!("a job that does not end");
     }
 
     #[test]
@@ -160,6 +428,22 @@ mod tests {
             let want = typed(&program, command, tree.args);
             let got = call_packet(&program, command, &streamed.args);
             assert_eq!(got, want, "{case}");
+            for budget in [1, 2, 3, 5, 8, 50, usize::MAX] {
+                let mut job = PacketJob::new(&program, command, &streamed.args, &text);
+                if let Ok(job) = &mut job {
+                    job.copy_text(text.as_bytes());
+                }
+                assert_eq!(sliced(job, budget), got, "{case} by {budget}");
+            }
+            // The whole body handed over instead: the same packet.
+            let body = format!("{{\"arguments\":{text}}}").into_bytes();
+            let arguments = std::str::from_utf8(&body[13..body.len() - 1]).unwrap();
+            let call = args::resolve_text(&program.surface, Some(&stripped), arguments).unwrap();
+            let mut job = PacketJob::new(&program, command, &call.args, arguments);
+            if let Ok(job) = &mut job {
+                job.take_text(body);
+            }
+            assert_eq!(sliced(job, 4), got, "{case} from the whole body");
             checked += usize::from(got.is_ok());
         }
         assert!(checked >= 10, "only {checked} packets compared");

@@ -14,6 +14,9 @@ use super::{HttpFront, ROUTES};
 use crate::edge::reactor::{Client, Reactor, Source};
 use crate::protocol::http::{self, Answer, Notice};
 
+/// Reads of a connection per turn, before the rest waits for a later turn.
+const PUMP_READS: usize = 2;
+
 impl Reactor {
     pub(in crate::edge::reactor) fn accept_http(&mut self) {
         loop {
@@ -116,17 +119,25 @@ impl Reactor {
     /// in-process call) can lead back here through `http_reply`; that nested
     /// call returns at once and this loop carries on, so the stack stays flat
     /// however many requests are pipelined.
-    pub(super) fn pump(&mut self, token: Token) {
+    pub(in crate::edge::reactor) fn pump(&mut self, token: Token) {
         let Some(conn) = self.conn_mut(token) else {
             return;
         };
         if !conn.start_pump() {
             return;
         }
+        let mut reads = 0;
         loop {
             let read = self.read_conn(token);
             let handled = self.process_conn(token);
             if !read && !handled {
+                break;
+            }
+            // A client sending fast gets a few reads per turn; the rest
+            // on a later turn (`calls::prepare`), so others are not held up.
+            reads += usize::from(read);
+            if reads >= PUMP_READS {
+                self.preparing.pump_later(token);
                 break;
             }
         }

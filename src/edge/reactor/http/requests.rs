@@ -1,6 +1,8 @@
 //! Routing a complete HTTP request through [`ROUTES`], and the `/mcp`
 //! endpoint: `DELETE` of a legacy session, and `POST`s of JSON-RPC messages
 //! in either era (decided once per request), routed into `mcp`.
+//! A long body is checked in slices first (`calls::prepare`), its
+//! connection held busy.
 
 use std::time::Instant;
 
@@ -9,6 +11,7 @@ use serde_json::Value as Json;
 
 use super::conn::Busy;
 use super::{KEEP_ALIVE, ROUTES};
+use crate::edge::reactor::calls::Checked;
 use crate::edge::reactor::{Client, Reactor};
 use crate::protocol::http::{self, json_error, Headers, Notice, Request};
 use crate::protocol::jsonrpc::{self, Incoming};
@@ -37,7 +40,12 @@ impl Reactor {
     pub(super) fn http_mcp(&mut self, token: Token, req: Request, cors: Headers) {
         match req.method.as_str() {
             "DELETE" => self.http_delete(token, &req, cors),
-            _ => self.http_post(token, req, cors),
+            // A long body is checked in slices first (`calls::prepare`).
+            _ if req.body.len() > mcp::SLICE_ABOVE => {
+                self.hold_conn(token, req.keep_alive);
+                self.check_body(token, req, cors);
+            }
+            _ => self.http_post(token, req, cors, None),
         }
     }
 
@@ -80,14 +88,56 @@ impl Reactor {
         self.respond(token, 200, &cors, br#"{"ok":true}"#, keep_alive);
     }
 
-    fn http_post(&mut self, token: Token, req: Request, cors: Vec<(String, String)>) {
+    /// Marks connection `token` busy while its request's body is checked
+    /// in slices, so no later request of it is read meanwhile.
+    pub(in crate::edge::reactor) fn hold_conn(&mut self, token: Token, keep_alive: bool) {
+        if let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) {
+            conn.set_busy(Busy {
+                session: String::new(),
+                sse: false,
+                keep_alive,
+                cors: Vec::new(),
+                modern: false,
+                listen: None,
+            });
+        }
+    }
+
+    /// Handles a request whose body was checked in slices, on the
+    /// connection [`Reactor::hold_conn`] held.
+    pub(in crate::edge::reactor) fn post_checked(
+        &mut self,
+        token: Token,
+        req: Request,
+        cors: Vec<(String, String)>,
+        checked: &Checked,
+    ) {
+        if let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) {
+            conn.take_busy();
+        }
+        self.http_post(token, req, cors, Some(checked));
+        self.flush_conn(token);
+        // Pipelined requests that waited behind this one.
+        self.pump(token);
+    }
+
+    fn http_post(
+        &mut self,
+        token: Token,
+        mut req: Request,
+        cors: Vec<(String, String)>,
+        checked: Option<&Checked>,
+    ) {
         let keep_alive = req.keep_alive;
         let accepts_sse = req
             .header("accept")
             .is_some_and(|a| a.contains("text/event-stream"));
         // A `tools/call`'s arguments stay text (`decode_lazy`): a remote
         // call's packet is encoded from them directly, never from a tree.
-        let (msg, arguments) = jsonrpc::decode_lazy(&req.body);
+        let (msg, arguments) = match checked {
+            Some(c) => jsonrpc::decode_checked(&req.body, &c.verdict, c.span.clone(), &c.ends),
+            None => jsonrpc::decode_lazy(&req.body),
+        };
         // The era is decided here, once; `mcp` is told, not asked again.
         let version = req.header("mcp-protocol-version");
         let in_session = req.header("mcp-session-id").is_some();
@@ -199,7 +249,8 @@ impl Reactor {
             protocol_version: Some(stored.protocol_version.clone()),
             log_level: stored.log_level,
         };
-        let step = mcp::handle_in_era(&self.catalog, &mut session, msg, arguments, Some(false));
+        let mut step = mcp::handle_in_era(&self.catalog, &mut session, msg, arguments, Some(false));
+        step.hand_over(Some(&mut req.body), &[]);
         stored.initialized = session.initialized;
         stored.log_level = session.log_level;
         front.sessions.touch(&session_id, now);
@@ -300,7 +351,10 @@ impl Reactor {
             Incoming::Notification { .. } | Incoming::Response => {}
         }
         let mut stateless = mcp::Session::default();
-        match mcp::handle_in_era(&self.catalog, &mut stateless, msg, arguments, Some(true)) {
+        let mut step =
+            mcp::handle_in_era(&self.catalog, &mut stateless, msg, arguments, Some(true));
+        step.hand_over(None, &req.body);
+        match step {
             // Notifications are accepted and ignored: on HTTP a modern
             // request is cancelled by closing its stream, not by a message.
             Step::Nothing | Step::Cancel(_) => self.respond(token, 202, &cors, &[], keep_alive),

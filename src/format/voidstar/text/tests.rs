@@ -2,6 +2,7 @@
 //! same bytes or the same error, over a table of schemas and inputs.
 
 use super::*;
+use crate::format::json::scan;
 use crate::format::schema::parse;
 use crate::format::value::from_json;
 use crate::format::voidstar::encode_flat;
@@ -34,11 +35,62 @@ fn streamed(schema_text: &str, json: &str) -> Result<Vec<u8>, String> {
     }
 }
 
+/// [`encode_text`] through [`Sliced`], giving each step `budget` units,
+/// appending after a few bytes already in the buffer.
+fn sliced(layout: &Layout, json: &str, budget: usize) -> Result<Vec<u8>, TextError> {
+    scan::validate(json.as_bytes(), 0).map_err(TextError::Json)?;
+    let mut enc = Sliced::new();
+    let mut steps = 0;
+    loop {
+        let mut left = budget;
+        steps += 1;
+        if enc
+            .plan_step(layout, json.as_bytes(), "x", &mut left)
+            .map_err(TextError::Value)?
+        {
+            break;
+        }
+        assert!(
+            left == 0 || budget == usize::MAX,
+            "a step stops with budget left"
+        );
+    }
+    if let Some(e) = enc.encode_error() {
+        return Err(TextError::Encode(e.clone()));
+    }
+    let mut out = vec![0xA5; 3];
+    loop {
+        let mut left = budget;
+        steps += 1;
+        if enc.write_step(layout, json.as_bytes(), &mut out, &mut left) {
+            break;
+        }
+    }
+    assert!(steps < 16 * json.len() + 64, "{steps} steps for {json}");
+    assert_eq!(out[..3], [0xA5; 3], "appends after what is there");
+    Ok(out.split_off(3))
+}
+
+/// Every budget from 1 to 24, some larger ones, and no bound give the
+/// one-shot encoder's outcome.
+#[track_caller]
+fn slices_agree(schema: &str, json: &str) {
+    let Ok(layout) = Layout::new(&parse(schema).unwrap()) else {
+        return;
+    };
+    let want = encode_text(&layout, json, "x");
+    for budget in (1..=24).chain([37, 100, 1000, usize::MAX]) {
+        let got = sliced(&layout, json, budget);
+        assert_eq!(got, want, "schema {schema}, input {json}, budget {budget}");
+    }
+}
+
 #[track_caller]
 fn same(schema: &str, json: &str) -> Result<Vec<u8>, String> {
     let want = typed(schema, json);
     let got = streamed(schema, json);
     assert_eq!(got, want, "schema {schema}, input {json}");
+    slices_agree(schema, json);
     got
 }
 
@@ -143,6 +195,16 @@ fn edge_cases_agree() {
         ("ai4", "{}".into()),
         ("ai4", "[1,\"x\"]".into()),
         ("ai8", big),
+        // Errors deep into a long list, after slices of good items.
+        ("ai4", format!("[{},\"x\",1]", vec!["7"; 150].join(","))),
+        (
+            "am21xi41ys",
+            format!("[{}{{\"x\":1}}]", r#"{"x":1,"y":"a"},"#.repeat(60)),
+        ),
+        (
+            "aaj",
+            format!("[{}[1,true]]", "[1,99999999999999999999999],".repeat(40)),
+        ),
         // Tuples and records: positional, unknown, missing, duplicates.
         ("t2i4s", "[1,\"a\"]".into()),
         ("t2i4s", "[1]".into()),
