@@ -26,6 +26,17 @@ use crate::protocol::args::Source;
 
 use super::Program;
 
+/// The one message for a call vector of the wrong length.
+fn arity(expected: usize, sources: &[Source]) -> Result<(), String> {
+    if sources.len() == expected {
+        return Ok(());
+    }
+    Err(format!(
+        "expected {expected} arguments, got {}",
+        sources.len()
+    ))
+}
+
 /// One argument, checked and ready to be written.
 #[cfg(test)]
 enum Ready<'a> {
@@ -44,13 +55,7 @@ pub fn call_packet(
     sources: &[Source],
 ) -> Result<Vec<u8>, String> {
     let cmd = program.command(command);
-    if sources.len() != cmd.args.len() {
-        return Err(format!(
-            "expected {} arguments, got {}",
-            cmd.args.len(),
-            sources.len()
-        ));
-    }
+    arity(cmd.args.len(), sources)?;
     // Schemas, wire strings and layouts, compiled at load.
     let slots = &program.compiled(command).slots;
     let mut forms = Vec::with_capacity(sources.len());
@@ -162,13 +167,7 @@ impl PacketJob {
         arguments: &str,
     ) -> Result<PacketJob, String> {
         let cmd = program.command(command);
-        if sources.len() != cmd.args.len() {
-            return Err(format!(
-                "expected {} arguments, got {}",
-                cmd.args.len(),
-                sources.len()
-            ));
-        }
+        arity(cmd.args.len(), sources)?;
         let base = arguments.as_ptr() as usize;
         let mut slots = Vec::with_capacity(sources.len());
         // Schemas, wire strings and layouts, compiled at load.
