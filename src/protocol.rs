@@ -8,4 +8,5 @@ pub mod http;
 pub mod instance;
 pub mod jsonrpc;
 pub mod mcp;
+pub mod metrics;
 pub mod tools;

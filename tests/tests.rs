@@ -10,6 +10,7 @@ mod golden_tools;
 mod hostile;
 mod http;
 mod make_test;
+mod metrics;
 mod modern;
 mod pools;
 mod real_scripts;

@@ -386,6 +386,10 @@ pub struct CallRequest {
     /// builds it, which the reactor does in slices between other events.
     /// The transport hands it the text ([`CallRequest::hand_over`]).
     pub job: Option<Box<PacketJob>>,
+    /// The arguments' text was refused while it was encoded: the call is
+    /// answered at once with this message as an `isError` result (and
+    /// counted like any call that ended).
+    pub refused: Option<String>,
     pub progress_token: Option<Json>,
     /// The request's `_meta` when it is a modern (2026-07-28) request: its
     /// result is then completed (`resultType`, server identity) and its log
@@ -430,6 +434,9 @@ impl CallRequest {
 }
 
 /// What the caller must do after [`handle`].
+// One per message, moved once to its handler: boxing the call would cost an
+// allocation per call for no gain.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
 pub enum Step {
     Nothing,
@@ -604,7 +611,7 @@ fn tools_call(
     match resolved {
         Ok((Ok(command), sources)) => {
             let remote = prog.command(command).kind != CommandKind::Pure;
-            let (args, packet, job) = if let (true, Some(text)) = (remote, arguments) {
+            let (args, packet, job, refused) = if let (true, Some(text)) = (remote, arguments) {
                 let job = packing::PacketJob::new(prog, command, &sources, text);
                 // A short text is encoded at once.
                 let job = job.and_then(|mut job| match text.len() > packing::SLICE_ABOVE {
@@ -615,19 +622,12 @@ fn tools_call(
                     }
                 });
                 match job {
-                    Ok((packet, job)) => (Vec::new(), packet, job),
-                    Err(message) => {
-                        return Step::Reply(call_response(
-                            catalog,
-                            &id,
-                            is_modern,
-                            error_result(&message),
-                        ))
-                    }
+                    Ok((packet, job)) => (Vec::new(), packet, job, None),
+                    Err(message) => (Vec::new(), None, None, Some(message)),
                 }
             } else {
                 let values = sources.into_iter().map(args::Source::into_value);
-                (values.collect(), None, None)
+                (values.collect(), None, None, None)
             };
             Step::Call(CallRequest {
                 program,
@@ -637,6 +637,7 @@ fn tools_call(
                 args,
                 packet,
                 job,
+                refused,
                 modern,
                 owner: String::new(),
             })
@@ -708,6 +709,14 @@ mod catalog_tests {
             let (msg, arguments) = jsonrpc::decode_lazy(line.as_bytes());
             let lazy = handle_lazy(&catalog, &mut lazy_session, msg, arguments);
             match (full, lazy) {
+                // A value error: both calls are answered with the same
+                // message, the typed one when checked, the lazy one at once.
+                (Step::Call(a), Step::Call(b)) if b.refused.is_some() => {
+                    assert_eq!((&a.id, a.command), (&b.id, b.command), "{line}");
+                    let message = call::check_args(&catalog.programs[0], &a).expect_err(line);
+                    assert_eq!(b.refused.as_deref(), Some(message.as_str()), "{line}");
+                    assert!(b.packet.is_none() && b.job.is_none(), "{line}");
+                }
                 (Step::Call(a), Step::Call(b)) => {
                     assert_eq!((&a.id, a.command), (&b.id, b.command), "{line}");
                     let remote = catalog.programs[0].command(a.command).kind != CommandKind::Pure;
@@ -715,13 +724,6 @@ mod catalog_tests {
                     if !remote {
                         assert_eq!(a.args, b.args, "{line}");
                     }
-                }
-                // A value error: the reactor answers the typed call with
-                // the same result the lazy path answers at once.
-                (Step::Call(a), Step::Reply(b)) => {
-                    let message = call::check_args(&catalog.programs[0], &a).expect_err(line);
-                    let reply = call_response(&catalog, &a.id, false, error_result(&message));
-                    assert_eq!(reply, b, "{line}");
                 }
                 (a, b) => assert_eq!(format!("{a:?}"), format!("{b:?}"), "{line}"),
             }

@@ -30,6 +30,7 @@ use super::{Client, Reactor};
 use crate::format::packet;
 use crate::protocol::mcp::call::{self, Ending, Prepared};
 use crate::protocol::mcp::{self, CallRequest};
+use crate::protocol::metrics::Outcome;
 
 /// Progress heartbeats for calls that carry a progress token: after 1 s and
 /// 2 s (so short calls show life), then every 5 s.
@@ -155,6 +156,8 @@ impl Reactor {
         let packet = match call::prepare(prog, &mut request, &mut FsHost) {
             Prepared::Remote(packet) => packet,
             Prepared::Answered(ending) => {
+                let outcome = ending.outcome();
+                self.count_call(request.program, request.command, outcome, Instant::now());
                 let reply = call::respond(&self.catalog, &request.id, request.is_modern(), ending);
                 return self.deliver(&client, reply.message(), true);
             }
@@ -423,6 +426,29 @@ impl Reactor {
     }
 
     pub(super) fn finish_call(&mut self, id: CallId, outcome: Result<Json, String>) {
+        self.end_call(id, Ending::from(outcome));
+    }
+
+    /// Counts a call that ended (`/metrics`), under the name its tool has.
+    pub(super) fn count_call(
+        &mut self,
+        program: usize,
+        command: usize,
+        outcome: Outcome,
+        started: Instant,
+    ) {
+        let prog = &self.catalog.programs[program];
+        let tool = prog
+            .surface
+            .tools
+            .iter()
+            .find(|t| t.command == command)
+            .map_or_else(|| prog.command(command).name.as_str(), |t| t.name.as_str());
+        let seconds = started.elapsed().as_secs_f64();
+        self.calls.metrics.record(tool, outcome, seconds);
+    }
+
+    fn end_call(&mut self, id: CallId, ending: Ending) {
         let Some(call) = self.calls.get(&id) else {
             return;
         };
@@ -442,7 +468,12 @@ impl Reactor {
         let Some(call) = self.take_call(id) else {
             return;
         };
-        let ending = Ending::from(outcome);
+        self.count_call(
+            call.program,
+            call.request.command,
+            ending.outcome(),
+            call.started,
+        );
         if let Some(task) = &call.task {
             return self.settle_task(task, ending.into_task_outcome());
         }
@@ -462,10 +493,13 @@ impl Reactor {
         let task = self.calls.get(&id).and_then(|c| c.task.clone());
         match task {
             Some(task) => {
-                self.take_call(id);
+                if let Some(call) = self.take_call(id) {
+                    let (program, command) = (call.program, call.request.command);
+                    self.count_call(program, command, Outcome::Failed, call.started);
+                }
                 self.settle_task(&task, Ending::Failed(message).into_task_outcome());
             }
-            None => self.finish_call(id, Err(message)),
+            None => self.end_call(id, Ending::Failed(message)),
         }
     }
 

@@ -48,6 +48,7 @@ use crate::protocol::mcp::Catalog;
 mod caps;
 mod conn;
 mod health;
+mod metrics;
 mod pump;
 mod reply;
 mod requests;
@@ -67,6 +68,12 @@ const ROUTES: &[Route<Handler>] = &[
         methods: &["POST", "DELETE"],
         guarded: true,
         handler: Reactor::http_mcp,
+    },
+    Route {
+        path: metrics::PATH,
+        methods: &["GET"],
+        guarded: true,
+        handler: Reactor::http_metrics,
     },
     Route {
         path: health::PATH,

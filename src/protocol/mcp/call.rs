@@ -212,6 +212,9 @@ pub fn prepare(
     request: &mut CallRequest,
     host: &mut dyn eval::Host,
 ) -> Prepared {
+    if let Some(message) = request.refused.take() {
+        return Prepared::Answered(Ending::Error(message));
+    }
     if let Some(packet) = request.packet.take() {
         return Prepared::Remote(packet);
     }
@@ -401,6 +404,19 @@ impl Ending {
         match self {
             Ending::Result(result) => result,
             Ending::Error(message) | Ending::Failed(message) => results::error_result(&message),
+        }
+    }
+
+    /// How the call ended, as the metrics count it.
+    pub fn outcome(&self) -> crate::protocol::metrics::Outcome {
+        use crate::protocol::metrics::Outcome;
+        match self {
+            Ending::Result(result) if result.get("isError") == Some(&Json::Bool(true)) => {
+                Outcome::ToolError
+            }
+            Ending::Result(_) => Outcome::Ok,
+            Ending::Error(_) => Outcome::ToolError,
+            Ending::Failed(_) => Outcome::Failed,
         }
     }
 

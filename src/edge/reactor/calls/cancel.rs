@@ -8,10 +8,14 @@ use mio::Token;
 use super::CallId;
 use crate::edge::reactor::{Client, Reactor};
 use crate::protocol::jsonrpc::RequestId;
+use crate::protocol::metrics::Outcome;
 
 impl Reactor {
     pub(in crate::edge::reactor) fn drop_call(&mut self, id: CallId) {
-        self.take_call(id);
+        if let Some(call) = self.take_call(id) {
+            let (program, command) = (call.program, call.request.command);
+            self.count_call(program, command, Outcome::Cancelled, call.started);
+        }
     }
 
     /// A call its client cancelled: one that has not reached a pool just
@@ -23,14 +27,16 @@ impl Reactor {
         let Some(call) = self.calls.get_mut(&id) else {
             return;
         };
+        let (program, command, started) = (call.program, call.request.command, call.started);
         if call.wire.stream.is_none() {
             self.take_call(id);
-            return;
+            return self.count_call(program, command, Outcome::Cancelled, started);
         }
         call.abandoned = true;
         call.task = None;
         call.task_at = None;
         call.next_progress = None;
+        self.count_call(program, command, Outcome::Cancelled, started);
     }
 
     /// `notifications/cancelled`: close the connection and never answer.

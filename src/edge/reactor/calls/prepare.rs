@@ -157,6 +157,9 @@ impl Reactor {
                             self.start_call(call.client, call.request);
                         }
                         Err(message) => {
+                            let (program, command) = (call.program, call.request.command);
+                            let outcome = crate::protocol::metrics::Outcome::ToolError;
+                            self.count_call(program, command, outcome, call.started);
                             let reply = mcp::call_response(
                                 &self.catalog,
                                 &call.request.id,

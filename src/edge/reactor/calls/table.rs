@@ -11,6 +11,7 @@ use mio::net::UnixStream;
 use super::{Call, CallId, Queue};
 use crate::edge::reactor::idhash::{IdMap, IdSet};
 use crate::edge::reactor::queue::Throttle;
+use crate::protocol::metrics::CallMetrics;
 
 pub(in crate::edge::reactor) struct Calls {
     pub(super) map: IdMap<CallId, Call>,
@@ -27,6 +28,8 @@ pub(in crate::edge::reactor) struct Calls {
     pub(super) closing: Vec<UnixStream>,
     /// Rate limit of the diagnostics about the queue and the pools.
     pub(super) throttle: Throttle,
+    /// Calls that ended, by tool and outcome (`/metrics`).
+    pub(super) metrics: CallMetrics,
 }
 
 impl Calls {
@@ -38,6 +41,7 @@ impl Calls {
             next: 0,
             closing: Vec::new(),
             throttle: Throttle::default(),
+            metrics: CallMetrics::default(),
         }
     }
 
@@ -61,6 +65,21 @@ impl Calls {
     pub(in crate::edge::reactor) fn remove(&mut self, id: &CallId) -> Option<Call> {
         self.timed.remove(id);
         self.map.remove(id)
+    }
+
+    /// The counts of the calls that ended.
+    pub(in crate::edge::reactor) fn metrics(&self) -> &CallMetrics {
+        &self.metrics
+    }
+
+    /// How many calls wait for a pool process.
+    pub(in crate::edge::reactor) fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// How many calls are in flight (waiting, being prepared or running).
+    pub(in crate::edge::reactor) fn len(&self) -> usize {
+        self.map.len()
     }
 
     pub(in crate::edge::reactor) fn values(&self) -> impl Iterator<Item = &Call> {

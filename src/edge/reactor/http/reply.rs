@@ -14,10 +14,25 @@ use crate::protocol::http;
 use crate::protocol::mcp::{self, era};
 
 impl Reactor {
+    /// Answers the request on `token` with a JSON body (or none).
     pub(in crate::edge::reactor) fn respond(
         &mut self,
         token: Token,
         status: u16,
+        headers: &[(String, String)],
+        body: &[u8],
+        keep_alive: bool,
+    ) {
+        let content_type = (!body.is_empty()).then_some("application/json");
+        self.respond_as(token, status, content_type, headers, body, keep_alive);
+    }
+
+    /// [`Reactor::respond`] with a body of another `content_type`.
+    pub(in crate::edge::reactor) fn respond_as(
+        &mut self,
+        token: Token,
+        status: u16,
+        content_type: Option<&str>,
         headers: &[(String, String)],
         body: &[u8],
         keep_alive: bool,
@@ -29,7 +44,6 @@ impl Reactor {
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        let content_type = (!body.is_empty()).then_some("application/json");
         if conn.is_head_request() {
             // RFC 9110 section 9.3.2: the same head as for GET, no content.
             http::write_head(

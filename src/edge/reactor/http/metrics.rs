@@ -1,0 +1,110 @@
+//! The `/metrics` endpoint: the Prometheus text exposition of the calls that
+//! ended (counted by `calls::Calls`) and of gauges read off the server's
+//! state at the scrape. Behind the same checks as `/mcp` (Host, Origin, the
+//! bearer token).
+
+use mio::Token;
+
+use crate::edge::reactor::pools::PoolStatus;
+use crate::edge::reactor::Reactor;
+use crate::protocol::http::{Headers, Request};
+use crate::protocol::metrics::{self, Gauge};
+
+/// The endpoint's path.
+pub(super) const PATH: &str = "/metrics";
+
+/// The exposition format's content type.
+const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+impl Reactor {
+    /// `GET /metrics` (checks passed).
+    pub(super) fn http_metrics(&mut self, token: Token, req: Request, mut headers: Headers) {
+        let body = metrics::render(self.calls.metrics(), &self.gauges());
+        headers.push(("Cache-Control".to_string(), "no-store".to_string()));
+        let keep_alive = req.keep_alive;
+        self.respond_as(
+            token,
+            200,
+            Some(CONTENT_TYPE),
+            &headers,
+            body.as_bytes(),
+            keep_alive,
+        );
+    }
+
+    fn gauges(&self) -> Vec<Gauge> {
+        let one = |name: &'static str, help: &'static str, value: usize| Gauge {
+            name,
+            help,
+            values: vec![(Vec::new(), value as f64)],
+        };
+        let mut gauges = vec![
+            one(
+                "mcp_server_calls_in_flight",
+                "Tool calls in flight: waiting for a pool process, being prepared or running.",
+                self.calls.len(),
+            ),
+            one(
+                "mcp_server_calls_queued",
+                "Tool calls waiting for a pool process.",
+                self.calls.queued(),
+            ),
+            one(
+                "mcp_server_tasks",
+                "Tasks held (working or settled, not yet expired).",
+                self.tasks.len(),
+            ),
+        ];
+        if let Some(front) = self.http.as_ref() {
+            gauges.push(one(
+                "mcp_server_http_connections",
+                "Open HTTP connections.",
+                front.conns.len(),
+            ));
+            gauges.push(one(
+                "mcp_server_http_sessions",
+                "Legacy HTTP sessions held.",
+                front.sessions.len(),
+            ));
+            gauges.push(one(
+                "mcp_server_buffered_bytes",
+                "Bytes buffered across HTTP connections and calls being prepared, counted against --max-buffered.",
+                front.budget.used(),
+            ));
+        }
+        let mut pools = Gauge {
+            name: "mcp_server_pool_processes",
+            help: "Pool processes by program, language and state (a primary's state; its ready replicas as state=\"replica\").",
+            values: Vec::new(),
+        };
+        for program in 0..self.pools.len() {
+            let Some(primaries) = self.pools.primaries(program) else {
+                continue;
+            };
+            let name = self
+                .catalog
+                .programs
+                .get(program)
+                .map_or("", |p| p.loaded.manifest.name.as_str());
+            for (lang, status, replicas) in primaries {
+                let state = match status {
+                    PoolStatus::Idle => "idle",
+                    PoolStatus::Starting => "starting",
+                    PoolStatus::Ready => "ready",
+                    PoolStatus::Failed { .. } => "down",
+                };
+                let labels = |state: &str| {
+                    vec![
+                        ("program", name.to_string()),
+                        ("language", lang.to_string()),
+                        ("state", state.to_string()),
+                    ]
+                };
+                pools.values.push((labels(state), 1.0));
+                pools.values.push((labels("replica"), replicas as f64));
+            }
+        }
+        gauges.push(pools);
+        gauges
+    }
+}
