@@ -10,6 +10,7 @@ use super::CallId;
 use crate::edge::reactor::queue::{self, FairQueue, Refused};
 use crate::edge::reactor::schedule::{self, Class, Need};
 use crate::edge::reactor::{Client, Reactor};
+use crate::protocol::mcp::call::Ending;
 
 /// Whose call it is, for the fairness of the queue and its per-owner cap:
 /// the stdio client, a legacy HTTP session, or else (a modern request has
@@ -72,7 +73,8 @@ impl Reactor {
             ),
         };
         self.say(kind, &note);
-        self.finish_call(id, Err(message));
+        // The server refused it, not the tool: counted as a failed call.
+        self.end_call(id, Ending::Failed(message));
     }
 
     /// Prints one diagnostic line on stderr, at most one of each `kind`
