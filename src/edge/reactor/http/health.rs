@@ -32,6 +32,14 @@ use crate::protocol::mcp;
 /// The health check's path.
 pub(super) const PATH: &str = "/health";
 
+/// One pool's primary process as `/health` and `/metrics` report it.
+pub(super) struct PoolRow<'a> {
+    pub(super) program: &'a str,
+    pub(super) lang: &'a str,
+    pub(super) state: &'static str,
+    pub(super) replicas: usize,
+}
+
 impl Reactor {
     /// The `/health` endpoint (`GET` or `HEAD`; no checks, no CORS).
     pub(super) fn http_health(&mut self, token: Token, req: Request, _: Headers) {
@@ -42,13 +50,11 @@ impl Reactor {
         self.respond(token, status, &headers, &body, keep_alive);
     }
 
-    /// Whether the server is ready, and the body of `/health`.
-    fn health(&self) -> (bool, Vec<u8>) {
-        let mut pools = Vec::new();
-        let mut all_ready = self.pools.pending().is_none();
-        let Some(front) = self.http.as_ref() else {
-            return (false, Vec::new());
-        };
+    /// Each served pool's primary process: its program, language, state
+    /// (`idle`, `starting`, `ready` or `down`) and ready replicas. Shared by
+    /// `/health` and `/metrics`.
+    pub(super) fn pool_rows(&self) -> Vec<PoolRow<'_>> {
+        let mut rows = Vec::new();
         for program in 0..self.pools.len() {
             let Some(primaries) = self.pools.primaries(program) else {
                 continue;
@@ -57,8 +63,7 @@ impl Reactor {
                 .catalog
                 .programs
                 .get(program)
-                .map(|p| p.loaded.manifest.name.as_str())
-                .unwrap_or("");
+                .map_or("", |p| p.loaded.manifest.name.as_str());
             for (lang, status, replicas) in primaries {
                 let state = match status {
                     PoolStatus::Idle if self.pools.pending().is_some() => "starting",
@@ -67,16 +72,34 @@ impl Reactor {
                     PoolStatus::Ready => "ready",
                     PoolStatus::Failed { .. } => "down",
                 };
-                all_ready &= matches!(state, "idle" | "ready");
-                // Replicas start and stop with demand; they are counted, but
-                // only the primary decides readiness.
-                pools.push(serde_json::json!({
-                    "program": name,
-                    "language": lang,
-                    "state": state,
-                    "replicas": replicas,
-                }));
+                rows.push(PoolRow {
+                    program: name,
+                    lang,
+                    state,
+                    replicas,
+                });
             }
+        }
+        rows
+    }
+
+    /// Whether the server is ready, and the body of `/health`.
+    fn health(&self) -> (bool, Vec<u8>) {
+        let Some(front) = self.http.as_ref() else {
+            return (false, Vec::new());
+        };
+        let mut all_ready = self.pools.pending().is_none();
+        let mut pools = Vec::new();
+        for row in self.pool_rows() {
+            all_ready &= matches!(row.state, "idle" | "ready");
+            // Replicas start and stop with demand; they are counted, but
+            // only the primary decides readiness.
+            pools.push(serde_json::json!({
+                "program": row.program,
+                "language": row.lang,
+                "state": row.state,
+                "replicas": row.replicas,
+            }));
         }
         let status = if front.draining() {
             "draining"

@@ -5,7 +5,6 @@
 
 use mio::Token;
 
-use crate::edge::reactor::pools::PoolStatus;
 use crate::edge::reactor::Reactor;
 use crate::protocol::http::{Headers, Request};
 use crate::protocol::metrics::{self, Gauge};
@@ -77,32 +76,16 @@ impl Reactor {
             help: "Pool processes by program, language and state (a primary's state; its ready replicas as state=\"replica\").",
             values: Vec::new(),
         };
-        for program in 0..self.pools.len() {
-            let Some(primaries) = self.pools.primaries(program) else {
-                continue;
+        for row in self.pool_rows() {
+            let labels = |state: &str| {
+                vec![
+                    ("program", row.program.to_string()),
+                    ("language", row.lang.to_string()),
+                    ("state", state.to_string()),
+                ]
             };
-            let name = self
-                .catalog
-                .programs
-                .get(program)
-                .map_or("", |p| p.loaded.manifest.name.as_str());
-            for (lang, status, replicas) in primaries {
-                let state = match status {
-                    PoolStatus::Idle => "idle",
-                    PoolStatus::Starting => "starting",
-                    PoolStatus::Ready => "ready",
-                    PoolStatus::Failed { .. } => "down",
-                };
-                let labels = |state: &str| {
-                    vec![
-                        ("program", name.to_string()),
-                        ("language", lang.to_string()),
-                        ("state", state.to_string()),
-                    ]
-                };
-                pools.values.push((labels(state), 1.0));
-                pools.values.push((labels("replica"), replicas as f64));
-            }
+            pools.values.push((labels(row.state), 1.0));
+            pools.values.push((labels("replica"), row.replicas as f64));
         }
         gauges.push(pools);
         gauges
