@@ -54,14 +54,21 @@ struct Series {
 /// Tool calls by tool and outcome: counts and durations.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CallMetrics {
-    series: BTreeMap<(String, Outcome), Series>,
+    /// By tool, then outcome: a call that ends allocates nothing once its
+    /// tool has been seen.
+    series: BTreeMap<String, BTreeMap<Outcome, Series>>,
 }
 
 impl CallMetrics {
     /// Counts one call of `tool` that ended with `outcome` after `seconds`.
     pub fn record(&mut self, tool: &str, outcome: Outcome, seconds: f64) {
-        let key = (tool.to_string(), outcome);
-        let series = self.series.entry(key).or_default();
+        if !self.series.contains_key(tool) {
+            self.series.insert(tool.to_string(), BTreeMap::new());
+        }
+        let Some(by_outcome) = self.series.get_mut(tool) else {
+            return;
+        };
+        let series = by_outcome.entry(outcome).or_default();
         series.count += 1;
         series.sum += seconds;
         if let Some(i) = BUCKETS.iter().position(|&bound| seconds <= bound) {
@@ -69,10 +76,18 @@ impl CallMetrics {
         }
     }
 
+    /// Every series, by tool and then outcome.
+    fn each(&self) -> impl Iterator<Item = (&String, &Outcome, &Series)> {
+        self.series
+            .iter()
+            .flat_map(|(tool, by)| by.iter().map(move |(outcome, s)| (tool, outcome, s)))
+    }
+
     /// How many calls of `tool` ended with `outcome`.
     pub fn count(&self, tool: &str, outcome: Outcome) -> u64 {
         self.series
-            .get(&(tool.to_string(), outcome))
+            .get(tool)
+            .and_then(|by_outcome| by_outcome.get(&outcome))
             .map_or(0, |s| s.count)
     }
 }
@@ -131,7 +146,7 @@ pub fn render(calls: &CallMetrics, gauges: &[Gauge]) -> String {
         "# HELP mcp_server_tool_calls_total Tool calls that ended, by tool and outcome.\n",
     );
     out.push_str("# TYPE mcp_server_tool_calls_total counter\n");
-    for ((tool, outcome), series) in &calls.series {
+    for (tool, outcome, series) in calls.each() {
         out.push_str("mcp_server_tool_calls_total");
         let outcome_label = match outcome {
             Outcome::Ok => "ok",
@@ -145,7 +160,7 @@ pub fn render(calls: &CallMetrics, gauges: &[Gauge]) -> String {
     }
     out.push_str("# HELP mcp_server_operation_duration_seconds Duration of tools/call operations, from the request to the response.\n");
     out.push_str("# TYPE mcp_server_operation_duration_seconds histogram\n");
-    for ((tool, outcome), series) in &calls.series {
+    for (tool, outcome, series) in calls.each() {
         let base = [
             ("mcp_method_name", "tools/call"),
             ("gen_ai_tool_name", tool.as_str()),

@@ -147,7 +147,7 @@ impl Reactor {
                     self.preparing.jobs.insert(id, (job, held));
                 }
                 Some(outcome) => {
-                    let Some(mut call) = self.calls.remove(&id) else {
+                    let Some(mut call) = self.take_call(id) else {
                         return;
                     };
                     drop(job);

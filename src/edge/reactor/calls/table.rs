@@ -60,13 +60,6 @@ impl Calls {
         self.map.get_mut(id)
     }
 
-    /// Takes call `id` out of the table (and its timers): a call whose
-    /// packet was prepared starts again from its request.
-    pub(in crate::edge::reactor) fn remove(&mut self, id: &CallId) -> Option<Call> {
-        self.timed.remove(id);
-        self.map.remove(id)
-    }
-
     /// The counts of the calls that ended.
     pub(in crate::edge::reactor) fn metrics(&self) -> &CallMetrics {
         &self.metrics
