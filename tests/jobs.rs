@@ -280,6 +280,9 @@ fn post(
         if !name.is_empty() {
             headers.push(("Mcp-Name", &name));
         }
+        if let Some(job) = body["params"]["arguments"]["job_id"].as_str() {
+            headers.push(("Mcp-Param-Job-Id", job));
+        }
     }
     let bearer = auth.map(|t| format!("Bearer {t}"));
     if let Some(b) = &bearer {
@@ -377,6 +380,43 @@ fn over_http_jobs_serve_legacy_sessions_and_stay_with_their_authorization() {
     assert_eq!(
         cancel["result"]["structuredContent"]["status"], "cancelled",
         "{cancel}"
+    );
+    // A modern job tool's call mirrors its job id in Mcp-Param-Job-Id (what
+    // a balancer routes on): missing or different, it is refused.
+    let body = modern(8, "tools/call", job_params("job_status", &long), false);
+    let base = [
+        ("MCP-Protocol-Version", MODERN),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "job_status"),
+        ("Authorization", "Bearer a"),
+    ];
+    for header in [None, Some("ha.other")] {
+        let mut headers = base.to_vec();
+        headers.extend(header.map(|h| ("Mcp-Param-Job-Id", h)));
+        let request = post_request(m.addr, None, body.to_string().as_bytes(), &headers);
+        let response = m.roundtrip(&request);
+        let refused = response.json();
+        assert_eq!(response.status, 400, "{refused}");
+        assert_eq!(refused["error"]["code"], -32020, "{refused}");
+        assert!(refused["error"]["message"]
+            .as_str()
+            .is_some_and(|t| t.contains("Mcp-Param-Job-Id")));
+    }
+    let list = post(
+        &mut m,
+        &modern(9, "tools/list", json!({}), false),
+        None,
+        None,
+    )
+    .1;
+    let status_tool = list["result"]["tools"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "job_status"))
+        .cloned()
+        .expect("job_status listed");
+    assert_eq!(
+        status_tool["inputSchema"]["properties"]["job_id"]["x-mcp-header"],
+        "Job-Id"
     );
 }
 

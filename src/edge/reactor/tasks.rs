@@ -155,7 +155,10 @@ impl Reactor {
         keep_alive: bool,
     ) {
         let owner = req.header("authorization").unwrap_or("").to_string();
-        let reply = self.answer_task(&owner, task);
+        let reply = match super::jobs::header_mismatch(req, &task) {
+            Some(refused) => refused,
+            None => self.answer_task(&owner, task),
+        };
         let status = era::http_status(&reply);
         let body = serde_json::to_vec(&reply).unwrap_or_default();
         self.respond(token, status, headers, &body, keep_alive);

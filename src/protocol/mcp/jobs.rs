@@ -21,6 +21,10 @@ use super::tasks::{self, Status, Task, POLL_INTERVAL_MS};
 
 /// The one argument of every job tool.
 pub const ARG: &str = "job_id";
+/// In the modern surface `job_id` is mirrored into the HTTP header
+/// `Mcp-Param-Job-Id` (`x-mcp-header`, MCP 2026-07-28), so a load balancer
+/// can route a job tool's call to the instance its id names.
+pub const PARAM_HEADER: &str = "Job-Id";
 /// The names of the job tools, in `tools/list` order.
 pub const NAMES: [&str; 3] = ["job_status", "job_result", "job_cancel"];
 
@@ -303,8 +307,33 @@ pub(super) fn modern_tools<'a>(served: impl Iterator<Item = &'a Json>) -> Vec<Js
     let mut out: Vec<Json> = served
         .map(|t| super::modern::tool_json(&widen_tool(t)))
         .collect();
-    out.extend(tools().iter().map(super::modern::tool_json));
+    for mut tool in tools() {
+        let property = &mut tool["inputSchema"]["properties"][ARG];
+        property["x-mcp-header"] = Json::String(PARAM_HEADER.into());
+        out.push(super::modern::tool_json(&tool));
+    }
     out
+}
+
+/// Checks a modern HTTP request's `Mcp-Param-Job-Id` header (`header`, as
+/// sent) against the job id in its body: both there and equal. `Err` is the
+/// message of the `-32020` header mismatch.
+pub fn check_param_header(job_id: &str, header: Option<&str>) -> Result<(), String> {
+    let name = format!("Mcp-Param-{PARAM_HEADER}");
+    let Some(raw) = header else {
+        return Err(format!(
+            "header mismatch: missing {name} header (the body has arguments.{ARG})"
+        ));
+    };
+    match super::headers::decode_value(raw) {
+        Ok(value) if value == job_id => Ok(()),
+        Ok(value) => Err(format!(
+            "header mismatch: {name} header value '{value}' does not match body value '{job_id}'"
+        )),
+        Err(why) => Err(format!(
+            "header mismatch: {name} header value '{raw}' {why}"
+        )),
+    }
 }
 
 /// The error of a served tool named as a job tool.

@@ -179,3 +179,35 @@ fn a_tool_named_as_a_job_tool_is_a_clash_naming_the_fix() {
     assert_eq!(clash("main__job_result"), None);
     assert_eq!(clash("job"), None);
 }
+
+#[test]
+fn the_job_id_header_must_mirror_the_body() {
+    assert_eq!(check_param_header("i1.ab", Some("i1.ab")), Ok(()));
+    assert_eq!(
+        check_param_header("i1.ab", Some("=?base64?aTEuYWI=?=")),
+        Ok(())
+    );
+    let missing = check_param_header("i1.ab", None).unwrap_err();
+    assert_eq!(
+        missing,
+        "header mismatch: missing Mcp-Param-Job-Id header (the body has arguments.job_id)"
+    );
+    let other = check_param_header("i1.ab", Some("i2.ab")).unwrap_err();
+    assert!(
+        other.contains("'i2.ab' does not match body value 'i1.ab'"),
+        "{other}"
+    );
+    let broken = check_param_header("i1.ab", Some("=?base64?%%?=")).unwrap_err();
+    assert!(broken.contains("is not valid Base64"), "{broken}");
+    // Only the modern surface names the header.
+    let modern = modern_tools(std::iter::empty());
+    for tool in &modern {
+        assert_eq!(
+            tool["inputSchema"]["properties"][ARG]["x-mcp-header"],
+            PARAM_HEADER
+        );
+    }
+    assert!(tools()[0]["inputSchema"]["properties"][ARG]
+        .get("x-mcp-header")
+        .is_none());
+}
