@@ -205,11 +205,11 @@ pub fn handle_result(task: &Task, tool: &str, ttl_ms: u64, now: u64) -> Json {
         .get("statusMessage")
         .and_then(Json::as_str)
         .unwrap_or("running");
+    let kept = ttl_ms as f64 / 1000.0;
     let text = format!(
-        "The call to '{tool}' takes longer than usual and goes on in the background as job {} ({message}). This is not its result: {}. A finished job's result is kept for {} s.",
+        "The call to '{tool}' takes longer than usual and goes on in the background as job {} ({message}). This is not its result: {}. A finished job's result is kept for {kept} s.",
         task.id,
         next_steps(&task.id),
-        ttl_ms / 1000
     );
     with_status(text, status)
 }

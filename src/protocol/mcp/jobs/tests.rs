@@ -109,6 +109,8 @@ fn a_handle_says_what_to_call_next_in_text_and_structure() {
     );
     assert!(text.contains("This is not its result"), "{text}");
     assert!(text.contains("kept for 60 s"), "{text}");
+    let short = handle_result(task, "slowEcho", 1500, T0 + 500);
+    assert!(text_of(&short).contains("kept for 1.5 s"), "{short}");
     let s = &handle["structuredContent"];
     assert_eq!(s["jobId"], json!(id));
     assert_eq!(s["status"], "working");
