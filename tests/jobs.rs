@@ -3,8 +3,9 @@
 //! declare it) is answered with a job handle while it still runs, and
 //! `job_status`, `job_result` and `job_cancel` drive it to its exact result;
 //! jobs are bound to their authorization; a client of the extension still
-//! gets tasks; without the flag nothing changes; and a program tool named
-//! like a job tool stops the start (or a reload) unless renamed.
+//! gets tasks; without the flag nothing changes; a program tool named like
+//! a job tool stops the start (or a reload) unless renamed; and a finished
+//! job, a task like any other, survives a restart with `--task-dir`.
 
 use serde_json::{json, Value};
 
@@ -536,4 +537,49 @@ fn a_tool_named_as_a_job_tool_stops_the_start_unless_renamed() {
         "{}",
         done.stderr
     );
+}
+
+#[test]
+fn a_finished_job_survives_a_restart_with_a_task_dir() {
+    let store = TempDir::new();
+    let dir = store.path().join("tasks");
+    let dir_arg = dir.to_string_lossy().to_string();
+    let args = [
+        "--job-tools",
+        "--task-after",
+        "0",
+        "--task-dir",
+        dir_arg.as_str(),
+    ];
+    let manifest_dir = TempDir::new();
+    let manifest = util::shapes_manifest(&manifest_dir);
+    let mut s = Lines::mcp(&manifest, &args, &[], None);
+    let handle = s.ask_json(&modern(
+        1,
+        "tools/call",
+        call_params("slowEcho", json!({"_1": 100})),
+        false,
+    ));
+    let job = job_of(&handle);
+    let done = poll_result(&mut |m| s.ask_json(m), &|id| {
+        modern(id, "tools/call", job_params("job_result", &job), false)
+    });
+    assert_eq!(done["content"][0]["text"], "100", "{done}");
+    s.proc.signal(libc::SIGTERM);
+    s.proc.wait(TIMEOUT);
+    assert!(
+        dir.join(format!("{job}.json")).exists(),
+        "the job is a task file"
+    );
+
+    let mut again = Lines::mcp(&manifest, &args, &[], None);
+    let got = again.ask_json(&modern(
+        2,
+        "tools/call",
+        job_params("job_result", &job),
+        false,
+    ));
+    assert_eq!(got["result"], done, "the same result after a restart");
+    again.proc.close_stdin();
+    again.proc.wait(TIMEOUT);
 }
