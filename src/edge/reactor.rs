@@ -162,6 +162,9 @@ pub fn serve(config: ServeConfig) -> Result<i32, StartError> {
 
 /// `--job-tools`: the job tools on, or why they cannot be.
 fn job_tools(catalog: &mut Catalog, on: bool) -> Result<(), StartError> {
+    if !on {
+        return Ok(());
+    }
     catalog
         .set_job_tools(on)
         .map_err(|e| StartError(format!("cannot serve: {e}")))

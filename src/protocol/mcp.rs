@@ -14,6 +14,7 @@
 //! response), and `results` shapes its results. `discover` holds what the
 //! server says about itself in each era, `identity` the names and result
 //! fields the others share.
+//! `jobs` has the job tools (`--job-tools`).
 //!
 //! The same code serves stdio and every HTTP request.
 //!
