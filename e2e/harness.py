@@ -11,7 +11,9 @@ run of the official conformance suite:
                 default, initialize only), inspector; task jobs (server with
                 --task-after 0, the wire checked by check_task_wire, HTTP
                 recorded through e2e/http_tap.py): inspector-tasks,
-                fastmcp-tasks
+                fastmcp-tasks; jobs-python-sdk-2 (the Python SDK 2.x, no
+                Tasks extension, server with --job-tools --task-after 1000:
+                a 5-s call driven to its result through the job tools)
     transports  stdio   (`morloc-mcp mcp PROGRAM`, started by the client
                          through e2e/stdio_tap.py, which records the wire)
                 http    (`morloc-mcp mcp PROGRAM --http-port 0`)
@@ -91,6 +93,8 @@ class Client:
     # recorded on every transport (HTTP through e2e/http_tap.py) and
     # check_task_wire must find every tools/call settled through a task.
     tasks: bool = False
+    # Server flags added after `--task-after 0` (a later one wins).
+    server_args: list[str] = field(default_factory=list)
 
     def expected_era(self) -> str | None:
         if self.era == "auto":
@@ -127,6 +131,10 @@ def clients() -> list[Client]:
                 "HOME": str(CACHE / "inspector-home")}, tasks=True),
         Client("fastmcp-tasks", [str(CACHE / "py-fastmcp-tasks/bin/python"), str(clients_dir / "tasks_fastmcp.py")],
                [*TASK_STEPS, "task handle", "task cancel"], tasks=True),
+        # A client without the extension, through the job tools.
+        Client("jobs-python-sdk-2", [str(CACHE / "py-mcp2/bin/python"), str(clients_dir / "jobs_python_sdk.py")],
+               ["initialize", "era", "tools/list", "job handle", "job status", "job result", "job cancel",
+                "job schema"], era="auto", server_args=["--job-tools", "--task-after", "1000"]),
     ]
 
 
@@ -376,7 +384,7 @@ def run_client(binary: str, manifest: Path, client: Client, transport: str) -> O
     wire_log.unlink(missing_ok=True)
     # Every job serves with `--task-after 0`: a client that does not declare
     # the tasks extension must get plain results all the same.
-    server_extra = ["--task-after", "0"]
+    server_extra = ["--task-after", "0", *client.server_args]
     if transport == "stdio":
         target = ["--stdio", sys.executable, str(E2E / "stdio_tap.py"), str(server_log), "--",
                   *server_argv(binary, "stdio", manifest, server_extra)]

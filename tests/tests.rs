@@ -9,6 +9,7 @@ mod faults;
 mod golden_tools;
 mod hostile;
 mod http;
+mod jobs;
 mod make_test;
 mod metrics;
 mod modern;

@@ -105,6 +105,7 @@ pub struct RawServe {
     pub task_after: Option<Duration>,
     pub task_ttl: Option<Duration>,
     pub task_dir: Option<PathBuf>,
+    pub job_tools: bool,
     pub session_ttl: Option<Duration>,
     /// Hidden, for tests: how long a request may take to arrive.
     pub request_timeout: Option<Duration>,
@@ -179,6 +180,9 @@ pub struct ServeConfig {
     pub task_ttl: Duration,
     /// Where tasks are stored (`None`: in memory only).
     pub task_dir: Option<PathBuf>,
+    /// `--job-tools`: long calls of clients without the Tasks extension
+    /// become jobs, polled with the job tools.
+    pub job_tools: bool,
     /// Start pools on first use instead of before serving.
     pub lazy_pools: bool,
     /// Router: name tools `<command>` instead of `<module>__<command>`.
@@ -423,6 +427,7 @@ pub fn prepare(raw: RawArgs, env: &Env, warnings: &mut Vec<String>) -> Result<Ac
                 task_after: serve.task_after.unwrap_or(DEFAULT_TASK_AFTER),
                 task_ttl: serve.task_ttl.unwrap_or(DEFAULT_TASK_TTL),
                 task_dir: serve.task_dir.clone(),
+                job_tools: serve.job_tools,
                 lazy_pools: serve.lazy_pools,
                 plain_tool_names: serve.plain_tool_names,
                 pool_start_timeout: serve
@@ -638,6 +643,7 @@ fn parse_serve(
             }
             Long("plain-tool-names") => raw.plain_tool_names = true,
             Long("lazy-pools") => raw.lazy_pools = true,
+            Long("job-tools") => raw.job_tools = true,
             Long("instance-id") => {
                 let text = string_value(&mut parser, "--instance-id", command)?;
                 let id = InstanceId::parse(&text).map_err(|why| {

@@ -21,6 +21,7 @@ mod byteio;
 mod calls;
 mod http;
 mod idhash;
+mod jobs;
 mod pools;
 mod queue;
 mod reload;
@@ -142,18 +143,31 @@ pub fn serve(config: ServeConfig) -> Result<i32, StartError> {
             let Some(program) = programs.pop() else {
                 return Err(StartError("nothing to serve".into()));
             };
-            run_server(Catalog::single(program), options, None)
+            let mut catalog = Catalog::single(program);
+            job_tools(&mut catalog, config.job_tools)?;
+            run_server(catalog, options, None)
         }
         Some(http) => {
             // Over HTTP, tools are namespaced `<module>__<command>` unless the
             // user asked for the reference's plain single-program names.
             let namespaced = config.router || !config.plain_tool_names;
             let namespaced = namespaced && !(config.plain_tool_names && programs.len() == 1);
-            let catalog = Catalog::multi(programs, namespaced, config.router)
+            let mut catalog = Catalog::multi(programs, namespaced, config.router)
                 .map_err(|e| StartError(e.to_string()))?;
+            job_tools(&mut catalog, config.job_tools)?;
             run_server(catalog, options, Some(http))
         }
     }
+}
+
+/// `--job-tools`: the job tools on, or why they cannot be.
+fn job_tools(catalog: &mut Catalog, on: bool) -> Result<(), StartError> {
+    if !on {
+        return Ok(());
+    }
+    catalog
+        .set_job_tools(on)
+        .map_err(|e| StartError(format!("cannot serve: {e}")))
 }
 
 fn run_server(

@@ -14,6 +14,7 @@
 //! response), and `results` shapes its results. `discover` holds what the
 //! server says about itself in each era, `identity` the names and result
 //! fields the others share.
+//! `jobs` has the job tools (`--job-tools`).
 //!
 //! The same code serves stdio and every HTTP request.
 //!
@@ -24,6 +25,7 @@ mod discover;
 pub mod era;
 pub mod headers;
 mod identity;
+pub mod jobs;
 mod legacy;
 mod modern;
 mod packing;
@@ -147,6 +149,9 @@ pub struct Catalog {
     /// The tool list can change (the program is reloaded when rebuilt):
     /// declared as `tools.listChanged` in both eras.
     pub list_changes: bool,
+    /// `--job-tools`: the job tools are listed and answered, and output
+    /// schemas also accept a job handle (`jobs`).
+    job_tools: bool,
 }
 
 /// Two programs that would publish the same tool name.
@@ -211,6 +216,7 @@ impl Catalog {
             list: Json::Null,
             modern_list: Json::Null,
             list_changes: false,
+            job_tools: false,
         };
         catalog.index()?;
         Ok(catalog)
@@ -245,9 +251,20 @@ impl Catalog {
                         )));
                     }
                 }
+                if self.job_tools {
+                    if let Some(clash) = jobs::clash(&tool.name) {
+                        return Err(CatalogError(clash));
+                    }
+                    tools.push(jobs::widen_tool(&tool.json));
+                    continue;
+                }
                 tools.push(tool.json.clone());
                 modern_tools.push(modern::tool_json(&tool.modern_json));
             }
+        }
+        if self.job_tools {
+            tools.extend(jobs::tools());
+            modern_tools = self.modern_tools();
         }
         let mut list = Map::new();
         list.insert("tools".into(), Json::Array(tools));
@@ -265,11 +282,37 @@ impl Catalog {
     }
 
     fn modern_tools(&self) -> Vec<Json> {
+        if self.job_tools {
+            return jobs::modern_tools(self.live_tools().map(|t| &t.modern_json));
+        }
         self.live
             .iter()
             .flat_map(|&i| self.programs[i].surface.tools.iter())
             .map(|t| modern::tool_json(&t.modern_json))
             .collect()
+    }
+
+    fn live_tools(&self) -> impl Iterator<Item = &crate::protocol::tools::Tool> {
+        let live = self.live.iter();
+        live.flat_map(|&i| self.programs[i].surface.tools.iter())
+    }
+
+    /// Turns the job tools (`--job-tools`) on or off. A served tool with a
+    /// job tool's name is an error, and nothing changes.
+    pub fn set_job_tools(&mut self, on: bool) -> Result<(), CatalogError> {
+        let before = self.job_tools;
+        self.job_tools = on;
+        if let Err(e) = self.index() {
+            self.job_tools = before;
+            self.index().expect("the previous surface was consistent");
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Whether the job tools are on.
+    pub fn job_tools(&self) -> bool {
+        self.job_tools
     }
 
     /// The programs served now (indices into `programs`).
@@ -448,7 +491,8 @@ pub enum Step {
     /// acknowledgement.
     Listen(ListenRequest),
     /// A modern `tasks/get`, `tasks/update` or `tasks/cancel` from a client
-    /// that declared the extension: the reactor holds the task table.
+    /// that declared the extension, or a job tool's call (`--job-tools`):
+    /// the reactor holds the task table.
     Task(TaskRequest),
 }
 
@@ -458,6 +502,12 @@ pub enum TaskMethod {
     Get,
     Update,
     Cancel,
+    /// A job tool's `tools/call` (`--job-tools`), answered as a tool
+    /// result of the request's era.
+    Job {
+        method: jobs::JobMethod,
+        modern: bool,
+    },
 }
 
 /// A checked `tasks/*` request.
@@ -563,6 +613,11 @@ fn tools_call(
         .as_ref()
         .and_then(|p| p.get("name"))
         .and_then(Json::as_str);
+    if let Some(method) = name.and_then(jobs::JobMethod::from_name) {
+        if catalog.job_tools {
+            return jobs_call(catalog, id, method, params, arguments, modern.is_some());
+        }
+    }
     // Unknown names fall through to the program with a tool of a similar
     // name, else the first, so that the argument layer produces its usual
     // error with the right hint.
@@ -654,6 +709,30 @@ fn tools_call(
             ErrorCode::InvalidParams,
             &e.message,
         )),
+    }
+}
+
+/// A `tools/call` of a job tool: its job id checked (an `isError` result
+/// otherwise), then a [`Step::Task`] for the reactor, which holds the jobs.
+fn jobs_call(
+    catalog: &Catalog,
+    id: RequestId,
+    method: jobs::JobMethod,
+    params: Option<Json>,
+    arguments: Option<&str>,
+    modern: bool,
+) -> Step {
+    let parsed = arguments.map(|text| serde_json::from_str::<Json>(text).unwrap_or(Json::Null));
+    let given = parsed
+        .as_ref()
+        .or_else(|| params.as_ref().and_then(|p| p.get("arguments")));
+    match jobs::job_id(method, given) {
+        Ok(task_id) => Step::Task(TaskRequest {
+            id,
+            method: TaskMethod::Job { method, modern },
+            task_id,
+        }),
+        Err(message) => Step::Reply(call_response(catalog, &id, modern, error_result(&message))),
     }
 }
 

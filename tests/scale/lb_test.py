@@ -12,7 +12,11 @@ replaced by free loopback ports), driven through the balancer:
    client must re-initialize) and its task the unknown-task error -32602,
    a session and a task on another instance still work;
 4. SIGTERM of an instance with a slow call in flight: the call completes,
-   new requests go elsewhere, and the instance exits with status 0.
+   new requests go elsewhere, and the instance exits with status 0;
+5. with --job-tools (three fresh instances): a modern call without the
+   Tasks extension answered with a job handle through the balancer, then
+   job_status and job_result through it, each routed on Mcp-Param-Job-Id
+   to the instance holding the job, until the call's own result.
 
 Usage: lb_test.py BINARY nginx|haproxy LB_PATH SDK_PYTHON
 Prints one line per step; exits 1 on the first failure.
@@ -163,8 +167,9 @@ def closed_connections(port: int) -> int:
 
 
 class Cluster:
-    def __init__(self, binary: str, kind: str, lb_path: str, tmp: Path):
+    def __init__(self, binary: str, kind: str, lb_path: str, tmp: Path, extra: list[str] | None = None):
         self.binary, self.kind, self.lb_path, self.tmp = binary, kind, lb_path, tmp
+        self.extra = extra or []
         self.instances: dict[str, subprocess.Popen] = {}
         self.ports = {name: free_port() for name in NAMES}
         self.lb_port = free_port()
@@ -179,7 +184,7 @@ class Cluster:
             log = open(self.tmp / f"{name}.log", "wb")
             self.instances[name] = subprocess.Popen(
                 [self.binary, "mcp", str(self.manifest), "--http-port", str(self.ports[name]),
-                 "--instance-id", name, "--drain-timeout", "20", "--task-after", "0"],
+                 "--instance-id", name, "--drain-timeout", "20", "--task-after", "0", *self.extra],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
         for name in NAMES:
             self.wait_health(self.ports[name], f"instance {name}")
@@ -399,10 +404,61 @@ def scenario(binary: str, kind: str, lb_path: str, sdk_python: str) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def job_post(port: int, tool: str, arguments: dict) -> tuple[int, dict]:
+    """A modern tools/call without the Tasks extension; a job tool's call
+    mirrors its job id in Mcp-Param-Job-Id, as the tool's x-mcp-header asks."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": tool}
+    if "job_id" in arguments:
+        headers["Mcp-Param-Job-Id"] = arguments["job_id"]
+    try:
+        body = {"jsonrpc": "2.0", "id": 6, "method": "tools/call",
+                "params": {"name": tool, "arguments": arguments, "_meta": META}}
+        status, _, raw = post(conn, body, headers)
+        return status, json.loads(raw)
+    finally:
+        conn.close()
+
+
+def jobs_scenario(binary: str, kind: str, lb_path: str) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="morloc-lb-jobs-"))
+    cluster = Cluster(binary, kind, lb_path, tmp, ["--job-tools"])
+    try:
+        cluster.start()
+        lb = cluster.lb_port
+        status, handle = job_post(lb, "main__slowEcho", {"_1": 600})
+        job = handle.get("result", {}).get("structuredContent", {}).get("jobId")
+        if status != 200 or not job:
+            raise Failure(f"no job handle through the balancer: {status} {handle}")
+        # Round-robin alone would send two polls in three elsewhere, where
+        # the job is unknown: every one must find it.
+        polls, deadline = 0, time.monotonic() + 20
+        while True:
+            polls += 1
+            tool = "job_status" if polls % 2 else "job_result"
+            status, reply = job_post(lb, tool, {"job_id": job})
+            result = reply.get("result", {})
+            if status != 200 or result.get("isError"):
+                raise Failure(f"{tool} {job} through the balancer (poll {polls}): {status} {reply}")
+            if tool == "job_result" and result.get("structuredContent", {}).get("status") != "working":
+                break
+            if time.monotonic() > deadline:
+                raise Failure(f"job {job} still working after 20 s")
+            time.sleep(0.05)
+        if result.get("content") != [{"type": "text", "text": "600"}]:
+            raise Failure(f"job {job} ended with {result}")
+        print(f"{kind}: job {job} created through the balancer, {polls} job_status/job_result calls "
+              f"routed to its instance by Mcp-Param-Job-Id, then its result")
+    finally:
+        cluster.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main(argv: list[str]) -> int:
     binary, kind, lb_path, sdk_python = argv[1:5]
     try:
         scenario(binary, kind, lb_path, sdk_python)
+        jobs_scenario(binary, kind, lb_path)
     except Failure as e:
         print(f"{kind}: FAILED: {e}", file=sys.stderr)
         return 1

@@ -43,6 +43,10 @@ Options:
                                 [default: 3600]
       --task-dir <dir>          keep tasks in this directory, so finished results
                                 survive a restart
+      --job-tools               answer a remote tool call still running after
+                                --task-after with a job handle, to clients
+                                without the tasks extension, and add the tools
+                                job_status, job_result and job_cancel
       --lazy-pools              start language pools on first use, not at start-up
       --tools-file <path>       curate the tools (titles, descriptions, hints,
                                 hidden, names) [default: the

@@ -101,6 +101,13 @@ fn serve_options() {
         }),
     );
     check(
+        "mcp p --job-tools",
+        RawArgs::Serve(RawServe {
+            job_tools: true,
+            ..serve(&["p"])
+        }),
+    );
+    check(
         "mcp p --call-timeout 0",
         RawArgs::Serve(RawServe {
             call_timeout: Some(Duration::ZERO),

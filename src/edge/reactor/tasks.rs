@@ -28,9 +28,11 @@ pub(super) fn now_ms() -> u64 {
 
 impl Reactor {
     /// When a call just started should become a task: `None` for a client
-    /// that did not declare the extension.
+    /// that did not declare the extension, unless it becomes a job
+    /// (`--job-tools`).
     pub(super) fn task_deadline(&self, wants_tasks: bool, now: Instant) -> Option<Instant> {
-        wants_tasks.then(|| now + self.options.task_after)
+        let job = self.catalog.job_tools();
+        (wants_tasks || job).then(|| now + self.options.task_after)
     }
 
     /// Answers the call with a task handle and lets it run on. At the cap
@@ -57,8 +59,14 @@ impl Reactor {
         let Ok((task, freed)) = self.tasks.create(task_id.clone(), &owner, now, started) else {
             return;
         };
-        let result = tasks::create_result(task, ttl, now, &self.catalog);
-        let reply = crate::protocol::jsonrpc::result_response(&call.request.id, result);
+        let reply = match call.request.wants_tasks() {
+            true => {
+                let result = tasks::create_result(task, ttl, now, &self.catalog);
+                crate::protocol::jsonrpc::result_response(&call.request.id, result)
+            }
+            // A client without the extension gets a job handle (`--job-tools`).
+            false => super::jobs::handle(&self.catalog, call, task, ttl, now),
+        };
         let client = call.client.clone();
         // From now on nothing of the call goes to its client: progress and
         // log messages are not part of a task.
@@ -99,6 +107,9 @@ impl Reactor {
 
     /// Answers a `tasks/*` request from a caller with authorization `owner`.
     pub(super) fn answer_task(&mut self, owner: &str, req: TaskRequest) -> Json {
+        if let TaskMethod::Job { method, modern } = req.method {
+            return self.answer_job(owner, req, method, modern);
+        }
         let now = now_ms();
         let ttl = self.tasks.ttl_ms();
         let status = match self.tasks.get(&req.task_id, owner, now) {
@@ -112,6 +123,8 @@ impl Reactor {
             },
             // Nothing in a Morloc call asks for input: the keys are ignored.
             TaskMethod::Update => tasks::ack(&self.catalog),
+            // Answered above.
+            TaskMethod::Job { .. } => tasks::ack(&self.catalog),
             TaskMethod::Cancel => {
                 if status == Status::Working {
                     let call = self
@@ -142,7 +155,10 @@ impl Reactor {
         keep_alive: bool,
     ) {
         let owner = req.header("authorization").unwrap_or("").to_string();
-        let reply = self.answer_task(&owner, task);
+        let reply = match super::jobs::header_mismatch(req, &task) {
+            Some(refused) => refused,
+            None => self.answer_task(&owner, task),
+        };
         let status = era::http_status(&reply);
         let body = serde_json::to_vec(&reply).unwrap_or_default();
         self.respond(token, status, headers, &body, keep_alive);
