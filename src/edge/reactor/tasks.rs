@@ -144,7 +144,7 @@ impl Reactor {
         let owner = req.header("authorization").unwrap_or("").to_string();
         let reply = self.answer_task(&owner, task);
         let status = era::http_status(&reply);
-        let body = serde_json::to_vec(&reply).unwrap_or_default();
+        let body = crate::protocol::mcp::structured::to_vec(&reply);
         self.respond(token, status, headers, &body, keep_alive);
     }
 

@@ -30,7 +30,7 @@ use crate::format::voidstar::{self, Memory};
 use crate::protocol::jsonrpc::{self, ErrorCode, RequestId};
 
 use super::tasks::Outcome;
-use super::{era, results, CallRequest, Catalog, Program};
+use super::{era, results, structured, CallRequest, Catalog, Program};
 
 #[cfg(test)]
 mod tests;
@@ -466,7 +466,8 @@ impl Response {
 /// for a legacy request, completed (`resultType`, server identity) for a
 /// modern one.
 pub fn respond(catalog: &Catalog, id: &RequestId, modern: bool, ending: Ending) -> Response {
-    let result = ending.into_result();
+    let mut result = ending.into_result();
+    structured::for_era(&mut result, modern);
     let result = if modern {
         results::complete(result, catalog)
     } else {
