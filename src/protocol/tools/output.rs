@@ -45,3 +45,6 @@ pub fn output_schema(command: &Command, modern: bool) -> Option<Value> {
     }
     Some(output)
 }
+
+#[cfg(test)]
+mod tests;
