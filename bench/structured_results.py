@@ -54,6 +54,13 @@ def expected_text(tool: str, n: int) -> str:
     return '"' + "x" * n + '"'
 
 
+def cpu_seconds(pid: int) -> float:
+    """The process's user + system CPU time so far."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def peak_rss(pid: int) -> int:
     with open(f"/proc/{pid}/status", encoding="ascii") as f:
         for line in f:
@@ -100,16 +107,19 @@ class Server:
 
 
 def run_case(binary: str, manifest: str, modern: bool, tool: str, n: int,
-             expected: str) -> tuple[float, int, int, bool]:
-    """(seconds, peak RSS, reply line bytes, structuredContent present)."""
+             expected: str) -> tuple[float, float, int, int, bool]:
+    """(seconds, server CPU seconds, peak RSS, reply line bytes,
+    structuredContent present)."""
     server = Server(binary, manifest, modern)
     try:
         warm = json.loads(server.request("tools/call", {"name": "addOne", "arguments": {"_1": 1}}))
         if warm["result"]["content"][0]["text"] != "2":
             raise RuntimeError(f"warm-up call failed: {warm}")
+        cpu = cpu_seconds(server.proc.pid)
         start = time.perf_counter()
         line = server.request("tools/call", {"name": tool, "arguments": {"_1": n}})
         took = time.perf_counter() - start
+        cpu = cpu_seconds(server.proc.pid) - cpu
         peak = peak_rss(server.proc.pid)
     finally:
         server.close()
@@ -120,24 +130,25 @@ def run_case(binary: str, manifest: str, modern: bool, tool: str, n: int,
     structured = "structuredContent" in result
     if structured and result["structuredContent"] != json.loads(expected):
         raise RuntimeError(f"{tool} {n}: structuredContent is not the value")
-    return took, peak, len(line), structured
+    return took, cpu, peak, len(line), structured
 
 
-def render(rows: list[tuple[str, str, str, int, list[float], int, int, bool]], runs: int) -> str:
+def render(rows: list[tuple[str, str, str, int, list[float], list[float], int, bool]], runs: int) -> str:
     lines = [BEGIN, "", "## Structured output of big results (`bench/structured_results.py`)", "",
              f"The shapes program with the test pool (Python), over stdio; {provenance()}",
              f"{runs} runs per row, each in a fresh server after one warm-up call. Time: request line written",
-             "to reply line read, median (min–max); it includes the test pool's own work. Peak: the server's",
-             "VmHWM after the call. Legacy: an `initialize` session (the value once, in the text block, as the",
+             "to reply line read, median (min–max); it includes the test pool's own work and, on a busy machine,",
+             "waiting for a CPU. Server CPU: the server process's user + system time over the call, median",
+             "(the pool's work is not in it). Peak: the server's VmHWM after the call. Legacy: an `initialize` session (the value once, in the text block, as the",
              "reference answers). Modern: a 2026-07-28 request, whose reply carries the value twice (escaped in",
              "the text block, raw as `structuredContent`), written from the one JSON text the server holds.",
              "\"before\" is the build without structured output (the modern reply then had the text block only).", "",
-             "| build | era | call | reply line | structuredContent | time | peak RSS | peak / reply |",
-             "|---|---|---|---:|---|---:|---:|---:|"]
-    for build, era, tool_n, size, times, peak, _, structured in rows:
+             "| build | era | call | reply line | structuredContent | time | server CPU | peak RSS | peak / reply |",
+             "|---|---|---|---:|---|---:|---:|---:|---:|"]
+    for build, era, tool_n, size, times, cpus, peak, structured in rows:
         t = f"{statistics.median(times):.3f} s ({min(times):.3f}–{max(times):.3f})"
         lines.append(f"| {build} | {era} | `{tool_n}` | {size / 1e6:.1f} MB | {'yes' if structured else 'no'} | "
-                     f"{t} | {peak / 1e6:.1f} MB | {peak / size:.2f} |")
+                     f"{t} | {statistics.median(cpus):.2f} s | {peak / 1e6:.1f} MB | {peak / size:.2f} |")
     lines += ["", END]
     return "\n".join(lines) + "\n"
 
@@ -160,14 +171,16 @@ def main(argv: list[str]) -> int:
             expected = expected_text(tool, n)
             for build, binary in builds:
                 for era, modern in (("legacy", False), ("modern", True)):
-                    times, peaks, size, structured = [], [], 0, False
+                    times, cpus, peaks, size, structured = [], [], [], 0, False
                     for _ in range(runs):
-                        took, peak, size, structured = run_case(binary, manifest, modern, tool, n, expected)
+                        took, cpu, peak, size, structured = run_case(binary, manifest, modern, tool, n, expected)
                         times.append(took)
+                        cpus.append(cpu)
                         peaks.append(peak)
                     print(f"{build} {era} {tool} {n}: median {statistics.median(times):.3f} s, "
-                          f"peak {max(peaks) / 1e6:.1f} MB, reply {size / 1e6:.1f} MB", flush=True)
-                    rows.append((build, era, f"{tool} {n:,}", size, times, max(peaks), 0, structured))
+                          f"CPU {statistics.median(cpus):.2f} s, peak {max(peaks) / 1e6:.1f} MB, "
+                          f"reply {size / 1e6:.1f} MB", flush=True)
+                    rows.append((build, era, f"{tool} {n:,}", size, times, cpus, max(peaks), structured))
     write_section(args.out, BEGIN, END, render(rows, runs))
     return 0
 

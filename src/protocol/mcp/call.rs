@@ -430,7 +430,8 @@ impl Ending {
 }
 
 /// The response to a `tools/call`, typed by era: the transport only frames
-/// it (a stdio line, an HTTP body, an event of an event stream).
+/// it (a stdio line, an HTTP body, an event of an event stream), writing it
+/// with `structured::write`, which fills in a modern `structuredContent`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Response {
     message: Json,
