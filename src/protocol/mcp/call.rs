@@ -424,7 +424,12 @@ impl Ending {
     pub fn into_task_outcome(self) -> Outcome {
         match self {
             Ending::Failed(message) => Outcome::Failed(ErrorCode::InternalError as i64, message),
-            other => Outcome::Completed(other.into_result()),
+            other => {
+                // Tasks are of the modern era only.
+                let mut result = other.into_result();
+                structured::for_era(&mut result, true);
+                Outcome::Completed(result)
+            }
         }
     }
 }

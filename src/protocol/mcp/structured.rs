@@ -39,14 +39,11 @@ const FROM_TEXT: &str = "\u{0}morloc-mcp:structured:text";
 const MAX_DEPTH: usize = 3;
 
 /// Marks `result` (a `CallToolResult` whose first block's text is the JSON
-/// text of the value) as carrying that value as `structuredContent`, if the
-/// text is one JSON value. `record` keeps the legacy shape for records.
+/// text of the value) as carrying that value as `structuredContent`.
+/// `record` keeps the legacy shape for records. The text is checked when
+/// the era is known ([`for_era`]), so a legacy answer pays nothing for it.
 pub fn mark(result: &mut Map<String, Json>, record: bool) {
-    let valid = match first_text(result) {
-        Some(text) => scan::validate(text.as_bytes(), 0).is_ok(),
-        None => false,
-    };
-    if valid {
+    if first_text(result).is_some() {
         let mark = if record { FROM_TEXT_RECORD } else { FROM_TEXT };
         result.insert(KEY.into(), Json::String(mark.into()));
     }
@@ -58,10 +55,18 @@ pub fn is_marked(result: &Json) -> bool {
 }
 
 /// Settles the placeholder of a `CallToolResult` for its era: kept for a
-/// modern answer ([`write`] fills it in); for a legacy one, a record's value
-/// parsed into place (the reference's shape) and any other removed.
+/// modern answer whose text is one JSON value ([`write`] fills it in, so
+/// the text must be spliced safely), removed if it is not; for a legacy
+/// answer, a record's value parsed into place (the reference's shape) and
+/// any other removed.
 pub fn for_era(result: &mut Json, modern: bool) {
     if modern {
+        let spliceable = |text: &str| scan::validate(text.as_bytes(), 0).is_ok();
+        if is_marked(result) && !first_text_of(result).is_some_and(spliceable) {
+            if let Json::Object(map) = result {
+                map.shift_remove(KEY);
+            }
+        }
         return;
     }
     let Json::Object(map) = result else {
@@ -82,6 +87,13 @@ pub fn for_era(result: &mut Json, modern: bool) {
             map.shift_remove(KEY);
         }
         _ => {}
+    }
+}
+
+fn first_text_of(result: &Json) -> Option<&str> {
+    match result {
+        Json::Object(map) => first_text(map),
+        _ => None,
     }
 }
 

@@ -237,6 +237,11 @@ fn endings_become_responses_of_either_era() {
     let written: Json = serde_json::from_slice(&structured::to_vec(modern.message())).unwrap();
     assert_eq!(written["result"]["structuredContent"], json!([2]));
     assert_eq!(written["result"]["content"][0]["text"], "[2]");
+    // A task (modern only) keeps it for `tasks/get`.
+    let Outcome::Completed(task) = Ending::Result(typed_result("[2]")).into_task_outcome() else {
+        panic!("a typed result completes its task");
+    };
+    assert!(structured::is_marked(&task));
     // A failure of the call itself: an `isError` result for its client...
     let timeout = "timed out after 1 s waiting for pool 'py'";
     let failed = respond(&catalog, &id, false, Ending::Failed(timeout.into()));

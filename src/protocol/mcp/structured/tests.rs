@@ -4,13 +4,16 @@ use serde_json::{json, Map, Value as Json};
 
 use super::*;
 
-/// A `CallToolResult` whose text block holds `text`, marked.
+/// A `CallToolResult` whose text block holds `text`, marked and settled
+/// for a modern answer.
 fn marked(text: &str, record: bool) -> Json {
     let mut result = Map::new();
     result.insert("content".into(), json!([{"type": "text", "text": text}]));
     mark(&mut result, record);
     result.insert("isError".into(), Json::Bool(false));
-    Json::Object(result)
+    let mut result = Json::Object(result);
+    for_era(&mut result, true);
+    result
 }
 
 /// The message as a client reads it.
@@ -89,11 +92,13 @@ fn a_huge_string_value_is_written_once_raw_and_once_escaped() {
 }
 
 #[test]
-fn text_that_is_not_one_json_value_is_not_marked() {
+fn text_that_is_not_one_json_value_is_not_spliced() {
     for text in ["", "[1,", "1 2", "NaN", "{\"a\":1}}", "\"\u{1}\""] {
         let result = marked(text, false);
         assert!(!is_marked(&result), "{text:?}");
         assert!(result.get(KEY).is_none());
+        let msg = json!({"id": 1, "result": result});
+        assert_eq!(to_vec(&msg), serde_json::to_vec(&msg).unwrap());
     }
     // Nor is a result whose first block is not text.
     let mut media = Map::new();
@@ -105,26 +110,40 @@ fn text_that_is_not_one_json_value_is_not_marked() {
     assert!(media.get(KEY).is_none());
 }
 
+/// A marked result, not settled yet.
+fn unsettled(text: &str, record: bool) -> Json {
+    let mut result = Map::new();
+    result.insert("content".into(), json!([{"type": "text", "text": text}]));
+    mark(&mut result, record);
+    assert!(result.contains_key(KEY));
+    result.insert("isError".into(), Json::Bool(false));
+    Json::Object(result)
+}
+
 #[test]
 fn legacy_answers_keep_the_reference_shape() {
     // A record: its value parsed, in the placeholder's position.
-    let mut record = marked(r#"{"status":"ok","value":7}"#, true);
+    let mut record = unsettled(r#"{"status":"ok","value":7}"#, true);
     for_era(&mut record, false);
     assert_eq!(
         record.to_string(),
         r#"{"content":[{"type":"text","text":"{\"status\":\"ok\",\"value\":7}"}],"structuredContent":{"status":"ok","value":7},"isError":false}"#
     );
     // Anything else: no structuredContent at all.
-    let mut list = marked("[1,2]", false);
+    let mut list = unsettled("[1,2]", false);
     for_era(&mut list, false);
     assert_eq!(
         list.to_string(),
         r#"{"content":[{"type":"text","text":"[1,2]"}],"isError":false}"#
     );
     // Modern answers keep the placeholder for the writer.
-    let mut modern = marked("[1,2]", false);
+    let mut modern = unsettled("[1,2]", false);
     for_era(&mut modern, true);
     assert!(is_marked(&modern));
+    // A legacy record whose text does not parse: none, as before.
+    let mut broken = unsettled("{", true);
+    for_era(&mut broken, false);
+    assert!(broken.get(KEY).is_none());
 }
 
 #[test]
