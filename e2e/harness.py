@@ -63,7 +63,7 @@ RESULTS = CACHE / "e2e-results"
 
 sys.path.insert(0, str(E2E / "clients"))
 sys.path.insert(0, str(E2E))
-from checks import STEPS, TASK_STEPS  # noqa: E402
+from checks import STEPS, STRUCTURED_STEPS, TASK_STEPS  # noqa: E402
 from http_tap import HttpTap  # noqa: E402
 
 CLIENT_TIMEOUT = 180  # seconds for one client run
@@ -110,13 +110,14 @@ def clients() -> list[Client]:
     return [
         Client("python-sdk-1", [str(CACHE / "py-mcp1/bin/python"), str(clients_dir / "python_sdk.py")], era_steps,
                era="legacy"),
-        Client("python-sdk-2", [str(CACHE / "py-mcp2/bin/python"), str(clients_dir / "python_sdk.py")], era_steps,
-               era="auto"),
+        Client("python-sdk-2", [str(CACHE / "py-mcp2/bin/python"), str(clients_dir / "python_sdk.py")],
+               [*era_steps, *STRUCTURED_STEPS], era="auto"),
         Client("fastmcp", [str(CACHE / "py-fastmcp/bin/python"), str(clients_dir / "fastmcp_client.py")], era_steps,
                era="auto"),
         Client("typescript-sdk", [node, str(clients_dir / "ts_sdk.mjs")], [*era_steps, "cancel", "progress"],
                {"E2E_NODE_MODULES": node_modules}, era="legacy"),
-        Client("typescript-sdk-2", [node, str(clients_dir / "ts_sdk.mjs")], [*era_steps, "cancel", "progress"],
+        Client("typescript-sdk-2", [node, str(clients_dir / "ts_sdk.mjs")],
+               [*era_steps, *STRUCTURED_STEPS, "cancel", "progress"],
                {"E2E_NODE_MODULES": node_modules, "E2E_TS_SDK": "2"}, era="auto"),
         # The 2.x client as most code runs it: its default negotiation, "legacy".
         Client("typescript-sdk-2-legacy", [node, str(clients_dir / "ts_sdk.mjs")], [*era_steps, "cancel", "progress"],

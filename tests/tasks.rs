@@ -143,7 +143,7 @@ fn stdio_tasks_complete_cancel_fail_and_expire() {
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(
         done["result"],
-        json!({"content": [{"type": "text", "text": "3000"}], "isError": false})
+        json!({"content": [{"type": "text", "text": "3000"}], "structuredContent": 3000, "isError": false})
     );
     // ttlMs counts from creation: the run time after it plus the 1.5 s kept.
     assert!(done["ttlMs"].as_u64().is_some_and(|t| t >= 3300), "{done}");
@@ -281,7 +281,7 @@ fn http_tasks_are_created_polled_cancelled_and_routed_by_mcp_name() {
     let done = settle(&mut ask, &task);
     assert_eq!(
         done["result"],
-        json!({"content": [{"type": "text", "text": "800"}], "isError": false})
+        json!({"content": [{"type": "text", "text": "800"}], "structuredContent": 800, "isError": false})
     );
     // A call on a connection that is then closed goes on as a task.
     let mut other = server.connect();
@@ -410,6 +410,7 @@ fn task_dir_keeps_results_across_a_restart() {
     let got = again.ask_json(&task_req(3, "tasks/get", &done_id));
     assert_eq!(got["result"]["status"], "completed", "{got}");
     assert_eq!(got["result"]["result"], done["result"]);
+    assert_eq!(got["result"]["result"]["structuredContent"], 100, "{got}");
     let got = again.ask_json(&task_req(4, "tasks/get", &running));
     assert_eq!(got["result"]["status"], "failed", "{got}");
     assert_eq!(

@@ -20,6 +20,7 @@ mod results;
 mod scale;
 mod sliced;
 mod stdio;
+mod structured;
 mod support;
 mod tasks;
 mod threaded;

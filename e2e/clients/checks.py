@@ -82,6 +82,15 @@ def structured_is(expected: dict[str, Any]) -> Check:
     return check
 
 
+def text_only(expected: str) -> Check:
+    """The legacy shape of a non-record value: its text, no structuredContent."""
+    def check(result: dict[str, Any]) -> str | None:
+        if "structuredContent" in result:
+            return f"a legacy answer carries structuredContent {result['structuredContent']!r}"
+        return text_is(expected)(result)
+    return check
+
+
 def error_mentions(fragment: str) -> Check:
     def check(result: dict[str, Any]) -> str | None:
         if result.get("isError") is not True:
@@ -101,7 +110,25 @@ CALLS: list[tuple[str, str, dict[str, Any], Check]] = [
     ("call pyFail", "pyFail", {"_1": 1}, error_mentions("boom")),
 ]
 
-NEEDED = ["addOne", "mkResult", "maybeDouble", "pureAnswer", "pyFail"]
+NEEDED = ["addOne", "mkResult", "maybeDouble", "pureAnswer", "pyFail", "bigList", "scaleReal"]
+
+
+# The steps of structured_calls, in order.
+STRUCTURED_STEPS = ["structured list", "structured number"]
+
+
+def structured_calls(era: str) -> list[tuple[str, str, dict[str, Any], Check]]:
+    """An array- and a number-returning call (SEP-2106): in the modern era
+    (2026-07-28) the raw value is `structuredContent`, which the client
+    library validates against the tool's `outputSchema`; in the legacy eras
+    only records carry one, as the reference does."""
+    modern = era == "modern"
+    return [
+        ("structured list", "bigList", {"_1": 5},
+         structured_is(list(range(5))) if modern else text_only("[0,1,2,3,4]")),  # type: ignore[arg-type]
+        ("structured number", "scaleReal", {"_1": 1.5, "_2": 2.0},
+         structured_is(3.0) if modern else text_only("3.0")),  # type: ignore[arg-type]
+    ]
 
 # The task jobs (clients that speak the tasks extension, against a server
 # started with `--task-after 0`, so every remote call becomes a task): a slow

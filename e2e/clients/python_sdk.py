@@ -24,7 +24,8 @@ from typing import Any
 import anyio
 import mcp
 
-from checks import CALLS, UNKNOWN_TOOL, Reporter, check_era, check_tools, parse_args, session_era, unknown_tool_error
+from checks import (CALLS, UNKNOWN_TOOL, Reporter, check_era, check_tools, parse_args, session_era, structured_calls,
+                    unknown_tool_error)
 
 V2 = hasattr(mcp, "Client")
 
@@ -93,7 +94,7 @@ async def steps(kind: str, target: Any, report: Reporter) -> None:
         if not report.step("tools/list", error, f"{len(tools)} tools"):
             return
 
-        for step, base, args, check in CALLS:
+        for step, base, args, check in [*CALLS, *structured_calls(era)]:
             try:
                 result = wire(await client.call_tool(names[base], args))
             except Exception as e:  # noqa: BLE001

@@ -60,7 +60,7 @@ const callTool = (client, params, options) =>
 const UNKNOWN_TOOL = "noSuchTool";
 const INVALID_PARAMS = -32602;
 const MK_RESULT = { status: "ok", value: 7 };
-const NEEDED = ["addOne", "mkResult", "maybeDouble", "pureAnswer", "pyFail", "slowEcho"];
+const NEEDED = ["addOne", "mkResult", "maybeDouble", "pureAnswer", "pyFail", "slowEcho", "bigList", "scaleReal"];
 // The server reports progress on a 5 s heartbeat: a 5.5 s call gets one.
 const PROGRESS_MS = Number(process.env.E2E_PROGRESS_MS ?? 2500);
 const PROGRESS_MIN = Number(process.env.E2E_PROGRESS_MIN ?? 3);
@@ -103,6 +103,17 @@ const CALLS = [
   ["call maybeDouble", "maybeDouble", {}, textIs("null")],
   ["call pureAnswer", "pureAnswer", {}, textIs("42")],
   ["call pyFail", "pyFail", { _1: 1 }, errorMentions("boom")],
+];
+
+// An array- and a number-returning call (SEP-2106): in the modern era the raw
+// value is structuredContent, which the client validates against the tool's
+// outputSchema; legacy answers carry one for records only (checks.py).
+const textOnly = (expected) => (r) =>
+  "structuredContent" in r ? `a legacy answer carries structuredContent ${JSON.stringify(r.structuredContent)}`
+  : textIs(expected)(r);
+const structuredCalls = (modern) => [
+  ["structured list", "bigList", { _1: 5 }, modern ? structuredIs([0, 1, 2, 3, 4]) : textOnly("[0,1,2,3,4]")],
+  ["structured number", "scaleReal", { _1: 1.5, _2: 2.0 }, modern ? structuredIs(3.0) : textOnly("3.0")],
 ];
 
 function parseArgs(argv) {
@@ -158,7 +169,7 @@ async function main() {
     return close(client);
   }
 
-  for (const [name, base, args, check] of CALLS) {
+  for (const [name, base, args, check] of [...CALLS, ...structuredCalls(era === "modern")]) {
     try {
       const result = await callTool(client, { name: names[base], arguments: args });
       step(name, check(result), JSON.stringify(result.content).slice(0, 200));

@@ -31,6 +31,7 @@ mod modern;
 mod packing;
 pub use packing::{PacketJob, SLICE_ABOVE};
 mod results;
+pub mod structured;
 pub mod subscriptions;
 pub mod tasks;
 

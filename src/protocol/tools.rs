@@ -664,20 +664,8 @@ fn shape_tool(
     json.insert("name".into(), Value::String(command.name.clone()));
     json.insert("description".into(), Value::String(command.desc.join("\n")));
     json.insert("inputSchema".into(), Value::Object(input));
-    if let Some(ret) = command.ret.schema.schema() {
-        if matches!(ret.peel_named(), Schema::Record(_)) {
-            // Its own definitions: `$ref`s resolve against the schema's root.
-            let mut out_e = if modern {
-                Emit::modern()
-            } else {
-                Emit::default()
-            };
-            let mut output = emit(ret, &mut out_e);
-            if let (Some(defs), Value::Object(map)) = (out_e.take_defs(), &mut output) {
-                map.insert("$defs".into(), Value::Object(defs));
-            }
-            json.insert("outputSchema".into(), output);
-        }
+    if let Some(output) = output_schema(command, modern) {
+        json.insert("outputSchema".into(), output);
     }
 
     Ok(Tool {
@@ -694,7 +682,9 @@ fn shape_tool(
 
 pub mod curate;
 mod defaults;
+mod output;
 pub use defaults::typed_default;
+pub use output::output_schema;
 
 #[cfg(test)]
 mod tests;

@@ -257,7 +257,7 @@ impl Reactor {
         let Some(stdio) = self.stdio.as_mut() else {
             return;
         };
-        jsonrpc::write_line(stdio.queue.buf(), msg);
+        mcp::structured::write_line(stdio.queue.buf(), msg);
         self.flush_stdout();
     }
 

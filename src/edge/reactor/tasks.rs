@@ -160,7 +160,7 @@ impl Reactor {
             None => self.answer_task(&owner, task),
         };
         let status = era::http_status(&reply);
-        let body = serde_json::to_vec(&reply).unwrap_or_default();
+        let body = crate::protocol::mcp::structured::to_vec(&reply);
         self.respond(token, status, headers, &body, keep_alive);
     }
 

@@ -30,7 +30,7 @@ use crate::format::voidstar::{self, Memory};
 use crate::protocol::jsonrpc::{self, ErrorCode, RequestId};
 
 use super::tasks::Outcome;
-use super::{era, results, CallRequest, Catalog, Program};
+use super::{era, results, structured, CallRequest, Catalog, Program};
 
 #[cfg(test)]
 mod tests;
@@ -424,13 +424,19 @@ impl Ending {
     pub fn into_task_outcome(self) -> Outcome {
         match self {
             Ending::Failed(message) => Outcome::Failed(ErrorCode::InternalError as i64, message),
-            other => Outcome::Completed(other.into_result()),
+            other => {
+                // Tasks are of the modern era only.
+                let mut result = other.into_result();
+                structured::for_era(&mut result, true);
+                Outcome::Completed(result)
+            }
         }
     }
 }
 
 /// The response to a `tools/call`, typed by era: the transport only frames
-/// it (a stdio line, an HTTP body, an event of an event stream).
+/// it (a stdio line, an HTTP body, an event of an event stream), writing it
+/// with `structured::write`, which fills in a modern `structuredContent`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Response {
     message: Json,
@@ -466,7 +472,8 @@ impl Response {
 /// for a legacy request, completed (`resultType`, server identity) for a
 /// modern one.
 pub fn respond(catalog: &Catalog, id: &RequestId, modern: bool, ending: Ending) -> Response {
-    let result = ending.into_result();
+    let mut result = ending.into_result();
+    structured::for_era(&mut result, modern);
     let result = if modern {
         results::complete(result, catalog)
     } else {

@@ -16,7 +16,7 @@ use crate::format::value::{self, Layout, LayoutError, Value};
 use crate::protocol::jsonrpc;
 
 pub use super::identity::{cacheable, complete, CACHE_TTL_MS};
-use super::{Session, LOG_LEVELS};
+use super::{structured, Session, LOG_LEVELS};
 
 /// `{"content":[{"type":"text","text":msg}],"isError":true}`.
 pub fn error_result(message: &str) -> Json {
@@ -83,20 +83,23 @@ pub fn result_is_json_text(command: &Command) -> bool {
 
 /// The successful result of a command whose value's JSON text is `text`
 /// (see [`result_is_json_text`]): one text block, plus `structuredContent`
-/// for a record.
+/// for a typed JSON return, as a placeholder the era settles
+/// (`structured::for_era`: the reference's shape for legacy answers, the
+/// raw value written from the text for modern ones).
 pub fn text_result(command: &Command, text: String) -> Json {
     let ret_schema = command.ret.schema.schema();
     let mut result = Map::new();
-    let structured = match ret_schema.map(Schema::peel_named) {
-        Some(Schema::Record(_)) => serde_json::from_str::<Json>(&text).ok(),
-        _ => None,
-    };
     let mut block = Map::new();
     block.insert("type".into(), Json::String("text".into()));
     block.insert("text".into(), Json::String(text));
     result.insert("content".into(), Json::Array(vec![Json::Object(block)]));
-    if let Some(s) = structured {
-        result.insert("structuredContent".into(), s);
+    if let Some(schema) = ret_schema {
+        // A record keeps its legacy `structuredContent` even under a media
+        // type whose value was not bytes (the reference's shape).
+        let record = matches!(schema.peel_named(), Schema::Record(_));
+        if record || command.ret.mime.is_none() {
+            structured::mark(&mut result, record);
+        }
     }
     result.insert("isError".into(), Json::Bool(false));
     Json::Object(result)

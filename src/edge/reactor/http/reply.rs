@@ -75,7 +75,7 @@ impl Reactor {
             200
         };
         if busy.sse {
-            let text = serde_json::to_string(msg).unwrap_or_default();
+            let text = mcp::structured::to_string(msg);
             http::write_sse_message(conn.out(), &text);
             http::write_last_chunk(conn.out());
             if !busy.keep_alive {
@@ -100,13 +100,13 @@ impl Reactor {
                 &refs,
                 busy.keep_alive,
             );
-            let _ = serde_json::to_writer(conn.out(), msg);
+            let _ = mcp::structured::write(conn.out(), msg);
             if !busy.keep_alive {
                 conn.close_after_write();
             }
             self.flush_conn(token);
         } else {
-            let text = serde_json::to_string(msg).unwrap_or_default();
+            let text = mcp::structured::to_string(msg);
             self.respond(token, status, &busy.cors, text.as_bytes(), busy.keep_alive);
         }
         // Pipelined requests that waited behind this one.
@@ -139,7 +139,7 @@ impl Reactor {
         if !conn.streaming() {
             return;
         }
-        let text = serde_json::to_string(msg).unwrap_or_default();
+        let text = mcp::structured::to_string(msg);
         http::write_sse_message(conn.out(), &text);
         self.flush_conn(token);
     }
@@ -200,6 +200,6 @@ fn json_length(msg: &Json) -> usize {
         }
     }
     let mut count = Count(0);
-    let _ = serde_json::to_writer(&mut count, msg);
+    let _ = mcp::structured::write(&mut count, msg);
     count.0
 }

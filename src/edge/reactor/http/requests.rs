@@ -148,7 +148,7 @@ impl Reactor {
         let Some(front) = self.http.as_mut() else {
             return;
         };
-        let body = |v: &Json| serde_json::to_vec(v).unwrap_or_default();
+        let body = |v: &Json| mcp::structured::to_vec(v);
         match &msg {
             Incoming::Invalid(reply) => {
                 // Unparseable bodies and batches are HTTP errors; a well-formed
@@ -302,7 +302,7 @@ impl Reactor {
         let accepts_sse = req
             .header("accept")
             .is_some_and(|a| a.contains("text/event-stream"));
-        let body = |v: &Json| serde_json::to_vec(v).unwrap_or_default();
+        let body = |v: &Json| mcp::structured::to_vec(v);
         match &msg {
             Incoming::Request { id, method, params } => {
                 // A missing or malformed `_meta` is reported first; then the

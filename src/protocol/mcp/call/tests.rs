@@ -59,6 +59,17 @@ fn text_result(text: &str, is_error: bool) -> Json {
     json!({"content": [{"type": "text", "text": text}], "isError": is_error})
 }
 
+/// A typed value's result as a call ends with it: its text, and the
+/// `structuredContent` placeholder each era settles.
+fn typed_result(text: &str) -> Json {
+    let mut result = serde_json::Map::new();
+    result.insert("content".into(), json!([{"type": "text", "text": text}]));
+    structured::mark(&mut result, false);
+    assert!(result.contains_key(structured::KEY));
+    result.insert("isError".into(), Json::Bool(false));
+    Json::Object(result)
+}
+
 fn command(catalog: &Catalog, name: &str) -> usize {
     let commands = &catalog.programs[0].loaded.manifest.commands;
     commands.iter().position(|c| c.name == name).expect(name)
@@ -99,7 +110,7 @@ fn refused_arguments_and_pure_commands_are_answered_at_once() {
     let answer = prepared(&catalog, "pureAnswer", "{}", false);
     assert_eq!(
         answer,
-        Prepared::Answered(Ending::Result(text_result("42", false)))
+        Prepared::Answered(Ending::Result(typed_result("42")))
     );
     let thrown = prepared(&catalog, "mustFail", r#"{"_1":1}"#, false);
     assert_eq!(
@@ -132,12 +143,17 @@ fn voidstar_reply(schema: &str, value: &Value) -> Vec<u8> {
 fn replies_become_results() {
     let catalog = catalog();
     let two = voidstar_reply("j", &Value::Int(2));
-    assert_eq!(reply(&catalog, "addOne", &two), Ok(text_result("2", false)));
-    // A record also comes back as `structuredContent`.
+    assert_eq!(reply(&catalog, "addOne", &two), Ok(typed_result("2")));
+    // A record also comes back as `structuredContent`, parsed for a legacy
+    // answer.
     let record = Value::Record(vec![Value::Str(b"ok".to_vec()), Value::Int(5)]);
     let rec = voidstar_reply("m26statuss5valuej", &record);
+    let mut got = reply(&catalog, "mkResult", &rec);
+    if let Ok(result) = &mut got {
+        structured::for_era(result, false);
+    }
     assert_eq!(
-        reply(&catalog, "mkResult", &rec),
+        got,
         Ok(json!({
             "content": [{"type": "text", "text": r#"{"status":"ok","value":5}"#}],
             "structuredContent": {"status": "ok", "value": 5},
@@ -176,7 +192,7 @@ fn a_file_reply_is_read_through_the_caller() {
         &Flat(&[]),
         &mut take,
     );
-    assert_eq!(got, Ok(text_result("9", false)));
+    assert_eq!(got, Ok(typed_result("9")));
     assert_eq!(taken, [PathBuf::from("/r/1.mpk")]);
     let mut unreadable = |_: &Path| -> Result<Vec<u8>, String> { Err("gone".into()) };
     let file = Reply::File(PathBuf::from("/r/2.mpk"));
@@ -214,6 +230,18 @@ fn endings_become_responses_of_either_era() {
         &json!({"jsonrpc": "2.0", "id": 7, "result": result})
     );
     assert_eq!((modern.is_modern(), modern.http_status()), (true, 200));
+    // A typed value: none in a legacy answer, the raw value in a modern one.
+    let legacy = respond(&catalog, &id, false, Ending::Result(typed_result("[2]")));
+    assert_eq!(legacy.message()["result"], text_result("[2]", false));
+    let modern = respond(&catalog, &id, true, Ending::Result(typed_result("[2]")));
+    let written: Json = serde_json::from_slice(&structured::to_vec(modern.message())).unwrap();
+    assert_eq!(written["result"]["structuredContent"], json!([2]));
+    assert_eq!(written["result"]["content"][0]["text"], "[2]");
+    // A task (modern only) keeps it for `tasks/get`.
+    let Outcome::Completed(task) = Ending::Result(typed_result("[2]")).into_task_outcome() else {
+        panic!("a typed result completes its task");
+    };
+    assert!(structured::is_marked(&task));
     // A failure of the call itself: an `isError` result for its client...
     let timeout = "timed out after 1 s waiting for pool 'py'";
     let failed = respond(&catalog, &id, false, Ending::Failed(timeout.into()));
