@@ -12,6 +12,7 @@ use crate::protocol::http::Request;
 use crate::protocol::jsonrpc::{self, ErrorCode};
 use crate::protocol::mcp::call;
 use crate::protocol::mcp::jobs::{self, JobMethod};
+use crate::protocol::mcp::structured;
 use crate::protocol::mcp::tasks::{Outcome, Status, Task};
 use crate::protocol::mcp::{Catalog, TaskMethod, TaskRequest};
 
@@ -84,7 +85,13 @@ impl Reactor {
             self.settle_task(&req.task_id, Outcome::Cancelled);
         }
         let result = match self.tasks.get(&req.task_id, owner, now) {
-            Ok(task) if method == JobMethod::Result => jobs::result_of(task, ttl, now),
+            Ok(task) if method == JobMethod::Result => {
+                // A task's result is kept in the modern shape; a legacy
+                // caller gets the reference's (`structured::for_era`).
+                let mut result = jobs::result_of(task, ttl, now);
+                structured::for_era(&mut result, modern);
+                result
+            }
             Ok(task) => jobs::status_result(task, ttl, now),
             Err(_) => jobs::unknown_job(&req.task_id),
         };
