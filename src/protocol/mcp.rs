@@ -19,6 +19,7 @@
 //!
 //! Architecture Invariant: pure; no I/O. Execution happens in the reactor.
 
+pub mod bigresults;
 pub mod call;
 mod discover;
 pub mod era;
