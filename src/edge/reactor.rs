@@ -17,6 +17,7 @@
 //! `Poll::poll`, and only it (with the OS helpers in `proc` and `shm`)
 //! touches file descriptors.
 
+mod bigresults;
 mod byteio;
 mod calls;
 mod http;
@@ -137,20 +138,24 @@ pub fn serve(config: ServeConfig) -> Result<i32, StartError> {
         max_queued_per_owner: config.max_queued_per_owner,
         max_queued: config.max_queued,
     };
+    let result_limit = config.max_result_chars;
     match config.http {
         None => {
             let Some(program) = programs.pop() else {
                 return Err(StartError("nothing to serve".into()));
             };
-            run_server(Catalog::single(program), options, None)
+            let mut catalog = Catalog::single(program);
+            catalog.set_result_limit(result_limit);
+            run_server(catalog, options, None)
         }
         Some(http) => {
             // Over HTTP, tools are namespaced `<module>__<command>` unless the
             // user asked for the reference's plain single-program names.
             let namespaced = config.router || !config.plain_tool_names;
             let namespaced = namespaced && !(config.plain_tool_names && programs.len() == 1);
-            let catalog = Catalog::multi(programs, namespaced, config.router)
+            let mut catalog = Catalog::multi(programs, namespaced, config.router)
                 .map_err(|e| StartError(e.to_string()))?;
+            catalog.set_result_limit(result_limit);
             run_server(catalog, options, Some(http))
         }
     }
@@ -437,6 +442,7 @@ impl Reactor {
         );
         self.calls.deadlines(&mut consider);
         consider(self.next_task_expiry());
+        consider(self.next_result_expiry());
         if let Some(http) = &self.http {
             consider(http.next_deadline());
         }
@@ -452,6 +458,7 @@ impl Reactor {
         self.pool_timers(now);
         self.call_timers(now);
         self.task_timers(now);
+        self.result_timers();
         self.http_timers(now);
         self.reload_timers(now);
     }

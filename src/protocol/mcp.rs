@@ -148,6 +148,9 @@ pub struct Catalog {
     /// The tool list can change (the program is reloaded when rebuilt):
     /// declared as `tools.listChanged` in both eras.
     pub list_changes: bool,
+    /// `--max-result-chars`: longer results are stored and linked
+    /// (`bigresults`); `None` returns every value whole.
+    pub result_limit: Option<usize>,
 }
 
 /// Two programs that would publish the same tool name.
@@ -212,6 +215,7 @@ impl Catalog {
             list: Json::Null,
             modern_list: Json::Null,
             list_changes: false,
+            result_limit: None,
         };
         catalog.index()?;
         Ok(catalog)
@@ -246,8 +250,12 @@ impl Catalog {
                         )));
                     }
                 }
-                tools.push(tool.json.clone());
-                modern_tools.push(modern::tool_json(&tool.modern_json));
+                let limit = self.result_limit;
+                tools.push(bigresults::wrap_tool(tool.json.clone(), limit));
+                modern_tools.push(bigresults::wrap_tool(
+                    modern::tool_json(&tool.modern_json),
+                    limit,
+                ));
             }
         }
         let mut list = Map::new();
@@ -269,8 +277,15 @@ impl Catalog {
         self.live
             .iter()
             .flat_map(|&i| self.programs[i].surface.tools.iter())
-            .map(|t| modern::tool_json(&t.modern_json))
+            .map(|t| bigresults::wrap_tool(modern::tool_json(&t.modern_json), self.result_limit))
             .collect()
+    }
+
+    /// Turns big results as resources on (`Some(limit)`) or off; both
+    /// cached tool lists follow (`outputSchema`s may be links).
+    pub fn set_result_limit(&mut self, limit: Option<usize>) {
+        self.result_limit = limit;
+        self.index().expect("the surface was consistent");
     }
 
     /// The programs served now (indices into `programs`).
@@ -451,6 +466,8 @@ pub enum Step {
     /// A modern `tasks/get`, `tasks/update` or `tasks/cancel` from a client
     /// that declared the extension: the reactor holds the task table.
     Task(TaskRequest),
+    /// `resources/*` while big results are on: the reactor holds them.
+    Resource(bigresults::ResourceRequest),
 }
 
 /// Which `tasks/*` method.

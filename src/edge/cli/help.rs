@@ -43,6 +43,12 @@ Options:
                                 [default: 3600]
       --task-dir <dir>          keep tasks in this directory, so finished results
                                 survive a restart
+      --max-result-chars <n>    a tool result whose JSON text is longer than <n>
+                                characters comes back as a preview and a
+                                resource_link; the whole value is read, in
+                                pages, with resources/read (for agents;
+                                'config' writes 80000) [default: off: every
+                                value whole]
       --lazy-pools              start language pools on first use, not at start-up
       --tools-file <path>       curate the tools (titles, descriptions, hints,
                                 hidden, names) [default: the
@@ -131,7 +137,9 @@ pub(super) const CONFIG_HELP: &str = "\
 Usage: morloc-mcp config <program>
 
 Print an mcpServers entry that runs <program> over stdio, for MCP client
-configuration files.
+configuration files. It serves with --max-result-chars 80000, so an agent
+gets a long result as a preview and a link it can read in pages rather than
+a truncated value.
 
 Options:
   -h, --help    print this help

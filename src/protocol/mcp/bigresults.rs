@@ -137,6 +137,8 @@ pub struct Stored {
     pub value: Paged,
     pub created_ms: u64,
     pub expires_ms: u64,
+    /// Its place in the order of insertion (ties in time are common).
+    seq: u64,
 }
 
 /// The stored results.
@@ -148,6 +150,7 @@ pub struct ResultStore {
     per_owner: usize,
     max_bytes: usize,
     bytes: usize,
+    seq: u64,
 }
 
 impl ResultStore {
@@ -159,6 +162,7 @@ impl ResultStore {
             per_owner: MAX_RESULTS_PER_OWNER,
             max_bytes: MAX_RESULT_BYTES,
             bytes: 0,
+            seq: 0,
         }
     }
 
@@ -222,7 +226,9 @@ impl ResultStore {
             freed.push(old);
         }
         self.bytes += value.bytes();
+        self.seq += 1;
         let stored = Stored {
+            seq: self.seq,
             id: id.clone(),
             owner: key,
             tool: tool.to_string(),
@@ -238,7 +244,7 @@ impl ResultStore {
         self.map
             .values()
             .filter(|r| pick(r))
-            .min_by_key(|r| (r.created_ms, r.id.clone()))
+            .min_by_key(|r| r.seq)
             .map(|r| r.id.clone())
     }
 
@@ -263,7 +269,7 @@ impl ResultStore {
             .values()
             .filter(|r| r.owner == key && r.expires_ms > now)
             .collect();
-        all.sort_by(|a, b| (a.created_ms, &a.id).cmp(&(b.created_ms, &b.id)));
+        all.sort_by_key(|r| r.seq);
         all
     }
 

@@ -21,6 +21,10 @@ pub fn initialize_result(catalog: &Catalog, version: &str) -> Json {
     let mut caps = Map::new();
     caps.insert("tools".into(), tools_capability(catalog));
     caps.insert("logging".into(), Json::Object(Map::new()));
+    if catalog.result_limit.is_some() {
+        // Big results are read as resources (`bigresults`).
+        caps.insert("resources".into(), Json::Object(Map::new()));
+    }
     let mut result = Map::new();
     result.insert("protocolVersion".into(), Json::String(version.into()));
     result.insert("capabilities".into(), Json::Object(caps));

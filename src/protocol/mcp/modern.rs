@@ -56,6 +56,14 @@ pub(super) fn request(
         "tasks/get" | "tasks/update" | "tasks/cancel" => {
             task_request(id, method, params.as_ref(), &meta)
         }
+        "resources/list" | "resources/templates/list" | "resources/read"
+            if catalog.result_limit.is_some() =>
+        {
+            match super::bigresults::resource_request(id, method, params.as_ref(), true) {
+                Ok(request) => Step::Resource(request),
+                Err(reply) => Step::Reply(reply),
+            }
+        }
         "prompts/list" => reply(empty_list(catalog, "prompts")),
         "resources/list" => reply(empty_list(catalog, "resources")),
         "resources/templates/list" => reply(empty_list(catalog, "resourceTemplates")),

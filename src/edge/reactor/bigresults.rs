@@ -1,0 +1,127 @@
+//! Big results as resources on the reactor's side (`--max-result-chars`):
+//! a call's long result is stored in the result table (kept with the tasks)
+//! and replaced by its link, and `resources/*` are answered from the table
+//! under the caller's authorization. The table and every message live in
+//! `protocol::mcp::bigresults`; this file adds the clock and the ids.
+
+use std::time::{Duration, Instant};
+
+use mio::Token;
+use serde_json::Value as Json;
+
+use crate::edge::proc;
+use crate::format::json::page::Paged;
+use crate::protocol::http::Request;
+use crate::protocol::jsonrpc;
+use crate::protocol::mcp::bigresults::{self, ResourceMethod, ResourceRequest};
+use crate::protocol::mcp::call::Ending;
+use crate::protocol::mcp::{self, era, CallRequest};
+
+use super::tasks::now_ms;
+use super::Reactor;
+
+impl Reactor {
+    /// With big results on, a long successful result of `request` is
+    /// stored (its text moved, not copied) and the call ends with its link
+    /// instead; anything else passes unchanged.
+    pub(super) fn link_big(&mut self, request: &CallRequest, ending: Ending) -> Ending {
+        let Some(limit) = self.catalog.result_limit else {
+            return ending;
+        };
+        let Ending::Result(mut result) = ending else {
+            return ending;
+        };
+        let program = &self.catalog.programs[request.program];
+        let command = program.command(request.command);
+        if !mcp::result_is_json_text(command) {
+            return Ending::Result(result);
+        }
+        let Some(text) = bigresults::take_big_text(&mut result, limit) else {
+            return Ending::Result(result);
+        };
+        let tool = program
+            .surface
+            .tools
+            .iter()
+            .find(|t| t.command == request.command)
+            .map_or_else(|| command.name.clone(), |t| t.name.clone());
+        let mut random = [0u8; 16];
+        if proc::fill_random(&mut random).is_err() {
+            return Ending::Error("cannot store the long result: no random source".into());
+        }
+        let id = self.options.instance.mint(&random);
+        drop(result);
+        let value = Paged::new(text);
+        let linked = bigresults::link_result(&id, &tool, &value, limit);
+        let now = now_ms();
+        self.tasks
+            .results
+            .insert(id, &request.owner, &tool, value, now);
+        Ending::Result(linked)
+    }
+
+    /// Answers a `resources/*` request from a caller with authorization
+    /// `owner`.
+    pub(super) fn answer_resource(&mut self, owner: &str, req: ResourceRequest) -> Json {
+        let now = now_ms();
+        let result = match req.method {
+            ResourceMethod::Templates => bigresults::templates_result(),
+            ResourceMethod::List => {
+                bigresults::list_result(&self.tasks.results.of_owner(owner, now))
+            }
+            ResourceMethod::Read => {
+                let asked = match bigresults::parse_uri(&req.uri) {
+                    Ok(asked) => asked,
+                    Err(why) => return bigresults::not_found(&req.id, &req.uri, &why),
+                };
+                match self.tasks.results.get(&asked.id, owner, now) {
+                    Some(stored) => bigresults::read_result(&req.uri, &asked, &stored.value),
+                    None => return bigresults::not_found(&req.id, &req.uri, bigresults::NOT_HELD),
+                }
+            }
+        };
+        let result = if req.modern {
+            mcp::complete(result, &self.catalog)
+        } else {
+            result
+        };
+        jsonrpc::result_response(&req.id, result)
+    }
+
+    /// A `resources/*` request over HTTP, answered under its
+    /// `Authorization`.
+    pub(super) fn http_resource(
+        &mut self,
+        token: Token,
+        req: &Request,
+        resource: ResourceRequest,
+        headers: &[(String, String)],
+        keep_alive: bool,
+    ) {
+        let owner = req.header("authorization").unwrap_or("").to_string();
+        let modern = resource.modern;
+        let reply = self.answer_resource(&owner, resource);
+        let status = if modern {
+            era::http_status(&reply)
+        } else {
+            200
+        };
+        let body = serde_json::to_vec(&reply).unwrap_or_default();
+        self.respond(token, status, headers, &body, keep_alive);
+    }
+
+    /// Frees the stored results whose time is up.
+    pub(super) fn result_timers(&mut self) {
+        let now = now_ms();
+        if self.tasks.results.next_expiry().is_some_and(|e| e <= now) {
+            self.tasks.results.expire(now);
+        }
+    }
+
+    /// When the next stored result is freed, as an `Instant`.
+    pub(super) fn next_result_expiry(&self) -> Option<Instant> {
+        let at = self.tasks.results.next_expiry()?;
+        let wait = at.saturating_sub(now_ms());
+        Some(Instant::now() + Duration::from_millis(wait))
+    }
+}
