@@ -33,5 +33,6 @@ for kind in nginx haproxy; do
         continue
     fi
     timeout 300 "$PYTHON" tests/scale/lb_test.py "$BIN" "$kind" "$path" "$SDK" || status=1
+    timeout 120 "$PYTHON" tests/scale/results_test.py "$BIN" "$kind" "$path" || status=1
 done
 exit $status
