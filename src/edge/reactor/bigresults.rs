@@ -81,6 +81,8 @@ impl Reactor {
             }
         };
         let result = if req.modern {
+            let mut result = result;
+            bigresults::cache_hints(req.method, &mut result);
             mcp::complete(result, &self.catalog)
         } else {
             result

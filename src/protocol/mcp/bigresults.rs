@@ -586,6 +586,23 @@ pub fn read_result(uri: &str, asked: &ResultUri, value: &Paged) -> Json {
     serde_json::json!({ "contents": [content] })
 }
 
+/// The caching hints a modern (2026-07-28) `resources/*` result carries:
+/// the template list is the same for everyone for a while; the list and
+/// the pages are the caller's own, and not worth keeping (a page is read
+/// once, and a walk through a big value should not pile up in a cache).
+pub fn cache_hints(method: ResourceMethod, result: &mut Json) {
+    let Json::Object(map) = result else {
+        return;
+    };
+    match method {
+        ResourceMethod::Templates => super::identity::cacheable(map, super::identity::CACHE_TTL_MS),
+        ResourceMethod::List | ResourceMethod::Read => {
+            map.insert("ttlMs".into(), Json::from(0));
+            map.insert("cacheScope".into(), Json::String("private".into()));
+        }
+    }
+}
+
 /// The error for a URI that names no result this caller may read.
 pub fn not_found(id: &RequestId, uri: &str, why: &str) -> Json {
     let mut data = Map::new();
