@@ -354,3 +354,28 @@ fn a_task_with_a_big_result_completes_with_its_link() {
         "{page}"
     );
 }
+
+#[test]
+fn with_a_task_dir_results_survive_a_restart() {
+    let store = TempDir::new();
+    let dir_arg = store.path().to_string_lossy().into_owned();
+    let options = ["--max-result-chars", "100", "--task-dir", dir_arg.as_str()];
+    let mut s = start(&options);
+    initialize(&mut s);
+    let made = s.ask_json(&legacy(1, "tools/call", call("bigList", 3000)));
+    let uri = link_of(&made["result"], "list", 3000);
+    let page = format!("{uri}?offset=2990&limit=5");
+    let before = s.ask_json(&legacy(2, "resources/read", json!({"uri": page})));
+    assert_eq!(
+        before["result"]["contents"][0]["text"],
+        "[2990,2991,2992,2993,2994]"
+    );
+    let id = uri.trim_start_matches("morloc://result/");
+    assert!(store.join(&format!("{id}.result")).is_file());
+    let done = s.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    let mut again = start(&options);
+    initialize(&mut again);
+    let after = again.ask_json(&legacy(3, "resources/read", json!({"uri": page})));
+    assert_eq!(after["result"], before["result"], "{after}");
+}

@@ -326,6 +326,7 @@ impl Reactor {
         };
         reactor.watches = reload::watches(&reactor.catalog);
         reactor.load_tasks();
+        reactor.load_results();
         // Pools are spawned once the client's first message has been
         // answered (or after a few milliseconds without one): a client's
         // `initialize` is not held up by forking interpreters.

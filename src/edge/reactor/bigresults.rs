@@ -1,9 +1,12 @@
 //! Big results as resources on the reactor's side (`--max-result-chars`):
 //! a call's long result is stored in the result table (kept with the tasks)
 //! and replaced by its link, and `resources/*` are answered from the table
-//! under the caller's authorization. The table and every message live in
-//! `protocol::mcp::bigresults`; this file adds the clock and the ids.
+//! under the caller's authorization. With `--task-dir` each result is also
+//! a file there, read back at start. The table and every message live in
+//! `protocol::mcp::bigresults`; this file adds the clock, the ids and the
+//! files.
 
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 use mio::Token;
@@ -19,6 +22,9 @@ use crate::protocol::mcp::{self, era, CallRequest};
 
 use super::tasks::now_ms;
 use super::Reactor;
+
+/// The extension of a stored result's file in `--task-dir`.
+const RESULT_EXT: &str = "result";
 
 impl Reactor {
     /// With big results on, a long successful result of `request` is
@@ -54,9 +60,12 @@ impl Reactor {
         let value = Paged::new(text);
         let linked = bigresults::link_result(&id, &tool, &value, limit);
         let now = now_ms();
-        self.tasks
+        let freed = self
+            .tasks
             .results
-            .insert(id, &request.owner, &tool, value, now);
+            .insert(id.clone(), &request.owner, &tool, value, now);
+        self.unstore_results(&freed);
+        self.store_result(&id);
         Ending::Result(linked)
     }
 
@@ -116,7 +125,70 @@ impl Reactor {
     pub(super) fn result_timers(&mut self) {
         let now = now_ms();
         if self.tasks.results.next_expiry().is_some_and(|e| e <= now) {
-            self.tasks.results.expire(now);
+            let gone = self.tasks.results.expire(now);
+            self.unstore_results(&gone);
+        }
+    }
+
+    /// `--task-dir`: writes a stored result's file, `<id>.result` (its head
+    /// line, then the value's text; a temporary file renamed over it).
+    fn store_result(&self, id: &str) {
+        let (Some(dir), Some(stored)) = (&self.options.task_dir, self.tasks.results.by_id(id))
+        else {
+            return;
+        };
+        let path = dir.join(format!("{id}.{RESULT_EXT}"));
+        let tmp = dir.join(format!(".{id}.{RESULT_EXT}.tmp"));
+        let written = std::fs::File::create(&tmp)
+            .and_then(|mut f| {
+                f.write_all(bigresults::stored_head(stored).as_bytes())?;
+                f.write_all(stored.value.text().as_bytes())
+            })
+            .and_then(|()| std::fs::rename(&tmp, &path));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            eprintln!(
+                "morloc-mcp: cannot store result {id} in {}: {e}",
+                dir.display()
+            );
+        }
+    }
+
+    fn unstore_results(&self, ids: &[String]) {
+        if let Some(dir) = &self.options.task_dir {
+            for id in ids {
+                let _ = std::fs::remove_file(dir.join(format!("{id}.{RESULT_EXT}")));
+            }
+        }
+    }
+
+    /// `--task-dir`: reads the stored results back (after the tasks, which
+    /// made the directory); files of expired ones are removed, unreadable
+    /// ones reported and left alone.
+    pub(super) fn load_results(&mut self) {
+        let Some(dir) = self.options.task_dir.clone() else {
+            return;
+        };
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return;
+        };
+        let now = now_ms();
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.extension().is_none_or(|x| x != RESULT_EXT) {
+                continue;
+            }
+            let parsed = std::fs::read(&path)
+                .map_err(|e| e.to_string())
+                .and_then(bigresults::from_stored);
+            match parsed {
+                Ok((head, text)) => {
+                    if !self.tasks.results.restore(head, Paged::new(text), now) {
+                        let _ = std::fs::remove_file(&path);
+                    }
+                }
+                Err(why) => eprintln!("morloc-mcp: ignoring result file {}: {why}", path.display()),
+            }
         }
     }
 

@@ -254,6 +254,34 @@ impl ResultStore {
         }
     }
 
+    /// Puts back a result read from storage ([`from_stored`]) unless it
+    /// expired or a cap is reached; returns whether it was kept.
+    pub fn restore(&mut self, head: StoredHead, value: Paged, now: u64) -> bool {
+        let full = self.map.len() >= self.cap || self.bytes + value.bytes() > self.max_bytes;
+        let own = self.map.values().filter(|r| r.owner == head.owner).count();
+        if head.expires_ms <= now || full || own >= self.per_owner || !valid_id(&head.id) {
+            return false;
+        }
+        self.bytes += value.bytes();
+        self.seq += 1;
+        let stored = Stored {
+            seq: self.seq,
+            id: head.id.clone(),
+            owner: head.owner,
+            tool: head.tool,
+            value,
+            created_ms: head.created_ms,
+            expires_ms: head.expires_ms,
+        };
+        self.map.insert(head.id, stored);
+        true
+    }
+
+    /// A result by id, whoever owns it (for storage).
+    pub fn by_id(&self, id: &str) -> Option<&Stored> {
+        self.map.get(id)
+    }
+
     /// The result, if `owner` made it and it has not expired.
     pub fn get(&self, id: &str, owner: &str, now: u64) -> Option<&Stored> {
         self.map
@@ -291,6 +319,64 @@ impl ResultStore {
     pub fn next_expiry(&self) -> Option<u64> {
         self.map.values().map(|r| r.expires_ms).min()
     }
+}
+
+/// What a stored result's file says before its value: everything but the
+/// value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredHead {
+    pub id: String,
+    /// Already an `owner_key`.
+    pub owner: String,
+    pub tool: String,
+    pub created_ms: u64,
+    pub expires_ms: u64,
+}
+
+/// The first line of a stored result's file (`--task-dir`): its head as
+/// one JSON object and a newline; the value's JSON text follows as it is.
+pub fn stored_head(stored: &Stored) -> String {
+    let head = serde_json::json!({
+        "resultId": stored.id,
+        "owner": stored.owner,
+        "tool": stored.tool,
+        "createdMs": stored.created_ms,
+        "expiresMs": stored.expires_ms,
+    });
+    format!("{head}\n")
+}
+
+/// Reads a stored result's file back (see [`stored_head`]), taking its
+/// bytes (the value is not copied); the error names what is wrong.
+pub fn from_stored(mut bytes: Vec<u8>) -> Result<(StoredHead, String), String> {
+    let end = bytes
+        .iter()
+        .position(|&b| b == b'\n')
+        .ok_or("no head line")?;
+    let head: Json =
+        serde_json::from_slice(&bytes[..end]).map_err(|e| format!("head is not JSON: {e}"))?;
+    let text = |key: &str| match head.get(key) {
+        Some(Json::String(s)) => Ok(s.clone()),
+        _ => Err(format!("head needs '{key}' as a string")),
+    };
+    let ms = |key: &str| {
+        head.get(key)
+            .and_then(Json::as_u64)
+            .ok_or_else(|| format!("head needs '{key}' as a non-negative integer"))
+    };
+    let parsed = StoredHead {
+        id: text("resultId")?,
+        owner: text("owner")?,
+        tool: text("tool")?,
+        created_ms: ms("createdMs")?,
+        expires_ms: ms("expiresMs")?,
+    };
+    if !valid_id(&parsed.id) {
+        return Err(format!("'{}' is not a result id", parsed.id));
+    }
+    bytes.drain(..=end);
+    let value = String::from_utf8(bytes).map_err(|e| format!("the value is not UTF-8: {e}"))?;
+    Ok((parsed, value))
 }
 
 /// The text of a successful result whose value is its only text block and

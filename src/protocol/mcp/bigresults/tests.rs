@@ -150,3 +150,31 @@ fn reads_give_pages_with_the_next_one() {
     );
     assert_eq!(whole["contents"][0]["text"], "[1,2,3,4,5]");
 }
+
+#[test]
+fn stored_results_read_back_the_same() {
+    let mut store = ResultStore::new(1000);
+    store.insert("i.1".into(), "Bearer a", "f", paged(5), 100);
+    let stored = store.by_id("i.1").unwrap();
+    let mut file = stored_head(stored).into_bytes();
+    file.extend_from_slice(stored.value.text().as_bytes());
+    let (head, text) = from_stored(file).unwrap();
+    assert_eq!(text, "\"xxxxx\"");
+    assert_eq!(
+        (head.id.as_str(), head.tool.as_str(), head.expires_ms),
+        ("i.1", "f", 1100)
+    );
+    let mut again = ResultStore::new(1000);
+    assert!(!again.restore(head.clone(), Paged::new(text.clone()), 1100));
+    assert!(again.restore(head, Paged::new(text), 200));
+    assert!(again.get("i.1", "Bearer a", 200).is_some());
+    assert!(again.get("i.1", "Bearer b", 200).is_none());
+    for (bad, why) in [
+        (&b"no newline"[..], "no head line"),
+        (b"[]\n1", "'resultId'"),
+        (b"{\"resultId\":\"../x\",\"owner\":\"o\",\"tool\":\"t\",\"createdMs\":1,\"expiresMs\":2}\n1", "not a result id"),
+    ] {
+        let err = from_stored(bad.to_vec()).unwrap_err();
+        assert!(err.contains(why), "{err}");
+    }
+}
