@@ -357,47 +357,80 @@ fn index_chars(text: &str, from: usize) -> (usize, Vec<usize>) {
 }
 
 /// The longest beginning of an array or object within `budget` bytes that
-/// ends at a value boundary, closed with its brackets; and how many
-/// top-level elements it keeps (for a list).
+/// ends at a value boundary (or between two characters of a string value,
+/// which is then closed), closed with its brackets; and how many top-level
+/// elements it keeps whole (for a list).
 fn cut_container(bytes: &[u8], budget: usize, kind: Kind) -> (String, usize) {
-    let mut stack: Vec<u8> = Vec::new();
-    let mut in_str = false;
-    let mut escaped = false;
-    // The best cut so far: its end, its closers, its top-level elements.
-    let mut best: (usize, Vec<u8>, usize) = (0, Vec::new(), 0);
+    // Open containers: the closing byte, and for an object whether its
+    // next string is a key.
+    let mut stack: Vec<(u8, bool)> = Vec::new();
+    // Inside a string: whether it is a value (a cut may fall inside it).
+    let mut in_str: Option<bool> = None;
+    // Bytes of an escape still to come (1 after `\`, 4 after `\u`).
+    let mut escape_left = 0u8;
+    // The best cut so far: its end, what closes it, its whole top-level
+    // elements.
+    let mut best: (usize, String, usize) = (0, String::new(), 0);
     let mut top_elements = 0usize;
-    let fits = |end: usize, closers: usize| end + closers <= budget;
+    let closing = |stack: &[(u8, bool)], quote: bool| {
+        let mut out = String::new();
+        if quote {
+            out.push('"');
+        }
+        out.extend(stack.iter().rev().map(|&(c, _)| c as char));
+        out
+    };
     for (i, &c) in bytes.iter().enumerate() {
         if i > budget {
             break;
         }
-        if in_str {
-            if escaped {
-                escaped = false;
-            } else if c == b'\\' {
-                escaped = true;
+        if let Some(is_value) = in_str {
+            if escape_left > 0 {
+                escape_left -= 1;
+                if escape_left == 0 && c == b'u' && i > 0 && bytes[i - 1] == b'\\' {
+                    escape_left = 4;
+                }
+                continue;
+            }
+            let boundary = c & 0xc0 != 0x80;
+            if is_value && boundary && i + 1 + stack.len() <= budget {
+                best = (i, closing(&stack, true), top_elements);
+            }
+            if c == b'\\' {
+                escape_left = 1;
             } else if c == b'"' {
-                in_str = false;
+                in_str = None;
             }
             continue;
         }
         match c {
-            b'"' => in_str = true,
+            b'"' => {
+                let key = stack.last().is_some_and(|&(c, key)| c == b'}' && key);
+                in_str = Some(!key);
+            }
             b'[' | b'{' => {
-                stack.push(if c == b'[' { b']' } else { b'}' });
-                if fits(i + 1, stack.len()) {
-                    best = (i + 1, stack.clone(), top_elements);
+                stack.push((if c == b'[' { b']' } else { b'}' }, true));
+                if i + 1 + stack.len() <= budget {
+                    best = (i + 1, closing(&stack, false), top_elements);
                 }
             }
             b']' | b'}' => {
                 stack.pop();
             }
+            b':' => {
+                if let Some(top) = stack.last_mut() {
+                    top.1 = false;
+                }
+            }
             b',' => {
                 if stack.len() == 1 {
                     top_elements += 1;
                 }
-                if fits(i, stack.len()) {
-                    best = (i, stack.clone(), top_elements);
+                if i + stack.len() <= budget {
+                    best = (i, closing(&stack, false), top_elements);
+                }
+                if let Some(top) = stack.last_mut() {
+                    top.1 = true;
                 }
             }
             _ => {}
@@ -405,9 +438,7 @@ fn cut_container(bytes: &[u8], budget: usize, kind: Kind) -> (String, usize) {
     }
     let (end, closers, elements) = best;
     let mut out = String::from_utf8_lossy(&bytes[..end]).into_owned();
-    for &c in closers.iter().rev() {
-        out.push(c as char);
-    }
+    out.push_str(&closers);
     let shown = if kind == Kind::List { elements } else { 0 };
     (out, shown)
 }

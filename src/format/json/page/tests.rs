@@ -112,6 +112,21 @@ fn previews_are_valid_json_cut_at_value_boundaries() {
     );
     let record = Paged::new("{\"a\":1,\"b\":\"long long\"}".into());
     assert_eq!(record.preview(12), Some(("{\"a\":1}".to_string(), 0)));
+    // A string value is cut between characters, never inside an escape.
+    let record = Paged::new(format!("{{\"id\":7,\"seq\":\"{}\"}}", "ACGT".repeat(100)));
+    let (preview, _) = record.preview(30).unwrap();
+    assert_eq!(preview, "{\"id\":7,\"seq\":\"ACGTACGTACGTA\"}");
+    let escapes = Paged::new(format!("[\"\\u00e9\\n{}\",1]", "é".repeat(50)));
+    for budget in 2..40 {
+        let (preview, shown) = escapes.preview(budget).unwrap();
+        assert!(preview.len() <= budget, "{preview}");
+        let parsed: serde_json::Value =
+            serde_json::from_str(&preview).unwrap_or_else(|e| panic!("{budget}: {preview}: {e}"));
+        assert!(parsed.as_array().is_some());
+        assert_eq!(shown, 0);
+    }
+    let keys = Paged::new(format!("{{\"{}\":1}}", "k".repeat(50)));
+    assert_eq!(keys.preview(20), Some(("{}".to_string(), 0)));
     let string = Paged::new("\"ab\\ncd\"".into());
     assert_eq!(string.preview(6), Some(("\"ab\\n\"".to_string(), 3)));
     assert_eq!(string.preview(5), Some(("\"ab\"".to_string(), 2)));
