@@ -23,12 +23,11 @@ The server (CMD) runs with --max-result-chars; the shapes program's
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from importlib.metadata import version
 from typing import Any
-
-import os
 
 import anyio
 import mcp

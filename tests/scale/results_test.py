@@ -19,7 +19,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import lb_test
 from lb_test import MODERN, META, NAMES, Cluster, Failure, post
 
 N = 20_000
