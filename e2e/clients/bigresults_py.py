@@ -1,6 +1,7 @@
 """Big results as resources with the official Python MCP SDK 2.x.
 
     python bigresults_py.py N CMD [ARG...]   # the client starts the server
+    python bigresults_py.py N URL            # a server serving HTTP at URL
 
 E2E_PY_MODE picks the SDK's negotiation: "auto" (the default:
 server/discover, so 2026-07-28 here) or "legacy" (initialize).
@@ -57,7 +58,10 @@ def link_of(result: dict[str, Any], kind: str, count: int) -> tuple[str | None, 
 
 async def main() -> int:
     n = int(sys.argv[1])
-    server = mcp.StdioServerParameters(command=sys.argv[2], args=sys.argv[3:])
+    # A URL (a server already serving HTTP) or a command to start over stdio.
+    server: Any = sys.argv[2]
+    if not server.startswith("http"):
+        server = mcp.StdioServerParameters(command=sys.argv[2], args=sys.argv[3:])
     failed = False
     async with mcp.Client(server, mode=os.environ.get("E2E_PY_MODE", "auto")) as client:
         say("connect", None, f"mcp {version('mcp')}; protocol {client.protocol_version}")
