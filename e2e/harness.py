@@ -25,8 +25,8 @@ run of the official conformance suite:
                 started with --task-after 0
     schemas     json-schema-2020-12: every modern tools/list schema of several
                 programs compiled as JSON Schema 2020-12 (Ajv, strict)
-    bigresults  bigresults:python-sdk-2:auto|legacy and
-                bigresults:typescript-sdk-2:auto|legacy: the server over stdio
+    bigresults  bigresults:python-sdk-2:auto|legacy:stdio|http and
+                bigresults:typescript-sdk-2:auto|legacy:stdio|http: the server
                 with --max-result-chars, a 5 M-element list result read page
                 by page through resources/read (e2e/clients/bigresults_*)
 
@@ -51,6 +51,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -538,18 +539,29 @@ def run_schemas(binary: str, manifest: Path) -> Outcome:
 BIG_RESULT_ELEMENTS = 5_000_000
 
 
-def run_bigresults(binary: str, manifest: Path, job: str, argv: list[str], env: dict[str, str]) -> Outcome:
+def run_bigresults(binary: str, manifest: Path, job: str, argv: list[str], env: dict[str, str],
+                   transport: str) -> Outcome:
     """Big results as resources (--max-result-chars) with a real client: a
     5 M-element list result read page by page through resources/read
-    (e2e/clients/bigresults_py.py, bigresults_ts.mjs say what is checked)."""
+    (e2e/clients/bigresults_py.py, bigresults_ts.mjs say what is checked),
+    the client starting the server over stdio or reaching it over HTTP."""
     started = time.monotonic()
     server = [binary, "mcp", str(manifest), "--max-result-chars", "20"]
-    try:
-        done = subprocess.run([*argv, str(BIG_RESULT_ELEMENTS), *server], capture_output=True, text=True,
-                              env={**os.environ, **env}, timeout=CLIENT_TIMEOUT, cwd=ROOT, check=False)
-        stdout, stderr, status = done.stdout, done.stderr, done.returncode
-    except subprocess.TimeoutExpired:
-        stdout, stderr, status = "", "", None
+    http = None
+    with tempfile.TemporaryDirectory(prefix="e2e-bigresults-") as tmp:
+        if transport == "http":
+            http = HttpServer([*server, "--http-port", "0", "--plain-tool-names"], Path(tmp) / "server.log")
+            url = http.wait_url()
+            server = [url or "http://127.0.0.1:1/mcp"]
+        try:
+            done = subprocess.run([*argv, str(BIG_RESULT_ELEMENTS), *server], capture_output=True, text=True,
+                                  env={**os.environ, **env}, timeout=CLIENT_TIMEOUT, cwd=ROOT, check=False)
+            stdout, stderr, status = done.stdout, done.stderr, done.returncode
+        except subprocess.TimeoutExpired:
+            stdout, stderr, status = "", "", None
+        finally:
+            if http is not None:
+                http.stop()
     steps = parse_steps(stdout)
     bad = [f"{name}: {detail}" for name, (ok, detail) in steps.items() if not ok]
     seconds = time.monotonic() - started
@@ -571,9 +583,11 @@ def bigresult_jobs(binary: str, manifest: Path) -> list[tuple[str, object]]:
     jobs: list[tuple[str, object]] = []
     for name, argv, mode_var in clients:
         for mode in ("auto", "legacy"):
-            job = f"bigresults:{name}:{mode}"
             env = {mode_var: mode, "E2E_NODE_MODULES": node_modules}
-            jobs.append((job, lambda j=job, a=argv, e=env: run_bigresults(binary, manifest, j, a, e)))
+            for transport in ("stdio", "http"):
+                job = f"bigresults:{name}:{mode}:{transport}"
+                jobs.append((job, lambda j=job, a=argv, e=env, t=transport:
+                             run_bigresults(binary, manifest, j, a, e, t)))
     return jobs
 
 

@@ -2,6 +2,7 @@
 // (@modelcontextprotocol/client).
 //
 //   node bigresults_ts.mjs N CMD [ARG...]   // the client starts the server
+//   node bigresults_ts.mjs N URL            // a server serving HTTP at URL
 //
 // The server (CMD) runs with --max-result-chars; the shapes program's
 // `bigList N` then comes back as a link. E2E_TS_NEGOTIATION picks the
@@ -28,7 +29,7 @@ import { fileURLToPath } from "node:url";
 const here = dirname(fileURLToPath(import.meta.url));
 const modules = process.env.E2E_NODE_MODULES ?? join(here, "..", "..", ".cache", "node", "node_modules");
 const require = createRequire(join(modules, "noop.js"));
-const { Client } = require("@modelcontextprotocol/client");
+const { Client, StreamableHTTPClientTransport } = require("@modelcontextprotocol/client");
 const { StdioClientTransport } = require("@modelcontextprotocol/client/stdio");
 const version = JSON.parse(
   readFileSync(join(modules, "@modelcontextprotocol", "client", "package.json"), "utf8")).version;
@@ -55,7 +56,9 @@ function linkOf(result, kind, count) {
 }
 
 const [n, command, ...args] = [Number(process.argv[2]), ...process.argv.slice(3)];
-const transport = new StdioClientTransport({ command, args, stderr: "inherit" });
+const transport = command.startsWith("http")
+  ? new StreamableHTTPClientTransport(new URL(command))
+  : new StdioClientTransport({ command, args, stderr: "inherit" });
 const client = new Client({ name: "morloc-mcp-e2e", version: "1.0.0" },
   { versionNegotiation: { mode: process.env.E2E_TS_NEGOTIATION ?? "auto" } });
 try {
