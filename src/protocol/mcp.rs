@@ -11,7 +11,9 @@
 //! becomes a [`CallRequest`] that the reactor executes, and a valid
 //! `subscriptions/listen` a [`Step::Listen`] (`subscriptions`). [`call`]
 //! holds the rest of a call's pure life (arguments to packet, reply to
-//! response), and `results` shapes its results. `discover` holds what the
+//! response), and `results` shapes its results; with `--max-result-chars`,
+//! `bigresults` links long ones and answers `resources/*` ([`Step::Resource`],
+//! from the table the reactor holds). `discover` holds what the
 //! server says about itself in each era, `identity` the names and result
 //! fields the others share.
 //!

@@ -7,6 +7,8 @@
 //! `resources`: their list methods answer with empty, cacheable lists there,
 //! so a modern client asking for them gets a result instead of an error.
 //! It also declares the Tasks extension (`io.modelcontextprotocol/tasks`).
+//! With `--max-result-chars` the legacy era declares `resources` too (long
+//! results are read as resources, `bigresults`).
 //!
 //! Architecture Invariant: pure; no I/O.
 
