@@ -27,6 +27,10 @@ run of the official conformance suite:
                 started with --task-after 0
     schemas     json-schema-2020-12: every modern tools/list schema of several
                 programs compiled as JSON Schema 2020-12 (Ajv, strict)
+    bigresults  bigresults:python-sdk-2:auto|legacy:stdio|http and
+                bigresults:typescript-sdk-2:auto|legacy:stdio|http: the server
+                with --max-result-chars, a 5 M-element list result read page
+                by page through resources/read (e2e/clients/bigresults_*)
 
 A PATTERN selects jobs by name prefix (`typescript-sdk`, `inspector:stdio`,
 `conformance`). Each client driver prints one JSON line per step (see
@@ -49,6 +53,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -540,6 +545,61 @@ def run_schemas(binary: str, manifest: Path) -> Outcome:
     return Outcome("json-schema-2020-12", False, seconds, bad[0] if bad else f"exit status {status}", report)
 
 
+BIG_RESULT_ELEMENTS = 5_000_000
+
+
+def run_bigresults(binary: str, manifest: Path, job: str, argv: list[str], env: dict[str, str],
+                   transport: str) -> Outcome:
+    """Big results as resources (--max-result-chars) with a real client: a
+    5 M-element list result read page by page through resources/read
+    (e2e/clients/bigresults_py.py, bigresults_ts.mjs say what is checked),
+    the client starting the server over stdio or reaching it over HTTP."""
+    started = time.monotonic()
+    server = [binary, "mcp", str(manifest), "--max-result-chars", "20"]
+    http = None
+    with tempfile.TemporaryDirectory(prefix="e2e-bigresults-") as tmp:
+        if transport == "http":
+            http = HttpServer([*server, "--http-port", "0", "--plain-tool-names"], Path(tmp) / "server.log")
+            url = http.wait_url()
+            server = [url or "http://127.0.0.1:1/mcp"]
+        try:
+            done = subprocess.run([*argv, str(BIG_RESULT_ELEMENTS), *server], capture_output=True, text=True,
+                                  env={**os.environ, **env}, timeout=CLIENT_TIMEOUT, cwd=ROOT, check=False)
+            stdout, stderr, status = done.stdout, done.stderr, done.returncode
+        except subprocess.TimeoutExpired:
+            stdout, stderr, status = "", "", None
+        finally:
+            if http is not None:
+                http.stop()
+    steps = parse_steps(stdout)
+    bad = [f"{name}: {detail}" for name, (ok, detail) in steps.items() if not ok]
+    seconds = time.monotonic() - started
+    if status == 0 and not bad and "pages" in steps:
+        return Outcome(job, True, seconds, steps["pages"][1])
+    problems = [f"  {b}" for b in bad] or [f"  exit status {status}, steps {sorted(steps)}"]
+    report = "\n".join([*problems, "  stderr:", indent(tail(stderr, 30))])
+    return Outcome(job, False, seconds, bad[0] if bad else f"exit status {status}", report)
+
+
+def bigresult_jobs(binary: str, manifest: Path) -> list[tuple[str, object]]:
+    node_modules = str(CACHE / "node" / "node_modules")
+    clients = [
+        ("python-sdk-2", [str(CACHE / "py-mcp2/bin/python"), str(E2E / "clients" / "bigresults_py.py")],
+         "E2E_PY_MODE"),
+        ("typescript-sdk-2", [str(NODE_BIN / "node"), str(E2E / "clients" / "bigresults_ts.mjs")],
+         "E2E_TS_NEGOTIATION"),
+    ]
+    jobs: list[tuple[str, object]] = []
+    for name, argv, mode_var in clients:
+        for mode in ("auto", "legacy"):
+            env = {mode_var: mode, "E2E_NODE_MODULES": node_modules}
+            for transport in ("stdio", "http"):
+                job = f"bigresults:{name}:{mode}:{transport}"
+                jobs.append((job, lambda j=job, a=argv, e=env, t=transport:
+                             run_bigresults(binary, manifest, j, a, e, t)))
+    return jobs
+
+
 def run_readme(binary: str, manifest: Path) -> Outcome:
     """The README's "Use it with your MCP client" commands, as written."""
     import readme_check
@@ -762,6 +822,7 @@ def main(argv: list[str]) -> int:
         jobs.append((run.job, lambda r=run: run_conformance(binary, r)))
     jobs.append(("json-schema-2020-12", lambda: run_schemas(binary, manifest)))
     jobs.append(("readme", lambda: run_readme(binary, manifest)))
+    jobs.extend(bigresult_jobs(binary, manifest))
     if patterns:
         jobs = [(n, f) for n, f in jobs if any(n.startswith(p) for p in patterns)]
     if not jobs:

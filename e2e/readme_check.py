@@ -64,7 +64,7 @@ def check_config(line: str, binary: str, manifest: Path) -> str:
         raise ReadmeError(f"`{line}` exited {done.returncode}: {done.stderr}")
     entry = json.loads(done.stdout)["mcpServers"]
     (name, server), = entry.items()
-    expected_args = ["mcp", str(manifest.resolve())]
+    expected_args = ["mcp", str(manifest.resolve()), "--max-result-chars", "80000"]
     if server.get("command") != str(Path(binary).resolve()) or server.get("args") != expected_args:
         raise ReadmeError(f"`{line}` printed {done.stdout}")
     return f"config entry for {name!r}"

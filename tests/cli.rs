@@ -177,11 +177,16 @@ fn config_prints_absolute_paths() {
     let canonical = std::fs::canonicalize(dir.join("build/manifest.json")).unwrap_or_default();
     assert_eq!(
         server["args"],
-        serde_json::json!(["mcp", canonical.to_string_lossy()])
+        serde_json::json!([
+            "mcp",
+            canonical.to_string_lossy(),
+            "--max-result-chars",
+            "80000"
+        ])
     );
     // Exactly this shape, pretty-printed.
     let expected = format!(
-        "{{\n  \"mcpServers\": {{\n    \"main\": {{\n      \"command\": {},\n      \"args\": [\n        \"mcp\",\n        {}\n      ]\n    }}\n  }}\n}}\n",
+        "{{\n  \"mcpServers\": {{\n    \"main\": {{\n      \"command\": {},\n      \"args\": [\n        \"mcp\",\n        {},\n        \"--max-result-chars\",\n        \"80000\"\n      ]\n    }}\n  }}\n}}\n",
         Value::from(command),
         Value::from(canonical.to_string_lossy().into_owned())
     );

@@ -2,6 +2,7 @@
 //! drives the library through its public API.
 
 mod args_text;
+mod bigresults;
 mod cli;
 mod curate;
 mod fairness;

@@ -24,16 +24,18 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use lexopt::Arg::{Long, Short, Value as Word};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::edge::manifest_file;
 use crate::format::manifest::{self, Loaded};
 use crate::protocol::instance::InstanceId;
 use crate::protocol::tools;
 
+mod config;
 mod help;
 mod nexus;
 mod values;
+pub use config::{config_json, AGENT_RESULT_CHARS};
 use help::*;
 use values::{byte_size, count, replicas_value, seconds, string_value};
 
@@ -86,6 +88,10 @@ pub enum RawArgs {
     },
     Config {
         target: PathBuf,
+        /// `--max-result-chars` in the entry written (`morloc-mcp config`
+        /// writes one suited to agents; `--mcp-config` none, as the
+        /// reference).
+        result_limit: Option<usize>,
     },
 }
 
@@ -129,6 +135,8 @@ pub struct RawServe {
     pub max_queued: Option<usize>,
     /// `--tools-file`: curates the tools of the (one) program served.
     pub tools_file: Option<PathBuf>,
+    /// `--max-result-chars` (0: off).
+    pub max_result_chars: Option<usize>,
 }
 
 /// The outside world [`prepare`] consults, passed in so tests can fake it.
@@ -203,6 +211,9 @@ pub struct ServeConfig {
     pub max_queued_per_owner: usize,
     /// The most calls waiting in all (0: no cap).
     pub max_queued: usize,
+    /// Results longer than this many characters are stored and linked
+    /// (`None`: every value whole).
+    pub max_result_chars: Option<usize>,
 }
 
 /// How long SIGTERM lets calls finish over HTTP, unless `--drain-timeout`.
@@ -319,7 +330,10 @@ pub fn parse_args(
         Some("tools") => parse_tools(parser),
         Some("config") => {
             parse_target_only(parser, "config", CONFIG_HELP).map(|target| match target {
-                Ok(target) => RawArgs::Config { target },
+                Ok(target) => RawArgs::Config {
+                    target,
+                    result_limit: Some(AGENT_RESULT_CHARS),
+                },
                 Err(help) => RawArgs::Help(help),
             })
         }
@@ -366,14 +380,17 @@ pub fn prepare(raw: RawArgs, env: &Env, warnings: &mut Vec<String>) -> Result<Ac
                 stderr: surface.notes,
             })
         }
-        RawArgs::Config { target } => {
+        RawArgs::Config {
+            target,
+            result_limit,
+        } => {
             let program = load_program(&target, warnings)?;
             let exe = env
                 .current_exe
                 .clone()
                 .unwrap_or_else(|| PathBuf::from("morloc-mcp"));
             Ok(Action::Print {
-                stdout: pretty(&config_json(&program, &exe))?,
+                stdout: pretty(&config_json(&program.loaded, &exe, result_limit))?,
                 stderr: Vec::new(),
             })
         }
@@ -446,28 +463,10 @@ pub fn prepare(raw: RawArgs, env: &Env, warnings: &mut Vec<String>) -> Result<Ac
                     .max_queued_per_owner
                     .unwrap_or(DEFAULT_MAX_QUEUED_PER_OWNER),
                 max_queued: serve.max_queued.unwrap_or(DEFAULT_MAX_QUEUED),
+                max_result_chars: serve.max_result_chars.filter(|&n| n > 0),
             }))
         }
     }
-}
-
-/// The `mcpServers` client entry for a program served over stdio.
-pub fn config_json(program: &Program, exe: &Path) -> Value {
-    let args = vec![
-        Value::from("mcp"),
-        Value::from(program.loaded.path.to_string_lossy().into_owned()),
-    ];
-    let mut server = Map::new();
-    server.insert(
-        "command".into(),
-        Value::from(exe.to_string_lossy().into_owned()),
-    );
-    server.insert("args".into(), Value::Array(args));
-    let mut servers = Map::new();
-    servers.insert(program.loaded.manifest.name.clone(), Value::Object(server));
-    let mut root = Map::new();
-    root.insert("mcpServers".into(), Value::Object(servers));
-    Value::Object(root)
 }
 
 /// Finds the manifest a target names: the file itself, `manifest.json`
@@ -692,6 +691,10 @@ fn parse_serve(
             Long("max-queued") => {
                 let text = string_value(&mut parser, "--max-queued", command)?;
                 raw.max_queued = Some(count(&text, "--max-queued", 0)?);
+            }
+            Long("max-result-chars") => {
+                let text = string_value(&mut parser, "--max-result-chars", command)?;
+                raw.max_result_chars = Some(count(&text, "--max-result-chars", 0)?);
             }
             Long("tools-file") => {
                 let text = string_value(&mut parser, "--tools-file", command)?;

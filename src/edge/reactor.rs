@@ -17,6 +17,7 @@
 //! `Poll::poll`, and only it (with the OS helpers in `proc` and `shm`)
 //! touches file descriptors.
 
+mod bigresults;
 mod byteio;
 mod calls;
 mod http;
@@ -138,12 +139,14 @@ pub fn serve(config: ServeConfig) -> Result<i32, StartError> {
         max_queued_per_owner: config.max_queued_per_owner,
         max_queued: config.max_queued,
     };
+    let result_limit = config.max_result_chars;
     match config.http {
         None => {
             let Some(program) = programs.pop() else {
                 return Err(StartError("nothing to serve".into()));
             };
             let mut catalog = Catalog::single(program);
+            catalog.set_result_limit(result_limit);
             job_tools(&mut catalog, config.job_tools)?;
             run_server(catalog, options, None)
         }
@@ -154,6 +157,7 @@ pub fn serve(config: ServeConfig) -> Result<i32, StartError> {
             let namespaced = namespaced && !(config.plain_tool_names && programs.len() == 1);
             let mut catalog = Catalog::multi(programs, namespaced, config.router)
                 .map_err(|e| StartError(e.to_string()))?;
+            catalog.set_result_limit(result_limit);
             job_tools(&mut catalog, config.job_tools)?;
             run_server(catalog, options, Some(http))
         }
@@ -335,6 +339,7 @@ impl Reactor {
         };
         reactor.watches = reload::watches(&reactor.catalog);
         reactor.load_tasks();
+        reactor.load_results();
         // Pools are spawned once the client's first message has been
         // answered (or after a few milliseconds without one): a client's
         // `initialize` is not held up by forking interpreters.
@@ -451,6 +456,7 @@ impl Reactor {
         );
         self.calls.deadlines(&mut consider);
         consider(self.next_task_expiry());
+        consider(self.next_result_expiry());
         if let Some(http) = &self.http {
             consider(http.next_deadline());
         }
@@ -466,6 +472,7 @@ impl Reactor {
         self.pool_timers(now);
         self.call_timers(now);
         self.task_timers(now);
+        self.result_timers();
         self.http_timers(now);
         self.reload_timers(now);
     }

@@ -18,6 +18,7 @@
 //! Architecture Invariant: pure; no I/O.
 
 pub mod check;
+pub mod page;
 pub mod scan;
 
 /// Appends `s` as a JSON string literal, quotes included: `"` and `\` are

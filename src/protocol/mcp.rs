@@ -11,7 +11,9 @@
 //! becomes a [`CallRequest`] that the reactor executes, and a valid
 //! `subscriptions/listen` a [`Step::Listen`] (`subscriptions`). [`call`]
 //! holds the rest of a call's pure life (arguments to packet, reply to
-//! response), and `results` shapes its results. `discover` holds what the
+//! response), and `results` shapes its results; with `--max-result-chars`,
+//! `bigresults` links long ones and answers `resources/*` ([`Step::Resource`],
+//! from the table the reactor holds). `discover` holds what the
 //! server says about itself in each era, `identity` the names and result
 //! fields the others share.
 //! `jobs` has the job tools (`--job-tools`).
@@ -20,6 +22,7 @@
 //!
 //! Architecture Invariant: pure; no I/O. Execution happens in the reactor.
 
+pub mod bigresults;
 pub mod call;
 mod discover;
 pub mod era;
@@ -153,6 +156,9 @@ pub struct Catalog {
     /// `--job-tools`: the job tools are listed and answered, and output
     /// schemas also accept a job handle (`jobs`).
     job_tools: bool,
+    /// `--max-result-chars`: longer results are stored and linked
+    /// (`bigresults`); `None` returns every value whole.
+    pub result_limit: Option<usize>,
 }
 
 /// Two programs that would publish the same tool name.
@@ -218,6 +224,7 @@ impl Catalog {
             modern_list: Json::Null,
             list_changes: false,
             job_tools: false,
+            result_limit: None,
         };
         catalog.index()?;
         Ok(catalog)
@@ -240,7 +247,6 @@ impl Catalog {
         }
         let mut tool_index = HashMap::new();
         let mut tools = Vec::new();
-        let mut modern_tools = Vec::new();
         for &i in &self.live {
             let p = &self.programs[i];
             for tool in &p.surface.tools {
@@ -256,17 +262,20 @@ impl Catalog {
                     if let Some(clash) = jobs::clash(&tool.name) {
                         return Err(CatalogError(clash));
                     }
-                    tools.push(jobs::widen_tool(&tool.json));
-                    continue;
                 }
-                tools.push(tool.json.clone());
-                modern_tools.push(modern::tool_json(&tool.modern_json));
+                // A big result's link, then a job handle, are valid where
+                // the value would have been.
+                let json = bigresults::wrap_tool(tool.json.clone(), self.result_limit);
+                tools.push(match self.job_tools {
+                    true => jobs::widen_tool(&json),
+                    false => json,
+                });
             }
         }
         if self.job_tools {
             tools.extend(jobs::tools());
-            modern_tools = self.modern_tools();
         }
+        let modern_tools = self.modern_tools();
         let mut list = Map::new();
         list.insert("tools".into(), Json::Array(tools));
         self.tool_index = tool_index;
@@ -289,7 +298,7 @@ impl Catalog {
         self.live
             .iter()
             .flat_map(|&i| self.programs[i].surface.tools.iter())
-            .map(|t| modern::tool_json(&t.modern_json))
+            .map(|t| bigresults::wrap_tool(modern::tool_json(&t.modern_json), self.result_limit))
             .collect()
     }
 
@@ -314,6 +323,13 @@ impl Catalog {
     /// Whether the job tools are on.
     pub fn job_tools(&self) -> bool {
         self.job_tools
+    }
+
+    /// Turns big results as resources on (`Some(limit)`) or off; both
+    /// cached tool lists follow (`outputSchema`s may be links).
+    pub fn set_result_limit(&mut self, limit: Option<usize>) {
+        self.result_limit = limit;
+        self.index().expect("the surface was consistent");
     }
 
     /// The programs served now (indices into `programs`).
@@ -495,6 +511,8 @@ pub enum Step {
     /// that declared the extension, or a job tool's call (`--job-tools`):
     /// the reactor holds the task table.
     Task(TaskRequest),
+    /// `resources/*` while big results are on: the reactor holds them.
+    Resource(bigresults::ResourceRequest),
 }
 
 /// Which `tasks/*` method.

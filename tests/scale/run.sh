@@ -1,7 +1,8 @@
 #!/bin/sh
 # make test-scale: three instances behind nginx and behind HAProxy, each
 # started from the shipped configuration in deploy/ (tests/scale/lb_test.py
-# says what is checked). Needs nginx, haproxy (Debian packages; .ci/run
+# says what is checked; tests/scale/results_test.py checks that resources/read
+# of a stored big result reaches the instance holding it). Needs nginx, haproxy (Debian packages; .ci/run
 # installs them) and the Python MCP SDK 1.x environment of the e2e suite
 # (.cache/py-mcp1, made by e2e/install.sh). A balancer that is not installed
 # is skipped with one line.
@@ -33,5 +34,6 @@ for kind in nginx haproxy; do
         continue
     fi
     timeout 300 "$PYTHON" tests/scale/lb_test.py "$BIN" "$kind" "$path" "$SDK" || status=1
+    timeout 120 "$PYTHON" tests/scale/results_test.py "$BIN" "$kind" "$path" || status=1
 done
 exit $status

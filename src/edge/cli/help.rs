@@ -47,6 +47,12 @@ Options:
                                 --task-after with a job handle, to clients
                                 without the tasks extension, and add the tools
                                 job_status, job_result and job_cancel
+      --max-result-chars <n>    a tool result whose JSON text is longer than <n>
+                                characters comes back as a preview and a
+                                resource_link; the whole value is read, in
+                                pages, with resources/read (for agents;
+                                'config' writes 80000) [default: off: every
+                                value whole]
       --lazy-pools              start language pools on first use, not at start-up
       --tools-file <path>       curate the tools (titles, descriptions, hints,
                                 hidden, names) [default: the
@@ -135,7 +141,9 @@ pub(super) const CONFIG_HELP: &str = "\
 Usage: morloc-mcp config <program>
 
 Print an mcpServers entry that runs <program> over stdio, for MCP client
-configuration files.
+configuration files. It serves with --max-result-chars 80000, so an agent
+gets a long result as a preview and a link it can read in pages rather than
+a truncated value.
 
 Options:
   -h, --help    print this help

@@ -69,6 +69,9 @@ fn parse_nexus_run(words: &[OsString]) -> Result<RawArgs, CliError> {
             tools_file: None,
         })
     } else {
-        Ok(RawArgs::Config { target })
+        Ok(RawArgs::Config {
+            target,
+            result_limit: None,
+        })
     }
 }

@@ -50,6 +50,7 @@ fn subcommands() {
         "config dir",
         RawArgs::Config {
             target: "dir".into(),
+            result_limit: Some(AGENT_RESULT_CHARS),
         },
     );
     check("config -h", RawArgs::Help(CONFIG_HELP));
@@ -274,7 +275,8 @@ fn nexus_spellings() {
     assert_eq!(
         nexus("run prog --mcp-config"),
         Ok(RawArgs::Config {
-            target: "prog".into()
+            target: "prog".into(),
+            result_limit: None,
         })
     );
     assert_eq!(
@@ -287,7 +289,8 @@ fn nexus_spellings() {
     assert_eq!(
         nexus("run prog --mcp-config extra words"),
         Ok(RawArgs::Config {
-            target: "prog".into()
+            target: "prog".into(),
+            result_limit: None,
         })
     );
     // Under any other name the nexus spellings mean nothing.

@@ -156,6 +156,7 @@ impl Reactor {
         let packet = match call::prepare(prog, &mut request, &mut FsHost) {
             Prepared::Remote(packet) => packet,
             Prepared::Answered(ending) => {
+                let ending = self.link_big(&request, ending);
                 let outcome = ending.outcome();
                 self.count_call(request.program, request.command, outcome, Instant::now());
                 let reply = call::respond(&self.catalog, &request.id, request.is_modern(), ending);
@@ -474,6 +475,7 @@ impl Reactor {
             ending.outcome(),
             call.started,
         );
+        let ending = self.link_big(&call.request, ending);
         if let Some(task) = &call.task {
             return self.settle_task(task, ending.into_task_outcome());
         }

@@ -245,6 +245,10 @@ impl Reactor {
                 let reply = self.answer_task("", request);
                 self.send_stdio(&reply);
             }
+            Step::Resource(request) => {
+                let reply = self.answer_resource("", request);
+                self.send_stdio(&reply);
+            }
             Step::Listen(mut listen) => {
                 self.agreed_task_ids(&mut listen, "");
                 self.listeners.add(Client::Stdio, &listen);

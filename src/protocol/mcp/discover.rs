@@ -7,6 +7,8 @@
 //! `resources`: their list methods answer with empty, cacheable lists there,
 //! so a modern client asking for them gets a result instead of an error.
 //! It also declares the Tasks extension (`io.modelcontextprotocol/tasks`).
+//! With `--max-result-chars` the legacy era declares `resources` too (long
+//! results are read as resources, `bigresults`).
 //!
 //! Architecture Invariant: pure; no I/O.
 
@@ -21,6 +23,10 @@ pub fn initialize_result(catalog: &Catalog, version: &str) -> Json {
     let mut caps = Map::new();
     caps.insert("tools".into(), tools_capability(catalog));
     caps.insert("logging".into(), Json::Object(Map::new()));
+    if catalog.result_limit.is_some() {
+        // Big results are read as resources (`bigresults`).
+        caps.insert("resources".into(), Json::Object(Map::new()));
+    }
     let mut result = Map::new();
     result.insert("protocolVersion".into(), Json::String(version.into()));
     result.insert("capabilities".into(), Json::Object(caps));

@@ -71,11 +71,27 @@ pub(super) fn request(
                 ),
             }
         }
+        "resources/list" | "resources/templates/list" | "resources/read"
+            if !session.initialized && catalog.result_limit.is_some() =>
+        {
+            fail(
+                ErrorCode::InvalidRequest,
+                &format!("received {method} before initialization completed"),
+            )
+        }
         "tools/list" | "tools/call" if !session.initialized => fail(
             ErrorCode::InvalidRequest,
             &format!("received {method} before initialization completed"),
         ),
         "tools/list" => reply(catalog.legacy_list().clone()),
+        "resources/list" | "resources/templates/list" | "resources/read"
+            if catalog.result_limit.is_some() =>
+        {
+            match super::bigresults::resource_request(id, method, params.as_ref(), false) {
+                Ok(request) => Step::Resource(request),
+                Err(reply) => Step::Reply(reply),
+            }
+        }
         "tools/call" => tools_call(catalog, id, params, arguments, None),
         other => fail(
             ErrorCode::MethodNotFound,

@@ -7,7 +7,8 @@
 //! 2020-12 dialect named on every schema and caching hints; `tools/call`
 //! becomes a call; `subscriptions/listen` a long-lived subscription. Empty
 //! prompt and resource lists are served so modern clients that ask get an
-//! answer. The methods this revision removed (`initialize`, `ping`,
+//! answer (with `--max-result-chars`, `resources/*` serve the stored long
+//! results instead, `bigresults`). The methods this revision removed (`initialize`, `ping`,
 //! `logging/setLevel`, `resources/subscribe`, …) are unknown here (`-32601`).
 //! Every result carries `resultType: "complete"` and the server's identity in
 //! `_meta`.
@@ -55,6 +56,14 @@ pub(super) fn request(
         },
         "tasks/get" | "tasks/update" | "tasks/cancel" => {
             task_request(id, method, params.as_ref(), &meta)
+        }
+        "resources/list" | "resources/templates/list" | "resources/read"
+            if catalog.result_limit.is_some() =>
+        {
+            match super::bigresults::resource_request(id, method, params.as_ref(), true) {
+                Ok(request) => Step::Resource(request),
+                Err(reply) => Step::Reply(reply),
+            }
         }
         "prompts/list" => reply(empty_list(catalog, "prompts")),
         "resources/list" => reply(empty_list(catalog, "resources")),

@@ -119,6 +119,8 @@ pub struct Tasks {
     ttl_ms: u64,
     cap: usize,
     per_owner: usize,
+    /// Big results stored as resources (`bigresults`), under the same TTL.
+    pub results: super::bigresults::ResultStore,
 }
 
 impl Tasks {
@@ -130,6 +132,7 @@ impl Tasks {
             ttl_ms,
             cap: cap.max(1),
             per_owner: MAX_TASKS_PER_OWNER.clamp(1, cap.max(1)),
+            results: super::bigresults::ResultStore::new(ttl_ms),
         }
     }
 

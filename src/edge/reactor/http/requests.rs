@@ -258,6 +258,7 @@ impl Reactor {
             // `subscriptions/listen` is always a modern request.
             Step::Nothing | Step::Listen(_) => self.respond(token, 202, &cors, &[], keep_alive),
             Step::Task(request) => self.http_task(token, &req, request, &cors, keep_alive),
+            Step::Resource(request) => self.http_resource(token, &req, request, &cors, keep_alive),
             Step::Reply(reply) => self.respond(token, 200, &cors, &body(&reply), keep_alive),
             Step::Cancel(id) => {
                 // No JSON-RPC response is due for a cancelled request (clients
@@ -363,6 +364,7 @@ impl Reactor {
                 self.respond(token, status, &cors, &body(&reply), keep_alive)
             }
             Step::Task(request) => self.http_task(token, req, request, &cors, keep_alive),
+            Step::Resource(request) => self.http_resource(token, req, request, &cors, keep_alive),
             Step::Call(mut request) => {
                 request.owner = req.header("authorization").unwrap_or("").to_string();
                 let wants_logs = request

@@ -1,0 +1,201 @@
+//! Big results as resources on the reactor's side (`--max-result-chars`):
+//! a call's long result is stored in the result table (kept with the tasks)
+//! and replaced by its link, and `resources/*` are answered from the table
+//! under the caller's authorization. With `--task-dir` each result is also
+//! a file there, read back at start. The table and every message live in
+//! `protocol::mcp::bigresults`; this file adds the clock, the ids and the
+//! files.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use mio::Token;
+use serde_json::Value as Json;
+
+use crate::edge::proc;
+use crate::format::json::page::Paged;
+use crate::protocol::http::Request;
+use crate::protocol::jsonrpc;
+use crate::protocol::mcp::bigresults::{self, ResourceMethod, ResourceRequest};
+use crate::protocol::mcp::call::Ending;
+use crate::protocol::mcp::{self, era, CallRequest};
+
+use super::tasks::now_ms;
+use super::Reactor;
+
+/// The extension of a stored result's file in `--task-dir`.
+const RESULT_EXT: &str = "result";
+
+impl Reactor {
+    /// With big results on, a long successful result of `request` is
+    /// stored (its text moved, not copied) and the call ends with its link
+    /// instead; anything else passes unchanged.
+    pub(super) fn link_big(&mut self, request: &CallRequest, ending: Ending) -> Ending {
+        let Some(limit) = self.catalog.result_limit else {
+            return ending;
+        };
+        let Ending::Result(mut result) = ending else {
+            return ending;
+        };
+        let program = &self.catalog.programs[request.program];
+        let command = program.command(request.command);
+        if !mcp::result_is_json_text(command) {
+            return Ending::Result(result);
+        }
+        let Some(text) = bigresults::take_big_text(&mut result, limit) else {
+            return Ending::Result(result);
+        };
+        let tool = program
+            .surface
+            .tools
+            .iter()
+            .find(|t| t.command == request.command)
+            .map_or_else(|| command.name.clone(), |t| t.name.clone());
+        let mut random = [0u8; 16];
+        if proc::fill_random(&mut random).is_err() {
+            return Ending::Error("cannot store the long result: no random source".into());
+        }
+        let id = self.options.instance.mint(&random);
+        drop(result);
+        let value = Paged::new(text);
+        let linked = bigresults::link_result(&id, &tool, &value, limit);
+        let now = now_ms();
+        let freed = self
+            .tasks
+            .results
+            .insert(id.clone(), &request.owner, &tool, value, now);
+        self.unstore_results(&freed);
+        self.store_result(&id);
+        Ending::Result(linked)
+    }
+
+    /// Answers a `resources/*` request from a caller with authorization
+    /// `owner`.
+    pub(super) fn answer_resource(&mut self, owner: &str, req: ResourceRequest) -> Json {
+        let now = now_ms();
+        let result = match req.method {
+            ResourceMethod::Templates => bigresults::templates_result(),
+            ResourceMethod::List => {
+                bigresults::list_result(&self.tasks.results.of_owner(owner, now))
+            }
+            ResourceMethod::Read => {
+                let asked = match bigresults::parse_uri(&req.uri) {
+                    Ok(asked) => asked,
+                    Err(why) => return bigresults::not_found(&req.id, &req.uri, &why),
+                };
+                match self.tasks.results.get(&asked.id, owner, now) {
+                    Some(stored) => bigresults::read_result(&req.uri, &asked, &stored.value),
+                    None => return bigresults::not_found(&req.id, &req.uri, bigresults::NOT_HELD),
+                }
+            }
+        };
+        let result = if req.modern {
+            let mut result = result;
+            bigresults::cache_hints(req.method, &mut result);
+            mcp::complete(result, &self.catalog)
+        } else {
+            result
+        };
+        jsonrpc::result_response(&req.id, result)
+    }
+
+    /// A `resources/*` request over HTTP, answered under its
+    /// `Authorization`.
+    pub(super) fn http_resource(
+        &mut self,
+        token: Token,
+        req: &Request,
+        resource: ResourceRequest,
+        headers: &[(String, String)],
+        keep_alive: bool,
+    ) {
+        let owner = req.header("authorization").unwrap_or("").to_string();
+        let modern = resource.modern;
+        let reply = self.answer_resource(&owner, resource);
+        let status = if modern {
+            era::http_status(&reply)
+        } else {
+            200
+        };
+        let body = serde_json::to_vec(&reply).unwrap_or_default();
+        self.respond(token, status, headers, &body, keep_alive);
+    }
+
+    /// Frees the stored results whose time is up.
+    pub(super) fn result_timers(&mut self) {
+        let now = now_ms();
+        if self.tasks.results.next_expiry().is_some_and(|e| e <= now) {
+            let gone = self.tasks.results.expire(now);
+            self.unstore_results(&gone);
+        }
+    }
+
+    /// `--task-dir`: writes a stored result's file, `<id>.result` (its head
+    /// line, then the value's text; a temporary file renamed over it).
+    fn store_result(&self, id: &str) {
+        let (Some(dir), Some(stored)) = (&self.options.task_dir, self.tasks.results.by_id(id))
+        else {
+            return;
+        };
+        let path = dir.join(format!("{id}.{RESULT_EXT}"));
+        let tmp = dir.join(format!(".{id}.{RESULT_EXT}.tmp"));
+        let written = std::fs::File::create(&tmp)
+            .and_then(|mut f| {
+                f.write_all(bigresults::stored_head(stored).as_bytes())?;
+                f.write_all(stored.value.text().as_bytes())
+            })
+            .and_then(|()| std::fs::rename(&tmp, &path));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            eprintln!(
+                "morloc-mcp: cannot store result {id} in {}: {e}",
+                dir.display()
+            );
+        }
+    }
+
+    fn unstore_results(&self, ids: &[String]) {
+        if let Some(dir) = &self.options.task_dir {
+            for id in ids {
+                let _ = std::fs::remove_file(dir.join(format!("{id}.{RESULT_EXT}")));
+            }
+        }
+    }
+
+    /// `--task-dir`: reads the stored results back (after the tasks, which
+    /// made the directory); files of expired ones are removed, unreadable
+    /// ones reported and left alone.
+    pub(super) fn load_results(&mut self) {
+        let Some(dir) = self.options.task_dir.clone() else {
+            return;
+        };
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return;
+        };
+        let now = now_ms();
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.extension().is_none_or(|x| x != RESULT_EXT) {
+                continue;
+            }
+            let parsed = std::fs::read(&path)
+                .map_err(|e| e.to_string())
+                .and_then(bigresults::from_stored);
+            match parsed {
+                Ok((head, text)) => {
+                    if !self.tasks.results.restore(head, Paged::new(text), now) {
+                        let _ = std::fs::remove_file(&path);
+                    }
+                }
+                Err(why) => eprintln!("morloc-mcp: ignoring result file {}: {why}", path.display()),
+            }
+        }
+    }
+
+    /// When the next stored result is freed, as an `Instant`.
+    pub(super) fn next_result_expiry(&self) -> Option<Instant> {
+        let at = self.tasks.results.next_expiry()?;
+        let wait = at.saturating_sub(now_ms());
+        Some(Instant::now() + Duration::from_millis(wait))
+    }
+}

@@ -1,0 +1,180 @@
+//! Tests of result URIs, the result table and the shapes of linked results.
+
+use super::*;
+use serde_json::json;
+
+#[test]
+fn uris_parse_with_their_pages_and_refuse_what_is_wrong() {
+    let p = parse_uri("morloc://result/a.0f?offset=10&limit=5").unwrap();
+    assert_eq!(
+        (p.id.as_str(), p.offset, p.limit),
+        ("a.0f", Some(10), Some(5))
+    );
+    let p = parse_uri("morloc://result/a.0f?limit=5&offset=0").unwrap();
+    assert_eq!((p.offset, p.limit), (Some(0), Some(5)));
+    let whole = parse_uri("morloc://result/a.0f").unwrap();
+    assert!(!whole.is_page());
+    assert!(parse_uri("morloc://result/a.0f?offset=1")
+        .unwrap()
+        .is_page());
+    for (bad, why) in [
+        ("file:///etc/passwd", "not a result URI"),
+        ("morloc://result/", "not a result id"),
+        ("morloc://result/../x", "not a result id"),
+        ("morloc://result/a/b", "not a result id"),
+        ("morloc://result/a?offset=-1", "non-negative"),
+        ("morloc://result/a?offset=1&offset=2", "twice"),
+        ("morloc://result/a?page=1", "unknown query parameter 'page'"),
+        ("morloc://result/a?offset", "has no '='"),
+        (
+            "morloc://result/a?limit=99999999999999999999",
+            "non-negative",
+        ),
+        ("morloc://result/a?limit=", "non-negative"),
+    ] {
+        let err = parse_uri(bad).unwrap_err();
+        assert!(err.contains(why), "{bad}: {err}");
+    }
+}
+
+fn paged(n: usize) -> Paged {
+    Paged::new(format!("\"{}\"", "x".repeat(n)))
+}
+
+#[test]
+fn results_belong_to_their_owner_and_expire() {
+    let mut store = ResultStore::new(1000);
+    store.insert("i.1".into(), "Bearer a", "f", paged(10), 100);
+    assert!(store.get("i.1", "Bearer a", 100).is_some());
+    assert!(store.get("i.1", "Bearer b", 100).is_none());
+    assert!(store.get("i.1", "Bearer a", 1100).is_none());
+    assert_eq!(store.next_expiry(), Some(1100));
+    assert_eq!(store.of_owner("Bearer a", 100).len(), 1);
+    assert_eq!(store.of_owner("", 100).len(), 0);
+    assert_eq!(store.expire(1100), vec!["i.1".to_string()]);
+    assert!(store.is_empty());
+    assert_eq!(store.bytes(), 0);
+}
+
+#[test]
+fn caps_free_the_oldest_of_the_owner_at_fault() {
+    let mut store = ResultStore::new(1_000_000).with_caps(4, 2, 1000);
+    assert!(store.insert("1".into(), "a", "f", paged(1), 1).is_empty());
+    assert!(store.insert("2".into(), "a", "f", paged(1), 2).is_empty());
+    // a at its own cap: its oldest goes.
+    assert_eq!(store.insert("3".into(), "a", "f", paged(1), 3), vec!["1"]);
+    assert!(store.insert("4".into(), "b", "f", paged(1), 4).is_empty());
+    assert!(store.insert("5".into(), "c", "f", paged(1), 5).is_empty());
+    // Full: the owner holding the most (a) gives its oldest.
+    assert_eq!(store.insert("6".into(), "d", "f", paged(1), 6), vec!["2"]);
+    assert_eq!(store.len(), 4);
+    // Bytes: a big one frees until it fits.
+    let freed = store.insert("7".into(), "e", "f", paged(990), 7);
+    assert_eq!(freed, vec!["3", "4"]);
+    assert!(store.bytes() <= 1000);
+    // Bigger than the cap: kept, alone.
+    store.insert("8".into(), "e", "f", paged(2000), 8);
+    assert_eq!(store.len(), 1);
+}
+
+#[test]
+fn only_long_successful_single_text_results_are_taken() {
+    let mut r = json!({"content": [{"type": "text", "text": "ééééé"}], "isError": false});
+    assert_eq!(take_big_text(&mut r, 5), None);
+    assert_eq!(take_big_text(&mut r, 4).as_deref(), Some("ééééé"));
+    assert_eq!(r["content"][0]["text"], "");
+    let mut e = json!({"content": [{"type": "text", "text": "long error"}], "isError": true});
+    assert_eq!(take_big_text(&mut e, 1), None);
+    let mut img = json!({"content": [{"type": "image", "data": "AAAA"}], "isError": false});
+    assert_eq!(take_big_text(&mut img, 1), None);
+}
+
+#[test]
+fn a_linked_result_has_preview_link_and_small_structured_content() {
+    let value = Paged::new(format!("[{}]", vec!["12345"; 100].join(",")));
+    let result = link_result("i.ab", "f", &value, 40);
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("[12345,12345,12345]\n"), "{text}");
+    assert!(text.contains("a list of 100 elements, 601 bytes"), "{text}");
+    assert_eq!(result["content"][1]["type"], "resource_link");
+    assert_eq!(result["content"][1]["uri"], "morloc://result/i.ab");
+    assert_eq!(result["structuredContent"][LINK_KEY]["count"], 100);
+    assert_eq!(result["isError"], false);
+}
+
+#[test]
+fn output_schemas_become_any_of_value_or_link() {
+    assert_eq!(wrap_output_schema(None), None);
+    let base = json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "properties": {"p": {"$ref": "#/$defs/P"}},
+        "$defs": {"P": {"type": "integer"}}
+    });
+    let wrapped = wrap_output_schema(Some(base)).unwrap();
+    assert_eq!(
+        wrapped["$schema"],
+        "https://json-schema.org/draft/2020-12/schema"
+    );
+    assert_eq!(wrapped["type"], "object");
+    assert_eq!(wrapped["$defs"]["P"]["type"], "integer");
+    assert_eq!(wrapped["anyOf"][0]["properties"]["p"]["$ref"], "#/$defs/P");
+    assert!(wrapped["anyOf"][0].get("$defs").is_none());
+    assert_eq!(wrapped["anyOf"][1], link_schema());
+    let array = wrap_output_schema(Some(json!({"type": "array"}))).unwrap();
+    assert!(array.get("type").is_none());
+    let tool = json!({"name": "f", "outputSchema": {"type": "object"}});
+    assert_eq!(wrap_tool(tool.clone(), None), tool);
+    assert!(wrap_tool(tool, Some(10))["outputSchema"]["anyOf"].is_array());
+}
+
+#[test]
+fn reads_give_pages_with_the_next_one() {
+    let value = Paged::new("[1,2,3,4,5]".into());
+    let uri = "morloc://result/i.ab?offset=1&limit=2";
+    let got = read_result(uri, &parse_uri(uri).unwrap(), &value);
+    let content = &got["contents"][0];
+    assert_eq!(content["text"], "[2,3]");
+    assert_eq!(
+        content["_meta"]["next"],
+        "morloc://result/i.ab?offset=3&limit=2"
+    );
+    let uri = "morloc://result/i.ab?offset=4&limit=2";
+    let got = read_result(uri, &parse_uri(uri).unwrap(), &value);
+    assert_eq!(got["contents"][0]["text"], "[5]");
+    assert!(got["contents"][0]["_meta"].get("next").is_none());
+    let whole = read_result(
+        "morloc://result/i.ab",
+        &parse_uri("morloc://result/i.ab").unwrap(),
+        &value,
+    );
+    assert_eq!(whole["contents"][0]["text"], "[1,2,3,4,5]");
+}
+
+#[test]
+fn stored_results_read_back_the_same() {
+    let mut store = ResultStore::new(1000);
+    store.insert("i.1".into(), "Bearer a", "f", paged(5), 100);
+    let stored = store.by_id("i.1").unwrap();
+    let mut file = stored_head(stored).into_bytes();
+    file.extend_from_slice(stored.value.text().as_bytes());
+    let (head, text) = from_stored(file).unwrap();
+    assert_eq!(text, "\"xxxxx\"");
+    assert_eq!(
+        (head.id.as_str(), head.tool.as_str(), head.expires_ms),
+        ("i.1", "f", 1100)
+    );
+    let mut again = ResultStore::new(1000);
+    assert!(!again.restore(head.clone(), Paged::new(text.clone()), 1100));
+    assert!(again.restore(head, Paged::new(text), 200));
+    assert!(again.get("i.1", "Bearer a", 200).is_some());
+    assert!(again.get("i.1", "Bearer b", 200).is_none());
+    for (bad, why) in [
+        (&b"no newline"[..], "no head line"),
+        (b"[]\n1", "'resultId'"),
+        (b"{\"resultId\":\"../x\",\"owner\":\"o\",\"tool\":\"t\",\"createdMs\":1,\"expiresMs\":2}\n1", "not a result id"),
+    ] {
+        let err = from_stored(bad.to_vec()).unwrap_err();
+        assert!(err.contains(why), "{err}");
+    }
+}
