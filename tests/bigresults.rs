@@ -379,3 +379,34 @@ fn with_a_task_dir_results_survive_a_restart() {
     let after = again.ask_json(&legacy(3, "resources/read", json!({"uri": page})));
     assert_eq!(after["result"], before["result"], "{after}");
 }
+
+#[test]
+fn with_job_tools_too_a_schema_accepts_the_value_a_link_and_a_handle() {
+    let mut s = start(&["--max-result-chars", "1000", "--job-tools"]);
+    let list = s.ask_json(&modern(1, "tools/list", json!({}), false));
+    let tools = list["result"]["tools"].as_array().expect("tools");
+    let big = tools
+        .iter()
+        .find(|t| t["name"] == "bigList")
+        .expect("bigList");
+    let schema = big["outputSchema"].to_string();
+    assert!(schema.contains("resultLink"), "no link object: {schema}");
+    assert!(schema.contains("jobId"), "no job handle: {schema}");
+    assert!(schema.contains(r#""type":"integer""#), "no value: {schema}");
+    // The job tools themselves are not wrapped in a link.
+    let status = tools
+        .iter()
+        .find(|t| t["name"] == "job_status")
+        .expect("job_status");
+    assert!(!status.to_string().contains("resultLink"), "{status}");
+    // A long result still becomes a link.
+    let reply = s.ask_json(&modern(2, "tools/call", call("bigList", 5000), false));
+    let uri = link_of(&reply["result"], "list", 5000);
+    let page = s.ask_json(&modern(
+        3,
+        "resources/read",
+        json!({"uri": format!("{uri}?offset=4999&limit=5")}),
+        false,
+    ));
+    assert_eq!(page["result"]["contents"][0]["text"], "[4999]", "{page}");
+}

@@ -292,13 +292,15 @@ impl Catalog {
     }
 
     fn modern_tools(&self) -> Vec<Json> {
+        let limit = self.result_limit;
         if self.job_tools {
-            return jobs::modern_tools(self.live_tools().map(|t| &t.modern_json));
+            let served: Vec<Json> = (self.live_tools())
+                .map(|t| bigresults::wrap_tool(t.modern_json.clone(), limit))
+                .collect();
+            return jobs::modern_tools(served.iter());
         }
-        self.live
-            .iter()
-            .flat_map(|&i| self.programs[i].surface.tools.iter())
-            .map(|t| bigresults::wrap_tool(modern::tool_json(&t.modern_json), self.result_limit))
+        self.live_tools()
+            .map(|t| bigresults::wrap_tool(modern::tool_json(&t.modern_json), limit))
             .collect()
     }
 
