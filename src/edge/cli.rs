@@ -33,6 +33,7 @@ use crate::protocol::tools;
 
 mod help;
 mod nexus;
+pub mod oauth;
 mod values;
 use help::*;
 use values::{byte_size, count, replicas_value, seconds, string_value};
@@ -128,6 +129,7 @@ pub struct RawServe {
     pub max_queued: Option<usize>,
     /// `--tools-file`: curates the tools of the (one) program served.
     pub tools_file: Option<PathBuf>,
+    pub oauth: oauth::OAuthArgs,
 }
 
 /// The outside world [`prepare`] consults, passed in so tests can fake it.
@@ -235,6 +237,9 @@ pub struct HttpConfig {
     pub max_sessions_per_owner: usize,
     /// Most legacy sessions in all.
     pub max_sessions: usize,
+    /// `--public-url`: the `/mcp` endpoint as clients reach it.
+    pub public_url: Option<String>,
+    pub oauth: Option<oauth::OAuthConfig>,
 }
 
 /// Most HTTP connections from one address, unless `--max-conns-per-peer`:
@@ -388,6 +393,7 @@ pub fn prepare(raw: RawArgs, env: &Env, warnings: &mut Vec<String>) -> Result<Ac
                 .and_then(|t| t.to_str())
                 .filter(|t| !t.is_empty())
                 .map(str::to_string);
+            let oauth = oauth::config(&serve.oauth, serve.http_port.is_some())?;
             let http = serve.http_port.map(|port| HttpConfig {
                 port,
                 host: serve
@@ -409,6 +415,8 @@ pub fn prepare(raw: RawArgs, env: &Env, warnings: &mut Vec<String>) -> Result<Ac
                 max_sessions: serve
                     .max_sessions
                     .unwrap_or(crate::protocol::http::DEFAULT_MAX_SESSIONS),
+                public_url: serve.oauth.public_url.clone(),
+                oauth,
             });
             let call_timeout = match serve.call_timeout {
                 None => Some(DEFAULT_CALL_TIMEOUT),
@@ -690,6 +698,10 @@ fn parse_serve(
             Long("tools-file") => {
                 let text = string_value(&mut parser, "--tools-file", command)?;
                 raw.tools_file = Some(PathBuf::from(text));
+            }
+            Long(name) if oauth::FLAGS.contains(&name) => {
+                let name = name.to_string();
+                oauth::flag(&name, &mut parser, &mut raw.oauth, command)?;
             }
             Word(target) if router || raw.targets.is_empty() => {
                 raw.targets.push(PathBuf::from(target))

@@ -192,10 +192,18 @@ enum Client {
 
 #[derive(Clone, Copy, Debug)]
 enum Source {
-    PoolOutput { program: usize, pool: Proc },
-    Probe { program: usize, pool: Proc },
+    PoolOutput {
+        program: usize,
+        pool: Proc,
+    },
+    Probe {
+        program: usize,
+        pool: Proc,
+    },
     Call(CallId),
     Conn,
+    /// The OAuth key set's fetch (`http::oauth`).
+    Jwks,
 }
 
 /// What each dynamic token stands for, and the next one to hand out.
@@ -393,6 +401,7 @@ impl Reactor {
                         Some(Source::Conn) => {
                             self.http_event(token, event.is_readable(), event.is_writable())
                         }
+                        Some(Source::Jwks) => self.jwks_event(),
                         None => {}
                     },
                 }

@@ -34,6 +34,9 @@ pub struct Config {
     pub issuer: String,
     /// What `aud` must contain: this server's canonical URL unless set.
     pub audience: String,
+    /// This server's canonical URL (its `/mcp` endpoint as clients reach
+    /// it), whose metadata URL the challenges name.
+    pub resource: String,
     /// Scopes every request needs.
     pub scopes: Vec<String>,
     /// Per tool (its advertised name): the scopes a call of it needs, on
@@ -274,7 +277,7 @@ pub fn metadata(config: &Config, resource_name: &str) -> Json {
 
 /// The `WWW-Authenticate` value and the status answering `refusal`.
 pub fn challenge(config: &Config, refusal: &Refusal) -> (u16, String) {
-    let meta = metadata_url(&config.audience);
+    let meta = metadata_url(&config.resource);
     let scope = |s: &[String]| {
         if s.is_empty() {
             String::new()

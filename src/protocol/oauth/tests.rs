@@ -89,6 +89,7 @@ fn config() -> Config {
     Config {
         issuer: ISS.into(),
         audience: AUD.into(),
+        resource: AUD.into(),
         scopes: vec!["mcp:tools".into()],
         tool_scopes: vec![("shout".into(), vec!["mcp:admin".into()])],
     }
