@@ -12,6 +12,7 @@ mod http;
 mod make_test;
 mod metrics;
 mod modern;
+#[cfg(feature = "oauth")]
 mod oauth;
 mod pools;
 mod real_scripts;

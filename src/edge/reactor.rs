@@ -203,6 +203,7 @@ enum Source {
     Call(CallId),
     Conn,
     /// The OAuth key set's fetch (`http::oauth`).
+    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
     Jwks,
 }
 

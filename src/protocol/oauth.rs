@@ -308,5 +308,5 @@ pub fn challenge(config: &Config, refusal: &Refusal) -> (u16, String) {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "oauth"))]
 mod tests;

@@ -108,6 +108,30 @@ fn scope_list(text: &str) -> Vec<String> {
 }
 
 /// The checked settings: `None` without `--oauth-issuer`.
+#[cfg(not(feature = "oauth"))]
+pub(super) fn config(raw: &OAuthArgs, http: bool) -> Result<Option<OAuthConfig>, CliError> {
+    let given = raw.issuer.is_some()
+        || raw.audience.is_some()
+        || raw.jwks.is_some()
+        || !raw.scopes.is_empty()
+        || !raw.tool_scopes.is_empty();
+    if (given || raw.public_url.is_some()) && !http {
+        return Err(CliError::Usage(
+            "--public-url and the --oauth-* options need --http-port".into(),
+        ));
+    }
+    if given {
+        return Err(CliError::Usage(NO_OAUTH.into()));
+    }
+    Ok(None)
+}
+
+/// Why a build without the `oauth` feature refuses the options.
+#[cfg(not(feature = "oauth"))]
+const NO_OAUTH: &str = "this build has no OAuth support (it was built without the `oauth` feature, as the minimal static build is); use a default build";
+
+/// The checked settings: `None` without `--oauth-issuer`.
+#[cfg(feature = "oauth")]
 pub(super) fn config(raw: &OAuthArgs, http: bool) -> Result<Option<OAuthConfig>, CliError> {
     let usage = |m: &str| Err(CliError::Usage(m.to_string()));
     let given = raw.issuer.is_some()
@@ -138,4 +162,61 @@ pub(super) fn config(raw: &OAuthArgs, http: bool) -> Result<Option<OAuthConfig>,
         scopes: raw.scopes.clone(),
         tool_scopes: raw.tool_scopes.clone(),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::{OsStr, OsString};
+
+    use super::super::{parse_args, RawArgs};
+    use super::*;
+
+    fn raw(line: &str) -> Result<OAuthArgs, CliError> {
+        let args = line.split_whitespace().map(OsString::from);
+        match parse_args(Some(OsStr::new("morloc-mcp")), args)? {
+            RawArgs::Serve(serve) => Ok(serve.oauth),
+            other => panic!("not a serve command: {other:?}"),
+        }
+    }
+
+    fn usage(line: &str, http: bool) -> String {
+        match raw(line).and_then(|r| config(&r, http)) {
+            Err(CliError::Usage(m)) => m,
+            other => panic!("expected a usage error for {line}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_options_parse_and_are_checked_together() {
+        let r = raw(
+            "mcp m --oauth-issuer https://i/ --oauth-jwks http://127.0.0.1:9/k \
+                     --oauth-scopes a,b --oauth-scopes c --oauth-tool-scopes t=x,y \
+                     --public-url https://h/mcp",
+        )
+        .unwrap();
+        assert_eq!(r.scopes, ["a", "b", "c"]);
+        assert_eq!(
+            r.tool_scopes,
+            [("t".to_string(), vec!["x".to_string(), "y".to_string()])]
+        );
+        assert_eq!(r.public_url.as_deref(), Some("https://h/mcp"));
+        if cfg!(feature = "oauth") {
+            let c = config(&r, true).unwrap().unwrap();
+            assert_eq!(c.issuer, "https://i/");
+            assert!(matches!(c.jwks, JwksSource::Url(ref u) if u.path == "/k"));
+            let file = raw("mcp m --oauth-issuer i --oauth-jwks keys.json").unwrap();
+            let c = config(&file, true).unwrap().unwrap();
+            assert_eq!(c.jwks, JwksSource::File("keys.json".into()));
+            assert!(usage("mcp m --oauth-issuer i", true).contains("--oauth-jwks"));
+            assert!(usage("mcp m --oauth-issuer i --oauth-jwks https://i/k", true).contains("TLS"));
+            assert!(usage("mcp m --oauth-scopes a", true).contains("--oauth-issuer"));
+        } else {
+            assert!(usage("mcp m --oauth-issuer i --oauth-jwks k", true).contains("feature"));
+        }
+        assert_eq!(config(&raw("mcp m").unwrap(), false).unwrap(), None);
+        assert!(usage("mcp m --public-url https://h/mcp", false).contains("--http-port"));
+        assert!(usage("mcp m --public-url h", true).contains("http://"));
+        assert!(usage("mcp m --oauth-tool-scopes t", true).contains("TOOL=SCOPE"));
+        assert!(usage("mcp m --oauth-tool-scopes t=", true).contains("TOOL=SCOPE"));
+    }
 }

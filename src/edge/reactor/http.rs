@@ -49,6 +49,10 @@ mod caps;
 mod conn;
 mod health;
 mod metrics;
+#[cfg(feature = "oauth")]
+mod oauth;
+#[cfg(not(feature = "oauth"))]
+#[path = "http/oauth_off.rs"]
 mod oauth;
 mod pump;
 mod reply;

@@ -402,6 +402,7 @@ impl Conn {
     }
 
     /// Sets whom the request being served speaks for (under OAuth).
+    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
     pub(super) fn set_principal(&mut self, p: Option<crate::protocol::oauth::Principal>) {
         self.principal = p;
     }
