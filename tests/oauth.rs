@@ -255,6 +255,26 @@ fn an_unknown_key_id_fetches_the_keys_again_at_most_once_a_minute() {
 }
 
 #[test]
+fn keys_past_their_age_are_fetched_again_and_a_withdrawn_key_is_refused() {
+    let issuer = Issuer::start(jwks(&[("rsa1", "rsa-1")]));
+    let server = serve(&issuer, &["--oauth-jwks-max-age", "0"]);
+    let c = claims(&issuer, &server, "alice", "mcp:tools");
+    let old = mint(&rs("rsa-1"), &c, "rsa1");
+    post(&server, Some(&old), None, &initialize_message(1)).expect(200);
+    assert_eq!(issuer.fetches(), 1);
+    // The issuer withdraws the key: the next token refreshes the set first.
+    issuer.rotate(jwks(&[("rsa2", "rsa-2")]));
+    assert_invalid(
+        post(&server, Some(&old), None, &initialize_message(1)),
+        "unknown key id",
+    );
+    assert_eq!(issuer.fetches(), 2);
+    let new = mint(&rs("rsa-2"), &c, "rsa2");
+    post(&server, Some(&new), None, &initialize_message(1)).expect(200);
+    assert_eq!(issuer.fetches(), 3);
+}
+
+#[test]
 fn an_unreachable_key_set_refuses_every_token() {
     // A port nothing listens on.
     let closed = std::net::TcpListener::bind("127.0.0.1:0")

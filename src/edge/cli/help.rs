@@ -42,6 +42,9 @@ Options:
       --oauth-jwks <url|file>   the issuer's keys: a JWKS file, or an http:// URL
                                 (IP or localhost; no TLS: see the README, OAuth)
                                 fetched on the first token and on an unknown key
+      --oauth-jwks-max-age <seconds>
+                                fetch (or read) the keys again once they are
+                                this old [default: 3600]
       --oauth-audience <aud>    what a token's 'aud' must hold
                                 [default: the --public-url]
       --oauth-scopes <scopes>   scopes every request needs (comma-separated)

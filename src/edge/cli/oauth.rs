@@ -4,8 +4,9 @@
 //! is a file or an `http://` URL, and everything needs HTTP.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
-use super::values::string_value;
+use super::values::{seconds, string_value};
 use super::CliError;
 use crate::protocol::oauth::fetch::Url;
 
@@ -19,7 +20,12 @@ pub struct OAuthArgs {
     pub scopes: Vec<String>,
     /// `--oauth-tool-scopes TOOL=SCOPE[,SCOPE...]`, in order.
     pub tool_scopes: Vec<(String, Vec<String>)>,
+    pub jwks_max_age: Option<Duration>,
 }
+
+/// How long fetched keys are used before they are fetched again, unless
+/// `--oauth-jwks-max-age`.
+pub const DEFAULT_JWKS_MAX_AGE: Duration = Duration::from_secs(3600);
 
 /// Where the issuer's keys come from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,16 +44,19 @@ pub struct OAuthConfig {
     pub jwks: JwksSource,
     pub scopes: Vec<String>,
     pub tool_scopes: Vec<(String, Vec<String>)>,
+    /// Keys older than this are fetched (or read) again before use.
+    pub jwks_max_age: Duration,
 }
 
 /// The options parsed here (without `--`).
-pub(super) const FLAGS: [&str; 6] = [
+pub(super) const FLAGS: [&str; 7] = [
     "public-url",
     "oauth-issuer",
     "oauth-audience",
     "oauth-jwks",
     "oauth-scopes",
     "oauth-tool-scopes",
+    "oauth-jwks-max-age",
 ];
 
 /// Takes option `name`, one of [`FLAGS`].
@@ -79,6 +88,7 @@ pub(super) fn flag(
         "oauth-audience" => raw.audience = Some(value()?),
         "oauth-jwks" => raw.jwks = Some(value()?),
         "oauth-scopes" => raw.scopes.extend(scope_list(&value()?)),
+        "oauth-jwks-max-age" => raw.jwks_max_age = Some(seconds(&value()?, &option)?),
         "oauth-tool-scopes" => {
             let text = value()?;
             let Some((tool, scopes)) = text.split_once('=') else {
@@ -114,7 +124,8 @@ pub(super) fn config(raw: &OAuthArgs, http: bool) -> Result<Option<OAuthConfig>,
         || raw.audience.is_some()
         || raw.jwks.is_some()
         || !raw.scopes.is_empty()
-        || !raw.tool_scopes.is_empty();
+        || !raw.tool_scopes.is_empty()
+        || raw.jwks_max_age.is_some();
     if (given || raw.public_url.is_some()) && !http {
         return Err(CliError::Usage(
             "--public-url and the --oauth-* options need --http-port".into(),
@@ -138,7 +149,8 @@ pub(super) fn config(raw: &OAuthArgs, http: bool) -> Result<Option<OAuthConfig>,
         || raw.audience.is_some()
         || raw.jwks.is_some()
         || !raw.scopes.is_empty()
-        || !raw.tool_scopes.is_empty();
+        || !raw.tool_scopes.is_empty()
+        || raw.jwks_max_age.is_some();
     if (given || raw.public_url.is_some()) && !http {
         return usage("--public-url and the --oauth-* options need --http-port");
     }
@@ -161,6 +173,7 @@ pub(super) fn config(raw: &OAuthArgs, http: bool) -> Result<Option<OAuthConfig>,
         jwks,
         scopes: raw.scopes.clone(),
         tool_scopes: raw.tool_scopes.clone(),
+        jwks_max_age: raw.jwks_max_age.unwrap_or(DEFAULT_JWKS_MAX_AGE),
     }))
 }
 

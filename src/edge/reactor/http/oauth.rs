@@ -3,10 +3,12 @@
 //! checks each request of a guarded route (`protocol::oauth::validate`),
 //! and the metadata endpoints serve RFC 9728's document.
 //!
-//! Keys are fetched lazily, on the first token, and again when a token
-//! names a key not held (at most once per [`MIN_REFETCH`]). A request whose
-//! key is being fetched is parked: its connection is held busy until the
-//! fetch ends, then the request is judged again (without another fetch).
+//! Keys are fetched lazily, on the first token, again when a token names a
+//! key not held (at most once per [`MIN_REFETCH`]), and again once they are
+//! older than `--oauth-jwks-max-age` (so a key the issuer withdrew stops
+//! being trusted). A request whose key is being fetched is parked: its
+//! connection is held busy until the fetch ends, then the request is judged
+//! again (without another fetch); a failed refresh keeps the old keys.
 //! The fetch is an outbound HTTP/1.1 GET on a non-blocking socket in the
 //! reactor's poll; a key set that cannot be fetched or parsed is a stderr
 //! line, and tokens are refused until one can.
@@ -47,6 +49,10 @@ pub(super) struct OAuthFront {
     tried: Option<Instant>,
     /// When the keys were last fetched again for an unknown key id.
     refetched: Option<Instant>,
+    /// When the keys held were fetched (or read).
+    fetched: Option<Instant>,
+    /// Keys older than this are fetched again before use.
+    max_age: Duration,
     fetch: Option<Fetch>,
     /// Requests waiting for the fetch, with their connections.
     parked: Vec<(Token, Request)>,
@@ -67,6 +73,8 @@ impl OAuthFront {
     /// key file is read now: one that cannot be read or parsed stops the
     /// start.
     pub(super) fn new(config: OAuthConfig, canonical: String) -> Result<OAuthFront, StartError> {
+        let max_age = config.jwks_max_age;
+        let fetched = matches!(config.jwks, JwksSource::File(_)).then(Instant::now);
         let keys = match &config.jwks {
             JwksSource::File(path) => Some(read_file(path).map_err(StartError)?),
             JwksSource::Url(_) => None,
@@ -83,6 +91,8 @@ impl OAuthFront {
             keys,
             tried: None,
             refetched: None,
+            fetched,
+            max_age,
             fetch: None,
             parked: Vec::new(),
         })
@@ -105,6 +115,18 @@ impl OAuthFront {
             None => since(self.tried),
             Some(_) => since(self.refetched),
         }
+    }
+
+    /// Whether the keys held are older than `max_age` and may be fetched
+    /// again now (after a failed try, not before `MIN_REFETCH` has passed,
+    /// or `max_age` if shorter; the old keys serve meanwhile).
+    fn stale(&self, now: Instant) -> bool {
+        let older =
+            |t: Option<Instant>, age: Duration| t.is_none_or(|t| now.duration_since(t) >= age);
+        self.keys.is_some()
+            && self.fetched.is_some()
+            && older(self.fetched, self.max_age)
+            && older(self.tried, self.max_age.min(MIN_REFETCH))
     }
 
     /// The 401/403 answering `refusal`.
@@ -184,8 +206,15 @@ impl Reactor {
             return Guard::Pass;
         }
         let now = Instant::now();
-        let mut verdict = oauth::validate(&oauth.config, oauth.keys.as_ref(), auth, unix_now());
-        if verdict == Verdict::UnknownKey && may_fetch && oauth.may_fetch(now) {
+        // Keys past their age are fetched again first, as for an unknown key.
+        let stale = may_fetch && oauth.stale(now);
+        let mut verdict = if stale {
+            Verdict::UnknownKey
+        } else {
+            oauth::validate(&oauth.config, oauth.keys.as_ref(), auth, unix_now())
+        };
+        let fetch_due = may_fetch && (stale || oauth.may_fetch(now));
+        if verdict == Verdict::UnknownKey && fetch_due {
             if let JwksSource::File(path) = &oauth.source {
                 // A file is read again at once.
                 if oauth.keys.is_some() {
@@ -193,12 +222,16 @@ impl Reactor {
                 }
                 oauth.tried = Some(now);
                 match read_file(path) {
-                    Ok(keys) => oauth.keys = Some(keys),
+                    Ok(keys) => {
+                        oauth.keys = Some(keys);
+                        oauth.fetched = Some(now);
+                    }
                     Err(e) => eprintln!("morloc-mcp: OAuth: {e}; keeping the keys held"),
                 }
                 verdict = oauth::validate(&oauth.config, oauth.keys.as_ref(), auth, unix_now());
             }
         }
+        let by_url = matches!(oauth.source, JwksSource::Url(_));
         match verdict {
             Verdict::Accepted(principal) => {
                 let owner = principal.owner();
@@ -215,7 +248,7 @@ impl Reactor {
             Verdict::Refused(refusal) => {
                 Guard::Refuse(oauth.refuse(&refusal, cors.clone(), req.keep_alive))
             }
-            Verdict::UnknownKey if may_fetch && (oauth.fetch.is_some() || oauth.may_fetch(now)) => {
+            Verdict::UnknownKey if by_url && (may_fetch && oauth.fetch.is_some() || fetch_due) => {
                 let keep_alive = req.keep_alive;
                 oauth.parked.push((token, std::mem::take(req)));
                 let start = oauth.fetch.is_none();
@@ -366,7 +399,10 @@ impl Reactor {
             JwksSource::File(p) => p.display().to_string(),
         };
         match result {
-            Ok(keys) => oauth.keys = Some(keys),
+            Ok(keys) => {
+                oauth.keys = Some(keys);
+                oauth.fetched = Some(Instant::now());
+            }
             Err(e) => eprintln!(
                 "morloc-mcp: OAuth: cannot fetch the JWKS from {url}: {e}; tokens it would verify are refused until it can be fetched"
             ),
