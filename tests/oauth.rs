@@ -400,3 +400,102 @@ fn a_key_file_and_the_static_token_work_together() {
         "{challenge}"
     );
 }
+
+/// The calls in flight, read from `/metrics` with the static token.
+fn in_flight(addr: std::net::SocketAddr) -> u64 {
+    let auth = "Authorization: Bearer scrape\r\n";
+    let text = Client::connect(addr)
+        .roundtrip(&simple_request("GET", "/metrics", addr, auth))
+        .expect(200)
+        .text();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("mcp_server_calls_in_flight "));
+    let value = line.and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok());
+    value.unwrap_or(0.0) as u64
+}
+
+#[test]
+fn one_subjects_calls_share_one_place_in_the_queue() {
+    let issuer = Issuer::start(jwks(&[("rsa1", "rsa-1")]));
+    let extra = [
+        "--pool-replicas",
+        "py=1",
+        "--max-queued-per-owner",
+        "2",
+        "--auth-token",
+        "scrape",
+    ];
+    let server = serve(&issuer, &extra);
+    let alice = mint(
+        &rs("rsa-1"),
+        &claims(&issuer, &server, "alice", "mcp:tools"),
+        "rsa1",
+    );
+    let bob = mint(
+        &rs("rsa-1"),
+        &claims(&issuer, &server, "bob", "mcp:tools"),
+        "rsa1",
+    );
+    let addr = server.addr;
+    // The pool is started first (a call waiting for it counts as waiting).
+    let sid = initialize(&server, &bob);
+    let warm = post(
+        &server,
+        Some(&bob),
+        Some(&sid),
+        &tool_call(1, "addOne", json!({"_1": 1})),
+    );
+    assert_eq!(warm.expect(200).json()["result"]["isError"], false);
+    // Alice's calls come on three sessions: one runs, two wait.
+    let mut threads = Vec::new();
+    for n in 0..3u64 {
+        let sid = initialize(&server, &alice);
+        let token = alice.clone();
+        threads.push(std::thread::spawn(move || {
+            // The first runs until the others have been judged.
+            let ms = if n == 0 { 4000 } else { 200 + n };
+            let call = tool_call(2, "slowEcho", json!({ "_1": ms }));
+            let auth = format!("Bearer {token}");
+            let request = post_request(
+                addr,
+                Some(&sid),
+                call.to_string().as_bytes(),
+                &[("Authorization", &auth)],
+            );
+            Client::connect(addr).roundtrip(&request).expect(200).json()
+        }));
+        wait_for("the slow call is in", || in_flight(addr) == n + 1);
+    }
+    // A fourth session of hers is past her cap; Bob is served.
+    let sid = initialize(&server, &alice);
+    let refused = post(
+        &server,
+        Some(&alice),
+        Some(&sid),
+        &tool_call(3, "addOne", json!({"_1": 1})),
+    );
+    let refused = refused.expect(200).json();
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    let why = refused["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    assert!(why.contains("already has 2 calls waiting"), "{why}");
+    let sid = initialize(&server, &bob);
+    let served = post(
+        &server,
+        Some(&bob),
+        Some(&sid),
+        &tool_call(4, "addOne", json!({"_1": 6})),
+    );
+    assert_eq!(served.expect(200).json()["result"]["isError"], false);
+    for t in threads {
+        assert_eq!(t.join().unwrap()["result"]["isError"], false);
+    }
+    let stderr = server.proc.stderr_now();
+    assert!(
+        stderr.contains("an OAuth subject reached the cap of 2 calls waiting"),
+        "{stderr}"
+    );
+}
