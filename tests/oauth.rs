@@ -499,3 +499,72 @@ fn one_subjects_calls_share_one_place_in_the_queue() {
         "{stderr}"
     );
 }
+
+/// A modern (2026-07-28) request declaring the tasks extension, with
+/// `token`: status and body.
+fn modern(
+    server: &Server,
+    token: &str,
+    id: u64,
+    method: &str,
+    name: &str,
+    mut params: Value,
+) -> (u16, Value) {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+    });
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let auth = format!("Bearer {token}");
+    let headers = [
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", method),
+        ("Mcp-Name", name),
+        ("Authorization", auth.as_str()),
+    ];
+    let request = post_request(server.addr, None, body.to_string().as_bytes(), &headers);
+    let reply = Client::connect(server.addr).roundtrip(&request);
+    (reply.status, reply.json())
+}
+
+#[test]
+fn tasks_belong_to_the_subject_not_to_the_token() {
+    let issuer = Issuer::start(jwks(&[("rsa1", "rsa-1")]));
+    let server = serve(&issuer, &["--task-after", "0"]);
+    let alice = mint(
+        &rs("rsa-1"),
+        &claims(&issuer, &server, "alice", "mcp:tools"),
+        "rsa1",
+    );
+    let mut later = claims(&issuer, &server, "alice", "mcp:tools");
+    later["jti"] = json!("a second token");
+    let alice_again = mint(&rs("rsa-1"), &later, "rsa1");
+    let bob = mint(
+        &rs("rsa-1"),
+        &claims(&issuer, &server, "bob", "mcp:tools"),
+        "rsa1",
+    );
+    let args = json!({"name": "slowEcho", "arguments": {"_1": 50}});
+    let (status, created) = modern(&server, &alice, 1, "tools/call", "slowEcho", args);
+    assert_eq!(status, 200, "{created}");
+    let task = created["result"]["taskId"]
+        .as_str()
+        .expect("a task")
+        .to_string();
+    let get = |token: &str| {
+        modern(
+            &server,
+            token,
+            2,
+            "tasks/get",
+            &task,
+            json!({"taskId": task}),
+        )
+    };
+    // Another token of the same subject sees it; another subject does not.
+    let (status, mine) = get(&alice_again);
+    assert_eq!(status, 200, "{mine}");
+    assert!(mine["result"]["status"].is_string(), "{mine}");
+    let (_, theirs) = get(&bob);
+    assert_eq!(theirs["error"]["code"], -32602, "{theirs}");
+}
