@@ -13,6 +13,9 @@
 #     are linked under the glibc target through a gcc specs file written
 #     below, with the `musl-libc` feature supplying the two glibc symbols the
 #     prebuilt standard library and libgcc's unwinder ask for (src/main.rs).
+# The static binary is built without the default `oauth` feature (the OAuth
+# resource server and its signature crate, about 300 KB; README "OAuth"), and
+# the end-to-end tests run against it without the tests of that feature.
 # Either way the binary uses our own allocator (src/musl/alloc.rs) and memcpy
 # (src/musl/memcopy.rs), not musl's, which are slow for this server.
 # STATIC_LIBC=glibc links glibc statically instead: about 2 MB, and
@@ -126,7 +129,7 @@ esac
 # Builds into the given target directory; prints the binary's path.
 build() {
     # shellcheck disable=SC2086 # $features is empty or two words
-    cargo build --release --locked --quiet $features --target "$triple" --target-dir "$1" >&2 ||
+    cargo build --release --locked --quiet --no-default-features $features --target "$triple" --target-dir "$1" >&2 ||
         die "cargo build --release --target $triple failed"
     echo "$1/$triple/release/morloc-mcp"
 }
@@ -315,7 +318,7 @@ fi
 smoke "$bin"
 jail "$bin"
 echo "static: running the end-to-end tests against it"
-RUSTFLAGS=$user_rustflags MORLOC_MCP_TEST_BIN="$bin" cargo test --locked --quiet --test tests ||
+RUSTFLAGS=$user_rustflags MORLOC_MCP_TEST_BIN="$bin" cargo test --locked --quiet --no-default-features --test tests ||
     die "end-to-end tests failed against the static binary $bin"
 echo "static: ok"
 

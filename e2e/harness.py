@@ -600,6 +600,27 @@ def bigresult_jobs(binary: str, manifest: Path) -> list[tuple[str, object]]:
     return jobs
 
 
+def run_oauth(binary: str, manifest: Path) -> Outcome:
+    """The Python SDK 2.x client's OAuth flow against the server as a
+    resource server and a test authorization server (e2e/clients/oauth_flow.py).
+    A binary built without OAuth support (the static one) is skipped."""
+    started = time.monotonic()
+    argv = [str(CACHE / "py-mcp2/bin/python"), str(E2E / "clients" / "oauth_flow.py"), binary, str(manifest)]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=CLIENT_TIMEOUT, cwd=ROOT, check=False)
+        stdout, stderr, status = done.stdout, done.stderr, done.returncode
+    except subprocess.TimeoutExpired:
+        stdout, stderr, status = "", "", None
+    seconds = time.monotonic() - started
+    if "without the `oauth` feature" in stdout:
+        return Outcome("oauth:python-sdk-2", True, seconds, "skipped: this binary has no OAuth support")
+    steps = [line[5:] for line in stdout.splitlines() if line.startswith("ok  ")]
+    if status == 0 and len(steps) == 3:
+        return Outcome("oauth:python-sdk-2", True, seconds, "; ".join(steps))
+    report = "\n".join(["  stdout:", indent(tail(stdout, 40)), "  stderr:", indent(tail(stderr, 30))])
+    return Outcome("oauth:python-sdk-2", False, seconds, f"exit status {status}", report)
+
+
 def run_readme(binary: str, manifest: Path) -> Outcome:
     """The README's "Use it with your MCP client" commands, as written."""
     import readme_check
@@ -823,6 +844,9 @@ def main(argv: list[str]) -> int:
     jobs.append(("json-schema-2020-12", lambda: run_schemas(binary, manifest)))
     jobs.append(("readme", lambda: run_readme(binary, manifest)))
     jobs.extend(bigresult_jobs(binary, manifest))
+
+
+    jobs.append(("oauth:python-sdk-2", lambda: run_oauth(binary, manifest)))
     if patterns:
         jobs = [(n, f) for n, f in jobs if any(n.startswith(p) for p in patterns)]
     if not jobs:

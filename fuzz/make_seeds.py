@@ -206,6 +206,42 @@ def eval_seeds():
     ]
 
 
+def b64url(data):
+    import base64
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def oauth_token_seeds():
+    """Tokens of every shape the validator distinguishes (none is signed by
+    a key the target holds: signatures are random bytes)."""
+    claims = {"iss": "https://issuer.example", "aud": "https://mcp.example/mcp",
+              "sub": "a", "exp": 4102444800, "nbf": 0, "scope": "mcp"}
+    headers = [{"alg": "RS256", "kid": "r"}, {"alg": "ES256", "kid": "e"},
+               {"alg": "ES256"}, {"alg": "none"}, {"alg": "HS256", "kid": "r"},
+               {"alg": "RS256", "kid": "x", "crit": ["b64"]}]
+    seeds = []
+    for h in headers:
+        for sig in (b"", bytes(range(64)), bytes(256)):
+            head = b64url(json.dumps(h).encode())
+            body = b64url(json.dumps(claims).encode())
+            seeds.append(f"{head}.{body}.{b64url(sig)}".encode())
+    seeds += [b"a.b.c", b"..", b"eyJ9.e30.", b""]
+    return seeds
+
+
+def oauth_jwks_seeds():
+    rsa = {"kty": "RSA", "kid": "r", "use": "sig", "alg": "RS256",
+           "n": b64url(b"\x01" * 256), "e": "AQAB"}
+    ec = {"kty": "EC", "crv": "P-256", "kid": "e", "x": b64url(bytes(32)), "y": b64url(bytes(32))}
+    docs = [{"keys": [rsa, ec]}, {"keys": [ec, {"kty": "oct", "k": "AA"}]}, {"keys": []}, {}]
+    seeds = [json.dumps(d).encode() for d in docs]
+    body = json.dumps(docs[0]).encode()
+    seeds.append(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    seeds.append(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+    seeds += [b"http://127.0.0.1:8080/jwks", b"http://[::1]/a?b", b"https://x/"]
+    return seeds
+
+
 def main():
     write("http_parse", http_requests())
     write("jsonrpc_decode", jsonrpc_seeds())
@@ -217,6 +253,8 @@ def main():
     write("voidstar_decode", voidstar_seeds())
     write("msgpack_decode", msgpack_seeds())
     write("eval", eval_seeds())
+    write("oauth_token", oauth_token_seeds())
+    write("oauth_jwks", oauth_jwks_seeds())
     return 0
 
 

@@ -9,4 +9,5 @@ pub mod instance;
 pub mod jsonrpc;
 pub mod mcp;
 pub mod metrics;
+pub mod oauth;
 pub mod tools;

@@ -14,6 +14,8 @@ mod jobs;
 mod make_test;
 mod metrics;
 mod modern;
+#[cfg(feature = "oauth")]
+mod oauth;
 mod pools;
 mod real_scripts;
 mod replicas;

@@ -19,7 +19,6 @@
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -33,7 +32,10 @@ use crate::protocol::tools;
 
 mod config;
 mod help;
+mod locate;
 mod nexus;
+pub mod oauth;
+pub use locate::{launcher_manifest, locate_manifest};
 mod values;
 pub use config::{config_json, AGENT_RESULT_CHARS};
 use help::*;
@@ -63,9 +65,6 @@ pub const DEFAULT_MAX_QUEUED: usize = 4096;
 
 /// How long an idle HTTP session lives (the reference's value).
 pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(3600);
-
-/// How much of a target is read to recognise a launcher script.
-const LAUNCHER_SNIFF_BYTES: u64 = 8192;
 
 /// What was typed, checked but not yet acted on.
 // Made once per process: the size of the serving variant costs nothing.
@@ -137,6 +136,7 @@ pub struct RawServe {
     pub tools_file: Option<PathBuf>,
     /// `--max-result-chars` (0: off).
     pub max_result_chars: Option<usize>,
+    pub oauth: oauth::OAuthArgs,
 }
 
 /// The outside world [`prepare`] consults, passed in so tests can fake it.
@@ -250,6 +250,9 @@ pub struct HttpConfig {
     pub max_sessions_per_owner: usize,
     /// Most legacy sessions in all.
     pub max_sessions: usize,
+    /// `--public-url`: the `/mcp` endpoint as clients reach it.
+    pub public_url: Option<String>,
+    pub oauth: Option<oauth::OAuthConfig>,
 }
 
 /// Most HTTP connections from one address, unless `--max-conns-per-peer`:
@@ -409,6 +412,7 @@ pub fn prepare(raw: RawArgs, env: &Env, warnings: &mut Vec<String>) -> Result<Ac
                 .and_then(|t| t.to_str())
                 .filter(|t| !t.is_empty())
                 .map(str::to_string);
+            let oauth = oauth::config(&serve.oauth, serve.http_port.is_some())?;
             let http = serve.http_port.map(|port| HttpConfig {
                 port,
                 host: serve
@@ -430,6 +434,8 @@ pub fn prepare(raw: RawArgs, env: &Env, warnings: &mut Vec<String>) -> Result<Ac
                 max_sessions: serve
                     .max_sessions
                     .unwrap_or(crate::protocol::http::DEFAULT_MAX_SESSIONS),
+                public_url: serve.oauth.public_url.clone(),
+                oauth,
             });
             let call_timeout = match serve.call_timeout {
                 None => Some(DEFAULT_CALL_TIMEOUT),
@@ -467,66 +473,6 @@ pub fn prepare(raw: RawArgs, env: &Env, warnings: &mut Vec<String>) -> Result<Ac
             }))
         }
     }
-}
-
-/// Finds the manifest a target names: the file itself, `manifest.json`
-/// inside a build directory, or the path on a launcher script's exec line.
-/// A target that cannot be opened is returned as is, so that loading it
-/// reports the error.
-pub fn locate_manifest(target: &Path) -> Result<PathBuf, CliError> {
-    if target.is_dir() {
-        let inside = target.join("manifest.json");
-        if inside.is_file() {
-            return Ok(inside);
-        }
-        return Err(CliError::Start(format!(
-            "'{}' is a directory without a manifest.json",
-            target.display()
-        )));
-    }
-    let mut head = Vec::new();
-    let Ok(file) = std::fs::File::open(target) else {
-        return Ok(target.to_path_buf());
-    };
-    if file
-        .take(LAUNCHER_SNIFF_BYTES)
-        .read_to_end(&mut head)
-        .is_err()
-    {
-        return Ok(target.to_path_buf());
-    }
-    match launcher_manifest(&head) {
-        None => Ok(target.to_path_buf()),
-        Some(Some(path)) => Ok(PathBuf::from(path)),
-        Some(None) => Err(CliError::Start(format!(
-            "'{}' looks like a morloc launcher but no manifest path was found on its exec line",
-            target.display()
-        ))),
-    }
-}
-
-/// Reads a launcher script's head. `None`: not a launcher. `Some(None)`: a
-/// launcher without a usable exec line. `Some(Some(path))`: its manifest.
-pub fn launcher_manifest(head: &[u8]) -> Option<Option<String>> {
-    let text = match std::str::from_utf8(head) {
-        Ok(text) => text,
-        // The sniffed prefix may end inside a multi-byte character.
-        Err(e) if e.error_len().is_none() => std::str::from_utf8(&head[..e.valid_up_to()]).ok()?,
-        Err(_) => return None,
-    };
-    if !text.starts_with("#!") || !text.contains("morloc-nexus") {
-        return None;
-    }
-    let line = text.lines().find(|line| {
-        let line = line.trim_start();
-        line.starts_with("exec morloc-nexus") || line.starts_with("morloc-nexus")
-    });
-    let quoted = line.and_then(|line| {
-        let first = line.find('\'')?;
-        let last = line.rfind('\'')?;
-        (last > first).then(|| line[first + 1..last].replace("'\\''", "'"))
-    });
-    Some(quoted)
 }
 
 fn load_program(target: &Path, warnings: &mut Vec<String>) -> Result<Program, CliError> {
@@ -699,6 +645,10 @@ fn parse_serve(
             Long("tools-file") => {
                 let text = string_value(&mut parser, "--tools-file", command)?;
                 raw.tools_file = Some(PathBuf::from(text));
+            }
+            Long(name) if oauth::FLAGS.contains(&name) => {
+                let name = name.to_string();
+                oauth::flag(&name, &mut parser, &mut raw.oauth, command)?;
             }
             Word(target) if router || raw.targets.is_empty() => {
                 raw.targets.push(PathBuf::from(target))

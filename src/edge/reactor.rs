@@ -210,10 +210,19 @@ enum Client {
 
 #[derive(Clone, Copy, Debug)]
 enum Source {
-    PoolOutput { program: usize, pool: Proc },
-    Probe { program: usize, pool: Proc },
+    PoolOutput {
+        program: usize,
+        pool: Proc,
+    },
+    Probe {
+        program: usize,
+        pool: Proc,
+    },
     Call(CallId),
     Conn,
+    /// The OAuth key set's fetch (`http::oauth`).
+    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
+    Jwks,
 }
 
 /// What each dynamic token stands for, and the next one to hand out.
@@ -412,6 +421,7 @@ impl Reactor {
                         Some(Source::Conn) => {
                             self.http_event(token, event.is_readable(), event.is_writable())
                         }
+                        Some(Source::Jwks) => self.jwks_event(),
                         None => {}
                     },
                 }

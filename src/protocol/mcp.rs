@@ -459,7 +459,8 @@ pub struct CallRequest {
     pub modern: Option<era::RequestMeta>,
     /// The authorization the request came with (over HTTP, its
     /// `Authorization` header; empty otherwise): a task made of the call is
-    /// visible only under the same one.
+    /// visible only under the same one. Under OAuth, the token's issuer and
+    /// subject (`oauth <issuer> <subject>`), never the token.
     pub owner: String,
 }
 

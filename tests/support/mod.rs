@@ -18,6 +18,8 @@
 #![allow(dead_code)]
 
 pub mod http;
+#[cfg(feature = "oauth")]
+pub mod oauth;
 pub mod proc;
 pub mod procfs;
 pub mod stdio;

@@ -33,6 +33,24 @@ Options:
       --allow-no-auth           allow a non-loopback HTTP bind without a token
       --allow-origin <origin>   accept HTTP requests carrying this Origin
                                 (repeatable)
+      --public-url <url>        the /mcp endpoint as clients reach it (behind a
+                                TLS proxy: https://host/mcp); the default OAuth
+                                audience [default: http://<host>:<port>/mcp]
+      --oauth-issuer <url>      act as an OAuth 2.1 resource server: accept
+                                access tokens (JWT, RS256 or ES256) from this
+                                issuer (their 'iss', exactly); needs --oauth-jwks
+      --oauth-jwks <url|file>   the issuer's keys: a JWKS file, or an http:// URL
+                                (IP or localhost; no TLS: see the README, OAuth)
+                                fetched on the first token and on an unknown key
+      --oauth-jwks-max-age <seconds>
+                                fetch (or read) the keys again once they are
+                                this old [default: 3600]
+      --oauth-audience <aud>    what a token's 'aud' must hold
+                                [default: the --public-url]
+      --oauth-scopes <scopes>   scopes every request needs (comma-separated)
+      --oauth-tool-scopes <tool>=<scopes>
+                                scopes a call of <tool> also needs; 403 with
+                                insufficient_scope without them (repeatable)
       --call-timeout <seconds>  fail a tool call that runs longer than this
                                 (0 for no limit) [default: 600]
       --task-after <ms>         answer a remote tool call still running after

@@ -440,6 +440,8 @@ fn prepare_fills_defaults_and_the_env_token() {
             max_conns_per_peer: None,
             max_sessions_per_owner: 1000,
             max_sessions: 10_000,
+            public_url: None,
+            oauth: None,
         })
     );
     let limits = run(

@@ -230,7 +230,7 @@ impl Reactor {
         // leaves the queue in this turn): past a cap it is refused here,
         // before it can become a task.
         let class = (program, self.calls[&id].sched.bases.clone());
-        let owner = Owner::of(&self.calls[&id].client);
+        let owner = Owner::of_call(&self.calls[&id]);
         let deadline = self.options.queue_timeout.map(|t| now + t);
         if let Err(refused) = self.calls.queue.push(id, owner.clone(), class, deadline) {
             return self.refuse_call(id, &owner, refused);

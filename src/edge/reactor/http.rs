@@ -49,6 +49,11 @@ mod caps;
 mod conn;
 mod health;
 mod metrics;
+#[cfg(feature = "oauth")]
+mod oauth;
+#[cfg(not(feature = "oauth"))]
+#[path = "http/oauth_off.rs"]
+mod oauth;
 mod pump;
 mod reply;
 mod requests;
@@ -74,6 +79,18 @@ const ROUTES: &[Route<Handler>] = &[
         methods: &["GET"],
         guarded: true,
         handler: Reactor::http_metrics,
+    },
+    Route {
+        path: oauth::METADATA,
+        methods: &["GET"],
+        guarded: false,
+        handler: Reactor::http_oauth_metadata,
+    },
+    Route {
+        path: oauth::METADATA_MCP,
+        methods: &["GET"],
+        guarded: false,
+        handler: Reactor::http_oauth_metadata,
     },
     Route {
         path: health::PATH,
@@ -140,6 +157,8 @@ pub(super) struct HttpFront {
     started: Instant,
     /// Set by SIGTERM: the latest time to exit (see `health`).
     draining: Option<Instant>,
+    /// The OAuth resource server (`--oauth-issuer`).
+    oauth: Option<oauth::OAuthFront>,
 }
 
 impl HttpFront {
@@ -165,7 +184,8 @@ impl HttpFront {
                 ip.is_loopback() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
             }
         };
-        if !loopback && config.auth_token.is_none() && !config.allow_no_auth {
+        let no_auth = config.auth_token.is_none() && config.oauth.is_none();
+        if !loopback && no_auth && !config.allow_no_auth {
             return Err(StartError(format!(
                 "refusing to serve on {addr} with no auth token (the address is not loopback); set --auth-token or MORLOC_MCP_TOKEN, or pass --allow-no-auth"
             )));
@@ -196,6 +216,26 @@ impl HttpFront {
             "morloc mcp: serving \"{}\" (instance {instance}) over HTTP at http://{addr}/mcp",
             catalog.server_name
         );
+        let oauth = match config.oauth {
+            Some(settings) => {
+                let canonical = config.public_url.clone().unwrap_or_else(|| {
+                    let host = match addr.ip() {
+                        IpAddr::V6(_) if !config.host.starts_with('[') => {
+                            format!("[{}]", config.host)
+                        }
+                        _ => config.host.clone(),
+                    };
+                    format!("http://{host}:{}/mcp", addr.port())
+                });
+                let front = oauth::OAuthFront::new(settings, canonical)?;
+                eprintln!(
+                    "morloc mcp: OAuth: tokens must name the audience {}",
+                    front.audience()
+                );
+                Some(front)
+            }
+            None => None,
+        };
         let policy = OriginPolicy::new(&config.host, config.allow_origins.iter());
         let sessions = Sessions::new(
             SessionLimits {
@@ -222,6 +262,7 @@ impl HttpFront {
             notices: Notices::new(http::NOTICE_PERIOD),
             started: Instant::now(),
             draining: None,
+            oauth,
         })
     }
 
@@ -234,7 +275,8 @@ impl HttpFront {
     fn gate(&self) -> Gate<'_> {
         Gate {
             policy: &self.policy,
-            token: self.token.as_deref(),
+            // Under OAuth the token is checked by `oauth_guard`.
+            token: self.token.as_deref().filter(|_| self.oauth.is_none()),
         }
     }
 
@@ -293,6 +335,10 @@ impl HttpFront {
     /// address.
     fn owner_of(&self, token: Token) -> String {
         let peer = self.conns.get(&token).map(Conn::peer);
+        let principal = self.conns.get(&token).and_then(Conn::principal);
+        if let Some(principal) = principal {
+            return principal.owner();
+        }
         match (&self.token, peer) {
             (Some(_), _) => "token".to_string(),
             (None, Some(ip)) => format!("peer {ip}"),
@@ -304,7 +350,8 @@ impl HttpFront {
     pub(super) fn next_deadline(&self) -> Option<Instant> {
         let conns = self.conns.values();
         let timers = conns.filter_map(|c| c.deadline(self.request_timeout));
-        timers.chain(self.draining).min()
+        let fetch = self.oauth.as_ref().and_then(oauth::OAuthFront::deadline);
+        timers.chain(self.draining).chain(fetch).min()
     }
 
     /// A new session id. Session ids must not be guessable: without a

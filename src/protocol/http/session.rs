@@ -80,6 +80,11 @@ impl Session {
     pub fn last_used(&self) -> Instant {
         self.last_used
     }
+
+    /// Who created the session (see `Sessions::create`).
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
 }
 
 /// What [`Sessions::create`] did.

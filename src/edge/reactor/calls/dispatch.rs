@@ -14,15 +14,32 @@ use crate::protocol::mcp::call::Ending;
 
 /// Whose call it is, for the fairness of the queue and its per-owner cap:
 /// the stdio client, a legacy HTTP session, or else (a modern request has
-/// no session) the HTTP connection it came on.
+/// no session) the HTTP connection it came on; under OAuth, the token's
+/// subject, whatever session or connection it uses.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(in crate::edge::reactor) enum Owner {
     Stdio,
     Session(String),
     Conn(usize),
+    /// `oauth <issuer> <subject>`, which an accepted request carries in
+    /// place of its token (`http::oauth`).
+    Subject(String),
 }
 
 impl Owner {
+    /// The owner of `call`: its OAuth subject if it has one, else by its
+    /// client.
+    pub(super) fn of_call(call: &super::Call) -> Owner {
+        let who = &call.request.owner;
+        if cfg!(feature = "oauth")
+            && matches!(call.client, Client::Http { .. })
+            && who.starts_with("oauth ")
+        {
+            return Owner::Subject(who.clone());
+        }
+        Owner::of(&call.client)
+    }
+
     pub(super) fn of(client: &Client) -> Owner {
         match client {
             Client::Stdio => Owner::Stdio,
@@ -37,6 +54,7 @@ impl Owner {
             Owner::Stdio => "the stdio client",
             Owner::Session(_) => "an HTTP session",
             Owner::Conn(_) => "an HTTP connection",
+            Owner::Subject(_) => "an OAuth subject",
         }
     }
 }

@@ -92,6 +92,9 @@ pub(super) struct Conn {
     held: usize,
     /// Lingering after a refusal: until when, and the bytes dropped so far.
     linger: Option<(Instant, usize)>,
+    /// Under OAuth, whom the request being served speaks for (`None` for
+    /// the static token's holders).
+    principal: Option<crate::protocol::oauth::Principal>,
 }
 
 /// What the next buffered bytes of a connection gave.
@@ -162,6 +165,7 @@ impl Conn {
             peer,
             held: 0,
             linger: None,
+            principal: None,
         }
     }
 
@@ -395,6 +399,16 @@ impl Conn {
 
     pub(super) fn set_busy(&mut self, busy: Busy) {
         self.busy = Some(busy);
+    }
+
+    /// Sets whom the request being served speaks for (under OAuth).
+    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
+    pub(super) fn set_principal(&mut self, p: Option<crate::protocol::oauth::Principal>) {
+        self.principal = p;
+    }
+
+    pub(super) fn principal(&self) -> Option<&crate::protocol::oauth::Principal> {
+        self.principal.as_ref()
     }
 
     pub(super) fn take_busy(&mut self) -> Option<Busy> {

@@ -247,8 +247,14 @@ impl Reactor {
         let head = conn.head()?;
         let open = http::find(ROUTES, &head.path).is_some_and(|r| !r.guarded);
         if !open {
-            if let Err(answer) = http::admit(ROUTES, &front.gate(), head) {
-                return Some(answer);
+            match http::admit(ROUTES, &front.gate(), head) {
+                Err(answer) => return Some(answer),
+                Ok((route, cors)) if route.guarded => {
+                    if let Some(answer) = front.oauth_head(head, cors) {
+                        return Some(answer);
+                    }
+                }
+                Ok(_) => {}
             }
         }
         // What of the body already sits in the input buffer is counted.
@@ -337,6 +343,7 @@ impl Reactor {
     }
 
     pub(in crate::edge::reactor) fn http_timers(&mut self, now: Instant) {
+        self.jwks_timers(now);
         let Some(front) = self.http.as_ref() else {
             return;
         };

@@ -10,6 +10,7 @@ use mio::Token;
 use serde_json::Value as Json;
 
 use super::conn::Busy;
+use super::oauth::Guard;
 use super::{KEEP_ALIVE, ROUTES};
 use crate::edge::reactor::calls::Checked;
 use crate::edge::reactor::{Client, Reactor};
@@ -21,10 +22,26 @@ impl Reactor {
     /// Answers a complete request: the checks and the route table decide
     /// which handler gets it, or the refusal.
     pub(super) fn handle_request(&mut self, token: Token, req: Request) {
+        self.serve_request(token, req, true);
+    }
+
+    /// [`Reactor::handle_request`]; `may_fetch`: under OAuth, a token whose
+    /// key is not held may wait for the keys to be fetched.
+    pub(super) fn serve_request(&mut self, token: Token, mut req: Request, may_fetch: bool) {
         let Some(front) = self.http.as_ref() else {
             return;
         };
         match http::admit(ROUTES, &front.gate(), &req) {
+            Ok((route, cors)) if route.guarded => {
+                let handler = route.handler;
+                match self.oauth_guard(token, &mut req, &cors, may_fetch) {
+                    Guard::Pass => handler(self, token, req, cors),
+                    Guard::Refuse(a) => {
+                        self.respond(token, a.status, &a.headers, &a.body, a.keep_alive)
+                    }
+                    Guard::Parked => {}
+                }
+            }
             Err(answer) => self.respond(
                 token,
                 answer.status,
@@ -63,7 +80,10 @@ impl Reactor {
                 keep_alive,
             );
         };
-        if !front.sessions.remove(&id) {
+        let owner = front.oauth_owner(token);
+        let stored = front.sessions.get(&id, Instant::now());
+        let foreign = owner.is_some_and(|o| stored.is_some_and(|s| s.owner() != o));
+        if foreign || !front.sessions.remove(&id) {
             return self.respond(
                 token,
                 404,
@@ -223,7 +243,9 @@ impl Reactor {
                 keep_alive,
             );
         };
-        let Some(stored) = front.sessions.get(&session_id, now) else {
+        let owner = front.oauth_owner(token);
+        let stored = front.sessions.get(&session_id, now);
+        let Some(stored) = stored.filter(|s| owner.is_none_or(|o| o == s.owner())) else {
             return self.respond(
                 token,
                 404,
@@ -254,6 +276,11 @@ impl Reactor {
         stored.initialized = session.initialized;
         stored.log_level = session.log_level;
         front.sessions.touch(&session_id, now);
+        if let Step::Call(call) = &step {
+            if let Some(a) = self.oauth_tool_refusal(token, call, &cors, keep_alive) {
+                return self.respond(token, a.status, &a.headers, &a.body, a.keep_alive);
+            }
+        }
         match step {
             // `subscriptions/listen` is always a modern request.
             Step::Nothing | Step::Listen(_) => self.respond(token, 202, &cors, &[], keep_alive),
@@ -355,6 +382,11 @@ impl Reactor {
         let mut step =
             mcp::handle_in_era(&self.catalog, &mut stateless, msg, arguments, Some(true));
         step.hand_over(None, &req.body);
+        if let Step::Call(call) = &step {
+            if let Some(a) = self.oauth_tool_refusal(token, call, &cors, keep_alive) {
+                return self.respond(token, a.status, &a.headers, &a.body, a.keep_alive);
+            }
+        }
         match step {
             // Notifications are accepted and ignored: on HTTP a modern
             // request is cancelled by closing its stream, not by a message.

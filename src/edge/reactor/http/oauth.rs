@@ -1,0 +1,448 @@
+//! The OAuth 2.1 resource server over HTTP: `OAuthFront` holds the
+//! settings, the issuer's keys and the one JWKS fetch in flight; the guard
+//! checks each request of a guarded route (`protocol::oauth::validate`),
+//! and the metadata endpoints serve RFC 9728's document.
+//!
+//! Keys are fetched lazily, on the first token, again when a token names a
+//! key not held (at most once per [`MIN_REFETCH`]), and again once they are
+//! older than `--oauth-jwks-max-age` (so a key the issuer withdrew stops
+//! being trusted). A request whose key is being fetched is parked: its
+//! connection is held busy until the fetch ends, then the request is judged
+//! again (without another fetch); a failed refresh keeps the old keys.
+//! The fetch is an outbound HTTP/1.1 GET on a non-blocking socket in the
+//! reactor's poll; a key set that cannot be fetched or parsed is a stderr
+//! line, and tokens are refused until one can.
+//!
+//! An accepted request's `Authorization` is replaced by the owner
+//! (`oauth <issuer> <subject>`) before any handler sees it: sessions, tasks
+//! and calls are owned by the subject, and the token goes no further.
+
+use std::io::{self, Read, Write};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use mio::net::TcpStream;
+use mio::{Interest, Token};
+
+use super::HttpFront;
+use crate::edge::cli::oauth::{JwksSource, OAuthConfig};
+use crate::edge::reactor::{Reactor, Source, StartError};
+use crate::protocol::http::{bearer_ok, json_error, Answer, Headers, Request};
+use crate::protocol::mcp::CallRequest;
+use crate::protocol::oauth::{self, fetch, Jwks, Refusal, Verdict};
+
+/// The endpoints of the metadata document (RFC 9728 §3, §3.1).
+pub(super) const METADATA: &str = oauth::METADATA_PATH;
+pub(super) const METADATA_MCP: &str = "/.well-known/oauth-protected-resource/mcp";
+
+/// The least time between two fetches of the keys for unknown key ids (and
+/// between two tries after a failed first fetch).
+const MIN_REFETCH: Duration = Duration::from_secs(60);
+/// How long a fetch may take, connecting included.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The resource server's state, owned by `HttpFront`.
+pub(super) struct OAuthFront {
+    config: oauth::Config,
+    source: JwksSource,
+    keys: Option<Jwks>,
+    /// When the keys were last fetched or tried.
+    tried: Option<Instant>,
+    /// When the keys were last fetched again for an unknown key id.
+    refetched: Option<Instant>,
+    /// When the keys held were fetched (or read).
+    fetched: Option<Instant>,
+    /// Keys older than this are fetched again before use.
+    max_age: Duration,
+    fetch: Option<Fetch>,
+    /// Requests waiting for the fetch, with their connections.
+    parked: Vec<(Token, Request)>,
+}
+
+/// A JWKS fetch in flight.
+struct Fetch {
+    stream: TcpStream,
+    token: Token,
+    request: Vec<u8>,
+    written: usize,
+    response: Vec<u8>,
+    deadline: Instant,
+}
+
+impl OAuthFront {
+    /// The resource server for `config`, serving `/mcp` at `canonical`. A
+    /// key file is read now: one that cannot be read or parsed stops the
+    /// start.
+    pub(super) fn new(config: OAuthConfig, canonical: String) -> Result<OAuthFront, StartError> {
+        let max_age = config.jwks_max_age;
+        let fetched = matches!(config.jwks, JwksSource::File(_)).then(Instant::now);
+        let keys = match &config.jwks {
+            JwksSource::File(path) => Some(read_file(path).map_err(StartError)?),
+            JwksSource::Url(_) => None,
+        };
+        Ok(OAuthFront {
+            config: oauth::Config {
+                issuer: config.issuer,
+                audience: config.audience.unwrap_or_else(|| canonical.clone()),
+                resource: canonical,
+                scopes: config.scopes,
+                tool_scopes: config.tool_scopes,
+            },
+            source: config.jwks,
+            keys,
+            tried: None,
+            refetched: None,
+            fetched,
+            max_age,
+            fetch: None,
+            parked: Vec::new(),
+        })
+    }
+
+    pub(super) fn audience(&self) -> &str {
+        &self.config.audience
+    }
+
+    /// When the fetch in flight times out.
+    pub(super) fn deadline(&self) -> Option<Instant> {
+        self.fetch.as_ref().map(|f| f.deadline)
+    }
+
+    /// Whether the keys may be fetched now for a token whose key is not
+    /// held.
+    fn may_fetch(&self, now: Instant) -> bool {
+        let since = |t: Option<Instant>| t.is_none_or(|t| now.duration_since(t) >= MIN_REFETCH);
+        match self.keys {
+            None => since(self.tried),
+            Some(_) => since(self.refetched),
+        }
+    }
+
+    /// Whether the keys held are older than `max_age` and may be fetched
+    /// again now (after a failed try, not before `MIN_REFETCH` has passed,
+    /// or `max_age` if shorter; the old keys serve meanwhile).
+    fn stale(&self, now: Instant) -> bool {
+        let older =
+            |t: Option<Instant>, age: Duration| t.is_none_or(|t| now.duration_since(t) >= age);
+        self.keys.is_some()
+            && self.fetched.is_some()
+            && older(self.fetched, self.max_age)
+            && older(self.tried, self.max_age.min(MIN_REFETCH))
+    }
+
+    /// The 401/403 answering `refusal`.
+    fn refuse(&self, refusal: &Refusal, mut headers: Headers, keep_alive: bool) -> Answer {
+        let (status, challenge) = oauth::challenge(&self.config, refusal);
+        headers.push(("WWW-Authenticate".into(), challenge));
+        let message = match status {
+            403 => "forbidden: insufficient scope",
+            _ => "unauthorized",
+        };
+        Answer::error(status, headers, message, keep_alive)
+    }
+}
+
+/// Reads and parses a key file.
+fn read_file(path: &std::path::Path) -> Result<Jwks, String> {
+    let text = std::fs::read(path)
+        .map_err(|e| format!("cannot read the JWKS file {}: {e}", path.display()))?;
+    Jwks::parse(&text).map_err(|e| format!("the JWKS file {}: {e}", path.display()))
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// What the guard decided about a request.
+pub(super) enum Guard {
+    Pass,
+    Refuse(Answer),
+    /// Waiting for the keys.
+    Parked,
+}
+
+impl HttpFront {
+    /// Under OAuth, the owner of the requests on `token` (a session made
+    /// by one subject is unknown to the others).
+    pub(super) fn oauth_owner(&self, token: Token) -> Option<String> {
+        self.oauth.as_ref().map(|_| self.owner_of(token))
+    }
+
+    /// The refusal of a request whose head is complete and carries no
+    /// bearer token at all, before its body is read.
+    pub(super) fn oauth_head(&self, head: &Request, cors: Headers) -> Option<Answer> {
+        let oauth = self.oauth.as_ref()?;
+        let auth = head.header("authorization");
+        if oauth::bearer(auth).is_some() {
+            return None;
+        }
+        Some(oauth.refuse(&Refusal::Missing, cors, head.keep_alive))
+    }
+}
+
+impl Reactor {
+    /// Judges a complete request to a guarded route under OAuth. The
+    /// static token (`--auth-token`), if set, is accepted too. `may_fetch`:
+    /// a token naming a key not held may park the request for a fetch.
+    pub(super) fn oauth_guard(
+        &mut self,
+        token: Token,
+        req: &mut Request,
+        cors: &Headers,
+        may_fetch: bool,
+    ) -> Guard {
+        let Some(front) = self.http.as_mut() else {
+            return Guard::Pass;
+        };
+        let Some(oauth) = front.oauth.as_mut() else {
+            return Guard::Pass;
+        };
+        let auth = req.header("authorization");
+        if front.token.as_deref().is_some_and(|t| bearer_ok(auth, t)) {
+            if let Some(conn) = front.conns.get_mut(&token) {
+                conn.set_principal(None);
+            }
+            return Guard::Pass;
+        }
+        let now = Instant::now();
+        // Keys past their age are fetched again first, as for an unknown key.
+        let stale = may_fetch && oauth.stale(now);
+        let mut verdict = if stale {
+            Verdict::UnknownKey
+        } else {
+            oauth::validate(&oauth.config, oauth.keys.as_ref(), auth, unix_now())
+        };
+        let fetch_due = may_fetch && (stale || oauth.may_fetch(now));
+        if verdict == Verdict::UnknownKey && fetch_due {
+            if let JwksSource::File(path) = &oauth.source {
+                // A file is read again at once.
+                if oauth.keys.is_some() {
+                    oauth.refetched = Some(now);
+                }
+                oauth.tried = Some(now);
+                match read_file(path) {
+                    Ok(keys) => {
+                        oauth.keys = Some(keys);
+                        oauth.fetched = Some(now);
+                    }
+                    Err(e) => eprintln!("morloc-mcp: OAuth: {e}; keeping the keys held"),
+                }
+                verdict = oauth::validate(&oauth.config, oauth.keys.as_ref(), auth, unix_now());
+            }
+        }
+        let by_url = matches!(oauth.source, JwksSource::Url(_));
+        match verdict {
+            Verdict::Accepted(principal) => {
+                let owner = principal.owner();
+                for (name, value) in req.headers.iter_mut() {
+                    if name == "authorization" {
+                        *value = owner.clone();
+                    }
+                }
+                if let Some(conn) = front.conns.get_mut(&token) {
+                    conn.set_principal(Some(principal));
+                }
+                Guard::Pass
+            }
+            Verdict::Refused(refusal) => {
+                Guard::Refuse(oauth.refuse(&refusal, cors.clone(), req.keep_alive))
+            }
+            Verdict::UnknownKey if by_url && (may_fetch && oauth.fetch.is_some() || fetch_due) => {
+                let keep_alive = req.keep_alive;
+                oauth.parked.push((token, std::mem::take(req)));
+                let start = oauth.fetch.is_none();
+                self.hold_conn(token, keep_alive);
+                if start {
+                    self.start_fetch(now);
+                }
+                Guard::Parked
+            }
+            Verdict::UnknownKey => {
+                let why = if oauth.keys.is_none() {
+                    "the issuer's keys cannot be fetched"
+                } else {
+                    "unknown key id"
+                };
+                let refusal = Refusal::Invalid(why.into());
+                Guard::Refuse(oauth.refuse(&refusal, cors.clone(), req.keep_alive))
+            }
+        }
+    }
+
+    /// The 403 for a tool call whose tool needs scopes the request's token
+    /// lacks (the global ones were checked by the guard).
+    pub(super) fn oauth_tool_refusal(
+        &self,
+        token: Token,
+        call: &CallRequest,
+        cors: &Headers,
+        keep_alive: bool,
+    ) -> Option<Answer> {
+        let front = self.http.as_ref()?;
+        let oauth = front.oauth.as_ref()?;
+        let principal = front.conns.get(&token)?.principal()?;
+        let program = self.catalog.programs.get(call.program)?;
+        let tool = program.surface.tools.iter().find(|t| {
+            t.command == call.command || t.renders.iter().any(|r| r.command == Some(call.command))
+        })?;
+        let needs = oauth.config.tool_needs(&tool.name);
+        if principal.lacks(needs).is_empty() {
+            return None;
+        }
+        let mut all = oauth.config.scopes.clone();
+        all.extend(needs.iter().cloned());
+        Some(oauth.refuse(&Refusal::Insufficient(all), cors.clone(), keep_alive))
+    }
+
+    /// Starts fetching the keys from their URL; on failure to start, ends
+    /// the fetch at once (parked requests are refused).
+    fn start_fetch(&mut self, now: Instant) {
+        let Some(oauth) = self.http.as_mut().and_then(|f| f.oauth.as_mut()) else {
+            return;
+        };
+        let JwksSource::Url(url) = &oauth.source else {
+            return;
+        };
+        if oauth.keys.is_some() {
+            oauth.refetched = Some(now);
+        }
+        oauth.tried = Some(now);
+        let url = url.clone();
+        let mut stream = match TcpStream::connect(url.addr) {
+            Ok(s) => s,
+            Err(e) => return self.end_fetch(Err(format!("cannot connect: {e}"))),
+        };
+        let token = self.token(Source::Jwks);
+        let interest = Interest::READABLE | Interest::WRITABLE;
+        if let Err(e) = self.poll.registry().register(&mut stream, token, interest) {
+            self.sources.remove(&token);
+            return self.end_fetch(Err(format!("cannot watch the socket: {e}")));
+        }
+        if let Some(oauth) = self.http.as_mut().and_then(|f| f.oauth.as_mut()) {
+            oauth.fetch = Some(Fetch {
+                stream,
+                token,
+                request: url.request(),
+                written: 0,
+                response: Vec::new(),
+                deadline: now + FETCH_TIMEOUT,
+            });
+        }
+    }
+
+    /// An event on the fetch's socket: write the request, read the answer,
+    /// and end the fetch once the server has closed.
+    pub(in crate::edge::reactor) fn jwks_event(&mut self) {
+        let Some(fetch) = self
+            .http
+            .as_mut()
+            .and_then(|f| f.oauth.as_mut()?.fetch.as_mut())
+        else {
+            return;
+        };
+        if let Ok(Some(e)) | Err(e) = fetch.stream.take_error() {
+            return self.end_fetch(Err(e.to_string()));
+        }
+        while fetch.written < fetch.request.len() {
+            match fetch.stream.write(&fetch.request[fetch.written..]) {
+                Ok(n) => fetch.written += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::NotConnected => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return self.end_fetch(Err(e.to_string())),
+            }
+        }
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            match fetch.stream.read(&mut buf) {
+                Ok(0) => {
+                    let result = answer(&fetch.response);
+                    return self.end_fetch(result);
+                }
+                Ok(n) => {
+                    fetch.response.extend_from_slice(&buf[..n]);
+                    if fetch.response.len() > fetch::MAX_RESPONSE {
+                        return self.end_fetch(Err("the response is too long".into()));
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return self.end_fetch(Err(e.to_string())),
+            }
+        }
+    }
+
+    /// A fetch past its deadline ends as failed.
+    pub(super) fn jwks_timers(&mut self, now: Instant) {
+        let oauth = self.http.as_ref().and_then(|f| f.oauth.as_ref());
+        if oauth
+            .and_then(OAuthFront::deadline)
+            .is_some_and(|d| d <= now)
+        {
+            self.end_fetch(Err("timed out".into()));
+        }
+    }
+
+    /// Ends the fetch: keeps the keys it brought (or says why not), then
+    /// judges the parked requests again.
+    fn end_fetch(&mut self, result: Result<Jwks, String>) {
+        let Some(oauth) = self.http.as_mut().and_then(|f| f.oauth.as_mut()) else {
+            return;
+        };
+        if let Some(mut fetch) = oauth.fetch.take() {
+            let _ = self.poll.registry().deregister(&mut fetch.stream);
+            self.sources.remove(&fetch.token);
+        }
+        let url = match &oauth.source {
+            JwksSource::Url(u) => format!("http://{}{}", u.host, u.path),
+            JwksSource::File(p) => p.display().to_string(),
+        };
+        match result {
+            Ok(keys) => {
+                oauth.keys = Some(keys);
+                oauth.fetched = Some(Instant::now());
+            }
+            Err(e) => eprintln!(
+                "morloc-mcp: OAuth: cannot fetch the JWKS from {url}: {e}; tokens it would verify are refused until it can be fetched"
+            ),
+        }
+        let parked = std::mem::take(&mut oauth.parked);
+        for (token, req) in parked {
+            let Some(conn) = self.conn_mut(token) else {
+                continue;
+            };
+            conn.take_busy();
+            self.serve_request(token, req, false);
+            self.flush_conn(token);
+            self.pump(token);
+        }
+    }
+
+    /// `GET /.well-known/oauth-protected-resource[/mcp]`: the metadata
+    /// document, or 404 when OAuth is off.
+    pub(super) fn http_oauth_metadata(&mut self, token: Token, req: Request, _: Headers) {
+        let keep_alive = req.keep_alive;
+        let oauth = self.http.as_ref().and_then(|f| f.oauth.as_ref());
+        let Some(oauth) = oauth else {
+            return self.respond(token, 404, &[], &json_error("not found"), keep_alive);
+        };
+        let doc = oauth::metadata(&oauth.config, &self.catalog.server_name);
+        let body = serde_json::to_vec(&doc).unwrap_or_default();
+        // Public, and read by browser-based clients from other origins.
+        let headers = [
+            ("Access-Control-Allow-Origin".to_string(), "*".to_string()),
+            ("Cache-Control".to_string(), "max-age=300".to_string()),
+        ];
+        self.respond(token, 200, &headers, &body, keep_alive);
+    }
+}
+
+/// The key set in a fetched response.
+fn answer(response: &[u8]) -> Result<Jwks, String> {
+    let (status, body) = fetch::response(response)?;
+    if status != 200 {
+        return Err(format!("HTTP status {status}"));
+    }
+    Jwks::parse(&body)
+}

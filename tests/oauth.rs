@@ -1,0 +1,570 @@
+//! The OAuth 2.1 resource server against a mock authorization server
+//! (`support::oauth`): the metadata documents, the challenges, every way a
+//! token is refused, lazy key fetching and rotation, an unreachable key
+//! set, scope step-up, and sessions owned by the token's subject.
+
+use serde_json::{json, Value};
+
+use crate::support::http::{
+    initialize_message, post_request, simple_request, tool_call, Client, Response, Server,
+};
+use crate::support::oauth::{jwks, mint, Issuer, FUTURE, PAST};
+use crate::util::wait_for;
+
+/// A server trusting `issuer`'s key set by URL, with `extra` options.
+fn serve(issuer: &Issuer, extra: &[&str]) -> Server {
+    let (iss, url) = (issuer.issuer(), issuer.jwks_url());
+    let mut args = vec![
+        "--plain-tool-names",
+        "--oauth-issuer",
+        &iss,
+        "--oauth-jwks",
+        &url,
+        "--oauth-scopes",
+        "mcp:tools",
+    ];
+    args.extend_from_slice(extra);
+    Server::start(&args)
+}
+
+fn resource(server: &Server) -> String {
+    format!("http://127.0.0.1:{}/mcp", server.addr.port())
+}
+
+/// Claims for `sub` that `server` accepts, with `scope`.
+fn claims(issuer: &Issuer, server: &Server, sub: &str, scope: &str) -> Value {
+    json!({"iss": issuer.issuer(), "aud": resource(server), "sub": sub,
+           "exp": FUTURE, "nbf": PAST, "iat": PAST, "scope": scope})
+}
+
+fn rs(kid: &str) -> Value {
+    json!({"alg": "RS256", "typ": "JWT", "kid": kid})
+}
+
+/// A POST of `body` with `token` (and a session), on a new connection.
+fn post(server: &Server, token: Option<&str>, session: Option<&str>, body: &Value) -> Response {
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let mut headers = Vec::new();
+    if let Some(a) = &auth {
+        headers.push(("Authorization", a.as_str()));
+    }
+    let request = post_request(server.addr, session, body.to_string().as_bytes(), &headers);
+    Client::connect(server.addr).roundtrip(&request)
+}
+
+/// `initialize` with `token`: the session id.
+fn initialize(server: &Server, token: &str) -> String {
+    let reply = post(server, Some(token), None, &initialize_message(1)).expect(200);
+    let sid = reply
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_string();
+    let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    post(server, Some(token), Some(&sid), &done).expect(202);
+    sid
+}
+
+#[track_caller]
+fn assert_invalid(reply: Response, why: &str) {
+    let reply = reply.expect(401);
+    let challenge = reply.header("www-authenticate").unwrap_or("").to_string();
+    assert!(
+        challenge.starts_with("Bearer error=\"invalid_token\""),
+        "{challenge}"
+    );
+    assert!(challenge.contains(why), "{why:?} not in {challenge}");
+    assert!(challenge.contains("resource_metadata=\""), "{challenge}");
+}
+
+#[test]
+fn metadata_and_the_challenge_without_a_token() {
+    let issuer = Issuer::start(jwks(&[("rsa1", "rsa-1")]));
+    let server = serve(&issuer, &["--oauth-tool-scopes", "addOne=mcp:admin"]);
+    let meta_url = format!(
+        "http://127.0.0.1:{}/.well-known/oauth-protected-resource/mcp",
+        server.addr.port()
+    );
+    for path in [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+    ] {
+        let reply = Client::connect(server.addr)
+            .roundtrip(&simple_request("GET", path, server.addr, ""))
+            .expect(200);
+        assert_eq!(
+            reply.json(),
+            json!({"resource": resource(&server), "authorization_servers": [issuer.issuer()],
+                   "scopes_supported": ["mcp:tools", "mcp:admin"],
+                   "bearer_methods_supported": ["header"], "resource_name": "main"})
+        );
+    }
+    let reply = post(&server, None, None, &initialize_message(1)).expect(401);
+    assert_eq!(
+        reply.header("www-authenticate"),
+        Some(format!("Bearer resource_metadata=\"{meta_url}\", scope=\"mcp:tools\"").as_str())
+    );
+    // /metrics shares the guard.
+    let metrics = simple_request(
+        "GET",
+        "/metrics",
+        server.addr,
+        "Authorization: Bearer x.y\r\n",
+    );
+    assert_invalid(Client::connect(server.addr).roundtrip(&metrics), "three");
+    // Nothing was fetched before a token with a plausible shape came.
+    assert_eq!(issuer.fetches(), 0);
+}
+
+#[test]
+fn only_tokens_for_this_resource_from_its_issuer_are_accepted() {
+    let issuer = Issuer::start(jwks(&[("rsa1", "rsa-1"), ("ec1", "ec-1")]));
+    let server = serve(&issuer, &[]);
+    let good = claims(&issuer, &server, "alice", "mcp:tools");
+    let with = |key: &str, value: Value| {
+        let mut c = good.clone();
+        c[key] = value;
+        c
+    };
+    let mut no_aud = good.clone();
+    no_aud.as_object_mut().unwrap().remove("aud");
+    let refused = [
+        (
+            mint(
+                &rs("rsa-1"),
+                &with("aud", json!("http://127.0.0.1:1/mcp")),
+                "rsa1",
+            ),
+            "aud",
+        ),
+        (mint(&rs("rsa-1"), &no_aud, "rsa1"), "aud"),
+        (
+            mint(&rs("rsa-1"), &with("exp", json!(PAST)), "rsa1"),
+            "expired",
+        ),
+        (
+            mint(&rs("rsa-1"), &with("nbf", json!(FUTURE)), "rsa1"),
+            "nbf",
+        ),
+        (
+            mint(
+                &rs("rsa-1"),
+                &with("iss", json!("http://127.0.0.1:1")),
+                "rsa1",
+            ),
+            "issuer",
+        ),
+        // Signed by a key the issuer does not publish, under a kid it does.
+        (mint(&rs("rsa-1"), &good, "rogue"), "signature"),
+        (
+            mint(&json!({"alg": "ES256", "kid": "rsa-1"}), &good, "ec1"),
+            "signature",
+        ),
+        (
+            mint(&json!({"alg": "HS256", "kid": "rsa-1"}), &good, "rsa1"),
+            "alg HS256",
+        ),
+    ];
+    for (token, why) in &refused {
+        assert_invalid(
+            post(&server, Some(token), None, &initialize_message(1)),
+            why,
+        );
+    }
+    // The key set was fetched once, for the first token that needed it.
+    assert_eq!(issuer.fetches(), 1);
+    let good_token = mint(&rs("rsa-1"), &good, "rsa1");
+    let mut parts: Vec<String> = good_token.split('.').map(str::to_string).collect();
+    parts[1] = crate::support::oauth::b64(with("sub", json!("mallory")).to_string().as_bytes());
+    assert_invalid(
+        post(
+            &server,
+            Some(&parts.join(".")),
+            None,
+            &initialize_message(1),
+        ),
+        "signature",
+    );
+    parts[0] = crate::support::oauth::b64(br#"{"alg":"none","kid":"rsa-1"}"#);
+    parts[2] = String::new();
+    assert_invalid(
+        post(
+            &server,
+            Some(&parts.join(".")),
+            None,
+            &initialize_message(1),
+        ),
+        "alg none",
+    );
+    // Accepted: `aud` exactly the server's URL, RS256 and ES256, in both eras.
+    let sid = initialize(&server, &good_token);
+    let call = post(
+        &server,
+        Some(&good_token),
+        Some(&sid),
+        &tool_call(2, "addOne", json!({"_1": 41})),
+    );
+    assert_eq!(call.expect(200).json()["result"]["isError"], false);
+    let es = mint(
+        &json!({"alg": "ES256", "kid": "ec-1"}),
+        &with("aud", json!(["x", resource(&server)])),
+        "ec1",
+    );
+    initialize(&server, &es);
+    let modern = json!({"jsonrpc": "2.0", "id": 3, "method": "server/discover", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let headers = [
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "server/discover"),
+    ];
+    let request = post_request(server.addr, None, modern.to_string().as_bytes(), &headers);
+    Client::connect(server.addr).roundtrip(&request).expect(401);
+    let auth = format!("Bearer {es}");
+    let mut with_auth = headers.to_vec();
+    with_auth.push(("Authorization", &auth));
+    let request = post_request(server.addr, None, modern.to_string().as_bytes(), &with_auth);
+    Client::connect(server.addr).roundtrip(&request).expect(200);
+    assert_eq!(issuer.fetches(), 1);
+}
+
+#[test]
+fn an_unknown_key_id_fetches_the_keys_again_at_most_once_a_minute() {
+    let issuer = Issuer::start(jwks(&[("rsa1", "rsa-1")]));
+    let server = serve(&issuer, &[]);
+    let c = claims(&issuer, &server, "alice", "mcp:tools");
+    initialize(&server, &mint(&rs("rsa-1"), &c, "rsa1"));
+    assert_eq!(issuer.fetches(), 1);
+    // The issuer rotates to a new key: the unknown kid is fetched.
+    issuer.rotate(jwks(&[("rsa2", "rsa-2")]));
+    initialize(&server, &mint(&rs("rsa-2"), &c, "rsa2"));
+    assert_eq!(issuer.fetches(), 2);
+    // Another unknown kid soon after: refused without a fetch.
+    let rogue = mint(&rs("rogue"), &c, "rogue");
+    assert_invalid(
+        post(&server, Some(&rogue), None, &initialize_message(1)),
+        "unknown key id",
+    );
+    assert_eq!(issuer.fetches(), 2);
+    // The retired key is no longer trusted.
+    let old = mint(&rs("rsa-1"), &c, "rsa1");
+    assert_invalid(
+        post(&server, Some(&old), None, &initialize_message(1)),
+        "unknown key id",
+    );
+}
+
+#[test]
+fn keys_past_their_age_are_fetched_again_and_a_withdrawn_key_is_refused() {
+    let issuer = Issuer::start(jwks(&[("rsa1", "rsa-1")]));
+    let server = serve(&issuer, &["--oauth-jwks-max-age", "0"]);
+    let c = claims(&issuer, &server, "alice", "mcp:tools");
+    let old = mint(&rs("rsa-1"), &c, "rsa1");
+    post(&server, Some(&old), None, &initialize_message(1)).expect(200);
+    assert_eq!(issuer.fetches(), 1);
+    // The issuer withdraws the key: the next token refreshes the set first.
+    issuer.rotate(jwks(&[("rsa2", "rsa-2")]));
+    assert_invalid(
+        post(&server, Some(&old), None, &initialize_message(1)),
+        "unknown key id",
+    );
+    assert_eq!(issuer.fetches(), 2);
+    let new = mint(&rs("rsa-2"), &c, "rsa2");
+    post(&server, Some(&new), None, &initialize_message(1)).expect(200);
+    assert_eq!(issuer.fetches(), 3);
+}
+
+#[test]
+fn an_unreachable_key_set_refuses_every_token() {
+    // A port nothing listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let iss = "https://issuer.example".to_string();
+    let url = format!("http://{closed}/jwks");
+    let server = Server::start(&["--oauth-issuer", &iss, "--oauth-jwks", &url]);
+    let c = json!({"iss": iss, "aud": resource(&server), "sub": "a", "exp": FUTURE});
+    let token = mint(&rs("rsa-1"), &c, "rsa1");
+    assert_invalid(
+        post(&server, Some(&token), None, &initialize_message(1)),
+        "cannot be fetched",
+    );
+    wait_for("the fetch failure on stderr", || {
+        server
+            .proc
+            .stderr_now()
+            .contains("cannot fetch the JWKS from")
+    });
+}
+
+#[test]
+fn a_tool_needing_a_broader_scope_gets_403_until_the_token_has_it() {
+    let issuer = Issuer::start(jwks(&[("rsa1", "rsa-1")]));
+    let server = serve(&issuer, &["--oauth-tool-scopes", "addOne=mcp:admin"]);
+    let narrow = mint(
+        &rs("rsa-1"),
+        &claims(&issuer, &server, "alice", "mcp:tools"),
+        "rsa1",
+    );
+    let none = mint(
+        &rs("rsa-1"),
+        &claims(&issuer, &server, "alice", "other"),
+        "rsa1",
+    );
+    let reply = post(&server, Some(&none), None, &initialize_message(1)).expect(403);
+    let challenge = reply.header("www-authenticate").unwrap_or("");
+    assert!(
+        challenge.starts_with("Bearer error=\"insufficient_scope\", scope=\"mcp:tools\""),
+        "{challenge}"
+    );
+    let sid = initialize(&server, &narrow);
+    let call = tool_call(2, "addOne", json!({"_1": 1}));
+    let reply = post(&server, Some(&narrow), Some(&sid), &call).expect(403);
+    let challenge = reply.header("www-authenticate").unwrap_or("");
+    assert!(
+        challenge.starts_with("Bearer error=\"insufficient_scope\", scope=\"mcp:tools mcp:admin\""),
+        "{challenge}"
+    );
+    // A tool needing nothing more is served on the narrow token.
+    let other = post(
+        &server,
+        Some(&narrow),
+        Some(&sid),
+        &tool_call(3, "pureAnswer", json!({})),
+    );
+    assert_eq!(other.expect(200).json()["result"]["isError"], false);
+    // Step-up: the same subject with the broader token, same session.
+    let broad = mint(
+        &rs("rsa-1"),
+        &claims(&issuer, &server, "alice", "mcp:tools mcp:admin"),
+        "rsa1",
+    );
+    let reply = post(&server, Some(&broad), Some(&sid), &call)
+        .expect(200)
+        .json();
+    assert_eq!(reply["result"]["isError"], false, "{reply}");
+}
+
+#[test]
+fn sessions_belong_to_the_tokens_subject() {
+    let issuer = Issuer::start(jwks(&[("rsa1", "rsa-1")]));
+    let server = serve(&issuer, &[]);
+    let alice = mint(
+        &rs("rsa-1"),
+        &claims(&issuer, &server, "alice", "mcp:tools"),
+        "rsa1",
+    );
+    let bob = mint(
+        &rs("rsa-1"),
+        &claims(&issuer, &server, "bob", "mcp:tools"),
+        "rsa1",
+    );
+    let sid = initialize(&server, &alice);
+    let call = tool_call(2, "addOne", json!({"_1": 1}));
+    post(&server, Some(&bob), Some(&sid), &call).expect(404);
+    let delete = format!("Authorization: Bearer {bob}\r\nMcp-Session-Id: {sid}\r\n");
+    Client::connect(server.addr)
+        .roundtrip(&simple_request("DELETE", "/mcp", server.addr, &delete))
+        .expect(404);
+    post(&server, Some(&alice), Some(&sid), &call).expect(200);
+}
+
+#[test]
+fn a_key_file_and_the_static_token_work_together() {
+    let dir = crate::util::TempDir::new();
+    let file = dir.write("jwks.json", jwks(&[("ec1", "ec-1")]));
+    let file = file.to_string_lossy().into_owned();
+    let server = Server::start(&[
+        "--oauth-issuer",
+        "https://issuer.example",
+        "--oauth-jwks",
+        &file,
+        "--oauth-audience",
+        "https://mcp.example/mcp",
+        "--auth-token",
+        "operator-secret",
+    ]);
+    let c = json!({"iss": "https://issuer.example", "aud": "https://mcp.example/mcp", "sub": "a", "exp": FUTURE});
+    initialize(
+        &server,
+        &mint(&json!({"alg": "ES256", "kid": "ec-1"}), &c, "ec1"),
+    );
+    initialize(&server, "operator-secret");
+    let reply = post(&server, Some("wrong"), None, &initialize_message(1)).expect(401);
+    let challenge = reply.header("www-authenticate").unwrap_or("");
+    assert!(
+        challenge.contains(
+            "resource_metadata=\"https://mcp.example/.well-known/oauth-protected-resource/mcp\""
+        ) || challenge.contains(".well-known/oauth-protected-resource/mcp"),
+        "{challenge}"
+    );
+}
+
+/// The calls in flight, read from `/metrics` with the static token.
+fn in_flight(addr: std::net::SocketAddr) -> u64 {
+    let auth = "Authorization: Bearer scrape\r\n";
+    let text = Client::connect(addr)
+        .roundtrip(&simple_request("GET", "/metrics", addr, auth))
+        .expect(200)
+        .text();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("mcp_server_calls_in_flight "));
+    let value = line.and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok());
+    value.unwrap_or(0.0) as u64
+}
+
+#[test]
+fn one_subjects_calls_share_one_place_in_the_queue() {
+    let issuer = Issuer::start(jwks(&[("rsa1", "rsa-1")]));
+    let extra = [
+        "--pool-replicas",
+        "py=1",
+        "--max-queued-per-owner",
+        "2",
+        "--auth-token",
+        "scrape",
+    ];
+    let server = serve(&issuer, &extra);
+    let alice = mint(
+        &rs("rsa-1"),
+        &claims(&issuer, &server, "alice", "mcp:tools"),
+        "rsa1",
+    );
+    let bob = mint(
+        &rs("rsa-1"),
+        &claims(&issuer, &server, "bob", "mcp:tools"),
+        "rsa1",
+    );
+    let addr = server.addr;
+    // The pool is started first (a call waiting for it counts as waiting).
+    let sid = initialize(&server, &bob);
+    let warm = post(
+        &server,
+        Some(&bob),
+        Some(&sid),
+        &tool_call(1, "addOne", json!({"_1": 1})),
+    );
+    assert_eq!(warm.expect(200).json()["result"]["isError"], false);
+    // Alice's calls come on three sessions: one runs, two wait.
+    let mut threads = Vec::new();
+    for n in 0..3u64 {
+        let sid = initialize(&server, &alice);
+        let token = alice.clone();
+        threads.push(std::thread::spawn(move || {
+            // The first runs until the others have been judged.
+            let ms = if n == 0 { 4000 } else { 200 + n };
+            let call = tool_call(2, "slowEcho", json!({ "_1": ms }));
+            let auth = format!("Bearer {token}");
+            let request = post_request(
+                addr,
+                Some(&sid),
+                call.to_string().as_bytes(),
+                &[("Authorization", &auth)],
+            );
+            Client::connect(addr).roundtrip(&request).expect(200).json()
+        }));
+        wait_for("the slow call is in", || in_flight(addr) == n + 1);
+    }
+    // A fourth session of hers is past her cap; Bob is served.
+    let sid = initialize(&server, &alice);
+    let refused = post(
+        &server,
+        Some(&alice),
+        Some(&sid),
+        &tool_call(3, "addOne", json!({"_1": 1})),
+    );
+    let refused = refused.expect(200).json();
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    let why = refused["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    assert!(why.contains("already has 2 calls waiting"), "{why}");
+    let sid = initialize(&server, &bob);
+    let served = post(
+        &server,
+        Some(&bob),
+        Some(&sid),
+        &tool_call(4, "addOne", json!({"_1": 6})),
+    );
+    assert_eq!(served.expect(200).json()["result"]["isError"], false);
+    for t in threads {
+        assert_eq!(t.join().unwrap()["result"]["isError"], false);
+    }
+    let stderr = server.proc.stderr_now();
+    assert!(
+        stderr.contains("an OAuth subject reached the cap of 2 calls waiting"),
+        "{stderr}"
+    );
+}
+
+/// A modern (2026-07-28) request declaring the tasks extension, with
+/// `token`: status and body.
+fn modern(
+    server: &Server,
+    token: &str,
+    id: u64,
+    method: &str,
+    name: &str,
+    mut params: Value,
+) -> (u16, Value) {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+    });
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let auth = format!("Bearer {token}");
+    let headers = [
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", method),
+        ("Mcp-Name", name),
+        ("Authorization", auth.as_str()),
+    ];
+    let request = post_request(server.addr, None, body.to_string().as_bytes(), &headers);
+    let reply = Client::connect(server.addr).roundtrip(&request);
+    (reply.status, reply.json())
+}
+
+#[test]
+fn tasks_belong_to_the_subject_not_to_the_token() {
+    let issuer = Issuer::start(jwks(&[("rsa1", "rsa-1")]));
+    let server = serve(&issuer, &["--task-after", "0"]);
+    let alice = mint(
+        &rs("rsa-1"),
+        &claims(&issuer, &server, "alice", "mcp:tools"),
+        "rsa1",
+    );
+    let mut later = claims(&issuer, &server, "alice", "mcp:tools");
+    later["jti"] = json!("a second token");
+    let alice_again = mint(&rs("rsa-1"), &later, "rsa1");
+    let bob = mint(
+        &rs("rsa-1"),
+        &claims(&issuer, &server, "bob", "mcp:tools"),
+        "rsa1",
+    );
+    let args = json!({"name": "slowEcho", "arguments": {"_1": 50}});
+    let (status, created) = modern(&server, &alice, 1, "tools/call", "slowEcho", args);
+    assert_eq!(status, 200, "{created}");
+    let task = created["result"]["taskId"]
+        .as_str()
+        .expect("a task")
+        .to_string();
+    let get = |token: &str| {
+        modern(
+            &server,
+            token,
+            2,
+            "tasks/get",
+            &task,
+            json!({"taskId": task}),
+        )
+    };
+    // Another token of the same subject sees it; another subject does not.
+    let (status, mine) = get(&alice_again);
+    assert_eq!(status, 200, "{mine}");
+    assert!(mine["result"]["status"].is_string(), "{mine}");
+    let (_, theirs) = get(&bob);
+    assert_eq!(theirs["error"]["code"], -32602, "{theirs}");
+}
