@@ -7,6 +7,8 @@ pub mod args;
 pub mod http;
 pub mod instance;
 pub mod jsonrpc;
+pub mod log;
 pub mod mcp;
 pub mod metrics;
 pub mod tools;
+pub mod trace;

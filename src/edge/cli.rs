@@ -33,6 +33,7 @@ use crate::protocol::tools;
 
 mod help;
 mod nexus;
+pub mod obs;
 mod values;
 use help::*;
 use values::{byte_size, count, replicas_value, seconds, string_value};
@@ -128,6 +129,8 @@ pub struct RawServe {
     pub max_queued: Option<usize>,
     /// `--tools-file`: curates the tools of the (one) program served.
     pub tools_file: Option<PathBuf>,
+    /// `--log-level`, `--log-format`, `--metrics-token`.
+    pub obs: obs::RawObs,
 }
 
 /// The outside world [`prepare`] consults, passed in so tests can fake it.
@@ -199,6 +202,8 @@ pub struct ServeConfig {
     pub max_queued_per_owner: usize,
     /// The most calls waiting in all (0: no cap).
     pub max_queued: usize,
+    /// Logs and the `/metrics` token.
+    pub obs: obs::ObsConfig,
 }
 
 /// How long SIGTERM lets calls finish over HTTP, unless `--drain-timeout`.
@@ -415,7 +420,10 @@ pub fn prepare(raw: RawArgs, env: &Env, warnings: &mut Vec<String>) -> Result<Ac
                 Some(limit) if limit.is_zero() => None,
                 Some(limit) => Some(limit),
             };
+            let env_metrics = std::env::var(obs::METRICS_TOKEN_ENV).ok();
+            let obs = obs::resolve(&serve.obs, http.is_some(), env_metrics.as_deref())?;
             Ok(Action::Serve(ServeConfig {
+                obs,
                 router: serve.router,
                 programs,
                 http,
@@ -690,6 +698,11 @@ fn parse_serve(
             Long("tools-file") => {
                 let text = string_value(&mut parser, "--tools-file", command)?;
                 raw.tools_file = Some(PathBuf::from(text));
+            }
+            Long(flag) if obs::is_obs_flag(flag) => {
+                let flag = flag.to_string();
+                let text = string_value(&mut parser, &format!("--{flag}"), command)?;
+                obs::parse_flag(&flag, &text, &mut raw.obs)?;
             }
             Word(target) if router || raw.targets.is_empty() => {
                 raw.targets.push(PathBuf::from(target))

@@ -37,8 +37,9 @@ use mio::{Events, Interest, Poll, Token};
 use serde_json::Value as Json;
 
 use crate::edge::cli::{HttpConfig, ServeConfig};
-use crate::edge::{manifest_file, proc};
+use crate::edge::{log, manifest_file, proc};
 use crate::protocol::instance::InstanceId;
+use crate::protocol::log::Level;
 use crate::protocol::mcp::{self, Catalog, Program};
 use idhash::IdMap;
 
@@ -100,16 +101,19 @@ pub struct Options {
     pub max_queued_per_owner: usize,
     /// The most calls waiting for a pool process in all (0: no cap).
     pub max_queued: usize,
+    /// `--metrics-token`: the bearer token `GET /metrics` takes instead.
+    pub metrics_token: Option<String>,
 }
 
 /// Builds each program's tool surface (printing exclusion notes), then
 /// serves over stdio or HTTP. Returns the process exit status.
 pub fn serve(config: ServeConfig) -> Result<i32, StartError> {
+    log::configure(config.obs.log_level, config.obs.log_format);
     let mut programs = Vec::new();
     for p in config.programs {
         let surface = manifest_file::surface(&p.loaded).map_err(StartError)?;
         for note in &surface.notes {
-            eprintln!("{note}");
+            log::labelled(Level::Warn, note);
         }
         programs.push(Program::new(p.loaded, surface).map_err(|e| StartError(e.to_string()))?);
     }
@@ -136,6 +140,7 @@ pub fn serve(config: ServeConfig) -> Result<i32, StartError> {
         queue_timeout: config.queue_timeout,
         max_queued_per_owner: config.max_queued_per_owner,
         max_queued: config.max_queued,
+        metrics_token: config.obs.metrics_token,
     };
     match config.http {
         None => {
@@ -372,7 +377,7 @@ impl Reactor {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
                 }
-                eprintln!("morloc-mcp: poll failed: {e}");
+                log::error(&format!("poll failed: {e}"));
                 return 1;
             }
             for event in events.iter() {

@@ -25,6 +25,8 @@
 //! and their notifications; `requests` the `/mcp` endpoint; `health` the
 //! `/health` endpoint and the drain; `caps` the connection caps.
 
+use crate::edge::log;
+use crate::protocol::log::Level;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io;
@@ -172,9 +174,7 @@ impl HttpFront {
         }
         let max_conns = connection_cap();
         if max_conns < MAX_CONNECTIONS {
-            eprintln!(
-                "morloc-mcp: warning: the open-file limit allows only {max_conns} HTTP connections (of {MAX_CONNECTIONS})"
-            );
+            log::warn(&format!("warning: the open-file limit allows only {max_conns} HTTP connections (of {MAX_CONNECTIONS})"));
         }
         let mut listener = TcpListener::bind(addr)
             .map_err(|e| StartError(format!("cannot listen on {addr}: {e}")))?;
@@ -192,9 +192,12 @@ impl HttpFront {
         poll.registry()
             .register(&mut listener, LISTENER, Interest::READABLE)
             .map_err(|e| StartError(format!("cannot watch the listener: {e}")))?;
-        eprintln!(
-            "morloc mcp: serving \"{}\" (instance {instance}) over HTTP at http://{addr}/mcp",
-            catalog.server_name
+        log::labelled(
+            Level::Info,
+            &format!(
+                "morloc mcp: serving \"{}\" (instance {instance}) over HTTP at http://{addr}/mcp",
+                catalog.server_name
+            ),
         );
         let policy = OriginPolicy::new(&config.host, config.allow_origins.iter());
         let sessions = Sessions::new(
@@ -279,11 +282,11 @@ impl HttpFront {
     /// printed less than `NOTICE_PERIOD` ago (then it is only counted).
     fn notice(&mut self, kind: Notice, message: impl FnOnce() -> String) {
         if let Some(suppressed) = self.notices.note(kind, Instant::now()) {
-            eprintln!(
-                "morloc-mcp: HTTP: {}{}",
+            log::warn(&format!(
+                "HTTP: {}{}",
                 message(),
                 http::suppressed_suffix(suppressed, http::NOTICE_PERIOD)
-            );
+            ));
         }
     }
 

@@ -7,6 +7,7 @@
 //! cannot make the server buffer without bound), and resumed once the queue
 //! drains. When stdin ends, calls still running get `EOF_GRACE` to finish.
 
+use crate::edge::log;
 use std::fs::File;
 use std::io;
 use std::ops::ControlFlow;
@@ -192,7 +193,7 @@ impl Reactor {
                 }
             }
             ReadEnd::Failed(e) => {
-                eprintln!("morloc-mcp: input read error: {e}");
+                log::error(&format!("input read error: {e}"));
                 stdio.stdin_open = false;
                 stdio.eof_deadline = Some(Instant::now() + EOF_GRACE);
             }
@@ -286,12 +287,12 @@ impl Reactor {
             None => {}
             // The client went away: nothing more can be delivered.
             Some(None) => {
-                eprintln!("morloc-mcp: protocol stream closed");
+                log::info("protocol stream closed");
                 self.exit_code.get_or_insert(0);
                 return;
             }
             Some(Some(err)) => {
-                eprintln!("morloc-mcp: protocol write failed: {err}");
+                log::error(&format!("protocol write failed: {err}"));
                 self.exit_code.get_or_insert(1);
                 return;
             }

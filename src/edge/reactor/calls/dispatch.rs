@@ -4,6 +4,7 @@
 //! past the queue's caps, failing those past `--queue-timeout`, and the
 //! rate-limited stderr lines about all this.
 
+use crate::edge::log;
 use std::time::Instant;
 
 use super::CallId;
@@ -82,9 +83,9 @@ impl Reactor {
     pub(in crate::edge::reactor) fn say(&mut self, kind: &str, line: &str) {
         if let Some(held) = self.calls.throttle.allow(kind, Instant::now()) {
             if held > 0 {
-                eprintln!("morloc-mcp: {line} ({held} more like this not shown)");
+                log::warn(&format!("{line} ({held} more like this not shown)"));
             } else {
-                eprintln!("morloc-mcp: {line}");
+                log::warn(&format!("{line}"));
             }
         }
     }
@@ -171,10 +172,10 @@ impl Reactor {
         }
         if self.calls.throttle.next_flush().is_some_and(|d| d <= now) {
             for (kind, held) in self.calls.throttle.flush(now) {
-                eprintln!(
-                    "morloc-mcp: {held} more '{kind}' event(s) in the last {} s",
+                log::warn(&format!(
+                    "{held} more '{kind}' event(s) in the last {} s",
                     queue::LOG_EVERY.as_secs()
-                );
+                ));
             }
         }
     }

@@ -2,6 +2,7 @@
 //! requests in order, admitting each head (checks and budget) before its
 //! body is taken, writing output, timers, refusals and closing.
 
+use crate::edge::log;
 use std::fs::File;
 use std::io;
 use std::time::Instant;
@@ -81,7 +82,7 @@ impl Reactor {
                 }
                 Err(e) => {
                     // Out of fds with no spare, and the like: log and keep serving.
-                    eprintln!("morloc-mcp: accept failed: {e}");
+                    log::error(&format!("accept failed: {e}"));
                     return;
                 }
             }
