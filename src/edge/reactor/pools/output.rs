@@ -88,14 +88,15 @@ impl Reactor {
                 String::new()
             };
             for line in &lines {
-                let text = match log::format() {
-                    Format::Text => format!("{prefix}{line}"),
-                    Format::Json => line.clone(),
+                let pool = [("pool", Value::Str(&label))];
+                let (text, fields) = match log::format() {
+                    Format::Text => (format!("{prefix}{line}"), &pool[..0]),
+                    Format::Json => (line.clone(), &pool[..]),
                 };
                 log::emit(&Record {
                     level: Level::Warn,
                     msg: &text,
-                    fields: &[("pool", Value::Str(&label))],
+                    fields,
                     prefixed: false,
                 });
             }
