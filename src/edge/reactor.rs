@@ -21,6 +21,7 @@ mod byteio;
 mod calls;
 mod http;
 mod idhash;
+mod obs;
 mod pools;
 mod queue;
 mod reload;
@@ -295,7 +296,10 @@ impl Reactor {
         };
         let http = match http {
             None => None,
-            Some(config) => Some(HttpFront::bind(&poll, config, &catalog, &options.instance)?),
+            Some(config) => Some(
+                HttpFront::bind(&poll, config, &catalog, &options.instance)?
+                    .with_metrics_token(options.metrics_token.clone()),
+            ),
         };
 
         let mut runtimes = Vec::new();

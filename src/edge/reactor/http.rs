@@ -47,6 +47,7 @@ use crate::protocol::http::{
 use crate::protocol::instance::InstanceId;
 use crate::protocol::mcp::Catalog;
 
+mod access;
 mod caps;
 mod conn;
 mod health;
@@ -142,6 +143,10 @@ pub(super) struct HttpFront {
     started: Instant,
     /// Set by SIGTERM: the latest time to exit (see `health`).
     draining: Option<Instant>,
+    /// The open access record of each connection's request (`obs`).
+    pub(super) access: IdMap<Token, super::obs::Access>,
+    /// `--metrics-token`: what `GET /metrics` takes instead of `token`.
+    metrics_token: Option<String>,
 }
 
 impl HttpFront {
@@ -225,6 +230,8 @@ impl HttpFront {
             notices: Notices::new(http::NOTICE_PERIOD),
             started: Instant::now(),
             draining: None,
+            access: IdMap::default(),
+            metrics_token: None,
         })
     }
 
@@ -247,6 +254,9 @@ impl HttpFront {
             return;
         };
         conn.deregister(registry);
+        if let Some(access) = self.access.remove(&token) {
+            access.finish(None, "closed");
+        }
         self.budget.update(conn.held(), 0);
         let peer = conn.peer();
         if let Some(n) = self.peers.get_mut(&peer) {
@@ -294,7 +304,7 @@ impl HttpFront {
     /// bearer token when the server has one (every accepted request carries
     /// the one token, so all its holders are one owner), else the peer
     /// address.
-    fn owner_of(&self, token: Token) -> String {
+    pub(super) fn owner_of(&self, token: Token) -> String {
         let peer = self.conns.get(&token).map(Conn::peer);
         match (&self.token, peer) {
             (Some(_), _) => "token".to_string(),

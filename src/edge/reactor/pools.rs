@@ -171,7 +171,7 @@ impl Reactor {
             }
             Err(e) => {
                 let message = format!("cannot start pool '{}': {e}", pool.label());
-                log::error(&format!("{message}"));
+                log::error(&message);
                 pool.status = PoolStatus::Failed {
                     message: message.clone(),
                     at: now,
@@ -202,7 +202,7 @@ impl Reactor {
                         limit.as_secs_f64(),
                         self.pools.rt(program).tail_note(i)
                     );
-                    log::error(&format!("{message}"));
+                    log::error(&message);
                     self.stop_pool(program, i);
                     self.pools[(program, i)].status = PoolStatus::Failed {
                         message: message.clone(),

@@ -46,6 +46,8 @@ pub(super) struct Stdio {
     /// Input was left unread while too much output was queued.
     stdin_paused: bool,
     framer: LineFramer,
+    /// The open access records of requests (`obs`).
+    pub(super) access: super::obs::StdioAccess,
 }
 
 impl Stdio {
@@ -90,6 +92,7 @@ impl Stdio {
             answered_any: false,
             stdin_paused: false,
             framer: LineFramer::default(),
+            access: Default::default(),
         })
     }
 
@@ -219,6 +222,7 @@ impl Reactor {
         Some(match frame {
             Frame::Line(line) => {
                 let (msg, arguments) = jsonrpc::decode_lazy(line);
+                stdio.access.open(&msg);
                 let mut step = mcp::handle_lazy(&self.catalog, &mut stdio.session, msg, arguments);
                 step.hand_over(None, line);
                 step
@@ -235,6 +239,7 @@ impl Reactor {
             Step::Nothing => {}
             Step::Reply(reply) => self.send_stdio(&reply),
             Step::Cancel(id) => {
+                self.stdio_access_cancelled(&id);
                 // A cancelled subscription simply ends: nothing more is sent
                 // for it, not even a response.
                 if !self.listeners.remove(&Client::Stdio, &id) {
@@ -255,6 +260,7 @@ impl Reactor {
     }
 
     pub(super) fn send_stdio(&mut self, msg: &Json) {
+        self.stdio_access_reply(msg);
         let Some(stdio) = self.stdio.as_mut() else {
             return;
         };

@@ -96,6 +96,9 @@ impl Reactor {
                 if let Some(call) = self.calls.get_mut(&id) {
                     call.wire.stream = Some((token, stream));
                     call.stage = CallStage::Sending;
+                    if let Some(trace) = call.trace.as_mut() {
+                        trace.sent();
+                    }
                     call.deadline = timeout.map(|t| Instant::now() + t);
                 }
 

@@ -11,6 +11,7 @@ use super::CallId;
 use crate::edge::reactor::queue::{self, FairQueue, Refused};
 use crate::edge::reactor::schedule::{self, Class, Need};
 use crate::edge::reactor::{Client, Reactor};
+use crate::protocol::log::{Level, Value};
 use crate::protocol::mcp::call::Ending;
 
 /// Whose call it is, for the fairness of the queue and its per-owner cap:
@@ -73,7 +74,9 @@ impl Reactor {
                 ),
             ),
         };
-        self.say(kind, &note);
+        let trace = self.calls.get(&id).and_then(|c| c.trace.as_ref());
+        let trace_id = trace.map(|t| t.trace_id());
+        self.say_traced(kind, &note, trace_id.as_deref());
         // The server refused it, not the tool: counted as a failed call.
         self.end_call(id, Ending::Failed(message));
     }
@@ -81,11 +84,19 @@ impl Reactor {
     /// Prints one diagnostic line on stderr, at most one of each `kind`
     /// every 10 s; it tells how many were held back since the last one.
     pub(in crate::edge::reactor) fn say(&mut self, kind: &str, line: &str) {
+        self.say_traced(kind, line, None);
+    }
+
+    /// [`Reactor::say`] about one request, naming its trace.
+    fn say_traced(&mut self, kind: &str, line: &str, trace_id: Option<&str>) {
         if let Some(held) = self.calls.throttle.allow(kind, Instant::now()) {
+            let trace = trace_id.map(|t| ("trace_id", Value::Str(t)));
+            let fields: Vec<_> = trace.into_iter().collect();
             if held > 0 {
-                log::warn(&format!("{line} ({held} more like this not shown)"));
+                let line = format!("{line} ({held} more like this not shown)");
+                log::with(Level::Warn, &line, &fields);
             } else {
-                log::warn(&format!("{line}"));
+                log::with(Level::Warn, line, &fields);
             }
         }
     }

@@ -248,7 +248,9 @@ impl Reactor {
         let head = conn.head()?;
         let open = http::find(ROUTES, &head.path).is_some_and(|r| !r.guarded);
         if !open {
-            if let Err(answer) = http::admit(ROUTES, &front.gate(), head) {
+            if let Err(answer) = http::admit(ROUTES, &front.gate_for(&head.path), head) {
+                let head = head.clone();
+                self.http_access_open(token, &head, true);
                 return Some(answer);
             }
         }

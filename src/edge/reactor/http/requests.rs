@@ -21,10 +21,11 @@ impl Reactor {
     /// Answers a complete request: the checks and the route table decide
     /// which handler gets it, or the refusal.
     pub(super) fn handle_request(&mut self, token: Token, req: Request) {
+        self.http_access_open(token, &req, false);
         let Some(front) = self.http.as_ref() else {
             return;
         };
-        match http::admit(ROUTES, &front.gate(), &req) {
+        match http::admit(ROUTES, &front.gate_for(&req.path), &req) {
             Err(answer) => self.respond(
                 token,
                 answer.status,
@@ -138,6 +139,7 @@ impl Reactor {
             Some(c) => jsonrpc::decode_checked(&req.body, &c.verdict, c.span.clone(), &c.ends),
             None => jsonrpc::decode_lazy(&req.body),
         };
+        self.http_access_message(token, &msg);
         // The era is decided here, once; `mcp` is told, not asked again.
         let version = req.header("mcp-protocol-version");
         let in_session = req.header("mcp-session-id").is_some();

@@ -87,8 +87,17 @@ impl Reactor {
             } else {
                 String::new()
             };
+            // In json, a line printed while the process runs one traced
+            // call names that call's trace.
+            let trace_id = match log::format() {
+                Format::Json => self.running_trace(program, i),
+                Format::Text => None,
+            };
             for line in &lines {
-                let pool = [("pool", Value::Str(&label))];
+                let mut pool = vec![("pool", Value::Str(&label))];
+                if let Some(t) = &trace_id {
+                    pool.push(("trace_id", Value::Str(t)));
+                }
                 let (text, fields) = match log::format() {
                     Format::Text => (format!("{prefix}{line}"), &pool[..0]),
                     Format::Json => (line.clone(), &pool[..]),
