@@ -12,6 +12,7 @@ mod http;
 mod make_test;
 mod metrics;
 mod modern;
+mod obs;
 mod pools;
 mod real_scripts;
 mod replicas;

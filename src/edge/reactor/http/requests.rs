@@ -21,11 +21,12 @@ impl Reactor {
     /// Answers a complete request: the checks and the route table decide
     /// which handler gets it, or the refusal.
     pub(super) fn handle_request(&mut self, token: Token, req: Request) {
-        self.http_access_open(token, &req, false);
         let Some(front) = self.http.as_ref() else {
             return;
         };
-        match http::admit(ROUTES, &front.gate_for(&req.path), &req) {
+        let admitted = http::admit(ROUTES, &front.gate_for(&req.path), &req);
+        self.http_access_open(token, &req, admitted.is_err());
+        match admitted {
             Err(answer) => self.respond(
                 token,
                 answer.status,
