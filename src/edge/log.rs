@@ -1,13 +1,14 @@
 //! The one logger: every line the server writes on stderr goes through here,
 //! filtered by `--log-level` and shaped by `--log-format` (the records and
-//! formats are `protocol::log`). Each line is one `write` to stderr.
+//! formats are `protocol::log`). Each line is one `write` to stderr, or
+//! while the reactor runs, the lines of one turn are one `write` at its end.
 //!
 //! The settings are process-wide, set once before serving: diagnostics come
 //! from every part of the edge, and stderr itself is process-wide. Also the
 //! ids of new traces and spans (a generator seeded once from the system's
 //! random source; ids need to be unique, not secret).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::io::Write;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -36,13 +37,67 @@ pub fn format() -> Format {
     }
 }
 
-/// Writes `record` if its level is on.
+/// Writes `record` if its level is on: at once, or at the next [`flush`]
+/// while lines are batched.
 pub fn emit(record: &Record<'_>) {
     if !enabled(record.level) {
         return;
     }
-    let line = log::render(format(), record, now_micros());
-    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    let (format, micros) = (format(), now_micros());
+    let batched = BATCH.with(|b| {
+        let Ok(mut b) = b.try_borrow_mut() else {
+            return false;
+        };
+        let Some(buf) = b.as_mut() else {
+            return false;
+        };
+        log::render_into(buf, format, record, micros);
+        if buf.len() >= BATCH_MAX {
+            write_out(buf);
+        }
+        true
+    });
+    if !batched {
+        let line = log::render(format, record, micros);
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    }
+}
+
+/// Most bytes batched before they are written anyway.
+const BATCH_MAX: usize = 64 * 1024;
+
+thread_local! {
+    /// Lines held until the end of the reactor's turn (`Some` while batching).
+    static BATCH: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+fn write_out(buf: &mut String) {
+    if !buf.is_empty() {
+        let _ = std::io::stderr().lock().write_all(buf.as_bytes());
+        buf.clear();
+    }
+}
+
+/// Holds lines until [`flush`] (`true`), or writes each at once (`false`,
+/// after writing what is held). The reactor batches the lines of one turn:
+/// a call's span and access lines cost one `write`, not two.
+pub fn batch(on: bool) {
+    BATCH.with(|b| {
+        let mut b = b.borrow_mut();
+        if let Some(buf) = b.as_mut() {
+            write_out(buf);
+        }
+        *b = on.then(String::new);
+    });
+}
+
+/// Writes the lines held.
+pub fn flush() {
+    BATCH.with(|b| {
+        if let Some(buf) = b.borrow_mut().as_mut() {
+            write_out(buf);
+        }
+    });
 }
 
 /// A diagnostic with fields.

@@ -352,6 +352,13 @@ impl Reactor {
 
     fn run(&mut self) -> i32 {
         let mut events = Events::with_capacity(256);
+        log::batch(true);
+        let code = self.run_loop(&mut events);
+        log::batch(false);
+        code
+    }
+
+    fn run_loop(&mut self, events: &mut Events) -> i32 {
         loop {
             if let Some(code) = self.exit_code {
                 return code;
@@ -376,7 +383,7 @@ impl Reactor {
                 let left = at.saturating_duration_since(now);
                 timeout = Some(timeout.map_or(left, |t| t.min(left)));
             }
-            if let Err(e) = self.poll.poll(&mut events, timeout) {
+            if let Err(e) = self.poll.poll(events, timeout) {
                 // A signal interrupts epoll_wait even with SA_RESTART.
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
@@ -430,6 +437,7 @@ impl Reactor {
     fn end_turn(&mut self) {
         self.calls.close_finished();
         self.pools.make_spares(|| calls::unix_socket().ok());
+        log::flush();
     }
 
     fn next_deadline(&self) -> Option<Instant> {

@@ -6,8 +6,6 @@
 //!
 //! Pure: the caller gives the time and writes the line.
 
-use std::fmt::Write;
-
 use serde_json::Value as Json;
 
 use crate::format::json;
@@ -81,6 +79,12 @@ pub struct Record<'a> {
 /// the record (the json format's `ts`, RFC 3339 in UTC).
 pub fn render(format: Format, record: &Record<'_>, unix_micros: u64) -> String {
     let mut out = String::with_capacity(96 + record.msg.len() + 24 * record.fields.len());
+    render_into(&mut out, format, record, unix_micros);
+    out
+}
+
+/// [`render`], appended to `out`.
+pub fn render_into(out: &mut String, format: Format, record: &Record<'_>, unix_micros: u64) {
     match format {
         Format::Text => {
             if record.prefixed {
@@ -92,35 +96,28 @@ pub fn render(format: Format, record: &Record<'_>, unix_micros: u64) -> String {
                 out.push_str(key);
                 out.push('=');
                 match value {
-                    Value::Str(s) => text_value(&mut out, s),
-                    Value::Int(n) => {
-                        let _ = write!(out, "{n}");
-                    }
-                    Value::Ms(ms) => {
-                        let _ = write!(out, "{ms:.3}");
-                    }
+                    Value::Str(s) => text_value(out, s),
+                    Value::Int(n) => push_int(out, *n),
+                    Value::Ms(ms) if ms.is_finite() => push_ms(out, *ms),
+                    Value::Ms(_) => out.push_str("NaN"),
                 }
             }
         }
         Format::Json => {
             out.push_str("{\"ts\":\"");
-            timestamp(&mut out, unix_micros);
+            timestamp(out, unix_micros);
             out.push_str("\",\"level\":\"");
             out.push_str(record.level.name());
             out.push_str("\",\"msg\":");
-            json::write_str(&mut out, record.msg);
+            json_str(out, record.msg);
             for (key, value) in record.fields {
                 out.push(',');
-                json::write_str(&mut out, key);
+                json_str(out, key);
                 out.push(':');
                 match value {
-                    Value::Str(s) => json::write_str(&mut out, s),
-                    Value::Int(n) => {
-                        let _ = write!(out, "{n}");
-                    }
-                    Value::Ms(ms) if ms.is_finite() => {
-                        let _ = write!(out, "{ms:.3}");
-                    }
+                    Value::Str(s) => json_str(out, s),
+                    Value::Int(n) => push_int(out, *n),
+                    Value::Ms(ms) if ms.is_finite() => push_ms(out, *ms),
                     Value::Ms(_) => out.push_str("null"),
                 }
             }
@@ -128,7 +125,84 @@ pub fn render(format: Format, record: &Record<'_>, unix_micros: u64) -> String {
         }
     }
     out.push('\n');
-    out
+}
+
+/// A JSON string literal: copied whole when nothing in it needs escaping
+/// (the common case, and several times cheaper), else escaped.
+fn json_str(out: &mut String, s: &str) {
+    if !needs_escape(s.as_bytes()) {
+        out.reserve(s.len() + 2);
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    } else {
+        json::write_str(out, s);
+    }
+}
+
+/// Whether any byte needs escaping, eight bytes at a time: a word has a
+/// byte under 0x20, or equal to `"` or `\`, when the classic "has a zero
+/// byte" test fires on it (or on it xor the byte repeated).
+fn needs_escape(bytes: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let below = |v: u64, n: u64| v.wrapping_sub(ONES * n) & !v & HIGHS != 0;
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let v = u64::from_le_bytes(word);
+        if below(v, 0x20) || below(v ^ (ONES * 0x22), 1) || below(v ^ (ONES * 0x5c), 1) {
+            return true;
+        }
+    }
+    chunks.remainder().iter().any(|&b| ESCAPED[b as usize])
+}
+
+/// The bytes a JSON string literal escapes: controls, `"` and `\`.
+const ESCAPED: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = true;
+        b += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
+
+/// A decimal integer, without the formatting machinery.
+fn push_int(out: &mut String, n: i64) {
+    if n < 0 {
+        out.push('-');
+    }
+    push_uint(out, n.unsigned_abs(), 1);
+}
+
+/// `n` in decimal, zero-padded to at least `width` digits.
+fn push_uint(out: &mut String, mut n: u64, width: usize) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    while n > 0 || digits.len() - i < width {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+    for &d in &digits[i..] {
+        out.push(char::from(d));
+    }
+}
+
+/// Milliseconds with three decimals (microseconds), rounded.
+fn push_ms(out: &mut String, ms: f64) {
+    if ms < 0.0 {
+        out.push('-');
+    }
+    let micros = (ms.abs() * 1000.0).round() as u64;
+    push_uint(out, micros / 1000, 1);
+    out.push('.');
+    push_uint(out, micros % 1000, 3);
 }
 
 /// A text field's value: bare when it is a plain word, else quoted with
@@ -152,13 +226,21 @@ pub fn timestamp(out: &mut String, unix_micros: u64) {
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;
     let (y, m, d) = civil_from_days(days);
-    let _ = write!(
-        out,
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{micros:06}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    );
+    let mut text = *b"0000-00-00T00:00:00.000000Z";
+    let mut put = |at: usize, width: usize, mut n: u64| {
+        for i in (at..at + width).rev() {
+            text[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+        }
+    };
+    put(0, 4, y.clamp(0, 9999) as u64);
+    put(5, 2, u64::from(m));
+    put(8, 2, u64::from(d));
+    put(11, 2, rem / 3600);
+    put(14, 2, rem / 60 % 60);
+    put(17, 2, rem % 60);
+    put(20, 6, micros);
+    out.push_str(std::str::from_utf8(&text).unwrap_or(""));
 }
 
 /// The proleptic Gregorian date of a day count since 1970-01-01 (the
@@ -180,17 +262,25 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 /// result with `isError`), `task` (a call answered with a task handle), or
 /// `error` (a JSON-RPC error; its code is [`error_code`]).
 pub fn outcome_of(reply: &Json) -> &'static str {
-    if reply.get("error").is_some() {
-        return "error";
+    outcome_and_code(reply).0
+}
+
+/// [`outcome_of`] and [`error_code`] in one look at the reply.
+pub fn outcome_and_code(reply: &Json) -> (&'static str, Option<i64>) {
+    if let Some(error) = reply.get("error") {
+        return ("error", error.get("code").and_then(Json::as_i64));
     }
-    let result = reply.get("result");
-    if result.and_then(|r| r.get("isError")) == Some(&Json::Bool(true)) {
+    let Some(result) = reply.get("result") else {
+        return ("ok", None);
+    };
+    let outcome = if result.get("isError") == Some(&Json::Bool(true)) {
         "tool_error"
-    } else if result.and_then(|r| r.get("task")).is_some() {
+    } else if result.get("task").is_some() {
         "task"
     } else {
         "ok"
-    }
+    };
+    (outcome, None)
 }
 
 /// A JSON-RPC error reply's code.

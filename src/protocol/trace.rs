@@ -207,12 +207,12 @@ fn nonzero<const N: usize>(mut id: [u8; N]) -> [u8; N] {
 /// Lowercase hex of an id.
 pub fn hex(bytes: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
+    let mut out = Vec::with_capacity(bytes.len() * 2);
     for &b in bytes {
-        out.push(HEX[(b >> 4) as usize] as char);
-        out.push(HEX[(b & 15) as usize] as char);
+        out.push(HEX[(b >> 4) as usize]);
+        out.push(HEX[(b & 15) as usize]);
     }
-    out
+    String::from_utf8(out).unwrap_or_default()
 }
 
 #[cfg(test)]

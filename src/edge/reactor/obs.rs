@@ -76,7 +76,7 @@ impl Access {
     }
 
     pub(in crate::edge::reactor) fn reply(&mut self, reply: &Json) {
-        self.outcome = Some((rec::outcome_of(reply), rec::error_code(reply)));
+        self.outcome = Some(rec::outcome_and_code(reply));
     }
 
     /// Writes the access line: `status` for HTTP, `fallback` as the
@@ -177,9 +177,11 @@ fn request_parts(msg: &Incoming) -> Option<(&RequestId, &str, Option<&Json>)> {
     }
 }
 
-/// The open records of stdio requests, by request id.
+/// The open records of stdio requests, by request id. The cheap hasher
+/// though a client picks the ids: the stdio client is the one that
+/// started this server.
 #[derive(Default)]
-pub(super) struct StdioAccess(std::collections::HashMap<RequestId, Access>);
+pub(super) struct StdioAccess(super::idhash::IdMap<RequestId, Access>);
 
 impl StdioAccess {
     /// A stdio message arrived: a request opens its record; a line that is
@@ -213,7 +215,8 @@ impl Reactor {
             return;
         };
         let open = &mut stdio.access.0;
-        if open.is_empty() || (msg.get("result").is_none() && msg.get("error").is_none()) {
+        // Only responses carry the id of an open request.
+        if open.is_empty() {
             return;
         }
         let Some(id) = msg.get("id").and_then(RequestId::from_json) else {

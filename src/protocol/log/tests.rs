@@ -84,6 +84,49 @@ fn json_lines_are_valid_json_with_every_field_escaped() {
 }
 
 #[test]
+fn numbers_are_written_without_the_formatting_machinery() {
+    let line = |v: Value| render(Format::Text, &record("n", &[("v", v)]), 0);
+    assert_eq!(line(Value::Ms(0.0)), "morloc-mcp: n v=0.000\n");
+    assert_eq!(line(Value::Ms(0.0004)), "morloc-mcp: n v=0.000\n");
+    assert_eq!(line(Value::Ms(0.0005)), "morloc-mcp: n v=0.001\n");
+    assert_eq!(line(Value::Ms(12345.6789)), "morloc-mcp: n v=12345.679\n");
+    assert_eq!(line(Value::Ms(-1.5)), "morloc-mcp: n v=-1.500\n");
+    assert_eq!(line(Value::Int(0)), "morloc-mcp: n v=0\n");
+    assert_eq!(
+        line(Value::Int(i64::MIN)),
+        "morloc-mcp: n v=-9223372036854775808\n"
+    );
+    assert_eq!(
+        line(Value::Int(i64::MAX)),
+        "morloc-mcp: n v=9223372036854775807\n"
+    );
+}
+
+#[test]
+fn escaping_is_found_anywhere_in_a_string() {
+    for len in 0..40 {
+        let plain = "a".repeat(len);
+        let mut out = String::new();
+        json_str(&mut out, &plain);
+        assert_eq!(out, format!("\"{plain}\""));
+        for at in 0..len {
+            for bad in ['"', '\\', '\n', '\u{0}', '\u{1f}'] {
+                let mut s: Vec<char> = plain.chars().collect();
+                s[at] = bad;
+                let s: String = s.into_iter().collect();
+                let mut out = String::new();
+                json_str(&mut out, &s);
+                assert_eq!(serde_json::from_str::<String>(&out).unwrap(), s, "{out}");
+            }
+        }
+    }
+    // Bytes at and above 0x20 that need nothing, non-ASCII included.
+    let mut out = String::new();
+    json_str(&mut out, " !#[]~\u{7f}é☃ !#[]~");
+    assert_eq!(out, "\" !#[]~\u{7f}é☃ !#[]~\"");
+}
+
+#[test]
 fn timestamps_are_rfc3339_in_utc() {
     let ts = |micros: u64| {
         let mut s = String::new();
