@@ -3,7 +3,7 @@
 
     python3 bench/obs_overhead.py target/release/morloc-mcp [--calls N] [--rounds N] [--out FILE]
 
-Two servers of the same binary serve the shapes program with the test pool
+Servers of the same binary serve the shapes program with the test pool
 at once, on each transport: *off* with `--log-level warn` (no access line,
 no span; the call counters of `/metrics` are always kept), *on* with
 `--log-level debug --log-format json` (an access line per request, a span
@@ -11,13 +11,16 @@ line per pool call) with a `traceparent` on every call (in `_meta` on
 stdio, as a header over HTTP) and `/metrics` scraped after every block. The
 on server's stderr goes to a file, as to a collector tailing it.
 
-A client (Python, the same for both) makes sequential `addOne` calls in
-blocks of --calls, the two servers taking turns block by block for
---rounds rounds. Per server: the median call and its p10-p90 over every
-call; the added latency is the median over rounds of (on - off) block
-medians, with its p25-p75; CPU is the server's user + system time per call
-over the timed calls (from /proc). Every reply is checked, and so is every
-line the on server wrote (JSON, one access line per call).
+A third server, *access*, runs with `--log-level info` (text access lines
+only: the HTTP default). A client (Python, the same for all) makes
+sequential `addOne` calls, --calls per round, the servers taking turns
+call by call for --rounds rounds. Per server: the median call and its
+p10-p90 over every call; the added latency is the median over rounds of the
+difference of round medians against *off*, with its p25-p75; CPU is the
+server's user + system time per call over the timed calls (from /proc);
+instructions per call are counted by callgrind over stdio when valgrind is
+installed (the only figure the machine's load does not move). Every reply
+is checked, and so is every line written (JSON, one access line per call).
 
 The section between the `obs-overhead` markers of bench/RESULTS.md is
 replaced (or written to --out). No figure is asserted; the target is 5 %.
@@ -29,6 +32,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import socket
 import statistics
 import subprocess
@@ -178,7 +182,7 @@ def listening_port(pid: int) -> int | None:
     return None
 
 
-def timed_block(server, calls: int) -> list[float]:
+def timed_block(server, calls: int, scrape: bool = True) -> list[float]:
     out = []
     for _ in range(calls):
         t = time.perf_counter()
@@ -186,7 +190,8 @@ def timed_block(server, calls: int) -> list[float]:
         out.append(time.perf_counter() - t)
         if b'"text":"42"' not in reply:
             raise RuntimeError(f"addOne answered {reply[:300]!r}")
-    server.scrape()
+    if scrape:
+        server.scrape()
     return out
 
 
@@ -195,30 +200,43 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
+CONFIGS = [
+    # name, flags, traced (a traceparent on every call, /metrics scraped)
+    ("off", OFF, False),
+    ("access", ["--log-level", "info"], False),
+    ("full", ON, True),
+]
+
+
 def measure(kind, binary: str, manifest: str, calls: int, rounds: int, tmp: str) -> dict:
-    off_log = open(os.path.join(tmp, f"{kind.__name__}-off.log"), "w")
-    on_log = open(os.path.join(tmp, f"{kind.__name__}-on.log"), "w")
-    servers = {"off": kind(binary, manifest, OFF, off_log, False),
-               "on": kind(binary, manifest, ON, on_log, True)}
+    logs = {name: open(os.path.join(tmp, f"{kind.__name__}-{name}.log"), "w") for name, _, _ in CONFIGS}
+    servers = {name: kind(binary, manifest, flags, logs[name], traced) for name, flags, traced in CONFIGS}
     for s in servers.values():
         timed_block(s, 200)  # warm: pool started, paths hot
     cpu0 = {k: cpu_seconds(s.proc.pid) for k, s in servers.items()}
-    times = {"off": [], "on": []}
-    added = []
+    times: dict[str, list[float]] = {name: [] for name in servers}
+    added: dict[str, list[float]] = {name: [] for name in servers if name != "off"}
+    names = list(servers)
     for r in range(rounds):
-        order = ["off", "on"] if r % 2 == 0 else ["on", "off"]
-        medians = {}
+        # Call by call in turn, so a burst of load on the machine weighs on
+        # every server alike; the order rotates each round.
+        order = names[r % len(names):] + names[:r % len(names)]
+        block: dict[str, list[float]] = {name: [] for name in names}
+        for _ in range(calls):
+            for name in order:
+                block[name] += timed_block(servers[name], 1, scrape=False)
         for name in order:
-            block = timed_block(servers[name], calls)
-            times[name] += block
-            medians[name] = statistics.median(block)
-        added.append(medians["on"] - medians["off"])
+            servers[name].scrape()
+            times[name] += block[name]
+        medians = {name: statistics.median(t) for name, t in block.items()}
+        for name in added:
+            added[name].append(medians[name] - medians["off"])
     cpu = {k: (cpu_seconds(s.proc.pid) - cpu0[k]) / (calls * rounds) for k, s in servers.items()}
     for s in servers.values():
         s.stop()
-    on_log.close()
-    lines = open(on_log.name, encoding="utf-8").read().splitlines()
-    records = [json.loads(line) for line in lines]
+    for log in logs.values():
+        log.close()
+    records = [json.loads(line) for line in open(logs["full"].name, encoding="utf-8")]
     access = [r for r in records if r["msg"] == "access" and r.get("method") == "tools/call"]
     spans = [r for r in records if r["msg"] == "span"]
     expected = (calls * rounds) + 200
@@ -226,12 +244,44 @@ def measure(kind, binary: str, manifest: str, calls: int, rounds: int, tmp: str)
         raise RuntimeError(f"{len(access)} access lines and {len(spans)} spans for {expected} calls")
     if any(r["trace_id"] != TRACEPARENT[3:35] for r in access):
         raise RuntimeError("an access line lost the caller's trace")
-    off = statistics.median(times["off"])
-    return {"off": off, "on": statistics.median(times["on"]),
-            "off_spread": (pct(times["off"], 0.1), pct(times["off"], 0.9)),
-            "on_spread": (pct(times["on"], 0.1), pct(times["on"], 0.9)),
-            "added": statistics.median(added), "added_spread": (pct(added, 0.25), pct(added, 0.75)),
-            "cpu": cpu, "bytes": os.path.getsize(on_log.name) / len(access)}
+    text = [l for l in open(logs["access"].name, encoding="utf-8") if l.startswith("morloc-mcp: access ")]
+    if sum(" method=tools/call " in l for l in text) != expected:
+        raise RuntimeError("the access server did not write one line per call")
+    out = {}
+    for name in servers:
+        t = times[name]
+        out[name] = {"median": statistics.median(t), "spread": (pct(t, 0.1), pct(t, 0.9)), "cpu": cpu[name],
+                     "bytes": os.path.getsize(logs[name].name) / expected}
+        if name in added:
+            out[name]["added"] = statistics.median(added[name])
+            out[name]["added_spread"] = (pct(added[name], 0.25), pct(added[name], 0.75))
+    return out
+
+
+def instructions(binary: str, manifest: str, flags: list[str], traced: bool, calls: int, tmp: str) -> float | None:
+    """Instructions the server executes per call (stdio, under callgrind):
+    the difference of a 100-call and a 100 + `calls`-call session."""
+    if shutil.which("valgrind") is None:
+        return None
+    line = (json.dumps(call(traced)) + "\n").encode()
+    totals = []
+    for n in (100, 100 + calls):
+        out = os.path.join(tmp, f"callgrind-{n}.out")
+        argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", binary, "mcp", manifest, *flags]
+        with open(os.path.join(tmp, "callgrind.log"), "w") as log:
+            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, bufsize=0)
+            proc.stdin.write((json.dumps(INIT) + "\n").encode())
+            proc.stdout.readline()
+            proc.stdin.write((json.dumps(INITIALIZED) + "\n").encode())
+            for _ in range(n):
+                proc.stdin.write(line)
+                if b'"text":"42"' not in proc.stdout.readline():
+                    raise RuntimeError("addOne failed under callgrind")
+            proc.stdin.close()
+            proc.wait(120)
+        with open(out, encoding="utf-8", errors="replace") as f:
+            totals.append(next(int(l.split()[1]) for l in f if l.startswith(("summary:", "totals:"))))
+    return (totals[1] - totals[0]) / calls
 
 
 def main() -> int:
@@ -243,31 +293,38 @@ def main() -> int:
     args = parser.parse_args()
     binary = os.path.abspath(args.binary)
     rows = []
+    ms = lambda s: f"{s * 1000:.4f}"  # noqa: E731
     with tempfile.TemporaryDirectory() as tmp:
         manifest = test_pool_manifest(tmp)
+        counts = {name: instructions(binary, manifest, flags, traced, 300, tmp) for name, flags, traced in CONFIGS}
         for kind in (Stdio, Http):
             m = measure(kind, binary, manifest, args.calls, args.rounds, tmp)
-            ms = lambda s: f"{s * 1000:.4f}"  # noqa: E731
-            row = (f"| {kind.__name__.lower() if kind is Stdio else 'HTTP'} "
-                   f"| {ms(m['off'])} ({ms(m['off_spread'][0])}-{ms(m['off_spread'][1])}) "
-                   f"| {ms(m['on'])} ({ms(m['on_spread'][0])}-{ms(m['on_spread'][1])}) "
-                   f"| {ms(m['added'])} ({ms(m['added_spread'][0])}-{ms(m['added_spread'][1])}) "
-                   f"| {100 * m['added'] / m['off']:.1f} % "
-                   f"| {m['cpu']['off'] * 1e6:.1f} µs / {m['cpu']['on'] * 1e6:.1f} µs "
-                   f"| {m['bytes']:.0f} B |")
-            print(row, flush=True)
-            rows.append(row)
+            off = m["off"]
+            for name, _, _ in CONFIGS:
+                r = m[name]
+                added = "" if name == "off" else (
+                    f"{ms(r['added'])} ({ms(r['added_spread'][0])} to {ms(r['added_spread'][1])}) "
+                    f"| {100 * r['added'] / off['median']:+.1f} %")
+                count = counts[name]
+                inst = "" if count is None or kind is Http else f"{count / 1000:.1f} k"
+                row = (f"| {'stdio' if kind is Stdio else 'HTTP'} | {name} "
+                       f"| {ms(r['median'])} ({ms(r['spread'][0])}-{ms(r['spread'][1])}) "
+                       f"| {added or '| '} | {r['cpu'] * 1e6:.1f} µs | {inst} | {r['bytes']:.0f} B |")
+                print(row, flush=True)
+                rows.append(row)
     lines = [BEGIN, "", "## Logs, traces and metrics: what they add to a call (`bench/obs_overhead.py`)", "",
-             f"Sequential `addOne 41` on the test pool, {args.calls} calls per block, {args.rounds} rounds, "
-             "the two servers taking turns block by block. *off*: `--log-level warn`; *on*: "
-             "`--log-level debug --log-format json` (an access line and a pool-call span per call, "
-             "stderr to a file), a `traceparent` on every call, `/metrics` scraped after each block "
-             "(HTTP). Medians in ms with p10-p90; *added* is the median over rounds of the on-off "
-             "difference of block medians (p25-p75); CPU is the server's user + system time per "
-             "call, off / on; *log* is the bytes written per call. The client is Python (the same "
-             "for both). " + provenance(), "",
-             "| transport | off | on | added | added / off | CPU off / on | log |",
-             "|---|---|---|---|---|---|---|", *rows, "", END]
+             f"Sequential `addOne 41` on the test pool, {args.calls} calls per round, {args.rounds} rounds, "
+             "three servers of one binary taking turns call by call. *off*: `--log-level warn`; "
+             "*access*: `--log-level info` (an access line per request, text: the HTTP default); "
+             "*full*: `--log-level debug --log-format json` (an access line and a pool-call span per "
+             "call), a `traceparent` on every call, `/metrics` scraped after each round (HTTP). "
+             "stderr goes to a file. Medians in ms with p10-p90; *added* is the median over rounds of "
+             "the difference of round medians against *off* (p25 to p75), and that median over the "
+             "median *off* call; CPU is the server's user + system time per call; instructions are "
+             "the server's per call under callgrind (stdio, 300 calls); *log* is the bytes written "
+             "per call. The client is Python (the same for all). " + provenance(), "",
+             "| transport | logs | call | added | added / off | CPU | instructions | log |",
+             "|---|---|---|---|---|---|---|---|", *rows, "", END]
     write_section(args.out, BEGIN, END, "\n".join(lines) + "\n")
     return 0
 
