@@ -66,7 +66,8 @@ class Server:
         self.lines: list[str] = []
         self.url: str | None = None
         self.ready = threading.Event()
-        threading.Thread(target=self._read, daemon=True).start()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
         if not self.ready.wait(30) or self.url is None:
             raise SystemExit(f"the server printed no address:\n{''.join(self.lines)}")
 
@@ -81,11 +82,14 @@ class Server:
         self.ready.set()
 
     def stop(self) -> None:
-        self.proc.terminate()
+        """SIGTERM (a drain, then exit), and every line read."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
         try:
             self.proc.wait(10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+        self.reader.join(10)
 
 
 def request(url: str, body: dict | None, token: str, session: str | None = None):
@@ -182,7 +186,8 @@ def run(server: Server) -> None:
         detail = f"counts {counts}"
     step("the duration histogram matches the calls", ok, detail)
 
-    # One JSON access line per tools/call (they are written before the reply).
+    # One JSON access line per tools/call, read once the server has exited.
+    server.stop()
     access = []
     for line in server.lines:
         try:

@@ -1,7 +1,7 @@
 //! The one logger: every line the server writes on stderr goes through here,
 //! filtered by `--log-level` and shaped by `--log-format` (the records and
-//! formats are `protocol::log`). Each line is one `write` to stderr, or
-//! while the reactor runs, the lines of one turn are one `write` at its end.
+//! formats are `protocol::log`). Each line is one `write` to stderr, or,
+//! while the reactor runs, the lines since the last answer are one `write`.
 //!
 //! The settings are process-wide, set once before serving: diagnostics come
 //! from every part of the edge, and stderr itself is process-wide. Also the
@@ -79,8 +79,9 @@ fn write_out(buf: &mut String) {
 }
 
 /// Holds lines until [`flush`] (`true`), or writes each at once (`false`,
-/// after writing what is held). The reactor batches the lines of one turn:
-/// a call's span and access lines cost one `write`, not two.
+/// after writing what is held). The reactor batches: it flushes before it
+/// writes an answer and at the end of each turn, so a call's span and
+/// access lines cost one `write`, not two, and are out before its answer.
 pub fn batch(on: bool) {
     BATCH.with(|b| {
         let mut b = b.borrow_mut();

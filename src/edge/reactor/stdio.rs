@@ -269,6 +269,8 @@ impl Reactor {
     }
 
     pub(super) fn flush_stdout(&mut self) {
+        // What was logged about a request is on stderr before its answer.
+        log::flush();
         let Some(stdio) = self.stdio.as_mut() else {
             return;
         };

@@ -307,6 +307,8 @@ impl Reactor {
     }
 
     pub(super) fn flush_conn(&mut self, token: Token) {
+        // What was logged about a request is on stderr before its answer.
+        log::flush();
         let Some(front) = self.http.as_mut() else {
             return;
         };
