@@ -182,14 +182,17 @@ fn text_access_lines_keep_their_field_order_and_a_refusal_gets_one_too() {
             &headers,
         ))
         .expect(200);
-    let lines = wait_until("four access lines", || {
+    // An open route proves no token: its owner is the peer.
+    let health = simple_request("GET", "/health", server.addr, "");
+    client.roundtrip(&health).expect(200);
+    let lines = wait_until("five access lines", || {
         let stderr = server.proc.stderr_now();
         let lines: Vec<String> = stderr
             .lines()
             .filter(|l| l.starts_with("morloc-mcp: access "))
             .map(str::to_string)
             .collect();
-        (lines.len() >= 4).then_some(lines)
+        (lines.len() >= 5).then_some(lines)
     });
     assert!(
         lines[0].starts_with("morloc-mcp: access http_method=POST path=/mcp status=401 outcome=rejected duration_ms="),
@@ -230,6 +233,13 @@ fn text_access_lines_keep_their_field_order_and_a_refusal_gets_one_too() {
             .unwrap_or_else(|| panic!("{field} after {at} in {call}"));
         at += found + 1;
     }
+    let health = "morloc-mcp: access http_method=GET path=/health status=200 outcome=ok ";
+    assert!(lines[4].starts_with(health), "{}", lines[4]);
+    assert!(
+        lines[4].contains(" owner=\"peer 127.0.0.1\" "),
+        "{}",
+        lines[4]
+    );
     // The token itself is never logged.
     assert!(!server.proc.stderr_now().contains("s3cret"));
 }

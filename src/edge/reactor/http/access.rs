@@ -21,13 +21,14 @@ const SNIFF_MAX: usize = 64 * 1024;
 
 impl Reactor {
     /// A request's head is complete: its record opens, with the context of
-    /// its `traceparent` and `tracestate` headers. A `refused` request's
-    /// owner is its peer address (it proved no token).
+    /// its `traceparent` and `tracestate` headers. An `anonymous` request
+    /// (refused, or on an open route such as `/health`) proved no token:
+    /// its owner is its peer address.
     pub(in crate::edge::reactor) fn http_access_open(
         &mut self,
         token: Token,
         req: &Request,
-        refused: bool,
+        anonymous: bool,
     ) {
         let Some(front) = self.http.as_mut() else {
             return;
@@ -35,7 +36,7 @@ impl Reactor {
         let incoming =
             trace::Incoming::from_values(req.header("traceparent"), req.header("tracestate"));
         let owner = match front.conns.get(&token) {
-            Some(conn) if refused => format!("peer {}", conn.peer()),
+            Some(conn) if anonymous => format!("peer {}", conn.peer()),
             _ => front.owner_of(token),
         };
         let http = Some((req.method.as_str(), req.path.as_str()));

@@ -25,7 +25,9 @@ impl Reactor {
             return;
         };
         let admitted = http::admit(ROUTES, &front.gate_for(&req.path), &req);
-        self.http_access_open(token, &req, admitted.is_err());
+        // Only a guarded route's request proved the token.
+        let proved = matches!(&admitted, Ok((route, _)) if route.guarded);
+        self.http_access_open(token, &req, !proved);
         match admitted {
             Err(answer) => self.respond(
                 token,
