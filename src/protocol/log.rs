@@ -259,7 +259,8 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 }
 
 /// How a JSON-RPC reply reads in an access line: `ok`, `tool_error` (a
-/// result with `isError`), `task` (a call answered with a task handle), or
+/// result with `isError`), `task` (a call answered with a task handle,
+/// `resultType: "task"`), or
 /// `error` (a JSON-RPC error; its code is [`error_code`]).
 pub fn outcome_of(reply: &Json) -> &'static str {
     outcome_and_code(reply).0
@@ -275,7 +276,7 @@ pub fn outcome_and_code(reply: &Json) -> (&'static str, Option<i64>) {
     };
     let outcome = if result.get("isError") == Some(&Json::Bool(true)) {
         "tool_error"
-    } else if result.get("task").is_some() {
+    } else if result.get("resultType").and_then(Json::as_str) == Some("task") {
         "task"
     } else {
         "ok"

@@ -143,7 +143,7 @@ fn timestamps_are_rfc3339_in_utc() {
 fn replies_read_as_outcomes() {
     let ok = json!({"jsonrpc": "2.0", "id": 1, "result": {"content": []}});
     let tool_error = json!({"jsonrpc": "2.0", "id": 1, "result": {"isError": true}});
-    let task = json!({"jsonrpc": "2.0", "id": 1, "result": {"task": {"taskId": "t"}}});
+    let task = json!({"jsonrpc": "2.0", "id": 1, "result": {"taskId": "t", "resultType": "task"}});
     let error = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "x"}});
     assert_eq!(outcome_of(&ok), "ok");
     assert_eq!(outcome_of(&tool_error), "tool_error");
