@@ -31,6 +31,9 @@ run of the official conformance suite:
                 bigresults:typescript-sdk-2:auto|legacy:stdio|http: the server
                 with --max-result-chars, a 5 M-element list result read page
                 by page through resources/read (e2e/clients/bigresults_*)
+    metrics     GET /metrics parsed by prometheus_client after a known mix of
+                calls (e2e/clients/metrics_check.py): every counter equals
+                what was done
 
 A PATTERN selects jobs by name prefix (`typescript-sdk`, `inspector:stdio`,
 `conformance`). Each client driver prints one JSON line per step (see
@@ -621,6 +624,28 @@ def run_oauth(binary: str, manifest: Path) -> Outcome:
     return Outcome("oauth:python-sdk-2", False, seconds, f"exit status {status}", report)
 
 
+def run_metrics(binary: str) -> Outcome:
+    """/metrics through a real Prometheus text-format parser
+    (e2e/clients/metrics_check.py, in .cache/py-prometheus)."""
+    started = time.monotonic()
+    python = CACHE / "py-prometheus" / "bin" / "python"
+    argv = [str(python), str(E2E / "clients" / "metrics_check.py"), binary]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=CLIENT_TIMEOUT,
+                              cwd=ROOT, check=False)
+        stdout, stderr, status = done.stdout, done.stderr, done.returncode
+    except (subprocess.TimeoutExpired, OSError) as e:
+        stdout, stderr, status = "", str(e), None
+    steps = parse_steps(stdout)
+    bad = [f"{name}: {detail}" for name, (ok, detail) in steps.items() if not ok]
+    seconds = time.monotonic() - started
+    if status == 0 and not bad and steps:
+        return Outcome("metrics", True, seconds, f"{len(steps)} checks of the exposition and the access lines")
+    problems = [f"  {b}" for b in bad] or [f"  exit status {status}, {len(steps)} steps"]
+    report = "\n".join([*problems, "  stderr:", indent(tail(stderr, 30))])
+    return Outcome("metrics", False, seconds, bad[0] if bad else f"exit status {status}", report)
+
+
 def run_readme(binary: str, manifest: Path) -> Outcome:
     """The README's "Use it with your MCP client" commands, as written."""
     import readme_check
@@ -844,9 +869,8 @@ def main(argv: list[str]) -> int:
     jobs.append(("json-schema-2020-12", lambda: run_schemas(binary, manifest)))
     jobs.append(("readme", lambda: run_readme(binary, manifest)))
     jobs.extend(bigresult_jobs(binary, manifest))
-
-
     jobs.append(("oauth:python-sdk-2", lambda: run_oauth(binary, manifest)))
+    jobs.append(("metrics", lambda: run_metrics(binary)))
     if patterns:
         jobs = [(n, f) for n, f in jobs if any(n.startswith(p) for p in patterns)]
     if not jobs:

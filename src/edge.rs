@@ -4,6 +4,7 @@
 //! Imports from `format`, `protocol` and this layer.
 
 pub mod cli;
+pub mod log;
 pub mod manifest_file;
 pub mod proc;
 pub mod reactor;

@@ -105,7 +105,8 @@ fn serve(config: ServeConfig) -> u8 {
     match morloc_mcp::edge::reactor::serve(config) {
         Ok(code) => u8::try_from(code).unwrap_or(1),
         Err(e) => {
-            eprintln!("morloc-mcp: {e}");
+            // In the format --log-format asked for (serve set it first).
+            morloc_mcp::edge::log::error(&e.to_string());
             1
         }
     }

@@ -9,7 +9,7 @@ use crate::support::http::{
     initialize_message, post_request, simple_request, tool_call, Client, Response, Server,
 };
 use crate::support::oauth::{jwks, mint, Issuer, FUTURE, PAST};
-use crate::util::wait_for;
+use crate::util::{wait_for, wait_until};
 
 /// A server trusting `issuer`'s key set by URL, with `extra` options.
 fn serve(issuer: &Issuer, extra: &[&str]) -> Server {
@@ -567,4 +567,48 @@ fn tasks_belong_to_the_subject_not_to_the_token() {
     assert!(mine["result"]["status"].is_string(), "{mine}");
     let (_, theirs) = get(&bob);
     assert_eq!(theirs["error"]["code"], -32602, "{theirs}");
+}
+
+#[test]
+fn the_metrics_token_is_not_judged_by_oauth_and_access_lines_name_the_subject() {
+    let issuer = Issuer::start(jwks(&[("rsa1", "rsa-1")]));
+    let server = serve(
+        &issuer,
+        &["--metrics-token", "scrape", "--log-format", "json"],
+    );
+    let scrape = |auth: &str| {
+        let extra = format!("Authorization: Bearer {auth}\r\n");
+        Client::connect(server.addr)
+            .roundtrip(&simple_request("GET", "/metrics", server.addr, &extra))
+            .status
+    };
+    // A scraper has its own token and no JWT.
+    assert_eq!(scrape("scrape"), 200);
+    assert_eq!(scrape("not-the-token"), 401);
+    let alice = mint(
+        &rs("rsa-1"),
+        &claims(&issuer, &server, "alice", "mcp:tools"),
+        "rsa1",
+    );
+    // A JWT does not open /metrics while it has a token of its own.
+    assert_eq!(scrape(&alice), 401);
+    let sid = initialize(&server, &alice);
+    let call = tool_call(2, "addOne", json!({"_1": 1}));
+    post(&server, Some(&alice), Some(&sid), &call).expect(200);
+    // The access line of the call names the token's subject, never the token.
+    let line = wait_until("the call's access line", || {
+        let stderr = server.proc.stderr_now();
+        let found = stderr
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|l| l["msg"] == "access" && l["tool"] == "addOne");
+        found
+    });
+    let owner = line["owner"].as_str().unwrap_or_default();
+    assert!(owner.contains("alice"), "{line}");
+    assert!(!stderr_has(&server, &alice), "the token was logged");
+}
+
+fn stderr_has(server: &Server, text: &str) -> bool {
+    server.proc.stderr_now().contains(text)
 }

@@ -16,6 +16,7 @@ mod metrics;
 mod modern;
 #[cfg(feature = "oauth")]
 mod oauth;
+mod obs;
 mod pools;
 mod real_scripts;
 mod replicas;

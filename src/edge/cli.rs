@@ -36,6 +36,7 @@ mod locate;
 mod nexus;
 pub mod oauth;
 pub use locate::{launcher_manifest, locate_manifest};
+pub mod obs;
 mod values;
 pub use config::{config_json, AGENT_RESULT_CHARS};
 use help::*;
@@ -137,6 +138,8 @@ pub struct RawServe {
     /// `--max-result-chars` (0: off).
     pub max_result_chars: Option<usize>,
     pub oauth: oauth::OAuthArgs,
+    /// `--log-level`, `--log-format`, `--metrics-token`.
+    pub obs: obs::RawObs,
 }
 
 /// The outside world [`prepare`] consults, passed in so tests can fake it.
@@ -214,6 +217,8 @@ pub struct ServeConfig {
     /// Results longer than this many characters are stored and linked
     /// (`None`: every value whole).
     pub max_result_chars: Option<usize>,
+    /// Logs and the `/metrics` token.
+    pub obs: obs::ObsConfig,
 }
 
 /// How long SIGTERM lets calls finish over HTTP, unless `--drain-timeout`.
@@ -442,7 +447,10 @@ pub fn prepare(raw: RawArgs, env: &Env, warnings: &mut Vec<String>) -> Result<Ac
                 Some(limit) if limit.is_zero() => None,
                 Some(limit) => Some(limit),
             };
+            let env_metrics = std::env::var(obs::METRICS_TOKEN_ENV).ok();
+            let obs = obs::resolve(&serve.obs, http.is_some(), env_metrics.as_deref())?;
             Ok(Action::Serve(ServeConfig {
+                obs,
                 router: serve.router,
                 programs,
                 http,
@@ -649,6 +657,11 @@ fn parse_serve(
             Long(name) if oauth::FLAGS.contains(&name) => {
                 let name = name.to_string();
                 oauth::flag(&name, &mut parser, &mut raw.oauth, command)?;
+            }
+            Long(flag) if obs::is_obs_flag(flag) => {
+                let flag = flag.to_string();
+                let text = string_value(&mut parser, &format!("--{flag}"), command)?;
+                obs::parse_flag(&flag, &text, &mut raw.obs)?;
             }
             Word(target) if router || raw.targets.is_empty() => {
                 raw.targets.push(PathBuf::from(target))

@@ -23,6 +23,7 @@ mod calls;
 mod http;
 mod idhash;
 mod jobs;
+mod obs;
 mod pools;
 mod queue;
 mod reload;
@@ -39,8 +40,9 @@ use mio::{Events, Interest, Poll, Token};
 use serde_json::Value as Json;
 
 use crate::edge::cli::{HttpConfig, ServeConfig};
-use crate::edge::{manifest_file, proc};
+use crate::edge::{log, manifest_file, proc};
 use crate::protocol::instance::InstanceId;
+use crate::protocol::log::Level;
 use crate::protocol::mcp::{self, Catalog, Program};
 use idhash::IdMap;
 
@@ -102,16 +104,19 @@ pub struct Options {
     pub max_queued_per_owner: usize,
     /// The most calls waiting for a pool process in all (0: no cap).
     pub max_queued: usize,
+    /// `--metrics-token`: the bearer token `GET /metrics` takes instead.
+    pub metrics_token: Option<String>,
 }
 
 /// Builds each program's tool surface (printing exclusion notes), then
 /// serves over stdio or HTTP. Returns the process exit status.
 pub fn serve(config: ServeConfig) -> Result<i32, StartError> {
+    log::configure(config.obs.log_level, config.obs.log_format);
     let mut programs = Vec::new();
     for p in config.programs {
         let surface = manifest_file::surface(&p.loaded).map_err(StartError)?;
         for note in &surface.notes {
-            eprintln!("{note}");
+            log::labelled(Level::Warn, note);
         }
         programs.push(Program::new(p.loaded, surface).map_err(|e| StartError(e.to_string()))?);
     }
@@ -138,6 +143,7 @@ pub fn serve(config: ServeConfig) -> Result<i32, StartError> {
         queue_timeout: config.queue_timeout,
         max_queued_per_owner: config.max_queued_per_owner,
         max_queued: config.max_queued,
+        metrics_token: config.obs.metrics_token,
     };
     let result_limit = config.max_result_chars;
     match config.http {
@@ -317,7 +323,10 @@ impl Reactor {
         };
         let http = match http {
             None => None,
-            Some(config) => Some(HttpFront::bind(&poll, config, &catalog, &options.instance)?),
+            Some(config) => Some(
+                HttpFront::bind(&poll, config, &catalog, &options.instance)?
+                    .with_metrics_token(options.metrics_token.clone()),
+            ),
         };
 
         let mut runtimes = Vec::new();
@@ -371,6 +380,13 @@ impl Reactor {
 
     fn run(&mut self) -> i32 {
         let mut events = Events::with_capacity(256);
+        log::batch(true);
+        let code = self.run_loop(&mut events);
+        log::batch(false);
+        code
+    }
+
+    fn run_loop(&mut self, events: &mut Events) -> i32 {
         loop {
             if let Some(code) = self.exit_code {
                 return code;
@@ -395,12 +411,12 @@ impl Reactor {
                 let left = at.saturating_duration_since(now);
                 timeout = Some(timeout.map_or(left, |t| t.min(left)));
             }
-            if let Err(e) = self.poll.poll(&mut events, timeout) {
+            if let Err(e) = self.poll.poll(events, timeout) {
                 // A signal interrupts epoll_wait even with SA_RESTART.
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
                 }
-                eprintln!("morloc-mcp: poll failed: {e}");
+                log::error(&format!("poll failed: {e}"));
                 return 1;
             }
             for event in events.iter() {
@@ -450,6 +466,7 @@ impl Reactor {
     fn end_turn(&mut self) {
         self.calls.close_finished();
         self.pools.make_spares(|| calls::unix_socket().ok());
+        log::flush();
     }
 
     fn next_deadline(&self) -> Option<Instant> {

@@ -17,6 +17,7 @@
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+use crate::edge::log;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
@@ -696,7 +697,7 @@ impl crate::format::voidstar::Memory for ShmReader {
         use crate::format::voidstar::{DecodeError, DecodeErrorKind};
         ShmReader::resolve(self, relptr).map_err(|e| {
             // The decoder's error carries no text; the reason goes to stderr.
-            eprintln!("morloc-mcp: shared memory: {e}");
+            log::warn(&format!("shared memory: {e}"));
             DecodeError::new(relptr as u64, DecodeErrorKind::BadPointer(relptr))
         })
     }

@@ -119,6 +119,8 @@ pub fn wait_for_banner(proc: &Proc) -> SocketAddr {
             .filter_map(|l| l.strip_suffix('\n'))
         {
             if let Some(rest) = line.split(" over HTTP at http://").nth(1) {
+                // With `--log-format json` the banner is a JSON line.
+                let rest = rest.strip_suffix("\"}").unwrap_or(rest);
                 let addr = rest.strip_suffix("/mcp").unwrap_or(rest);
                 return Some(
                     addr.parse()

@@ -110,6 +110,14 @@ Options:
       --plain-tool-names        over HTTP, name a single program's tools <command>
                                 instead of <module>__<command> (stdio never
                                 prefixes; with several programs it is ignored)
+      --log-level <level>       what stderr shows: error, warn, info (an access
+                                line per request) or debug (a span per pool
+                                call) [default: warn over stdio, info over HTTP]
+      --log-format <format>     text ('morloc-mcp: <message> key=value...') or
+                                json (one object per line) [default: text]
+      --metrics-token <token>   over HTTP, GET /metrics takes
+                                'Authorization: Bearer <token>' instead of the
+                                MCP token [env: MORLOC_MCP_METRICS_TOKEN]
   -h, --help                    print this help
 "
     };

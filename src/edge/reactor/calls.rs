@@ -23,6 +23,7 @@ use mio::net::UnixStream;
 use mio::{Interest, Token};
 use serde_json::Value as Json;
 
+use super::obs::CallTrace;
 use super::pools::{BasePool, LeaseMode, Proc};
 use super::queue;
 use super::schedule::Class;
@@ -97,6 +98,8 @@ pub(super) struct Call {
     /// The task the call became: its outcome settles the task, and nothing
     /// more goes to its client.
     pub(super) task: Option<String>,
+    /// Its span on a pool process, when its request is traced (`obs`).
+    pub(super) trace: Option<Box<CallTrace>>,
 }
 
 /// A call as the scheduler sees it: where it may run, where it runs, and
@@ -185,6 +188,7 @@ impl Reactor {
         };
         let id = self.calls.next_id();
         let now = Instant::now();
+        let trace = self.call_trace(&client, &request.id);
         self.calls.map.insert(
             id,
             Call {
@@ -221,6 +225,7 @@ impl Reactor {
                 task_at: None,
                 task: None,
                 abandoned: false,
+                trace,
             },
         );
         if let Some(job) = job {
@@ -531,6 +536,13 @@ impl Reactor {
     /// Removes a call and closes its connection, sending nothing.
     fn take_call(&mut self, id: CallId) -> Option<Call> {
         let mut call = self.calls.map.remove(&id)?;
+        if let Some(trace) = &call.trace {
+            let command = &self.catalog.programs[call.program]
+                .command(call.request.command)
+                .name;
+            let pool = self.pools.label(call.program, call.sched.slot);
+            trace.end(&pool, command, call.abandoned);
+        }
         self.calls.queue.remove(id);
         self.calls.timed.remove(&id);
         if let Some((token, stream)) = call.wire.stream.take() {
@@ -615,6 +627,19 @@ impl Reactor {
 }
 
 impl Reactor {
+    /// The trace of the one call running on process `proc` of `program`,
+    /// if exactly one runs there and it is traced.
+    pub(super) fn running_trace(&self, program: usize, proc: Proc) -> Option<String> {
+        let mut running = self
+            .calls
+            .values()
+            .filter(|c| c.program == program && c.sched.slot == proc && c.wire.stream.is_some());
+        match (running.next(), running.next()) {
+            (Some(call), None) => call.trace.as_ref().map(|t| t.trace_id()),
+            _ => None,
+        }
+    }
+
     /// Where pool output goes among the calls: the modern calls running on
     /// process `proc` of `program` whose request asked for messages at
     /// `level` or above (a modern log level belongs to its request, so only

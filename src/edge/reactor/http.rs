@@ -25,6 +25,8 @@
 //! and their notifications; `requests` the `/mcp` endpoint; `health` the
 //! `/health` endpoint and the drain; `caps` the connection caps.
 
+use crate::edge::log;
+use crate::protocol::log::Level;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io;
@@ -45,6 +47,7 @@ use crate::protocol::http::{
 use crate::protocol::instance::InstanceId;
 use crate::protocol::mcp::Catalog;
 
+mod access;
 mod caps;
 mod conn;
 mod health;
@@ -159,6 +162,10 @@ pub(super) struct HttpFront {
     draining: Option<Instant>,
     /// The OAuth resource server (`--oauth-issuer`).
     oauth: Option<oauth::OAuthFront>,
+    /// The open access record of each connection's request (`obs`).
+    pub(super) access: IdMap<Token, super::obs::Access>,
+    /// `--metrics-token`: what `GET /metrics` takes instead of `token`.
+    metrics_token: Option<String>,
 }
 
 impl HttpFront {
@@ -192,9 +199,7 @@ impl HttpFront {
         }
         let max_conns = connection_cap();
         if max_conns < MAX_CONNECTIONS {
-            eprintln!(
-                "morloc-mcp: warning: the open-file limit allows only {max_conns} HTTP connections (of {MAX_CONNECTIONS})"
-            );
+            log::warn(&format!("warning: the open-file limit allows only {max_conns} HTTP connections (of {MAX_CONNECTIONS})"));
         }
         let mut listener = TcpListener::bind(addr)
             .map_err(|e| StartError(format!("cannot listen on {addr}: {e}")))?;
@@ -212,9 +217,12 @@ impl HttpFront {
         poll.registry()
             .register(&mut listener, LISTENER, Interest::READABLE)
             .map_err(|e| StartError(format!("cannot watch the listener: {e}")))?;
-        eprintln!(
-            "morloc mcp: serving \"{}\" (instance {instance}) over HTTP at http://{addr}/mcp",
-            catalog.server_name
+        log::labelled(
+            Level::Info,
+            &format!(
+                "morloc mcp: serving \"{}\" (instance {instance}) over HTTP at http://{addr}/mcp",
+                catalog.server_name
+            ),
         );
         let oauth = match config.oauth {
             Some(settings) => {
@@ -263,6 +271,8 @@ impl HttpFront {
             started: Instant::now(),
             draining: None,
             oauth,
+            access: IdMap::default(),
+            metrics_token: None,
         })
     }
 
@@ -286,6 +296,9 @@ impl HttpFront {
             return;
         };
         conn.deregister(registry);
+        if let Some(access) = self.access.remove(&token) {
+            access.finish(None, "closed");
+        }
         self.budget.update(conn.held(), 0);
         let peer = conn.peer();
         if let Some(n) = self.peers.get_mut(&peer) {
@@ -321,11 +334,11 @@ impl HttpFront {
     /// printed less than `NOTICE_PERIOD` ago (then it is only counted).
     fn notice(&mut self, kind: Notice, message: impl FnOnce() -> String) {
         if let Some(suppressed) = self.notices.note(kind, Instant::now()) {
-            eprintln!(
-                "morloc-mcp: HTTP: {}{}",
+            log::warn(&format!(
+                "HTTP: {}{}",
                 message(),
                 http::suppressed_suffix(suppressed, http::NOTICE_PERIOD)
-            );
+            ));
         }
     }
 
@@ -333,7 +346,7 @@ impl HttpFront {
     /// bearer token when the server has one (every accepted request carries
     /// the one token, so all its holders are one owner), else the peer
     /// address.
-    fn owner_of(&self, token: Token) -> String {
+    pub(super) fn owner_of(&self, token: Token) -> String {
         let peer = self.conns.get(&token).map(Conn::peer);
         let principal = self.conns.get(&token).and_then(Conn::principal);
         if let Some(principal) = principal {

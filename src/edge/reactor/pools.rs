@@ -21,6 +21,7 @@
 //! process of its pool is busy and calls are waiting (up to the pool's cap,
 //! `--pool-replicas`), and stops after sitting idle.
 
+use crate::edge::log;
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
@@ -164,13 +165,13 @@ impl Reactor {
                         .registry()
                         .register(&mut SourceFd(&raw), token, Interest::READABLE)
                 {
-                    eprintln!("morloc-mcp: cannot watch the output of a pool: {e}");
+                    log::error(&format!("cannot watch the output of a pool: {e}"));
                 }
                 self.pools[(program, i)].output.pipe = Some((token, fd));
             }
             Err(e) => {
                 let message = format!("cannot start pool '{}': {e}", pool.label());
-                eprintln!("morloc-mcp: {message}");
+                log::error(&message);
                 pool.status = PoolStatus::Failed {
                     message: message.clone(),
                     at: now,
@@ -201,7 +202,7 @@ impl Reactor {
                         limit.as_secs_f64(),
                         self.pools.rt(program).tail_note(i)
                     );
-                    eprintln!("morloc-mcp: {message}");
+                    log::error(&message);
                     self.stop_pool(program, i);
                     self.pools[(program, i)].status = PoolStatus::Failed {
                         message: message.clone(),
@@ -229,7 +230,7 @@ impl Reactor {
             self.close_pool_output(program, i);
             let lang = self.pools[(program, i)].label();
             let starting = matches!(self.pools[(program, i)].status, PoolStatus::Starting);
-            eprintln!("morloc-mcp: pool '{lang}' (pid {pid}) {status}");
+            log::warn(&format!("pool '{lang}' (pid {pid}) {status}"));
             let message = if starting {
                 format!(
                     "pool '{lang}' {status} during start-up{}",
@@ -341,7 +342,7 @@ impl Reactor {
 
     pub(super) fn restart_pool(&mut self, program: usize, i: Proc, reason: &str) {
         let lang = self.pools[(program, i)].label();
-        eprintln!("morloc-mcp: restarting pool '{lang}': {reason}");
+        log::warn(&format!("restarting pool '{lang}': {reason}"));
         self.stop_pool(program, i);
         // Not idle: a waiting call could start it a second time meanwhile.
         self.withdraw_pool(program, i);

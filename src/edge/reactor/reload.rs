@@ -11,6 +11,8 @@
 //! stdio session as `notifications/tools/list_changed`). If it does not load,
 //! the old program keeps serving and stderr says why.
 
+use crate::edge::log;
+use crate::protocol::log::Level;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
@@ -132,43 +134,41 @@ impl Reactor {
                 l
             }
             Err(e) => {
-                return eprintln!(
-                    "morloc-mcp: {} changed but cannot be served ({e}); still serving the previous build",
+                return log::warn(&format!(
+                    "{} changed but cannot be served ({e}); still serving the previous build",
                     path.display()
-                )
+                ))
             }
         };
         for w in warnings {
-            eprintln!("{w}");
+            log::labelled(Level::Warn, &w);
         }
         let surface = match manifest_file::surface(&loaded) {
             Ok(surface) => surface,
             Err(e) => {
-                return eprintln!(
-                    "morloc-mcp: {} changed but cannot be served ({e}); still serving the previous build",
+                return log::warn(&format!(
+                    "{} changed but cannot be served ({e}); still serving the previous build",
                     path.display()
-                )
+                ))
             }
         };
         for note in &surface.notes {
-            eprintln!("{note}");
+            log::labelled(Level::Warn, note);
         }
         let program = match Program::new(loaded, surface) {
             Ok(p) => p,
             Err(e) => {
-                return eprintln!(
-                    "morloc-mcp: {} changed but cannot be served ({e}); still serving the previous build",
+                return log::warn(&format!(
+                    "{} changed but cannot be served ({e}); still serving the previous build",
                     path.display()
-                )
+                ))
             }
         };
         let runtime = match Runtime::new(&program) {
             Ok(rt) => rt,
             Err(e) => {
-                return eprintln!(
-                    "morloc-mcp: {} changed but its pools' run directory cannot be made ({e}); still serving the previous build",
-                    path.display()
-                )
+                return log::warn(&format!("{} changed but its pools' run directory cannot be made ({e}); still serving the previous build",
+                    path.display()))
             }
         };
         let index = match self.catalog.replace(slot, program) {
@@ -176,18 +176,16 @@ impl Reactor {
             Err(e) => {
                 let mut runtime = runtime;
                 runtime.remove_files();
-                return eprintln!(
-                    "morloc-mcp: {} changed but cannot be served ({e}); still serving the previous build",
+                return log::warn(&format!(
+                    "{} changed but cannot be served ({e}); still serving the previous build",
                     path.display()
-                );
+                ));
             }
         };
         self.pools.push(runtime);
         let tools = self.catalog.programs[index].surface.tools.len();
-        eprintln!(
-            "morloc-mcp: {} was rebuilt; now serving its {tools} tools (calls already running finish on the previous pools)",
-            path.display()
-        );
+        log::warn(&format!("{} was rebuilt; now serving its {tools} tools (calls already running finish on the previous pools)",
+            path.display()));
         if !self.options.lazy_pools {
             self.start_all_pools(index);
         }

@@ -7,6 +7,7 @@
 //! cannot make the server buffer without bound), and resumed once the queue
 //! drains. When stdin ends, calls still running get `EOF_GRACE` to finish.
 
+use crate::edge::log;
 use std::fs::File;
 use std::io;
 use std::ops::ControlFlow;
@@ -45,6 +46,8 @@ pub(super) struct Stdio {
     /// Input was left unread while too much output was queued.
     stdin_paused: bool,
     framer: LineFramer,
+    /// The open access records of requests (`obs`).
+    pub(super) access: super::obs::StdioAccess,
 }
 
 impl Stdio {
@@ -89,6 +92,7 @@ impl Stdio {
             answered_any: false,
             stdin_paused: false,
             framer: LineFramer::default(),
+            access: Default::default(),
         })
     }
 
@@ -192,7 +196,7 @@ impl Reactor {
                 }
             }
             ReadEnd::Failed(e) => {
-                eprintln!("morloc-mcp: input read error: {e}");
+                log::error(&format!("input read error: {e}"));
                 stdio.stdin_open = false;
                 stdio.eof_deadline = Some(Instant::now() + EOF_GRACE);
             }
@@ -218,6 +222,7 @@ impl Reactor {
         Some(match frame {
             Frame::Line(line) => {
                 let (msg, arguments) = jsonrpc::decode_lazy(line);
+                stdio.access.open(&msg);
                 let mut step = mcp::handle_lazy(&self.catalog, &mut stdio.session, msg, arguments);
                 step.hand_over(None, line);
                 step
@@ -234,6 +239,7 @@ impl Reactor {
             Step::Nothing => {}
             Step::Reply(reply) => self.send_stdio(&reply),
             Step::Cancel(id) => {
+                self.stdio_access_cancelled(&id);
                 // A cancelled subscription simply ends: nothing more is sent
                 // for it, not even a response.
                 if !self.listeners.remove(&Client::Stdio, &id) {
@@ -258,6 +264,7 @@ impl Reactor {
     }
 
     pub(super) fn send_stdio(&mut self, msg: &Json) {
+        self.stdio_access_reply(msg);
         let Some(stdio) = self.stdio.as_mut() else {
             return;
         };
@@ -266,6 +273,8 @@ impl Reactor {
     }
 
     pub(super) fn flush_stdout(&mut self) {
+        // What was logged about a request is on stderr before its answer.
+        log::flush();
         let Some(stdio) = self.stdio.as_mut() else {
             return;
         };
@@ -290,12 +299,12 @@ impl Reactor {
             None => {}
             // The client went away: nothing more can be delivered.
             Some(None) => {
-                eprintln!("morloc-mcp: protocol stream closed");
+                log::info("protocol stream closed");
                 self.exit_code.get_or_insert(0);
                 return;
             }
             Some(Some(err)) => {
-                eprintln!("morloc-mcp: protocol write failed: {err}");
+                log::error(&format!("protocol write failed: {err}"));
                 self.exit_code.get_or_insert(1);
                 return;
             }

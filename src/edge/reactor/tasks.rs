@@ -4,6 +4,7 @@
 //! after their TTL. The table and every message live in
 //! `protocol::mcp::tasks`; this file adds the clock and the random ids.
 
+use crate::edge::log;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value as Json;
@@ -195,10 +196,10 @@ impl Reactor {
             return;
         };
         if let Err(e) = std::fs::create_dir_all(&dir) {
-            eprintln!(
-                "morloc-mcp: cannot create the task directory {}: {e}; tasks live in memory",
+            log::error(&format!(
+                "cannot create the task directory {}: {e}; tasks live in memory",
                 dir.display()
-            );
+            ));
             self.options.task_dir = None;
             return;
         }
@@ -224,7 +225,7 @@ impl Reactor {
                         let _ = std::fs::remove_file(&path);
                     }
                 }
-                Err(why) => eprintln!("morloc-mcp: ignoring task file {}: {why}", path.display()),
+                Err(why) => log::warn(&format!("ignoring task file {}: {why}", path.display())),
             }
         }
         for id in kept {
@@ -245,10 +246,7 @@ impl Reactor {
         let text = tasks::to_stored(task).to_string();
         let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, &path));
         if let Err(e) = written {
-            eprintln!(
-                "morloc-mcp: cannot store task {id} in {}: {e}",
-                dir.display()
-            );
+            log::error(&format!("cannot store task {id} in {}: {e}", dir.display()));
         }
     }
 

@@ -3,6 +3,7 @@
 //! when the process refuses), giving leases back, failing the calls of a
 //! process that died or restarts, and timing calls out.
 
+use crate::edge::log;
 use std::time::Instant;
 
 use mio::Interest;
@@ -95,6 +96,9 @@ impl Reactor {
                 if let Some(call) = self.calls.get_mut(&id) {
                     call.wire.stream = Some((token, stream));
                     call.stage = CallStage::Sending;
+                    if let Some(trace) = call.trace.as_mut() {
+                        trace.sent();
+                    }
                     call.deadline = timeout.map(|t| Instant::now() + t);
                 }
 
@@ -128,7 +132,9 @@ impl Reactor {
                     // A replica: probe it again if it still looks ready; the
                     // call goes to whichever process is ready first.
                     if self.pools.ready(program, slot) {
-                        eprintln!("morloc-mcp: pool '{lang}' refused a connection ({e}); probing it again");
+                        log::warn(&format!(
+                            "pool '{lang}' refused a connection ({e}); probing it again"
+                        ));
                         self.reprobe_pool(program, slot);
                     }
                     return self.dispatch_waiting(program);
@@ -137,7 +143,9 @@ impl Reactor {
                     Ok(false) => {}
                     Ok(true) => {
                         // Alive but refusing: probe it again like a new pool.
-                        eprintln!("morloc-mcp: pool '{lang}' refused a connection ({e}); probing it again");
+                        log::warn(&format!(
+                            "pool '{lang}' refused a connection ({e}); probing it again"
+                        ));
                         self.reprobe_pool(program, pool.primary());
                     }
                     Err(message) => return self.finish_call(id, Err(message)),

@@ -4,12 +4,14 @@
 //! past the queue's caps, failing those past `--queue-timeout`, and the
 //! rate-limited stderr lines about all this.
 
+use crate::edge::log;
 use std::time::Instant;
 
 use super::CallId;
 use crate::edge::reactor::queue::{self, FairQueue, Refused};
 use crate::edge::reactor::schedule::{self, Class, Need};
 use crate::edge::reactor::{Client, Reactor};
+use crate::protocol::log::{Level, Value};
 use crate::protocol::mcp::call::Ending;
 
 /// Whose call it is, for the fairness of the queue and its per-owner cap:
@@ -90,7 +92,9 @@ impl Reactor {
                 ),
             ),
         };
-        self.say(kind, &note);
+        let trace = self.calls.get(&id).and_then(|c| c.trace.as_ref());
+        let trace_id = trace.map(|t| t.trace_id());
+        self.say_traced(kind, &note, trace_id.as_deref());
         // The server refused it, not the tool: counted as a failed call.
         self.end_call(id, Ending::Failed(message));
     }
@@ -98,11 +102,19 @@ impl Reactor {
     /// Prints one diagnostic line on stderr, at most one of each `kind`
     /// every 10 s; it tells how many were held back since the last one.
     pub(in crate::edge::reactor) fn say(&mut self, kind: &str, line: &str) {
+        self.say_traced(kind, line, None);
+    }
+
+    /// [`Reactor::say`] about one request, naming its trace.
+    fn say_traced(&mut self, kind: &str, line: &str, trace_id: Option<&str>) {
         if let Some(held) = self.calls.throttle.allow(kind, Instant::now()) {
+            let trace = trace_id.map(|t| ("trace_id", Value::Str(t)));
+            let fields: Vec<_> = trace.into_iter().collect();
             if held > 0 {
-                eprintln!("morloc-mcp: {line} ({held} more like this not shown)");
+                let line = format!("{line} ({held} more like this not shown)");
+                log::with(Level::Warn, &line, &fields);
             } else {
-                eprintln!("morloc-mcp: {line}");
+                log::with(Level::Warn, line, &fields);
             }
         }
     }
@@ -189,10 +201,10 @@ impl Reactor {
         }
         if self.calls.throttle.next_flush().is_some_and(|d| d <= now) {
             for (kind, held) in self.calls.throttle.flush(now) {
-                eprintln!(
-                    "morloc-mcp: {held} more '{kind}' event(s) in the last {} s",
+                log::warn(&format!(
+                    "{held} more '{kind}' event(s) in the last {} s",
                     queue::LOG_EVERY.as_secs()
-                );
+                ));
             }
         }
     }

@@ -19,6 +19,7 @@
 //! going). The server exits with status 0 once no call is in
 //! flight and every response has been written, or at the drain deadline.
 
+use crate::edge::log;
 use std::time::Instant;
 
 use mio::Token;
@@ -132,11 +133,11 @@ impl Reactor {
         }
         let deadline = Instant::now() + self.options.drain_timeout;
         front.draining = Some(deadline);
-        eprintln!(
-            "morloc-mcp: SIGTERM: draining (no new connections; {} call(s) in flight get up to {:.1} s)",
+        log::info(&format!(
+            "SIGTERM: draining (no new connections; {} call(s) in flight get up to {:.1} s)",
             self.calls.values().filter(|c| !c.abandoned).count(),
             self.options.drain_timeout.as_secs_f64()
-        );
+        ));
         for listener in self.listeners.remove_where(|_| true) {
             let reply = mcp::subscriptions::closing_response(&self.catalog, &listener.id);
             self.deliver(&listener.client, &reply, true);

@@ -1,12 +1,14 @@
 //! The `/metrics` endpoint: the Prometheus text exposition of the calls that
 //! ended (counted by `calls::Calls`) and of gauges read off the server's
 //! state at the scrape. Behind the same checks as `/mcp` (Host, Origin, the
-//! bearer token).
+//! bearer token), except that with `--metrics-token` it takes that token
+//! instead of the MCP one, so a scraper holds no right to call tools.
 
 use mio::Token;
 
+use super::HttpFront;
 use crate::edge::reactor::Reactor;
-use crate::protocol::http::{Headers, Request};
+use crate::protocol::http::{Gate, Headers, Request};
 use crate::protocol::metrics::{self, Gauge};
 
 /// The endpoint's path.
@@ -14,6 +16,32 @@ pub(super) const PATH: &str = "/metrics";
 
 /// The exposition format's content type.
 const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+impl HttpFront {
+    /// Sets `--metrics-token`.
+    pub(in crate::edge::reactor) fn with_metrics_token(mut self, token: Option<String>) -> Self {
+        self.metrics_token = token;
+        self
+    }
+
+    /// Whether `path` is guarded by a token of its own (`--metrics-token`
+    /// for `/metrics`), so OAuth does not judge its requests.
+    pub(super) fn own_gate(&self, path: &str) -> bool {
+        self.metrics_token.is_some() && path == PATH
+    }
+
+    /// The checks of a request for `path`: `/metrics` takes the metrics
+    /// token when there is one, everything else the MCP one.
+    pub(super) fn gate_for(&self, path: &str) -> Gate<'_> {
+        match &self.metrics_token {
+            Some(token) if path == PATH => Gate {
+                policy: &self.policy,
+                token: Some(token),
+            },
+            _ => self.gate(),
+        }
+    }
+}
 
 impl Reactor {
     /// `GET /metrics` (checks passed).

@@ -2,6 +2,7 @@
 //! requests in order, admitting each head (checks and budget) before its
 //! body is taken, writing output, timers, refusals and closing.
 
+use crate::edge::log;
 use std::fs::File;
 use std::io;
 use std::time::Instant;
@@ -81,7 +82,7 @@ impl Reactor {
                 }
                 Err(e) => {
                     // Out of fds with no spare, and the like: log and keep serving.
-                    eprintln!("morloc-mcp: accept failed: {e}");
+                    log::error(&format!("accept failed: {e}"));
                     return;
                 }
             }
@@ -247,10 +248,18 @@ impl Reactor {
         let head = conn.head()?;
         let open = http::find(ROUTES, &head.path).is_some_and(|r| !r.guarded);
         if !open {
-            match http::admit(ROUTES, &front.gate(), head) {
-                Err(answer) => return Some(answer),
-                Ok((route, cors)) if route.guarded => {
+            let gate = front.gate_for(&head.path);
+            match http::admit(ROUTES, &gate, head) {
+                Err(answer) => {
+                    let head = head.clone();
+                    self.http_access_open(token, &head, true);
+                    return Some(answer);
+                }
+                // A path with a token of its own is not OAuth's to judge.
+                Ok((route, cors)) if route.guarded && !front.own_gate(&head.path) => {
                     if let Some(answer) = front.oauth_head(head, cors) {
+                        let head = head.clone();
+                        self.http_access_open(token, &head, true);
                         return Some(answer);
                     }
                 }
@@ -310,6 +319,8 @@ impl Reactor {
     }
 
     pub(super) fn flush_conn(&mut self, token: Token) {
+        // What was logged about a request is on stderr before its answer.
+        log::flush();
         let Some(front) = self.http.as_mut() else {
             return;
         };

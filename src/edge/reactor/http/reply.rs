@@ -60,11 +60,13 @@ impl Reactor {
         if !keep_alive {
             conn.close_after_write();
         }
+        self.http_access_end(token, status, Some(body));
         self.flush_conn(token);
     }
 
     /// Completes the request waiting on `conn` with a JSON-RPC response.
     pub(in crate::edge::reactor) fn http_reply(&mut self, token: Token, msg: &Json) {
+        self.http_access_reply(token, msg);
         let Some(conn) = self.conn_mut(token) else {
             return;
         };
@@ -81,6 +83,7 @@ impl Reactor {
             if !busy.keep_alive {
                 conn.close_after_write();
             }
+            self.http_access_end(token, 200, None);
             self.flush_conn(token);
         } else if status == 200 && !conn.is_head_request() {
             // Serialized straight into the connection's buffer, its length
@@ -104,6 +107,7 @@ impl Reactor {
             if !busy.keep_alive {
                 conn.close_after_write();
             }
+            self.http_access_end(token, 200, None);
             self.flush_conn(token);
         } else {
             let text = mcp::structured::to_string(msg);
@@ -119,11 +123,16 @@ impl Reactor {
             return;
         };
         let Some(busy) = conn.take_busy() else { return };
+        self.http_access_cancelled(token);
+        let Some(conn) = self.conn_mut(token) else {
+            return;
+        };
         if busy.sse {
             http::write_last_chunk(conn.out());
             if !busy.keep_alive {
                 conn.close_after_write();
             }
+            self.http_access_end(token, 200, None);
             self.flush_conn(token);
         } else {
             self.respond(token, 202, &busy.cors, &[], busy.keep_alive);

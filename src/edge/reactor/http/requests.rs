@@ -31,25 +31,38 @@ impl Reactor {
         let Some(front) = self.http.as_ref() else {
             return;
         };
-        match http::admit(ROUTES, &front.gate(), &req) {
-            Ok((route, cors)) if route.guarded => {
+        let admitted = http::admit(ROUTES, &front.gate_for(&req.path), &req);
+        match admitted {
+            // A path with a token of its own is not OAuth's to judge.
+            Ok((route, cors)) if route.guarded && !front.own_gate(&req.path) => {
                 let handler = route.handler;
                 match self.oauth_guard(token, &mut req, &cors, may_fetch) {
-                    Guard::Pass => handler(self, token, req, cors),
+                    Guard::Pass => {
+                        self.http_access_open(token, &req, false);
+                        handler(self, token, req, cors)
+                    }
                     Guard::Refuse(a) => {
+                        self.http_access_open(token, &req, true);
                         self.respond(token, a.status, &a.headers, &a.body, a.keep_alive)
                     }
                     Guard::Parked => {}
                 }
             }
-            Err(answer) => self.respond(
-                token,
-                answer.status,
-                &answer.headers,
-                &answer.body,
-                answer.keep_alive,
-            ),
-            Ok((route, cors)) => (route.handler)(self, token, req, cors),
+            Err(answer) => {
+                self.http_access_open(token, &req, true);
+                self.respond(
+                    token,
+                    answer.status,
+                    &answer.headers,
+                    &answer.body,
+                    answer.keep_alive,
+                )
+            }
+            // Only a guarded route's request proved the token.
+            Ok((route, cors)) => {
+                self.http_access_open(token, &req, !route.guarded);
+                (route.handler)(self, token, req, cors)
+            }
         }
     }
 
@@ -158,6 +171,7 @@ impl Reactor {
             Some(c) => jsonrpc::decode_checked(&req.body, &c.verdict, c.span.clone(), &c.ends),
             None => jsonrpc::decode_lazy(&req.body),
         };
+        self.http_access_message(token, &msg);
         // The era is decided here, once; `mcp` is told, not asked again.
         let version = req.header("mcp-protocol-version");
         let in_session = req.header("mcp-session-id").is_some();

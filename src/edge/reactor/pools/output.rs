@@ -1,11 +1,11 @@
 //! What pool processes print: their output pipe is read into lines (split
-//! by [`split_lines`], pure), echoed on stderr, kept as the process's tail
+//! by [`split_lines`], pure), echoed on stderr through the logger (at
+//! `warn`: a program's own output, usually its errors), kept as the process's tail
 //! for error messages, and routed as MCP log messages by one router
 //! ([`Reactor::route_pool_line`]) to every audience that asked for them: the
 //! stdio session, streaming HTTP requests of sessions with a log level, and
 //! the modern calls running on the process.
 
-use std::io::{self, Write};
 use std::ops::ControlFlow;
 use std::os::fd::AsRawFd;
 
@@ -13,8 +13,10 @@ use mio::unix::SourceFd;
 use serde_json::Value as Json;
 
 use super::Proc;
+use crate::edge::log;
 use crate::edge::reactor::byteio;
 use crate::edge::reactor::{Client, Reactor};
+use crate::protocol::log::{Format, Level, Record, Value};
 use crate::protocol::mcp;
 
 /// Lines of pool output kept for error messages.
@@ -77,16 +79,35 @@ impl Reactor {
         }
         let label = self.pools[(program, i)].label();
         let logger = format!("pool:{label}");
-        {
-            // A replica's lines say which process printed them.
+        if log::enabled(Level::Warn) {
+            // A replica's lines say which process printed them; in json
+            // every line names its pool.
             let prefix = if self.pools[(program, i)].replica > 0 {
                 format!("[{label}] ")
             } else {
                 String::new()
             };
-            let mut stderr = io::stderr().lock();
+            // In json, a line printed while the process runs one traced
+            // call names that call's trace.
+            let trace_id = match log::format() {
+                Format::Json => self.running_trace(program, i),
+                Format::Text => None,
+            };
             for line in &lines {
-                let _ = writeln!(stderr, "{prefix}{line}");
+                let mut pool = vec![("pool", Value::Str(&label))];
+                if let Some(t) = &trace_id {
+                    pool.push(("trace_id", Value::Str(t)));
+                }
+                let (text, fields) = match log::format() {
+                    Format::Text => (format!("{prefix}{line}"), &pool[..0]),
+                    Format::Json => (line.clone(), &pool[..]),
+                };
+                log::emit(&Record {
+                    level: Level::Warn,
+                    msg: &text,
+                    fields,
+                    prefixed: false,
+                });
             }
         }
         for line in lines {

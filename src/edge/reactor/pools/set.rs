@@ -5,6 +5,7 @@
 //! a small API (readiness, labels, instances, leases, spares); the pool
 //! lifecycle (`pools`, `probe`, `output`) reaches inside.
 
+use crate::edge::log;
 use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::io;
@@ -253,7 +254,9 @@ impl Runtime {
         let volume0 = match shm::Volume0::create(&basename, &tmpdir) {
             Ok(v) => Some(v),
             Err(e) => {
-                eprintln!("morloc-mcp: warning: cannot create shared memory volume 0: {e}");
+                log::warn(&format!(
+                    "warning: cannot create shared memory volume 0: {e}"
+                ));
                 None
             }
         };
@@ -402,9 +405,9 @@ impl Runtime {
         let volume0 = match shm::Volume0::create(&basename, &fallback) {
             Ok(v) => Some(v),
             Err(e) => {
-                eprintln!(
-                    "morloc-mcp: warning: cannot create shared memory volume 0 of a replica: {e}"
-                );
+                log::warn(&format!(
+                    "warning: cannot create shared memory volume 0 of a replica: {e}"
+                ));
                 None
             }
         };

@@ -1,0 +1,123 @@
+//! The access records of HTTP requests (see `reactor::obs`): opened at a
+//! routed request's head with the context of its `traceparent` and
+//! `tracestate` headers, told its JSON-RPC message and reply, and closed
+//! with the response's status. A request refused at its head (a failed
+//! check) or before (unparseable) gets its line all the same.
+
+use mio::Token;
+use serde_json::Value as Json;
+
+use crate::edge::log;
+use crate::edge::reactor::obs::Access;
+use crate::edge::reactor::Reactor;
+use crate::protocol::http::Request;
+use crate::protocol::jsonrpc::Incoming;
+use crate::protocol::log::Level;
+use crate::protocol::trace;
+
+/// Replies longer than this are not parsed again for their outcome (see
+/// [`Reactor::http_access_end`]); a JSON-RPC error is always short.
+const SNIFF_MAX: usize = 64 * 1024;
+
+impl Reactor {
+    /// A request's head is complete: its record opens, with the context of
+    /// its `traceparent` and `tracestate` headers. An `anonymous` request
+    /// (refused, or on an open route such as `/health`) proved no token:
+    /// its owner is its peer address.
+    pub(in crate::edge::reactor) fn http_access_open(
+        &mut self,
+        token: Token,
+        req: &Request,
+        anonymous: bool,
+    ) {
+        let Some(front) = self.http.as_mut() else {
+            return;
+        };
+        let incoming =
+            trace::Incoming::from_values(req.header("traceparent"), req.header("tracestate"));
+        let owner = match front.conns.get(&token) {
+            Some(conn) if anonymous => format!("peer {}", conn.peer()),
+            _ => front.owner_of(token),
+        };
+        let http = Some((req.method.as_str(), req.path.as_str()));
+        match Access::open(&owner, http, incoming) {
+            Some(access) => front.access.insert(token, access),
+            None => front.access.remove(&token),
+        };
+    }
+
+    /// The JSON-RPC message of the request on `token`.
+    pub(in crate::edge::reactor) fn http_access_message(&mut self, token: Token, msg: &Incoming) {
+        let Some(front) = self.http.as_mut() else {
+            return;
+        };
+        let (method, params) = match msg {
+            Incoming::Request { method, params, .. }
+            | Incoming::Notification { method, params } => (method.as_str(), params.as_ref()),
+            _ => return,
+        };
+        if !front.access.contains_key(&token) {
+            // Access lines are off; a context in `_meta` still opens one.
+            let incoming = trace::Incoming::from_params(params);
+            let owner = front.owner_of(token);
+            let Some(access) = Access::open(&owner, None, incoming) else {
+                return;
+            };
+            front.access.insert(token, access);
+        }
+        if let Some(access) = front.access.get_mut(&token) {
+            access.message(method, params);
+        }
+    }
+
+    /// The JSON-RPC reply of the request on `token`.
+    pub(in crate::edge::reactor) fn http_access_reply(&mut self, token: Token, reply: &Json) {
+        if let Some(access) = self.http.as_mut().and_then(|f| f.access.get_mut(&token)) {
+            access.reply(reply);
+        }
+    }
+
+    /// The request on `token` was answered with `status` (`body`, when
+    /// given, is read for a JSON-RPC outcome if none was noted).
+    pub(in crate::edge::reactor) fn http_access_end(
+        &mut self,
+        token: Token,
+        status: u16,
+        body: Option<&[u8]>,
+    ) {
+        let Some(front) = self.http.as_mut() else {
+            return;
+        };
+        let Some(mut access) = front.access.remove(&token) else {
+            if log::enabled(Level::Info) {
+                // Refused before its head was read whole (unparseable, too
+                // big, too slow).
+                let owner = front.owner_of(token);
+                if let Some(access) = Access::open(&owner, None, trace::Incoming::default()) {
+                    access.finish(Some(status), "rejected");
+                }
+            }
+            return;
+        };
+        if access.outcome.is_none() {
+            let body = body.filter(|b| b.len() <= SNIFF_MAX && b.starts_with(b"{\"jsonrpc\""));
+            if let Some(reply) = body.and_then(|b| serde_json::from_slice::<Json>(b).ok()) {
+                access.reply(&reply);
+            }
+        }
+        let fallback = match status {
+            202 => "accepted",
+            200..=299 => "ok",
+            _ => "rejected",
+        };
+        access.finish(Some(status), fallback);
+    }
+
+    /// The call of the request on `token` was cancelled: that is its
+    /// outcome, whatever answer ends the exchange.
+    pub(in crate::edge::reactor) fn http_access_cancelled(&mut self, token: Token) {
+        if let Some(access) = self.http.as_mut().and_then(|f| f.access.get_mut(&token)) {
+            access.outcome = Some(("cancelled", None));
+        }
+    }
+}

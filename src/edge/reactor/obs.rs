@@ -1,0 +1,255 @@
+//! Access lines and spans. A request opens an [`Access`] when it arrives
+//! (an HTTP request: at its head; a stdio line: when decoded) and closes it
+//! when it is answered: one `info` line (`access`) with its method, tool,
+//! outcome, duration, owner and span. That line is the request's span too
+//! (`trace_id`, `span_id`, `parent_span_id`, `start`): its parent comes
+//! from the request's `_meta` (`traceparent`, `tracestate`), else from the
+//! HTTP headers, else the request starts a new trace. A tool call's work on
+//! a pool process is a child span ([`CallTrace`]), logged at `debug` when
+//! the call ends.
+//!
+//! The open records live with their owners: `HttpFront::access` by
+//! connection (kept by `http::access`), `Stdio` by request id, a call's [`CallTrace`] in its `Call`.
+//! With access lines off (below `info`) nothing is opened, unless the
+//! request brings a trace context: its diagnostics then carry the trace id.
+
+use std::time::Instant;
+
+use serde_json::Value as Json;
+
+use super::{Client, Reactor};
+use crate::edge::log;
+use crate::protocol::jsonrpc::{Incoming, RequestId};
+use crate::protocol::log::{self as rec, Level, Value};
+use crate::protocol::trace::{self, Span};
+
+/// An open request: what its access line will say.
+pub(in crate::edge::reactor) struct Access {
+    started: Instant,
+    start_micros: u64,
+    /// The HTTP method and path.
+    http: Option<(String, String)>,
+    method: Option<String>,
+    tool: Option<String>,
+    owner: String,
+    pub(in crate::edge::reactor) span: Span,
+    /// The outcome, once the reply is known, with a JSON-RPC error's code.
+    pub(in crate::edge::reactor) outcome: Option<(&'static str, Option<i64>)>,
+}
+
+impl Access {
+    /// Opens a record if access lines are on or `incoming` carries a context.
+    pub(in crate::edge::reactor) fn open(
+        owner: &str,
+        http: Option<(&str, &str)>,
+        incoming: trace::Incoming,
+    ) -> Option<Access> {
+        if !log::enabled(Level::Info) && incoming.parent.is_none() {
+            return None;
+        }
+        Some(Access {
+            started: Instant::now(),
+            start_micros: log::now_micros(),
+            http: http.map(|(m, p)| (m.to_string(), p.to_string())),
+            method: None,
+            tool: None,
+            owner: owner.to_string(),
+            span: Span::start(incoming, log::random_id(), log::random_id()),
+            outcome: None,
+        })
+    }
+
+    /// Notes a JSON-RPC message's method and tool; a valid context in its
+    /// `_meta` wins over the HTTP headers'.
+    pub(in crate::edge::reactor) fn message(&mut self, method: &str, params: Option<&Json>) {
+        self.method = Some(method.to_string());
+        if method == "tools/call" {
+            let name = params.and_then(|p| p.get("name")).and_then(Json::as_str);
+            self.tool = name.map(str::to_string);
+        }
+        let incoming = trace::Incoming::from_params(params);
+        if let Some(parent) = incoming.parent {
+            self.span.trace_id = parent.trace_id;
+            self.span.parent_id = Some(parent.parent_id);
+            self.span.state = incoming.state;
+        }
+    }
+
+    pub(in crate::edge::reactor) fn reply(&mut self, reply: &Json) {
+        self.outcome = Some(rec::outcome_and_code(reply));
+    }
+
+    /// Writes the access line: `status` for HTTP, `fallback` as the
+    /// outcome when no reply said one.
+    pub(in crate::edge::reactor) fn finish(self, status: Option<u16>, fallback: &'static str) {
+        if !log::enabled(Level::Info) {
+            return;
+        }
+        let (outcome, error_code) = self.outcome.unwrap_or((fallback, None));
+        let trace_id = trace::hex(&self.span.trace_id);
+        let span_id = trace::hex(&self.span.span_id);
+        let parent = self.span.parent_id.map(|p| trace::hex(&p));
+        let mut start = String::new();
+        rec::timestamp(&mut start, self.start_micros);
+        let line = rec::Access {
+            http_method: self.http.as_ref().map(|h| h.0.as_str()),
+            path: self.http.as_ref().map(|h| h.1.as_str()),
+            status,
+            rpc_method: self.method.as_deref(),
+            tool: self.tool.as_deref(),
+            outcome,
+            error_code,
+            duration_ms: self.started.elapsed().as_secs_f64() * 1000.0,
+            owner: &self.owner,
+            trace_id: &trace_id,
+            span_id: &span_id,
+            parent_span_id: parent.as_deref(),
+            tracestate: self.span.state.as_deref(),
+            start: Some(&start),
+        };
+        log::with(Level::Info, "access", &line.fields());
+    }
+}
+
+/// The span of a call's work on a pool process: a child of its request's.
+pub(in crate::edge::reactor) struct CallTrace {
+    span: Span,
+    /// When the call was handed to a pool process (monotonic, and wall
+    /// clock in microseconds).
+    sent: Option<(Instant, u64)>,
+}
+
+impl CallTrace {
+    /// The trace id, for diagnostics about the call.
+    pub(in crate::edge::reactor) fn trace_id(&self) -> String {
+        trace::hex(&self.span.trace_id)
+    }
+
+    /// The call was handed to a pool process: its span starts.
+    pub(in crate::edge::reactor) fn sent(&mut self) {
+        if self.sent.is_none() {
+            self.sent = Some((Instant::now(), log::now_micros()));
+        }
+    }
+
+    /// The call ended: its span, if it reached a pool, at `debug`.
+    pub(in crate::edge::reactor) fn end(&self, pool: &str, command: &str, abandoned: bool) {
+        let Some((at, micros)) = self.sent else {
+            return;
+        };
+        if !log::enabled(Level::Debug) {
+            return;
+        }
+        let (trace_id, span_id) = (
+            trace::hex(&self.span.trace_id),
+            trace::hex(&self.span.span_id),
+        );
+        let parent = self
+            .span
+            .parent_id
+            .map(|p| trace::hex(&p))
+            .unwrap_or_default();
+        let mut start = String::new();
+        rec::timestamp(&mut start, micros);
+        let ms = at.elapsed().as_secs_f64() * 1000.0;
+        let mut fields = vec![
+            ("name", Value::Str("pool call")),
+            ("pool", Value::Str(pool)),
+            ("command", Value::Str(command)),
+            ("duration_ms", Value::Ms(ms)),
+            ("trace_id", Value::Str(&trace_id)),
+            ("span_id", Value::Str(&span_id)),
+            ("parent_span_id", Value::Str(&parent)),
+            ("start", Value::Str(&start)),
+        ];
+        if abandoned {
+            fields.push(("outcome", Value::Str("cancelled")));
+        }
+        log::with(Level::Debug, "span", &fields);
+    }
+}
+
+/// The method and params of a request (a notification has no access line).
+fn request_parts(msg: &Incoming) -> Option<(&RequestId, &str, Option<&Json>)> {
+    match msg {
+        Incoming::Request { id, method, params } => Some((id, method, params.as_ref())),
+        _ => None,
+    }
+}
+
+/// The open records of stdio requests, by request id. The cheap hasher
+/// though a client picks the ids: the stdio client is the one that
+/// started this server.
+#[derive(Default)]
+pub(super) struct StdioAccess(super::idhash::IdMap<RequestId, Access>);
+
+impl StdioAccess {
+    /// A stdio message arrived: a request opens its record; a line that is
+    /// not a request gets its line at once when answered with an error.
+    pub(super) fn open(&mut self, msg: &Incoming) {
+        if let Incoming::Invalid(reply) = msg {
+            if let Some(mut access) = Access::open("stdio", None, trace::Incoming::default()) {
+                access.reply(reply);
+                access.finish(None, "error");
+            }
+            return;
+        }
+        let Some((id, method, params)) = request_parts(msg) else {
+            return;
+        };
+        let incoming = trace::Incoming::from_params(params);
+        if let Some(mut access) = Access::open("stdio", None, incoming) {
+            access.message(method, params);
+            self.0.insert(id.clone(), access);
+        }
+    }
+}
+
+impl Reactor {
+    // ---- stdio ------------------------------------------------------------
+
+    /// A message going to the stdio client: a response closes its request's
+    /// record.
+    pub(super) fn stdio_access_reply(&mut self, msg: &Json) {
+        let Some(stdio) = self.stdio.as_mut() else {
+            return;
+        };
+        let open = &mut stdio.access.0;
+        // Only responses carry the id of an open request.
+        if open.is_empty() {
+            return;
+        }
+        let Some(id) = msg.get("id").and_then(RequestId::from_json) else {
+            return;
+        };
+        if let Some(mut access) = open.remove(&id) {
+            access.reply(msg);
+            access.finish(None, "ok");
+        }
+    }
+
+    /// The stdio request `id` was cancelled by its client.
+    pub(super) fn stdio_access_cancelled(&mut self, id: &RequestId) {
+        let Some(stdio) = self.stdio.as_mut() else {
+            return;
+        };
+        if let Some(access) = stdio.access.0.remove(id) {
+            access.finish(None, "cancelled");
+        }
+    }
+
+    // ---- calls ------------------------------------------------------------
+
+    /// The trace of a call starting for `client`'s request `id`: a child of
+    /// the request's span, if the request has an open record.
+    pub(super) fn call_trace(&self, client: &Client, id: &RequestId) -> Option<Box<CallTrace>> {
+        let access = match client {
+            Client::Stdio => self.stdio.as_ref()?.access.0.get(id)?,
+            Client::Http { conn, .. } => self.http.as_ref()?.access.get(conn)?,
+        };
+        Some(Box::new(CallTrace {
+            span: access.span.child(log::random_id()),
+            sent: None,
+        }))
+    }
+}
