@@ -27,10 +27,11 @@ run of the official conformance suite:
                 started with --task-after 0
     schemas     json-schema-2020-12: every modern tools/list schema of several
                 programs compiled as JSON Schema 2020-12 (Ajv, strict)
-    bigresults  bigresults:python-sdk-2:auto|legacy:stdio|http and
-                bigresults:typescript-sdk-2:auto|legacy:stdio|http: the server
-                with --max-result-chars, a 5 M-element list result read page
-                by page through resources/read (e2e/clients/bigresults_*)
+    bigresults  bigresults:python-sdk-2:auto|legacy:stdio|http|router and
+                bigresults:typescript-sdk-2:auto|legacy:stdio|http|router: the
+                server with --max-result-chars, a 5 M-element list result read
+                page by page through resources/read (e2e/clients/bigresults_*;
+                through the router the tools are module-prefixed)
     metrics     GET /metrics parsed by prometheus_client after a known mix of
                 calls (e2e/clients/metrics_check.py): every counter equals
                 what was done
@@ -556,13 +557,18 @@ def run_bigresults(binary: str, manifest: Path, job: str, argv: list[str], env: 
     """Big results as resources (--max-result-chars) with a real client: a
     5 M-element list result read page by page through resources/read
     (e2e/clients/bigresults_py.py, bigresults_ts.mjs say what is checked),
-    the client starting the server over stdio or reaching it over HTTP."""
+    the client starting the server over stdio or reaching it over HTTP, or
+    reaching `morloc-mcp router` (whose tool names carry the module prefix)."""
     started = time.monotonic()
     server = [binary, "mcp", str(manifest), "--max-result-chars", "20"]
+    if transport == "router":
+        server = [binary, "router", "--http-port", "0", "--max-result-chars", "20", str(manifest)]
+    elif transport == "http":
+        server = [*server, "--http-port", "0", "--plain-tool-names"]
     http = None
     with tempfile.TemporaryDirectory(prefix="e2e-bigresults-") as tmp:
-        if transport == "http":
-            http = HttpServer([*server, "--http-port", "0", "--plain-tool-names"], Path(tmp) / "server.log")
+        if transport != "stdio":
+            http = HttpServer(server, Path(tmp) / "server.log")
             url = http.wait_url()
             server = [url or "http://127.0.0.1:1/mcp"]
         try:
@@ -578,7 +584,8 @@ def run_bigresults(binary: str, manifest: Path, job: str, argv: list[str], env: 
     bad = [f"{name}: {detail}" for name, (ok, detail) in steps.items() if not ok]
     seconds = time.monotonic() - started
     if status == 0 and not bad and "pages" in steps:
-        return Outcome(job, True, seconds, steps["pages"][1])
+        tool = steps.get("link", (True, ""))[1].partition(": ")[0]
+        return Outcome(job, True, seconds, f"{tool}: {steps['pages'][1]}")
     problems = [f"  {b}" for b in bad] or [f"  exit status {status}, steps {sorted(steps)}"]
     report = "\n".join([*problems, "  stderr:", indent(tail(stderr, 30))])
     return Outcome(job, False, seconds, bad[0] if bad else f"exit status {status}", report)
@@ -596,7 +603,7 @@ def bigresult_jobs(binary: str, manifest: Path) -> list[tuple[str, object]]:
     for name, argv, mode_var in clients:
         for mode in ("auto", "legacy"):
             env = {mode_var: mode, "E2E_NODE_MODULES": node_modules}
-            for transport in ("stdio", "http"):
+            for transport in ("stdio", "http", "router"):
                 job = f"bigresults:{name}:{mode}:{transport}"
                 jobs.append((job, lambda j=job, a=argv, e=env, t=transport:
                              run_bigresults(binary, manifest, j, a, e, t)))

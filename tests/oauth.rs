@@ -1,7 +1,8 @@
 //! The OAuth 2.1 resource server against a mock authorization server
 //! (`support::oauth`): the metadata documents, the challenges, every way a
 //! token is refused, lazy key fetching and rotation, an unreachable key
-//! set, scope step-up, and sessions owned by the token's subject.
+//! set, scope step-up (scopes per tool from the flag and from a tools
+//! file, reloaded), and sessions owned by the token's subject.
 
 use serde_json::{json, Value};
 
@@ -9,7 +10,7 @@ use crate::support::http::{
     initialize_message, post_request, simple_request, tool_call, Client, Response, Server,
 };
 use crate::support::oauth::{jwks, mint, Issuer, FUTURE, PAST};
-use crate::util::{wait_for, wait_until};
+use crate::util::{wait_for, wait_until, TempDir};
 
 /// A server trusting `issuer`'s key set by URL, with `extra` options.
 fn serve(issuer: &Issuer, extra: &[&str]) -> Server {
@@ -344,6 +345,73 @@ fn a_tool_needing_a_broader_scope_gets_403_until_the_token_has_it() {
         .expect(200)
         .json();
     assert_eq!(reply["result"]["isError"], false, "{reply}");
+}
+
+/// `scopes_supported` of `server`'s metadata document.
+fn scopes_supported(server: &Server) -> Value {
+    let path = "/.well-known/oauth-protected-resource/mcp";
+    let reply = Client::connect(server.addr)
+        .roundtrip(&simple_request("GET", path, server.addr, ""))
+        .expect(200);
+    reply.json()["scopes_supported"].clone()
+}
+
+#[test]
+fn a_tools_file_makes_a_tool_need_its_scopes_too_and_a_reload_changes_them() {
+    let issuer = Issuer::start(jwks(&[("rsa1", "rsa-1")]));
+    let dir = TempDir::new();
+    let file = dir.join("tools.json");
+    std::fs::write(&file, r#"{"tools": {"addOne": {"scopes": ["mcp:math"]}}}"#).unwrap();
+    let given = file.display().to_string();
+    let server = serve(
+        &issuer,
+        &[
+            "--tools-file",
+            &given,
+            "--oauth-tool-scopes",
+            "addOne=mcp:flag",
+        ],
+    );
+    assert_eq!(
+        scopes_supported(&server),
+        json!(["mcp:tools", "mcp:flag", "mcp:math"])
+    );
+    let token = |scope: &str| {
+        let claims = claims(&issuer, &server, "alice", scope);
+        mint(&rs("rsa-1"), &claims, "rsa1")
+    };
+    let refused = |token: &str, sid: &str, scope: &str| {
+        let call = tool_call(9, "addOne", json!({"_1": 1}));
+        let reply = post(&server, Some(token), Some(sid), &call).expect(403);
+        let challenge = reply.header("www-authenticate").unwrap_or("").to_string();
+        let wanted = format!("Bearer error=\"insufficient_scope\", scope=\"{scope}\"");
+        assert!(challenge.starts_with(&wanted), "{challenge}");
+    };
+    // The flag's scope and the file's: a token needs both.
+    let narrow = token("mcp:tools mcp:flag");
+    let sid = initialize(&server, &narrow);
+    refused(&narrow, &sid, "mcp:tools mcp:flag mcp:math");
+    let other = tool_call(2, "pureAnswer", json!({}));
+    let reply = post(&server, Some(&narrow), Some(&sid), &other).expect(200);
+    assert_eq!(reply.json()["result"]["isError"], false);
+    let math = token("mcp:tools mcp:flag mcp:math");
+    let call = tool_call(3, "addOne", json!({"_1": 1}));
+    let reply = post(&server, Some(&math), Some(&sid), &call).expect(200);
+    assert_eq!(reply.json()["result"]["content"][0]["text"], "2");
+
+    // A new file (written aside and moved in): its scopes apply once loaded.
+    dir.write(
+        "tools.json.next",
+        r#"{"tools": {"addOne": {"scopes": ["mcp:math", "mcp:admin"]}}}"#,
+    );
+    std::fs::rename(dir.join("tools.json.next"), &file).unwrap();
+    wait_for("the new scope in the metadata", || {
+        scopes_supported(&server) == json!(["mcp:tools", "mcp:flag", "mcp:math", "mcp:admin"])
+    });
+    refused(&math, &sid, "mcp:tools mcp:flag mcp:math mcp:admin");
+    let admin = token("mcp:tools mcp:flag mcp:math mcp:admin");
+    let reply = post(&server, Some(&admin), Some(&sid), &call).expect(200);
+    assert_eq!(reply.json()["result"]["content"][0]["text"], "2");
 }
 
 #[test]

@@ -7,7 +7,9 @@ E2E_PY_MODE picks the SDK's negotiation: "auto" (the default:
 server/discover, so 2026-07-28 here) or "legacy" (initialize).
 
 The server (CMD) runs with --max-result-chars; the shapes program's
-`bigList N` then comes back as a link. Steps (one JSON line each):
+`bigList N` then comes back as a link. Tools are looked up by base name in
+tools/list (`bigList`, or `<module>__bigList` through the router). Steps
+(one JSON line each):
   connect   mcp.Client over stdio (its default: server/discover, falling
             back to initialize)
   link      bigList N: a preview text block, a resource_link and the link
@@ -65,12 +67,15 @@ async def main() -> int:
     failed = False
     async with mcp.Client(server, mode=os.environ.get("E2E_PY_MODE", "auto")) as client:
         say("connect", None, f"mcp {version('mcp')}; protocol {client.protocol_version}")
+        listed = [t.name for t in (await client.list_tools()).tools]
+        name = {base: next((t for t in listed if t == base or t.endswith("__" + base)), base)
+                for base in ("bigList", "mkResult")}
         started = time.monotonic()
-        result = wire(await client.call_tool("bigList", {"_1": n}))
+        result = wire(await client.call_tool(name["bigList"], {"_1": n}))
         uri, why = link_of(result, "list", n)
-        failed |= not say("link", why or None, f"{uri} in {time.monotonic() - started:.1f} s; "
+        failed |= not say("link", why or None, f"{name['bigList']}: {uri} in {time.monotonic() - started:.1f} s; "
                           f"preview {len(result['content'][0]['text'])} chars")
-        record = wire(await client.call_tool("mkResult", {"_1": 7}))
+        record = wire(await client.call_tool(name["mkResult"], {"_1": 7}))
         _, why = link_of(record, "record", len('{"status":"ok","value":7}'))
         failed |= not say("record", why or None, "the link object validates against anyOf(record, link)")
         templates = wire(await client.list_resource_templates())

@@ -5,9 +5,11 @@
 //   node bigresults_ts.mjs N URL            // a server serving HTTP at URL
 //
 // The server (CMD) runs with --max-result-chars; the shapes program's
-// `bigList N` then comes back as a link. E2E_TS_NEGOTIATION picks the
-// client's versionNegotiation mode: "auto" (the default: server/discover,
-// so 2026-07-28 here) or "legacy" (initialize). Steps (one JSON line each):
+// `bigList N` then comes back as a link (tools are looked up by base name
+// in tools/list: `bigList`, or `<module>__bigList` through the router).
+// E2E_TS_NEGOTIATION picks the client's versionNegotiation mode: "auto"
+// (the default: server/discover, so 2026-07-28 here) or "legacy"
+// (initialize). Steps (one JSON line each):
 //   connect   the client over stdio
 //   link      bigList N: a preview, a resource_link and the link object as
 //             structuredContent; the client validates structuredContent
@@ -64,12 +66,13 @@ const client = new Client({ name: "morloc-mcp-e2e", version: "1.0.0" },
 try {
   await client.connect(transport);
   step("connect", null, `@modelcontextprotocol/client ${version}; era ${client.getProtocolEra?.() ?? "?"}`);
-  await client.listTools();
+  const listed = (await client.listTools()).tools.map((t) => t.name);
+  const name = (base) => listed.find((t) => t === base || t.endsWith(`__${base}`)) ?? base;
   let started = Date.now();
-  const result = await client.callTool({ name: "bigList", arguments: { _1: n } });
+  const result = await client.callTool({ name: name("bigList"), arguments: { _1: n } });
   const [uri, why] = linkOf(result, "list", n);
-  step("link", why, `${uri} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-  const record = await client.callTool({ name: "mkResult", arguments: { _1: 7 } });
+  step("link", why, `${name("bigList")}: ${uri} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  const record = await client.callTool({ name: name("mkResult"), arguments: { _1: 7 } });
   const [, whyRecord] = linkOf(record, "record", '{"status":"ok","value":7}'.length);
   step("record", whyRecord, "the link object validates against anyOf(record, link)");
   const templates = await client.listResourceTemplates();

@@ -1,7 +1,7 @@
 //! Tools files: any text either parses or is refused with a message, and a
 //! parsed file applied to the shapes program either curates its surface or
 //! is refused, leaving the surface as it was; a curated surface keeps every
-//! tool name unique.
+//! tool name unique and every scope an OAuth scope token.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -27,6 +27,10 @@ fuzz_target!(|data: &[u8]| {
             let count = names.len();
             names.dedup();
             assert_eq!(names.len(), count, "duplicate tool names");
+            for scope in surface.tools.iter().flat_map(|t| &t.scopes) {
+                let token = |c: char| c.is_ascii_graphic() && c != '"' && c != '\\';
+                assert!(!scope.is_empty() && scope.chars().all(token), "{scope:?}");
+            }
         }
         Err(e) => {
             assert!(!e.message.is_empty());

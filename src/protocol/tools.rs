@@ -60,6 +60,9 @@ pub struct Tool {
     pub slots: Vec<Slot>,
     /// The `_render` projections in terminal order (empty: no `_render`).
     pub renders: Vec<Render>,
+    /// OAuth scopes a call needs besides the server's (a tools file's
+    /// `scopes`; empty without one).
+    pub scopes: Vec<String>,
 }
 
 /// One advertised `inputSchema` property.
@@ -677,6 +680,7 @@ fn shape_tool(
         required,
         slots,
         renders,
+        scopes: Vec::new(),
     })
 }
 

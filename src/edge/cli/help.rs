@@ -50,7 +50,8 @@ Options:
       --oauth-scopes <scopes>   scopes every request needs (comma-separated)
       --oauth-tool-scopes <tool>=<scopes>
                                 scopes a call of <tool> also needs; 403 with
-                                insufficient_scope without them (repeatable)
+                                insufficient_scope without them (repeatable;
+                                added to the tools file's 'scopes')
       --call-timeout <seconds>  fail a tool call that runs longer than this
                                 (0 for no limit) [default: 600]
       --task-after <ms>         answer a remote tool call still running after
@@ -73,7 +74,7 @@ Options:
                                 value whole]
       --lazy-pools              start language pools on first use, not at start-up
       --tools-file <path>       curate the tools (titles, descriptions, hints,
-                                hidden, names) [default: the
+                                hidden, names, OAuth scopes) [default: the
                                 morloc-mcp-tools.json beside the manifest, if any]
       --instance-id <name>      this server's name behind a load balancer, the
                                 prefix of every session id it mints (letters,

@@ -1,7 +1,7 @@
 //! A tools file: what an operator says about a program's tools without
 //! recompiling it (titles, descriptions, annotation hints, hidden tools, new
-//! names, argument names and descriptions), checked against the program and
-//! applied to its [`Surface`].
+//! names, argument names and descriptions, OAuth scopes a call needs),
+//! checked against the program and applied to its [`Surface`].
 //!
 //! The file is JSON:
 //!
@@ -9,6 +9,7 @@
 //! {"tools": {"addOne": {"name": "add_one", "title": "Add one",
 //!   "description": "Adds one to a number.", "hidden": false,
 //!   "annotations": {"readOnlyHint": true, "idempotentHint": true},
+//!   "scopes": ["mcp:math"],
 //!   "arguments": {"_1": {"name": "x", "description": "The number."}}}}}
 //! ```
 //!
@@ -56,6 +57,8 @@ pub struct ToolCuration {
     pub hidden: bool,
     /// Hint name and value, in [`HINTS`] order.
     pub annotations: Vec<(&'static str, bool)>,
+    /// OAuth scopes a call of the tool needs, in file order (none: unset).
+    pub scopes: Vec<String>,
     /// Per advertised property, in file order.
     pub arguments: Vec<(String, ArgCuration)>,
 }
@@ -178,6 +181,7 @@ pub fn parse(text_of_file: &str) -> Result<Curation, CurateError> {
                 "description",
                 "hidden",
                 "annotations",
+                "scopes",
                 "arguments",
             ],
             &at,
@@ -205,6 +209,7 @@ pub fn parse(text_of_file: &str) -> Result<Curation, CurateError> {
                 }
             }
         }
+        tool.scopes = scopes(entry, &at)?;
         match entry.get("arguments") {
             None | Some(Value::Null) => {}
             Some(arguments) => {
@@ -227,6 +232,44 @@ pub fn parse(text_of_file: &str) -> Result<Curation, CurateError> {
         curation.tools.push((command.clone(), tool));
     }
     Ok(curation)
+}
+
+/// `scopes`: an array of RFC 6749 scope tokens (printable ASCII but space,
+/// `"` and `\`), each kept once, or `null`.
+fn scopes(map: &Map<String, Value>, at: &str) -> Result<Vec<String>, CurateError> {
+    let at = join(at, "scopes");
+    let items = match map.get("scopes") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(items)) => items,
+        Some(other) => {
+            return Err(error(
+                &at,
+                format!("must be an array of strings or null, not {}", kind(other)),
+            ))
+        }
+    };
+    let mut scopes: Vec<String> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let Value::String(scope) = item else {
+            return Err(error(
+                &format!("{at}[{i}]"),
+                format!("must be a string, not {}", kind(item)),
+            ));
+        };
+        let valid = |c: char| matches!(c, '\x21' | '\x23'..='\x5b' | '\x5d'..='\x7e');
+        if scope.is_empty() || !scope.chars().all(valid) {
+            return Err(error(
+                &format!("{at}[{i}]"),
+                format!(
+                    "{scope:?} is not a valid OAuth scope (one or more printable ASCII characters, no space, '\"' or '\\')"
+                ),
+            ));
+        }
+        if !scopes.contains(scope) {
+            scopes.push(scope.clone());
+        }
+    }
+    Ok(scopes)
 }
 
 /// MCP's rule for tool names: 1 to 128 of `A-Z a-z 0-9 _ - .`.
@@ -290,6 +333,7 @@ pub fn apply(
         };
         let tool = &mut tools[index];
         hidden[index] = wanted.hidden;
+        tool.scopes.clone_from(&wanted.scopes);
         for (property, arg) in &wanted.arguments {
             curate_argument(tool, property, arg, &join(&at, "arguments"))?;
         }
@@ -462,6 +506,7 @@ pub fn template(surface: &Surface, manifest: &Manifest) -> Value {
         entry.insert("hidden".into(), Value::Bool(false));
         let hints = HINTS.iter().map(|h| (h.to_string(), Value::Null)).collect();
         entry.insert("annotations".into(), Value::Object(hints));
+        entry.insert("scopes".into(), Value::Null);
         let mut arguments = Map::new();
         let props = tool.json.pointer("/inputSchema/properties");
         for property in &tool.properties {

@@ -286,12 +286,21 @@ impl Reactor {
         let tool = program.surface.tools.iter().find(|t| {
             t.command == call.command || t.renders.iter().any(|r| r.command == Some(call.command))
         })?;
-        let needs = oauth.config.tool_needs(&tool.name);
-        if principal.lacks(needs).is_empty() {
+        // The flag's scopes and the tools file's: a call needs both.
+        let mut all = oauth.config.scopes.clone();
+        for scope in oauth
+            .config
+            .tool_needs(&tool.name)
+            .iter()
+            .chain(&tool.scopes)
+        {
+            if !all.contains(scope) {
+                all.push(scope.clone());
+            }
+        }
+        if principal.lacks(&all).is_empty() {
             return None;
         }
-        let mut all = oauth.config.scopes.clone();
-        all.extend(needs.iter().cloned());
         Some(oauth.refuse(&Refusal::Insufficient(all), cors.clone(), keep_alive))
     }
 
@@ -427,7 +436,21 @@ impl Reactor {
         let Some(oauth) = oauth else {
             return self.respond(token, 404, &[], &json_error("not found"), keep_alive);
         };
-        let doc = oauth::metadata(&oauth.config, &self.catalog.server_name);
+        // Scopes named by the tools files are supported too.
+        let mut config = oauth.config.clone();
+        for program in &self.catalog.programs {
+            for tool in program
+                .surface
+                .tools
+                .iter()
+                .filter(|t| !t.scopes.is_empty())
+            {
+                config
+                    .tool_scopes
+                    .push((tool.name.clone(), tool.scopes.clone()));
+            }
+        }
+        let doc = oauth::metadata(&config, &self.catalog.server_name);
         let body = serde_json::to_vec(&doc).unwrap_or_default();
         // Public, and read by browser-based clients from other origins.
         let headers = [

@@ -129,6 +129,7 @@ fn the_template_changes_nothing_until_edited() {
         file["tools"]["addOne"]["annotations"]["readOnlyHint"],
         Value::Null
     );
+    assert_eq!(file["tools"]["addOne"]["scopes"], Value::Null);
     assert_eq!(
         file["tools"]["configFlat"]["arguments"]["numThreads"]["description"],
         "Worker thread count (default: 1)"
@@ -184,7 +185,7 @@ fn a_malformed_file_is_refused_where_it_is_wrong() {
     bad(
         r#"{"tools": {"a": {"hiden": true}}}"#,
         "tools.a.hiden",
-        "unknown key 'hiden' (expected one of: name, title, description, hidden, annotations, arguments)",
+        "unknown key 'hiden' (expected one of: name, title, description, hidden, annotations, scopes, arguments)",
     );
     bad(
         r#"{"tools": {"a": {"annotations": {"readOnly": true}}}}"#,
@@ -222,4 +223,61 @@ fn a_refused_file_leaves_the_surface_as_it_was() {
     assert!(apply(&mut surface, &manifest, &curation).is_err());
     let after: Vec<Value> = surface.tools.iter().map(|t| t.json.clone()).collect();
     assert_eq!(before, after);
+}
+
+#[test]
+fn scopes_are_kept_per_tool_once_each_and_checked_as_oauth_scope_tokens() {
+    let surface = curated(json!({"tools": {
+        "addOne": {"name": "add_one", "scopes": ["mcp:math", "tools/add", "mcp:math"]},
+        "hello": {"scopes": null},
+        "scale": {"scopes": []}
+    }}))
+    .unwrap();
+    let scopes = |name: &str| {
+        surface
+            .tools
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap()
+            .scopes
+            .clone()
+    };
+    assert_eq!(scopes("add_one"), ["mcp:math", "tools/add"]);
+    assert!(scopes("hello").is_empty() && scopes("scale").is_empty());
+    assert!(scopes("sumMany").is_empty());
+    // Scopes say who may call; the advertised tool is unchanged.
+    let plain = shapes().1;
+    assert_eq!(surface.tools[1].json, plain.tools[1].json);
+    let bad = |text: &str, at: &str, message: &str| match parse(text) {
+        Ok(c) => panic!("accepted as {c:?}"),
+        Err(e) => assert_eq!((e.at.as_str(), e.message.as_str()), (at, message), "{text}"),
+    };
+    let rule = "is not a valid OAuth scope (one or more printable ASCII characters, no space, '\"' or '\\')";
+    bad(
+        r#"{"tools": {"addOne": {"scopes": ["ok", "two words"]}}}"#,
+        "tools.addOne.scopes[1]",
+        &format!("\"two words\" {rule}"),
+    );
+    for scope in ["", "a\\\"b", "a\\\\b", "caf\u{e9}", "tab\\t"] {
+        let text = format!(r#"{{"tools": {{"addOne": {{"scopes": ["{scope}"]}}}}}}"#);
+        let err = parse(&text).unwrap_err();
+        assert_eq!(err.at, "tools.addOne.scopes[0]", "{text}");
+        assert!(err.message.ends_with(rule), "{text}: {}", err.message);
+    }
+    bad(
+        r#"{"tools": {"addOne": {"scopes": "mcp:math"}}}"#,
+        "tools.addOne.scopes",
+        "must be an array of strings or null, not a string",
+    );
+    bad(
+        r#"{"tools": {"addOne": {"scopes": [1]}}}"#,
+        "tools.addOne.scopes[0]",
+        "must be a string, not a number",
+    );
+    // Every printable ASCII character but space, '"' and '\' is allowed.
+    let all: String = ('\x21'..='\x7e')
+        .filter(|c| !matches!(c, '"' | '\\'))
+        .collect();
+    let file = json!({"tools": {"addOne": {"scopes": [all]}}});
+    assert_eq!(parse(&file.to_string()).unwrap().tools[0].1.scopes, [all]);
 }
