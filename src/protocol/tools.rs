@@ -688,7 +688,7 @@ pub mod curate;
 mod defaults;
 mod output;
 pub use defaults::typed_default;
-pub use output::output_schema;
+pub use output::{accept_also, output_schema};
 
 #[cfg(test)]
 mod tests;

@@ -20,6 +20,7 @@ use serde_json::{Map, Value as Json};
 
 use crate::format::json::page::{Kind, Paged};
 use crate::protocol::jsonrpc::{self, ErrorCode, RequestId};
+use crate::protocol::tools;
 
 use super::tasks::owner_key;
 
@@ -516,25 +517,10 @@ pub fn link_result(id: &str, tool: &str, value: &Paged, limit: usize) -> Json {
 /// kept at the root (so `$ref`s still resolve) and `type: object` kept
 /// when the value's schema has it. No schema stays none.
 pub fn wrap_output_schema(base: Option<Json>) -> Option<Json> {
-    let Json::Object(mut inner) = base? else {
-        return None;
-    };
-    let mut out = Map::new();
-    if let Some(dialect) = inner.remove("$schema") {
-        out.insert("$schema".into(), dialect);
+    match base? {
+        schema @ Json::Object(_) => Some(tools::accept_also(schema, link_schema())),
+        _ => None,
     }
-    if inner.get("type").and_then(Json::as_str) == Some("object") {
-        out.insert("type".into(), Json::String("object".into()));
-    }
-    let defs = inner.remove("$defs");
-    out.insert(
-        "anyOf".into(),
-        Json::Array(vec![Json::Object(inner), link_schema()]),
-    );
-    if let Some(defs) = defs {
-        out.insert("$defs".into(), defs);
-    }
-    Some(Json::Object(out))
 }
 
 /// A tool object with its `outputSchema` (if any) wrapped by

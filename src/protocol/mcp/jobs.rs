@@ -16,6 +16,8 @@
 
 use serde_json::{json, Map, Value as Json};
 
+use crate::protocol::tools;
+
 use super::results::error_result;
 use super::tasks::{self, Status, Task, POLL_INTERVAL_MS};
 
@@ -270,26 +272,7 @@ pub fn unknown_job(id: &str) -> Json {
 /// the schema's `$ref`s still resolve; a schema of objects keeps `type:
 /// object` at the root (legacy revisions require it).
 pub fn widen_output_schema(schema: &Json) -> Json {
-    let Json::Object(original) = schema else {
-        return schema.clone();
-    };
-    let mut inner = original.clone();
-    let mut out = Map::new();
-    if let Some(dialect) = inner.remove("$schema") {
-        out.insert("$schema".into(), dialect);
-    }
-    if inner.get("type").and_then(Json::as_str) == Some("object") {
-        out.insert("type".into(), Json::String("object".into()));
-    }
-    let defs = inner.remove("$defs");
-    out.insert(
-        "anyOf".into(),
-        Json::Array(vec![Json::Object(inner), status_schema()]),
-    );
-    if let Some(defs) = defs {
-        out.insert("$defs".into(), defs);
-    }
-    Json::Object(out)
+    tools::accept_also(schema.clone(), status_schema())
 }
 
 /// A tool object with its `outputSchema`, if any, widened.

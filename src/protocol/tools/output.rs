@@ -11,7 +11,7 @@
 //!
 //! Architecture Invariant: pure; no I/O.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::format::manifest::Command;
 use crate::format::schema::Schema;
@@ -44,6 +44,32 @@ pub fn output_schema(command: &Command, modern: bool) -> Option<Value> {
         }
     }
     Some(output)
+}
+
+/// `schema` widened to also accept `alternative`: `anyOf` the two, with
+/// `$schema` and `$defs` kept at the root (so `$ref`s still resolve) and
+/// `type: object` kept there when `schema` has it (legacy revisions want an
+/// object schema). A schema that is not an object is returned as it is.
+pub fn accept_also(schema: Value, alternative: Value) -> Value {
+    let Value::Object(mut inner) = schema else {
+        return schema;
+    };
+    let mut out = Map::new();
+    if let Some(dialect) = inner.remove("$schema") {
+        out.insert("$schema".into(), dialect);
+    }
+    if inner.get("type").and_then(Value::as_str) == Some("object") {
+        out.insert("type".into(), Value::String("object".into()));
+    }
+    let defs = inner.remove("$defs");
+    out.insert(
+        "anyOf".into(),
+        Value::Array(vec![Value::Object(inner), alternative]),
+    );
+    if let Some(defs) = defs {
+        out.insert("$defs".into(), defs);
+    }
+    Value::Object(out)
 }
 
 #[cfg(test)]
