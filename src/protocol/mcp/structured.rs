@@ -51,7 +51,21 @@ pub fn mark(result: &mut Map<String, Json>, record: bool) {
 
 /// Whether `result` carries a placeholder.
 pub fn is_marked(result: &Json) -> bool {
-    matches!(result.get(KEY), Some(Json::String(s)) if s == FROM_TEXT || s == FROM_TEXT_RECORD)
+    match result {
+        Json::Object(map) => marked(map),
+        _ => false,
+    }
+}
+
+fn marked(map: &Map<String, Json>) -> bool {
+    matches!(field(map, KEY), Some(Json::String(s)) if s == FROM_TEXT || s == FROM_TEXT_RECORD)
+}
+
+/// `map[key]`, found by comparing keys in order rather than by hashing:
+/// the objects looked at here are a message's envelope, a few keys each,
+/// and this runs for every object of every message written.
+fn field<'a>(map: &'a Map<String, Json>, key: &str) -> Option<&'a Json> {
+    map.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
 }
 
 /// Settles the placeholder of a `CallToolResult` for its era: kept for a
@@ -72,7 +86,7 @@ pub fn for_era(result: &mut Json, modern: bool) {
     let Json::Object(map) = result else {
         return;
     };
-    match map.get(KEY) {
+    match field(map, KEY) {
         Some(Json::String(s)) if s == FROM_TEXT_RECORD => {
             match first_text(map).and_then(|t| serde_json::from_str::<Json>(t).ok()) {
                 Some(value) => {
@@ -99,11 +113,13 @@ fn first_text_of(result: &Json) -> Option<&str> {
 
 /// The text of the first content block, if it is a text block.
 fn first_text(result: &Map<String, Json>) -> Option<&str> {
-    let block = result.get("content")?.as_array()?.first()?;
-    if block.get("type")?.as_str()? != "text" {
+    let Json::Object(block) = field(result, "content")?.as_array()?.first()? else {
+        return None;
+    };
+    if field(block, "type")?.as_str()? != "text" {
         return None;
     }
-    block.get("text")?.as_str()
+    field(block, "text")?.as_str()
 }
 
 /// Writes `msg` as compact JSON, each placeholder replaced by the raw text
@@ -119,7 +135,7 @@ fn write_at<W: Write>(out: &mut W, value: &Json, depth: usize) -> io::Result<()>
     if depth > MAX_DEPTH {
         return serde_json::to_writer(&mut *out, value).map_err(io::Error::from);
     }
-    let marked = is_marked(value);
+    let marked = marked(map);
     let raw = if marked { first_text(map) } else { None };
     out.write_all(b"{")?;
     let mut first = true;
