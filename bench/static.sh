@@ -33,7 +33,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 manifest="$root/tests/data/shapes/manifest.json"
 expected="$root/tests/data/shapes/expected-mcp-tools.json"
-max_bytes=${STATIC_MAX_BYTES:-1700000}
+max_bytes=${STATIC_MAX_BYTES:-1900000}
 
 die() {
     echo "static: $*" >&2

@@ -440,12 +440,16 @@ def jobs_scenario(binary: str, kind: str, lb_path: str) -> None:
             result = reply.get("result", {})
             if status != 200 or result.get("isError"):
                 raise Failure(f"{tool} {job} through the balancer (poll {polls}): {status} {reply}")
-            if tool == "job_result" and result.get("structuredContent", {}).get("status") != "working":
+            # A handle's structuredContent is the job's status object; a
+            # finished job's is the call's own value (2026-07-28).
+            structured = result.get("structuredContent")
+            handle_shaped = isinstance(structured, dict) and structured.get("jobId") == job
+            if tool == "job_result" and not (handle_shaped and structured.get("status") == "working"):
                 break
             if time.monotonic() > deadline:
                 raise Failure(f"job {job} still working after 20 s")
             time.sleep(0.05)
-        if result.get("content") != [{"type": "text", "text": "600"}]:
+        if result.get("content") != [{"type": "text", "text": "600"}] or result.get("structuredContent") != 600:
             raise Failure(f"job {job} ended with {result}")
         print(f"{kind}: job {job} created through the balancer, {polls} job_status/job_result calls "
               f"routed to its instance by Mcp-Param-Job-Id, then its result")
