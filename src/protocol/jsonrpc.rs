@@ -360,13 +360,6 @@ pub fn notification(method: &str, params: Value) -> Value {
     Value::Object(m)
 }
 
-/// Serializes a message as one line (compact JSON never contains a raw LF).
-pub fn write_line(out: &mut Vec<u8>, msg: &Value) {
-    // Writing a Value into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, msg);
-    out.push(b'\n');
-}
-
 /// What [`LineFramer::next_line`] found.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Frame<'a> {

@@ -7,7 +7,6 @@
 //! cannot make the server buffer without bound), and resumed once the queue
 //! drains. When stdin ends, calls still running get `EOF_GRACE` to finish.
 
-use crate::edge::log;
 use std::fs::File;
 use std::io;
 use std::ops::ControlFlow;
@@ -20,7 +19,7 @@ use serde_json::Value as Json;
 
 use super::byteio::{read_until, Flushed, RawReader, ReadEnd, WriteQueue};
 use super::{Client, Reactor, STDIN, STDOUT};
-use crate::edge::proc;
+use crate::edge::{log, proc};
 use crate::protocol::jsonrpc::{self, Frame, LineFramer};
 use crate::protocol::mcp::{self, Session, Step};
 
