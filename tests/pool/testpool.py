@@ -30,7 +30,8 @@ Environment (read once at start):
     MORLOC_TMPDIR             directory for those files (else $TMPDIR or /tmp)
     MORLOC_POOL_HASH          ignored
     TESTPOOL_PROGRAM          which function table to serve (default "shapes";
-                              "bench" is bench/scale_bench.py's CPU-bound spin)
+                              "bench" is bench/scale_bench.py's CPU-bound spin,
+                              "words" the second example program's)
     TESTPOOL_STARTUP_DELAY_MS sleep this long before binding the socket
     TESTPOOL_NEVER_LISTEN=1   never bind; stay alive until signalled
     TESTPOOL_DIE_AFTER_MS     exit with status 3 after this long, without any
@@ -1511,11 +1512,36 @@ BENCH: dict[int, Function] = {
     1: Function("spin", ("j",), "j", _spin),
 }
 
+# The second example program (examples/words): a few text utilities under
+# the module name `words`, so that the router serves two programs.
+
+
+def _word_stats(text: str) -> dict:
+    words = text.split()
+    return {"words": len(words), "chars": len(text), "longest": max(words, key=len, default="")}
+
+
+def _top_words(text: str, n: int) -> list:
+    counts: dict[str, int] = {}
+    for word in text.lower().split():
+        counts[word] = counts.get(word, 0) + 1
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return ranked[:max(0, n)]
+
+
+WORDS: dict[int, Function] = {
+    1: Function("countWords", ("s",), "j", lambda text: len(text.split())),
+    2: Function("shout", ("s",), "s", lambda text: text.upper() + "!"),
+    3: Function("wordStats", ("s",), "m35wordsj5charsj7longests", _word_stats),
+    4: Function("topWords", ("s", "j"), "at2sj", _top_words),
+}
+
 PROGRAMS: dict[str, dict[int, Function]] = {
     "bench": BENCH,
     "shapes": {**SHAPES, **FAULTS},
     "conformance": {**CONFORMANCE, **FAULTS},
     "recursive": {**RECURSIVE, **FAULTS},
+    "words": {**WORDS, **FAULTS},
 }
 
 
