@@ -8,6 +8,7 @@ PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 DOCDIR ?= $(PREFIX)/share/doc/morloc-mcp
 BIN ?= target/release/morloc-mcp
+DOCS := $(sort $(wildcard docs/*.md))
 
 .PHONY: install install-files uninstall help build test test-rust test-pool test-real test-scale lint demo bench fuzz-smoke static e2e e2e-static
 
@@ -17,17 +18,21 @@ help: ## List the targets
 build: ## Build the release binary
 	$(CARGO) build --release
 
-install: build ## Install the release binary, README and LICENSE under PREFIX (default /usr/local; DESTDIR is honoured)
+install: build ## Install the release binary, README, LICENSE and docs/ under PREFIX (default /usr/local; DESTDIR is honoured)
 	$(MAKE) install-files
 
 install-files: ## Install BIN (default the release binary) without building it
-	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(DOCDIR)"
+	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(DOCDIR)/docs"
 	install -m 755 "$(BIN)" "$(DESTDIR)$(BINDIR)/morloc-mcp"
 	install -m 644 README.md LICENSE "$(DESTDIR)$(DOCDIR)/"
+	install -m 644 $(DOCS) "$(DESTDIR)$(DOCDIR)/docs/"
 
-uninstall: ## Remove what `make install` put under PREFIX
+uninstall: ## Remove what `make install` put under PREFIX, and the directories it made once they are empty
 	rm -f "$(DESTDIR)$(BINDIR)/morloc-mcp" "$(DESTDIR)$(DOCDIR)/README.md" "$(DESTDIR)$(DOCDIR)/LICENSE"
-	-rmdir "$(DESTDIR)$(DOCDIR)" 2>/dev/null
+	rm -f $(addprefix "$(DESTDIR)$(DOCDIR)/,$(addsuffix ",$(DOCS)))
+	-@for dir in "$(DESTDIR)$(DOCDIR)/docs" "$(DESTDIR)$(DOCDIR)" "$(DESTDIR)$(PREFIX)/share/doc" \
+	    "$(DESTDIR)$(PREFIX)/share" "$(DESTDIR)$(BINDIR)"; do \
+	    if [ -d "$$dir" ]; then rmdir "$$dir" 2>/dev/null || true; fi; done
 
 test: ## Every test stage, each even after a failure, then a summary table (what CI runs; tests/run_all.sh)
 	sh tests/run_all.sh

@@ -86,9 +86,9 @@ fn every_stage_runs_and_the_summary_tells_why() {
     );
 }
 
-/// `make install-files` puts the binary, README and LICENSE under
+/// `make install-files` puts the binary, README, LICENSE and docs/ under
 /// `DESTDIR/PREFIX`, the installed binary runs, and `make uninstall` takes
-/// them away again.
+/// them away again, with the directories it made.
 #[test]
 fn install_and_uninstall_under_a_prefix() {
     let dir = TempDir::new();
@@ -114,9 +114,15 @@ fn install_and_uninstall_under_a_prefix() {
     let doc = dir.join("stage/opt/mm/share/doc/morloc-mcp");
     assert!(util::read(&doc.join("LICENSE")).starts_with("MIT License"));
     assert!(util::read(&doc.join("README.md")).starts_with("# morloc-mcp"));
+    // The README's links into docs/ hold where it is installed too.
+    assert!(util::read(&doc.join("docs/usage.md")).starts_with("# Usage"));
 
     let removed = make("uninstall");
     assert_eq!(removed.code, Some(0), "{removed:?}");
     assert!(!bin.exists());
-    assert!(!doc.exists());
+    // The directories install made are gone once empty; PREFIX itself stays.
+    let prefix = dir.join("stage/opt/mm");
+    assert!(!prefix.join("bin").exists());
+    assert!(!prefix.join("share").exists());
+    assert!(prefix.exists());
 }
