@@ -654,7 +654,7 @@ def run_metrics(binary: str) -> Outcome:
 
 
 def run_readme(binary: str, manifest: Path) -> Outcome:
-    """The README's "Use it with your MCP client" commands, as written."""
+    """The README's MCP Inspector line, as written (the rest of the README runs in `make test`)."""
     import readme_check
     started = time.monotonic()
     env = dict(os.environ)

@@ -5,6 +5,7 @@ mod args_text;
 mod bigresults;
 mod cli;
 mod curate;
+mod docs;
 mod fairness;
 mod faults;
 mod golden_tools;

@@ -22,6 +22,7 @@ const PORTABLE: &[&str] = &[
     "bench",
     "fuzz",
     "README.md",
+    "docs",
     "ARCHITECTURE.md",
     "Makefile",
     ".ci",
