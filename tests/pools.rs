@@ -610,3 +610,107 @@ fn a_call_waits_for_every_pool_its_command_needs() {
     );
     assert_eq!(s.finish(), 0);
 }
+
+// ---- stopping -----------------------------------------------------------------
+
+/// Issue 31: stopping a pool never holds up the reactor. The test pool
+/// ignores SIGTERM (`TESTPOOL_IGNORE_TERM`) and the grace before SIGKILL is
+/// longer than any test, so the pool stuck in a timed-out call stays in its
+/// stop until the test kills it. Meanwhile another client is answered, and
+/// the restarted pool starts only after the old one is gone: a call made
+/// during the stop waits, and runs once the test has killed the old process.
+#[test]
+fn a_pool_being_stopped_holds_up_no_other_client() {
+    use crate::support::http::{self as web, tool_call};
+
+    let dir = TempDir::new();
+    let terms = dir.join("terms");
+    let program = Program::shapes();
+    let mut command = crate::util::cmd([
+        "mcp".as_ref(),
+        program.manifest.as_os_str(),
+        "--http-port".as_ref(),
+        "0".as_ref(),
+        "--plain-tool-names".as_ref(),
+        "--call-timeout".as_ref(),
+        "1".as_ref(),
+        "--pool-stop-grace".as_ref(),
+        "3600".as_ref(),
+        "--pool-replicas".as_ref(),
+        "py=1".as_ref(),
+    ]);
+    command.env("TESTPOOL_IGNORE_TERM", &terms);
+    let server = web::Server::spawn(TempDir::new(), &mut command);
+    let (mut first, sid) = server.session();
+    // The pools start on the first call, and the call deadline covers the
+    // start: on a loaded machine it may pass before the pool is ready.
+    let warm = (0..10).any(|n| {
+        let reply = first.post(Some(&sid), &tool_call(10 + n, "addOne", json!({"_1": 1})));
+        reply.json()["result"]["content"][0]["text"] == "2"
+    });
+    assert!(
+        warm,
+        "addOne never succeeded:\n{}",
+        server.proc.stderr_now()
+    );
+
+    let hung = first.post(Some(&sid), &tool_call(30, "hang", json!({"_1": 1})));
+    assert!(hung.text().contains("timed out"), "{}", hung.text());
+    // The stuck pool got SIGTERM, which it ignores: it is being stopped.
+    let mut old_pool = 0;
+    crate::util::wait_for("the stuck pool got SIGTERM", || {
+        let noted = std::fs::read_to_string(&terms).unwrap_or_default();
+        let pid = noted.lines().next().and_then(|l| l.strip_prefix("term "));
+        old_pool = pid.and_then(|p| p.parse().ok()).unwrap_or(0);
+        old_pool > 0
+    });
+
+    // A call made now waits for the restart, which waits for the stop.
+    let (mut waiting, waiting_sid) = server.session();
+    waiting.send(&web::post_request(
+        server.addr,
+        Some(&waiting_sid),
+        &serde_json::to_vec(&tool_call(40, "addOne", json!({"_1": 41}))).unwrap(),
+        &[],
+    ));
+    // Another client is answered while the stop goes on.
+    let mut other = server.connect();
+    let health = other.roundtrip(&web::simple_request("GET", "/health", server.addr, ""));
+    // Not ready: the pool waits for its old process to go.
+    assert_eq!(health.status, 503, "{}", health.text());
+    assert_eq!(
+        health.json()["pools"][0]["state"],
+        "starting",
+        "{}",
+        health.text()
+    );
+    let (mut third, third_sid) = server.session();
+    let list = third.post(Some(&third_sid), &web::request(50, "tools/list"));
+    assert!(list.json()["result"]["tools"].is_array(), "{}", list.text());
+    assert!(
+        stat_of(old_pool).is_some(),
+        "the stuck pool is still being stopped"
+    );
+    // The call waits for the pool's restart.
+    waiting.expect_silent(Duration::from_millis(100));
+
+    // Once the old process is gone, the slot starts again and the waiting
+    // call runs on the new process.
+    // SAFETY: a plain signal to a pid this test read from the pool.
+    unsafe {
+        libc::kill(old_pool, libc::SIGKILL);
+    }
+    let reply = waiting.read_response();
+    assert_eq!(
+        reply.json()["result"]["content"][0]["text"],
+        "42",
+        "{}",
+        reply.text()
+    );
+    let noted = std::fs::read_to_string(&terms).unwrap_or_default();
+    assert_eq!(
+        noted.lines().count(),
+        1,
+        "only the stuck pool was stopped: {noted}"
+    );
+}

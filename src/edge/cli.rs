@@ -125,6 +125,8 @@ pub struct RawServe {
     pub pool_replicas: Vec<(String, usize)>,
     /// Hidden, for tests: how long an idle replica lives.
     pub replica_idle: Option<Duration>,
+    /// Hidden, for tests: how long a pool has between SIGTERM and SIGKILL.
+    pub pool_stop_grace: Option<Duration>,
     pub max_buffered: Option<usize>,
     pub max_conns_per_peer: Option<usize>,
     pub max_sessions_per_owner: Option<usize>,
@@ -208,6 +210,8 @@ pub struct ServeConfig {
     pub pool_replicas: Vec<(String, usize)>,
     /// How long a replica may sit idle before it is stopped.
     pub replica_idle: Duration,
+    /// How long a pool's process group has between SIGTERM and SIGKILL.
+    pub pool_stop_grace: Duration,
     /// How long a call may wait for a pool process; `None` means no limit.
     pub queue_timeout: Option<Duration>,
     /// The most calls one owner may have waiting (0: no cap).
@@ -226,6 +230,10 @@ pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long an idle replica lives, unless changed (hidden flag).
 pub const DEFAULT_REPLICA_IDLE: Duration = Duration::from_secs(30);
+
+/// How long a pool's process group has between SIGTERM and SIGKILL when it
+/// is stopped, unless changed (hidden flag).
+pub const DEFAULT_POOL_STOP_GRACE: Duration = Duration::from_millis(200);
 
 /// How long a pool may take to become ready, unless changed (hidden flag).
 pub const DEFAULT_POOL_START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -468,6 +476,7 @@ pub fn prepare(raw: RawArgs, env: &Env, warnings: &mut Vec<String>) -> Result<Ac
                 drain_timeout: serve.drain_timeout.unwrap_or(DEFAULT_DRAIN_TIMEOUT),
                 pool_replicas: serve.pool_replicas.clone(),
                 replica_idle: serve.replica_idle.unwrap_or(DEFAULT_REPLICA_IDLE),
+                pool_stop_grace: serve.pool_stop_grace.unwrap_or(DEFAULT_POOL_STOP_GRACE),
                 queue_timeout: match serve.queue_timeout {
                     None => Some(DEFAULT_QUEUE_TIMEOUT),
                     Some(limit) if limit.is_zero() => None,
@@ -616,6 +625,11 @@ fn parse_serve(
             Long("replica-idle") => {
                 let text = string_value(&mut parser, "--replica-idle", command)?;
                 raw.replica_idle = Some(seconds(&text, "--replica-idle")?);
+            }
+            // Hidden: lets tests hold a pool in its stop.
+            Long("pool-stop-grace") => {
+                let text = string_value(&mut parser, "--pool-stop-grace", command)?;
+                raw.pool_stop_grace = Some(seconds(&text, "--pool-stop-grace")?);
             }
             Long("max-buffered") => {
                 let text = string_value(&mut parser, "--max-buffered", command)?;

@@ -92,6 +92,8 @@ pub struct Options {
     pub pool_replicas: Vec<(String, usize)>,
     /// How long a replica may sit idle before it is stopped.
     pub replica_idle: Duration,
+    /// How long a pool's process group has between SIGTERM and SIGKILL.
+    pub pool_stop_grace: Duration,
     /// See `ServeConfig::task_after`.
     pub task_after: Duration,
     /// See `ServeConfig::task_ttl`.
@@ -137,6 +139,7 @@ pub fn serve(config: ServeConfig) -> Result<i32, StartError> {
         drain_timeout: config.drain_timeout,
         pool_replicas: config.pool_replicas,
         replica_idle: config.replica_idle,
+        pool_stop_grace: config.pool_stop_grace,
         task_after: config.task_after,
         task_ttl: config.task_ttl,
         task_dir: config.task_dir,

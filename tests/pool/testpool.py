@@ -36,6 +36,9 @@ Environment (read once at start):
     TESTPOOL_NEVER_LISTEN=1   never bind; stay alive until signalled
     TESTPOOL_DIE_AFTER_MS     exit with status 3 after this long, without any
                               cleanup (like a crash)
+    TESTPOOL_IGNORE_TERM      a file: on SIGTERM, append `term <pid>` to it and
+                              keep serving (a pool slow to stop; only SIGKILL
+                              ends it)
     TESTPOOL_WORKERS=threads  a thread per connection instead of one worker
     TESTPOOL_WORKERS=cpp      serve like a C++ pool (Morloc 0.98.2's threaded
                               pool loop): worker threads take connections from
@@ -1573,6 +1576,15 @@ def _trace(kind: str, name: str) -> None:
         os.close(fd)
 
 
+def _note_term(path: str) -> None:
+    """TESTPOOL_IGNORE_TERM: says that SIGTERM came, and ignores it."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, f"term {os.getpid()}\n".encode())
+    finally:
+        os.close(fd)
+
+
 def _env_ms(environ: dict[str, str], name: str) -> float | None:
     raw = environ.get(name, "").strip()
     if not raw:
@@ -2125,7 +2137,11 @@ def main(argv: list[str]) -> int:
         return 1
     pool = Pool.from_env(functions, tmpdir, basename, environ)
     server = _Server(pool, socket_path)
-    signal.signal(signal.SIGTERM, server.shutdown)
+    ignore_term = environ.get("TESTPOOL_IGNORE_TERM")
+    if ignore_term:
+        signal.signal(signal.SIGTERM, lambda _signum, _frame: _note_term(ignore_term))
+    else:
+        signal.signal(signal.SIGTERM, server.shutdown)
     signal.signal(signal.SIGINT, server.shutdown)
     die_after = _env_ms(environ, "TESTPOOL_DIE_AFTER_MS")
     if die_after is not None:

@@ -23,10 +23,10 @@
 
 use crate::edge::log;
 use std::os::fd::AsRawFd;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use mio::unix::SourceFd;
-use mio::Interest;
+use mio::{Events, Interest};
 
 use super::{Reactor, Source};
 use crate::edge::proc;
@@ -39,13 +39,11 @@ mod output;
 mod probe;
 mod routing;
 mod set;
+mod stop;
 pub(super) use index::{BasePool, Proc};
 pub(super) use leases::{LeaseMode, Leases};
 use set::{default_replica_cap, PROBE_DELAY_MIN, RESTART_WINDOW, RETRY_FAILED_AFTER};
 pub(super) use set::{PoolSet, PoolStatus, ProcState, Runtime};
-
-/// Grace between SIGTERM and SIGKILL when stopping a pool's process group.
-const STOP_GRACE: Duration = Duration::from_millis(200);
 
 impl Reactor {
     /// The most processes pool `lang` may run: `--pool-replicas`, else
@@ -183,6 +181,7 @@ impl Reactor {
     }
 
     pub(super) fn pool_timers(&mut self, now: Instant) {
+        self.advance_stops(now);
         for program in 0..self.pools.len() {
             self.stop_idle_replicas(program, now);
             for i in self.pools.procs(program).collect::<Vec<_>>() {
@@ -193,7 +192,9 @@ impl Reactor {
                 }
                 let pool = &self.pools[(program, i)];
                 let limit = self.options.pool_start_timeout;
+                // Starting without a process: its old one is being stopped.
                 if matches!(pool.status, PoolStatus::Starting)
+                    && pool.pid.is_some()
                     && now >= pool.life.started_at + limit
                 {
                     let message = format!(
@@ -215,8 +216,25 @@ impl Reactor {
         }
     }
 
-    /// Reaps exited children and recovers the pools among them.
+    /// Reaps exited children, recovers the pools among them and moves the
+    /// stops along.
     pub(super) fn check_children(&mut self) {
+        self.reap_pools();
+        self.advance_stops(Instant::now());
+    }
+
+    /// Moves the stops of process groups along at `now`, starting again the
+    /// processes whose old group is gone.
+    pub(super) fn advance_stops(&mut self, now: Instant) {
+        for (program, slot) in self.pools.stops().advance(now) {
+            let pool = &self.pools[(program, slot)];
+            if matches!(pool.status, PoolStatus::Starting) && pool.pid.is_none() {
+                self.start_pool(program, slot);
+            }
+        }
+    }
+
+    fn reap_pools(&mut self) {
         for (pid, status) in proc::reap_any() {
             let found = self.pools.find_pid(pid);
             // Otherwise: an orphaned worker re-parented to us, now reaped.
@@ -294,28 +312,55 @@ impl Reactor {
         );
     }
 
-    /// Stops pool `i`'s process group (TERM, grace, KILL) and reaps it.
+    /// Stops pool `i`: its probe and output end now, and its process group
+    /// is stopped in the background (`stop`: TERM, grace, KILL, reaped on
+    /// SIGCHLD); a restart waiting for it is forgotten.
     pub(super) fn stop_pool(&mut self, program: usize, i: Proc) {
-        self.end_probe(program, i);
-        self.close_pool_output(program, i);
-        if let Some(pid) = self.pools[(program, i)].pid.take() {
-            stop_groups(&[pid]);
-        }
+        self.pools.stops().cancel_restart(program, i);
+        let _ = self.begin_stop(program, i, false);
         self.pools[(program, i)].status = PoolStatus::Idle;
     }
 
+    /// Ends pool `i`'s probe and output, and begins stopping its process
+    /// group, if it has one (returns whether); with `restart`, the slot
+    /// starts again once the group is gone.
+    fn begin_stop(&mut self, program: usize, i: Proc, restart: bool) -> bool {
+        self.end_probe(program, i);
+        self.close_pool_output(program, i);
+        let grace = self.options.pool_stop_grace;
+        let label = self.pools[(program, i)].label();
+        let Some(pid) = self.pools[(program, i)].pid.take() else {
+            return false;
+        };
+        let restart = restart.then_some((program, i));
+        self.pools
+            .stops()
+            .begin(pid, label, grace, Instant::now(), restart);
+        true
+    }
+
+    /// At exit: stops every pool process and waits, on the signal pipe,
+    /// until every group being stopped is gone (at most the stop grace and
+    /// a moment after SIGKILL).
     pub(super) fn stop_all_pools(&mut self) {
-        let mut pids = Vec::new();
         for program in 0..self.pools.len() {
             for i in self.pools.procs(program).collect::<Vec<_>>() {
-                self.end_probe(program, i);
-                self.close_pool_output(program, i);
-                if let Some(pid) = self.pools[(program, i)].pid.take() {
-                    pids.push(pid);
-                }
+                self.pools.stops().cancel_restart(program, i);
+                let _ = self.begin_stop(program, i, false);
             }
         }
-        stop_groups(&pids);
+        let mut events = Events::with_capacity(8);
+        loop {
+            proc::reap_any();
+            let _ = self.pools.stops().advance(Instant::now());
+            let Some(at) = self.pools.stops().next_deadline() else {
+                break;
+            };
+            let timeout = at.saturating_duration_since(Instant::now());
+            // Woken by SIGCHLD (the signal pipe) or the next deadline.
+            let _ = self.poll.poll(&mut events, Some(timeout));
+            let _ = self.signals.drain();
+        }
     }
 
     /// Treats a running pool as starting again: calls wait until it answers
@@ -340,47 +385,19 @@ impl Reactor {
         self.pools[(program, i)].status = PoolStatus::Starting;
     }
 
+    /// Restarts pool `i`: its calls fail with `reason`, and the slot starts
+    /// again once its old process group is gone (never two processes on
+    /// one socket and shared memory).
     pub(super) fn restart_pool(&mut self, program: usize, i: Proc, reason: &str) {
         let lang = self.pools[(program, i)].label();
         log::warn(&format!("restarting pool '{lang}': {reason}"));
-        self.stop_pool(program, i);
+        let stopping = self.begin_stop(program, i, true);
         // Not idle: a waiting call could start it a second time meanwhile.
         self.withdraw_pool(program, i);
         let message = format!("pool '{lang}' was restarted: {reason}");
         self.fail_pool_calls(program, i, &message, false);
-        self.start_pool(program, i);
-    }
-}
-
-/// TERM every group, wait up to [`STOP_GRACE`] for them to go, KILL the rest,
-/// and reap.
-fn stop_groups(pids: &[i32]) {
-    if pids.is_empty() {
-        return;
-    }
-    for &pid in pids {
-        let _ = proc::kill_group(pid, libc::SIGTERM);
-    }
-    let deadline = Instant::now() + STOP_GRACE;
-    loop {
-        // Zombies keep a group "alive": reap before asking.
-        proc::reap_any();
-        if pids.iter().all(|&p| !proc::group_alive(p)) || Instant::now() >= deadline {
-            break;
+        if !stopping {
+            self.start_pool(program, i);
         }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    for &pid in pids {
-        if proc::group_alive(pid) {
-            let _ = proc::kill_group(pid, libc::SIGKILL);
-        }
-    }
-    let settle = Instant::now() + Duration::from_millis(100);
-    loop {
-        proc::reap_any();
-        if pids.iter().all(|&p| !proc::group_alive(p)) || Instant::now() >= settle {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(1));
     }
 }

@@ -20,6 +20,7 @@ use mio::Token;
 use super::index::{BasePool, Proc};
 use super::leases::Leases;
 use super::routing::Routing;
+use super::stop::Stops;
 use crate::edge::proc;
 use crate::edge::rundir;
 use crate::edge::shm;
@@ -338,7 +339,8 @@ impl Runtime {
     ) {
         for (slot, pool) in self.pools.iter().enumerate() {
             consider(pool.probing.next);
-            if matches!(pool.status, PoolStatus::Starting) {
+            // Starting without a process: waiting for its old one to stop.
+            if matches!(pool.status, PoolStatus::Starting) && pool.pid.is_some() {
                 consider(Some(pool.life.started_at + start_timeout));
             }
             if pool.replica > 0
@@ -473,6 +475,8 @@ pub(in crate::edge::reactor) struct PoolSet {
     pending: Option<Instant>,
     /// Stale shared memory of dead runs has been removed.
     swept: bool,
+    /// Process groups being stopped.
+    stops: Stops,
 }
 
 impl PoolSet {
@@ -481,7 +485,13 @@ impl PoolSet {
             programs,
             pending: None,
             swept: false,
+            stops: Stops::default(),
         }
+    }
+
+    /// The process groups being stopped.
+    pub(super) fn stops(&mut self) -> &mut Stops {
+        &mut self.stops
     }
 
     /// Adds the runtime of a program just added to the catalog.
@@ -633,6 +643,7 @@ impl PoolSet {
         for rt in &self.programs {
             rt.deadlines(start_timeout, replica_idle, consider);
         }
+        consider(self.stops.next_deadline());
     }
 
     /// The manifest pools of a live `program` for `/health`: language,
