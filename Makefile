@@ -40,7 +40,7 @@ test: ## Every test stage, each even after a failure, then a summary table (what
 test-rust: ## Unit, golden and end-to-end tests of the server
 	$(CARGO) test --all-targets
 
-test-real: ## The real Morloc runtime (MORLOC_HOME) and programs compiled with `morloc` on PATH (skips without them)
+test-real: ## The real Morloc runtime, natively (MORLOC_HOME, `morloc` on PATH) or in a root (MORLOC_ROOT, default /opt/morloc-root), beside morloc-nexus (skips without one)
 	sh tests/real/run.sh
 
 test-scale: ## Three instances behind nginx and HAProxy from deploy/ (skips a balancer that is not installed)

@@ -28,9 +28,11 @@ The section between the `latency` markers of bench/RESULTS.md is replaced
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
+import re
 import shutil
 import socket
 import stat
@@ -42,7 +44,7 @@ import tempfile
 import time
 
 from report import provenance, write_section
-from programs import NEEDS, program_manifest, runtime_env, test_pool_manifest
+from programs import NEEDS, real_runtime, test_pool_manifest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WIRE = os.path.join(ROOT, "tests", "data", "wire")
@@ -53,21 +55,34 @@ EXPECT = '"text":"42"'
 BLOCKS = 10
 
 
-class Server:
-    """A server on stdio, initialized, warmed, with its pool's socket found."""
+class Target:
+    """One call to time: its request line, a substring of its answer, and
+    the packet exchange with the pool (files) for the raw floor."""
 
-    def __init__(self, argv: list[str], env: dict[str, str]):
+    def __init__(self, line: str, expect: str, request: str, reply: str):
+        self.line, self.expect, self.request, self.reply = line, expect, request, reply
+
+
+ADD_ONE = Target(LINE, EXPECT, os.path.join(WIRE, "addOne.req.bin"), os.path.join(WIRE, "addOne.resp.bin"))
+
+
+class Server:
+    """A server on stdio, initialized, warmed, with its pool's socket found
+    (`host` maps a path the server sees to the driver's)."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], target: Target = ADD_ONE, host=lambda p: p):
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, env=env, bufsize=0)
+        self.target = target
         self.rpc({"jsonrpc": "2.0", "id": 0, "method": "initialize",
                   "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                              "clientInfo": {"name": "latency-bench", "version": "1"}}})
         self.proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
         for _ in range(200):
-            line = self.rpc_line(LINE)
-            if EXPECT.encode() not in line:
-                raise RuntimeError("addOne answered %r" % line[:300])
-        self.socket = pool_socket(self.proc.pid)
+            line = self.rpc_line(target.line)
+            if target.expect.encode() not in line:
+                raise RuntimeError("the call answered %r" % line[:300])
+        self.socket = pool_socket(self.proc.pid, host)
 
     def rpc_line(self, line: str) -> bytes:
         self.proc.stdin.write(line.encode() + b"\n")
@@ -98,7 +113,7 @@ class Server:
             self.proc.wait()
 
 
-def pool_socket(pid: int) -> str:
+def pool_socket(pid: int, host=lambda p: p) -> str:
     """The Unix socket named on the command line of one of `pid`'s children
     (a pool is started as `<exec> <socket> <tmpdir> <shm basename>`)."""
     deadline = time.monotonic() + 10
@@ -115,8 +130,11 @@ def pool_socket(pid: int) -> str:
                     continue
                 for arg in argv:
                     path = arg.decode(errors="replace")
+                    if not path.startswith("/"):
+                        continue
+                    path = host(path)
                     try:
-                        if path.startswith("/") and stat.S_ISSOCK(os.stat(path).st_mode):
+                        if stat.S_ISSOCK(os.stat(path).st_mode):
                             return path
                     except OSError:
                         pass
@@ -138,9 +156,10 @@ def measure(client: str, server: Server, runs: int) -> tuple[list[int], list[int
     the server's CPU seconds per call."""
     in_fd, out_fd = server.proc.stdin.fileno(), server.proc.stdout.fileno()
     cpu0 = server.cpu_seconds()
+    t = server.target
     done = subprocess.run(
-        [client, str(in_fd), str(out_fd), server.socket, os.path.join(WIRE, "addOne.req.bin"),
-         os.path.join(WIRE, "addOne.resp.bin"), LINE, EXPECT, str(runs), str(BLOCKS)],
+        [client, str(in_fd), str(out_fd), server.socket, t.request, t.reply, t.line, t.expect,
+         str(runs), str(BLOCKS)],
         pass_fds=(in_fd, out_fd), capture_output=True, text=True)
     cpu = server.cpu_seconds() - cpu0
     if done.returncode != 0:
@@ -157,12 +176,13 @@ def measure_python(server: Server, runs: int) -> tuple[list[int], list[int], flo
     """The same round with the client in Python (how the figures in the
     issue tracker were taken): the server through its pipes, the floor with
     a socket per call."""
-    with open(os.path.join(WIRE, "addOne.req.bin"), "rb") as f:
+    t = server.target
+    with open(t.request, "rb") as f:
         request = f.read()
-    with open(os.path.join(WIRE, "addOne.resp.bin"), "rb") as f:
+    with open(t.reply, "rb") as f:
         expected = f.read()
-    line = LINE.encode() + b"\n"
-    want = EXPECT.encode()
+    line = t.line.encode() + b"\n"
+    want = t.expect.encode()
     stdin, stdout = server.proc.stdin.fileno(), server.proc.stdout.fileno()
     pending = b""
 
@@ -260,12 +280,77 @@ def render(rows, runs: int, rounds: int, binary: str, reference: str | None) -> 
     return "\n".join(lines)
 
 
+# The real programs timed: pool label, program, request line, answer.
+REAL_CALLS = [
+    ("real Python pool", "workbench", LINE, EXPECT),
+    ("real C++ pool", "cppbench",
+     '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sumInts","arguments":{"_1":[1,2,3]}}}',
+     '"text":"6"'),
+    ("real R pool", "rbench",
+     '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sumInts","arguments":{"_1":[1,2,3]}}}',
+     '"text":"6"'),
+]
+
+MAGIC = bytes.fromhex("6df80707")
+
+
+def capture(argv: list[str], env: dict[str, str], line: str, expect: str, host, directory: str,
+            name: str) -> Target | None:
+    """The packet a server sends its pool for `line`, and the pool's reply,
+    read off the server with strace(1) during one call (None without
+    strace). The floor then sends the same bytes straight to the pool."""
+    if shutil.which("strace") is None:
+        return None
+    server = Server(argv, env, Target(line, expect, "", ""), host)
+    log = os.path.join(directory, name + ".strace")
+    try:
+        tracer = subprocess.Popen(["strace", "-f", "-qq", "-xx", "-s", "16777216", "-o", log, "-p",
+                                   str(server.proc.pid), "-e",
+                                   "trace=write,writev,sendto,sendmsg,read,readv,recvfrom,recvmsg"])
+        time.sleep(1.0)  # attached
+        for _ in range(3):
+            server.rpc_line(line)
+        time.sleep(0.3)
+        tracer.terminate()
+        tracer.wait()
+    finally:
+        server.close()
+    request = reply = None
+    fd = None
+    pending = b""
+    with open(log, encoding="utf-8", errors="replace") as f:
+        for entry in f:
+            call = re.search(r"(write|writev|sendto|sendmsg|read|readv|recvfrom|recvmsg)\((\d+), ", entry)
+            if not call:
+                continue
+            data = b"".join(bytes.fromhex(g.replace("\\x", "")) for g in re.findall(r'"((?:\\x[0-9a-f]{2})*)"', entry))
+            kind, this = call.group(1), int(call.group(2))
+            if request is None and kind in ("write", "writev", "sendto", "sendmsg") and data.startswith(MAGIC):
+                request, fd = data, this
+            elif request is not None and this == fd and kind in ("read", "readv", "recvfrom", "recvmsg"):
+                pending += data
+                if len(pending) >= 32:
+                    offset, length = struct.unpack_from("<IQ", pending, 20)
+                    if len(pending) >= 32 + offset + length:
+                        reply = pending[:32 + offset + length]
+                        break
+    if request is None or reply is None:
+        raise RuntimeError("no pool exchange seen in %s" % log)
+    paths = os.path.join(directory, name + ".req.bin"), os.path.join(directory, name + ".resp.bin")
+    for path, data in zip(paths, (request, reply)):
+        with open(path, "wb") as f:
+            f.write(data)
+    return Target(line, expect, *paths)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="What the server adds to one remote call.")
     parser.add_argument("binary")
-    parser.add_argument("--reference", help="a morloc-nexus binary, measured the same way")
+    parser.add_argument("--reference", help="a morloc-nexus binary, measured the same way (default: the one "
+                        "installed with the real runtime)")
     parser.add_argument("--runs", type=int, default=1000, help="calls of each kind per round")
     parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--only", action="append", default=[], help="a pool label (e.g. 'real R pool')")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "RESULTS.md"))
     args = parser.parse_args(argv)
     if args.runs < BLOCKS or args.rounds < 1:
@@ -278,42 +363,63 @@ def main(argv: list[str]) -> int:
     if client is None:
         print("latency: skipped: no C compiler (cc, gcc or $CC) to build bench/callfloor.c")
         return 0
-    pools = [("test pool", test_pool_manifest(tmp.name), dict(os.environ))]
-    shapes, env = program_manifest("shapes"), runtime_env()
-    if shapes is not None and env is not None:
-        pools.append(("real Python pool", shapes, env))
-    else:
-        print(f"latency: real pool skipped: {NEEDS}")
-    servers = [("morloc-mcp", [binary, "mcp", "{}", "--pool-replicas", "py=1"])]
+    # Each pool: label, the servers (name, argv), environment, target, host-path map.
+    pools = []
+    test_manifest = test_pool_manifest(tmp.name)
+    servers = [("morloc-mcp", [binary, "mcp", test_manifest, "--pool-replicas", "py=1"])]
     if reference is not None:
-        servers.append(("morloc-nexus", [reference, "mcp", "{}"]))
+        servers.append(("morloc-nexus", [reference, "mcp", test_manifest]))
+    pools.append(("test pool", servers, dict(os.environ), ADD_ONE, lambda p: p))
+    real = real_runtime()
+    if real is None:
+        print(f"latency: real pools skipped: {NEEDS}")
+    mounts = real.mounted() if real is not None else contextlib.nullcontext()
     rows = []
-    for pool, manifest, pool_env in pools:
-        started = [(name, Server([a.replace("{}", manifest) for a in argv], pool_env))
-                   for name, argv in servers]
-        try:
-            kinds = (("C", lambda server: measure(client, server, runs)),
-                     ("Python", lambda server: measure_python(server, runs)))
-            samples = {(kind, name): ([], [], [], []) for kind, _ in kinds for name, _ in started}
-            for _ in range(rounds):
-                for kind, run in kinds:
-                    for name, server in started:
-                        calls, floors, cpu = run(server)
-                        acc = samples[(kind, name)]
-                        acc[0].extend(calls)
-                        acc[1].extend(floors)
-                        acc[2].append(statistics.median(calls) - statistics.median(floors))
-                        acc[3].append(cpu)
-            for kind, _ in kinds:
-                for name, _ in started:
-                    calls, floors, added, cpus = samples[(kind, name)]
-                    print("%s, %s client, %s: call %.4f ms, floor %.4f ms, added %.4f ms, CPU %.1f us/call" % (
-                        pool, kind, name, statistics.median(calls) / 1e6, statistics.median(floors) / 1e6,
-                        statistics.median(added) / 1e6, statistics.mean(cpus) * 1e6), flush=True)
-                    rows.append((pool, kind, name, calls, floors, added, cpus))
-        finally:
-            for _, server in started:
-                server.close()
+    with mounts:
+        for label, program, line, expect in REAL_CALLS if real is not None else []:
+            manifest = real.manifest(program)
+            if manifest is None or (args.only and label not in args.only):
+                if manifest is None:
+                    print("latency: %s skipped: %s is not compiled (make test-real compiles it)" % (label, program))
+                continue
+            ours = real.argv(binary, manifest, ["--pool-replicas", "py=1", "--pool-replicas", "r=1",
+                                                "--pool-replicas", "cpp=1"])
+            target = capture(ours, real.env(), line, expect, real.place.host, tmp.name, program)
+            if target is None:
+                print("latency: %s skipped: no strace to read the pool packets with" % label)
+                continue
+            servers = [("morloc-mcp", ours)]
+            ref = real.reference_argv(manifest)
+            if ref is not None:
+                servers.append(("morloc-nexus", ref))
+            pools.append((label, servers, real.env(), target, real.place.host))
+        for pool, servers, pool_env, target, host in pools:
+            if args.only and pool not in args.only:
+                continue
+            started = [(name, Server(server_argv, pool_env, target, host)) for name, server_argv in servers]
+            try:
+                kinds = (("C", lambda server: measure(client, server, runs)),
+                         ("Python", lambda server: measure_python(server, runs)))
+                samples = {(kind, name): ([], [], [], []) for kind, _ in kinds for name, _ in started}
+                for _ in range(rounds):
+                    for kind, run in kinds:
+                        for name, server in started:
+                            calls, floors, cpu = run(server)
+                            acc = samples[(kind, name)]
+                            acc[0].extend(calls)
+                            acc[1].extend(floors)
+                            acc[2].append(statistics.median(calls) - statistics.median(floors))
+                            acc[3].append(cpu)
+                for kind, _ in kinds:
+                    for name, _ in started:
+                        calls, floors, added, cpus = samples[(kind, name)]
+                        print("%s, %s client, %s: call %.4f ms, floor %.4f ms, added %.4f ms, CPU %.1f us/call" % (
+                            pool, kind, name, statistics.median(calls) / 1e6, statistics.median(floors) / 1e6,
+                            statistics.median(added) / 1e6, statistics.mean(cpus) * 1e6), flush=True)
+                        rows.append((pool, kind, name, calls, floors, added, cpus))
+            finally:
+                for _, server in started:
+                    server.close()
     section = render(rows, runs, rounds, binary, reference)
     write_section(out, BEGIN, END, section)
     print("latency: wrote %s" % os.path.relpath(out, ROOT))

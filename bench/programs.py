@@ -87,3 +87,61 @@ def spin_answer(n: int) -> str:
     for i in range(n):
         x = (x * 31 + i) % 1_000_003
     return str(x)
+
+
+class RealRuntime:
+    """A real Morloc installation found as `make test-real` finds one
+    (tests/real/place.py): natively, or inside a root directory served with
+    chroot. Gives the compiled programs (host paths), the command line that
+    serves one with a given server binary, and the reference server."""
+
+    def __init__(self, place, programs: str):
+        self.place = place
+        self.programs = programs
+
+    def manifest(self, name: str) -> str | None:
+        path = os.path.join(self.programs, name, "nexus-build", "manifest.json")
+        return path if os.path.isfile(path) else None
+
+    def argv(self, binary: str, manifest: str, args: list[str]) -> list[str]:
+        """`binary mcp manifest args` run where the installation is (the
+        binary is copied into a root)."""
+        p = self.place
+        return p.argv([p.inside(p.install_binary(binary)), "mcp", p.inside(manifest), *args])
+
+    def reference_argv(self, manifest: str) -> list[str] | None:
+        ref = self.place.reference()
+        if ref is None:
+            return None
+        p = self.place
+        return p.argv([p.inside(ref), "mcp", p.inside(manifest)])
+
+    def env(self) -> dict[str, str]:
+        return self.place.popen_env()
+
+    def mounted(self):
+        return _place().mounted(self.place)
+
+
+def _place():
+    import sys
+    sys.path.insert(0, os.path.join(ROOT, "tests", "real"))
+    import place  # noqa: E402  (tests/real/place.py)
+    return place
+
+
+def real_runtime() -> RealRuntime | None:
+    """The real installation and its compiled programs ($MORLOC_PROGRAMS,
+    else where `make test-real` compiled them: .cache/real-programs/current,
+    or /var/cache/morloc-mcp/programs/current inside a root), or None."""
+    place_mod = _place()
+    found, _ = place_mod.find(need_compiler=False)
+    if found is None:
+        return None
+    programs = os.environ.get("MORLOC_PROGRAMS")
+    if not programs:
+        if found.root is None:
+            programs = os.path.join(ROOT, ".cache", "real-programs", "current")
+        else:
+            programs = found.host(os.path.join(place_mod.ROOT_CACHE, "programs", "current"))
+    return RealRuntime(found, programs)

@@ -70,17 +70,62 @@ fn without_an_installation_test_real_skips_in_one_line() {
     let dir = TempDir::new();
     let bin = tool_dir(&dir);
     let missing = dir.join("no-morloc-here");
+    let no_root = dir.join("no-root-here");
     let out = sh(
         &script("run.sh"),
         &[],
-        &[("MORLOC_HOME", &missing), ("PATH", &bin)],
+        &[
+            ("MORLOC_HOME", &missing),
+            ("MORLOC_ROOT", &no_root),
+            ("PATH", &bin),
+        ],
     );
     assert_eq!(out.code, Some(0), "{out:?}");
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(lines.len(), 1, "{out:?}");
+    assert_eq!(
+        lines[0],
+        format!(
+            "test-real: skipped: no usable Morloc installation at {m} (no such directory {m}; MORLOC_HOME \
+             names another); no root directory {r} (MORLOC_ROOT names another)",
+            m = missing.display(),
+            r = no_root.display()
+        ),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn a_root_without_an_installation_is_named_in_the_skip_line() {
+    let dir = TempDir::new();
+    let bin = tool_dir(&dir);
+    let missing = dir.join("no-morloc-here");
+    // A root directory, empty: no installation inside it.
+    dir.write("root/etc/hostname", "");
+    let root = dir.join("root");
+    let out = sh(
+        &script("run.sh"),
+        &[],
+        &[
+            ("MORLOC_HOME", &missing),
+            ("MORLOC_ROOT", &root),
+            ("PATH", &bin),
+        ],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "{out:?}");
+    // Inside a root the installation is at its default place; serving
+    // there needs chroot, so root (the check says which it met first).
+    let inner = root.join("root/.local/share/morloc");
+    let why = if unsafe { libc::geteuid() } == 0 {
+        format!("no such directory {}", inner.display())
+    } else {
+        "serving inside it needs chroot, which needs root".to_string()
+    };
     assert!(
         lines[0].starts_with("test-real: skipped: no usable Morloc installation at ")
-            && lines[0].contains("no such directory"),
+            && lines[0].ends_with(&format!("; nor in the root {} ({why})", root.display())),
         "{out:?}"
     );
 }
@@ -97,17 +142,24 @@ fn without_the_compiler_test_real_skips_in_one_line() {
         "morloc-home/src/morloc/plane/default/root-py/package.yaml",
         "",
     );
+    let no_root = dir.join("no-root-here");
     let out = sh(
         &script("run.sh"),
         &[],
-        &[("MORLOC_HOME", &home), ("PATH", &bin)],
+        &[
+            ("MORLOC_HOME", &home),
+            ("MORLOC_ROOT", &no_root),
+            ("PATH", &bin),
+        ],
     );
     assert_eq!(out.code, Some(0), "{out:?}");
     assert_eq!(
         out.stdout.trim_end(),
         format!(
-            "test-real: skipped: the morloc compiler is not on PATH (the installation at {} is usable)",
-            home.display()
+            "test-real: skipped: no usable Morloc installation at {} (the morloc compiler is not on \
+             PATH; MORLOC_HOME names another); no root directory {} (MORLOC_ROOT names another)",
+            home.display(),
+            no_root.display()
         ),
         "{out:?}"
     );

@@ -468,3 +468,50 @@ fn with_one_process_the_next_call_waits_for_the_cancelled_job_and_gets_its_own_a
     );
     assert_eq!(s.finish(), 0);
 }
+
+#[test]
+fn a_burst_for_a_starting_pool_starts_its_replicas_beside_it() {
+    // Every process of the pool takes 3 s to start, and each call 1.5 s.
+    // The burst arrives while the primary starts: its replicas start at
+    // once too, so all 8 calls run side by side. Had they started only
+    // once the primary was ready, the primary's first call would end
+    // before any replica could take a call.
+    let trace = CallTrace::new();
+    let delay = ("TESTPOOL_STARTUP_DELAY_MS", std::ffi::OsString::from("3000"));
+    let mut s = Server::owning_env(Program::shapes(), &[], &[trace.env(), delay]);
+    let errors = round(&mut s, 8, 1500);
+    assert!(errors.is_empty(), "{errors:?}");
+    let calls = trace.calls_of("slowEcho");
+    assert_eq!(calls.len(), 8, "{calls:?}");
+    assert_eq!(processes(&calls).len(), 8, "{calls:?}");
+    assert_eq!(
+        max_concurrency(&calls),
+        8,
+        "the burst did not run at once: {calls:?}"
+    );
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn pool_min_keeps_processes_ready_from_the_start_and_idle() {
+    let (mut s, trace) = traced(
+        Program::shapes(),
+        &["--pool-min", "py=3", "--replica-idle", "0.2"],
+    );
+    // Three processes before any call.
+    wait_until("three pool processes", || {
+        (pool_procs(&s).len() == 3).then_some(())
+    });
+    warm(&mut s, &trace, 3);
+    let before = pool_procs(&s);
+    // Idle for several --replica-idle periods: none of the three stops.
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    assert_eq!(pool_procs(&s), before);
+    // A burst beyond the minimum still scales up, and the extra replica
+    // stops once idle, back to the minimum.
+    warm(&mut s, &trace, 4);
+    wait_until("back to three processes", || {
+        (pool_procs(&s).len() == 3).then_some(())
+    });
+    assert_eq!(s.finish(), 0);
+}

@@ -40,7 +40,7 @@ pub mod obs;
 mod values;
 pub use config::{config_json, AGENT_RESULT_CHARS};
 use help::*;
-use values::{byte_size, count, replicas_value, seconds, string_value};
+use values::{byte_size, count, lang_count, seconds, string_value};
 
 /// The environment variable holding the HTTP bearer token when
 /// `--auth-token` is not given.
@@ -123,6 +123,8 @@ pub struct RawServe {
     pub drain_timeout: Option<Duration>,
     /// `--pool-replicas LANG=N`, in command-line order (a later one wins).
     pub pool_replicas: Vec<(String, usize)>,
+    /// `--pool-min LANG=N`, in command-line order (a later one wins).
+    pub pool_min: Vec<(String, usize)>,
     /// Hidden, for tests: how long an idle replica lives.
     pub replica_idle: Option<Duration>,
     /// Hidden, for tests: how long a pool has between SIGTERM and SIGKILL.
@@ -208,6 +210,8 @@ pub struct ServeConfig {
     pub drain_timeout: Duration,
     /// `--pool-replicas`: the most processes per pool language.
     pub pool_replicas: Vec<(String, usize)>,
+    /// `--pool-min`: the processes per pool language kept ready.
+    pub pool_min: Vec<(String, usize)>,
     /// How long a replica may sit idle before it is stopped.
     pub replica_idle: Duration,
     /// How long a pool's process group has between SIGTERM and SIGKILL.
@@ -475,6 +479,7 @@ pub fn prepare(raw: RawArgs, env: &Env, warnings: &mut Vec<String>) -> Result<Ac
                 instance_id: serve.instance_id.clone(),
                 drain_timeout: serve.drain_timeout.unwrap_or(DEFAULT_DRAIN_TIMEOUT),
                 pool_replicas: serve.pool_replicas.clone(),
+                pool_min: serve.pool_min.clone(),
                 replica_idle: serve.replica_idle.unwrap_or(DEFAULT_REPLICA_IDLE),
                 pool_stop_grace: serve.pool_stop_grace.unwrap_or(DEFAULT_POOL_STOP_GRACE),
                 queue_timeout: match serve.queue_timeout {
@@ -619,7 +624,11 @@ fn parse_serve(
             }
             Long("pool-replicas") => {
                 let text = string_value(&mut parser, "--pool-replicas", command)?;
-                raw.pool_replicas.push(replicas_value(&text)?);
+                raw.pool_replicas.push(lang_count(&text, "--pool-replicas")?);
+            }
+            Long("pool-min") => {
+                let text = string_value(&mut parser, "--pool-min", command)?;
+                raw.pool_min.push(lang_count(&text, "--pool-min")?);
             }
             // Hidden: lets tests see an idle replica stop.
             Long("replica-idle") => {

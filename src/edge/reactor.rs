@@ -90,6 +90,8 @@ pub struct Options {
     pub drain_timeout: Duration,
     /// `--pool-replicas`: the most processes per pool language.
     pub pool_replicas: Vec<(String, usize)>,
+    /// `--pool-min`: the processes per pool language kept ready.
+    pub pool_min: Vec<(String, usize)>,
     /// How long a replica may sit idle before it is stopped.
     pub replica_idle: Duration,
     /// How long a pool's process group has between SIGTERM and SIGKILL.
@@ -138,6 +140,7 @@ pub fn serve(config: ServeConfig) -> Result<i32, StartError> {
         instance,
         drain_timeout: config.drain_timeout,
         pool_replicas: config.pool_replicas,
+        pool_min: config.pool_min,
         replica_idle: config.replica_idle,
         pool_stop_grace: config.pool_stop_grace,
         task_after: config.task_after,

@@ -86,6 +86,10 @@ Options:
                                 (repeatable; 1 = one process, as morloc-nexus)
                                 [default: py, r, cpp and rust scale up to
                                 max(CPUs, 8); others 1]
+      --pool-min <lang>=<n>     keep <n> processes of each <lang> pool ready
+                                from the start, so a burst of calls finds them
+                                up (repeatable; idle ones are not stopped
+                                below <n>) [default: 1]
       --max-buffered <bytes>    over HTTP, most bytes buffered across all
                                 connections (request bodies, unread input,
                                 queued responses); past it a new request body

@@ -68,11 +68,12 @@ pub(super) fn seconds(text: &str, option: &str) -> Result<Duration, CliError> {
     Duration::try_from_secs_f64(secs).map_err(|_| bad())
 }
 
-/// `--pool-replicas LANG=N`: a pool language and a process count of at least 1.
-pub(super) fn replicas_value(text: &str) -> Result<(String, usize), CliError> {
+/// `--pool-replicas LANG=N` or `--pool-min LANG=N` (`option`): a pool
+/// language and a process count of at least 1.
+pub(super) fn lang_count(text: &str, option: &str) -> Result<(String, usize), CliError> {
     let bad = |why: &str| {
         CliError::Usage(format!(
-            "invalid value '{text}' for '--pool-replicas': {why} (expected <lang>=<n>, e.g. py=4)"
+            "invalid value '{text}' for '{option}': {why} (expected <lang>=<n>, e.g. py=4)"
         ))
     };
     let (lang, count) = text.split_once('=').ok_or_else(|| bad("no '='"))?;

@@ -177,11 +177,14 @@ impl Reactor {
         let primary_only = bases.len() > 1;
         let routing = self.pools.routing(program);
         // Inline replies (and files) belong to the connection that carries
-        // them; only a shared-memory block can be freed under us.
+        // them; only a shared-memory block can be freed under us. A pool
+        // that runs one call at a time cannot share a process anyway: its
+        // calls take one each, so a burst asks for replicas.
         let always_inline = prog
             .compiled(request.command)
             .always_inline(routing.inline_threshold);
-        let mode = if routing.shm && !always_inline {
+        let one_at_a_time = self.pools.one_call_at_a_time(program, pool);
+        let mode = if one_at_a_time || (routing.shm && !always_inline) {
             LeaseMode::Exclusive
         } else {
             LeaseMode::Shared
@@ -259,6 +262,8 @@ impl Reactor {
             }
             Ok(false) => {
                 self.send_progress(id, &format!("waiting for pool '{lang}' to start"));
+                // Nothing goes yet, but a burst asks for its replicas now.
+                self.dispatch_waiting(program);
             }
             Err(message) => self.finish_call(id, Err(message)),
         }

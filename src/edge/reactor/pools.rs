@@ -45,23 +45,28 @@ pub(super) use leases::{LeaseMode, Leases};
 use set::{default_replica_cap, PROBE_DELAY_MIN, RESTART_WINDOW, RETRY_FAILED_AFTER};
 pub(super) use set::{PoolSet, PoolStatus, ProcState, Runtime};
 
+/// The last `LANG=N` entry of a per-language option naming pool language
+/// `lang` (`python` and `python3` name `py`).
+fn lang_setting(asked: &[(String, usize)], lang: &str) -> Option<usize> {
+    let canon = |l: &str| match l.to_ascii_lowercase().as_str() {
+        "python" | "python3" => "py".to_string(),
+        other => other.to_string(),
+    };
+    let want = canon(lang);
+    asked
+        .iter()
+        .rev()
+        .find(|(l, _)| canon(l) == want)
+        .map(|(_, n)| *n)
+}
+
+
 impl Reactor {
     /// The most processes pool `lang` may run: `--pool-replicas`, else
     /// [`default_replica_cap`].
     pub(super) fn replica_cap(&self, lang: &str) -> usize {
-        let canon = |l: &str| match l.to_ascii_lowercase().as_str() {
-            "python" | "python3" => "py".to_string(),
-            other => other.to_string(),
-        };
-        let want = canon(lang);
-        if let Some((_, n)) = self
-            .options
-            .pool_replicas
-            .iter()
-            .rev()
-            .find(|(l, _)| canon(l) == want)
-        {
-            return *n;
+        if let Some(n) = lang_setting(&self.options.pool_replicas, lang) {
+            return n;
         }
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         default_replica_cap(lang, cpus)
@@ -81,11 +86,64 @@ impl Reactor {
         }
     }
 
-    /// Stops replicas that have been idle for `--replica-idle`.
+    /// The processes pool `lang` keeps ready from the start:
+    /// `--pool-min`, else 1 (the primary).
+    fn pool_min(&self, lang: &str) -> usize {
+        lang_setting(&self.options.pool_min, lang).unwrap_or(1)
+    }
+
+    /// Stops replicas that have been idle for `--replica-idle`, except
+    /// those that keep their pool at its `--pool-min` (they count as used
+    /// now, so they are looked at again one idle period later).
     fn stop_idle_replicas(&mut self, program: usize, now: Instant) {
         let idle = self.options.replica_idle;
-        for slot in self.pools.idle_replicas(program, now, idle) {
-            self.stop_pool(program, slot);
+        let idle_ones = self.pools.idle_replicas(program, now, idle);
+        if idle_ones.is_empty() {
+            return;
+        }
+        let mut spare: Vec<Option<usize>> = Vec::new();
+        for slot in idle_ones {
+            let (base, _) = self.pools.base_of(program, slot);
+            if spare.len() <= base.0 {
+                spare.resize(base.0 + 1, None);
+            }
+            let left = *spare[base.0].get_or_insert_with(|| {
+                let min = self.pool_min(self.pools.lang(program, base));
+                self.pools.live(program, base).saturating_sub(min)
+            });
+            if left > 0 {
+                spare[base.0] = Some(left - 1);
+                self.stop_pool(program, slot);
+            } else {
+                self.pools.touch(program, slot, now);
+            }
+        }
+    }
+
+    /// Starts, all at once, the replicas that bring each pool of `program`
+    /// whose primary is starting or ready to its `--pool-min` processes.
+    fn keep_warm(&mut self, program: usize) {
+        if self.options.pool_min.is_empty() {
+            return;
+        }
+        let bases: Vec<BasePool> = self
+            .pools
+            .procs(program)
+            .filter_map(|p| match self.pools.base_of(program, p) {
+                (base, true) => Some(base),
+                _ => None,
+            })
+            .collect();
+        for base in bases {
+            let lang = self.pools.lang(program, base).to_string();
+            let (min, cap) = (self.pool_min(&lang), self.replica_cap(&lang));
+            for _ in 0..self.pools.replicas_to_keep(program, base, min, cap) {
+                let Some(slot) = self.pools.replica_slot(program, base, cap, Instant::now()) else {
+                    break;
+                };
+                self.pools[(program, slot)].life.starts.clear();
+                self.start_pool(program, slot);
+            }
         }
     }
 
@@ -101,6 +159,7 @@ impl Reactor {
                 self.start_pool(program, pool);
             }
         }
+        self.keep_warm(program);
     }
 
     /// Makes sure the primary of pool `base` of `program` is running or
@@ -184,6 +243,7 @@ impl Reactor {
         self.advance_stops(now);
         for program in 0..self.pools.len() {
             self.stop_idle_replicas(program, now);
+            self.keep_warm(program);
             for i in self.pools.procs(program).collect::<Vec<_>>() {
                 let pool = &mut self.pools[(program, i)];
                 if pool.probing.next.is_some_and(|t| t <= now) {

@@ -9,8 +9,8 @@
 //! their primaries ready and leasable too). A call that must wait for its
 //! lease holds up the calls after it that need any of its pools, so an
 //! exclusive call is not starved by a stream of shared ones; calls left
-//! waiting while every process of their pool is busy count as demand for
-//! replicas.
+//! waiting while every process of their pool is busy, or while none is
+//! ready yet, count as demand for replicas.
 //!
 //! Only the head of each class (calls that need the same pools) is looked
 //! at: the calls behind it have the same readiness and would be held up by
@@ -59,7 +59,7 @@ pub(super) struct Plan<I, O> {
 /// needs is not ready).
 fn candidates(bases: &[BasePool], primary_only: bool, procs: &[ProcState]) -> Vec<Proc> {
     let ready = |p: Proc| procs.get(p.0).is_some_and(|s| s.ready);
-    if !bases[1..].iter().all(|b| ready(b.primary())) {
+    if !others_ready(bases, procs) {
         return Vec::new();
     }
     let own = bases[0];
@@ -74,6 +74,14 @@ fn candidates(bases: &[BasePool], primary_only: bool, procs: &[ProcState]) -> Ve
         .map(Proc)
         .filter(|&p| procs[p.0].base == own && ready(p))
         .collect()
+}
+
+/// Whether the primaries of the pools a call of `bases` goes through
+/// (all but its own) are ready.
+fn others_ready(bases: &[BasePool], procs: &[ProcState]) -> bool {
+    bases[1..]
+        .iter()
+        .all(|b| procs.get(b.primary().0).is_some_and(|s| s.ready))
 }
 
 /// Takes out of `queue` the calls of `program` that can run now, takes
@@ -115,7 +123,12 @@ where
         let found = candidates(&bases, primary_only, procs);
         if found.is_empty() {
             // Waiting for a pool to start (so is the whole class): it is
-            // scheduled again when the pool is ready.
+            // scheduled again when the pool is ready. A burst that arrives
+            // meanwhile asks for its replicas now, so that they start at
+            // the same time as the pool rather than after it.
+            if !primary_only && others_ready(&bases, procs) {
+                demand[bases[0].0] += queue.class_len(class);
+            }
             done.push(bases);
             continue;
         }

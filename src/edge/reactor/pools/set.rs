@@ -217,6 +217,17 @@ fn replicated_by_default(lang: &str) -> bool {
     )
 }
 
+/// Languages whose pool processes run one call at a time (Python, R): a
+/// second connection only waits inside the process, so each call takes its
+/// process to itself (an exclusive lease), and the calls beyond the ready
+/// processes count as demand for replicas.
+pub(super) fn one_call_at_a_time(lang: &str) -> bool {
+    matches!(
+        lang.to_ascii_lowercase().as_str(),
+        "py" | "python" | "python3" | "r"
+    )
+}
+
 /// The fewest processes a pool may scale up to by default (sleeping or
 /// waiting functions gain beyond the number of CPUs).
 const MIN_DEFAULT_REPLICAS: usize = 8;
@@ -350,6 +361,18 @@ impl Runtime {
                 consider(Some(pool.last_used + replica_idle));
             }
         }
+    }
+
+    /// The starting or ready processes of manifest pool `base`.
+    fn live(&self, base: BasePool) -> usize {
+        self.instances(base)
+            .filter(|&s| {
+                matches!(
+                    self.pools[s.0].status,
+                    PoolStatus::Starting | PoolStatus::Ready
+                )
+            })
+            .count()
     }
 
     /// The processes (slots) serving manifest pool `base`, primary first.
@@ -546,6 +569,11 @@ impl PoolSet {
     }
 
     /// The manifest pool process `proc` serves, and whether it is its primary.
+    /// Whether the processes of pool `base` run one call at a time.
+    pub(in crate::edge::reactor) fn one_call_at_a_time(&self, program: usize, base: BasePool) -> bool {
+        one_call_at_a_time(self.lang(program, base))
+    }
+
     pub(in crate::edge::reactor) fn base_of(&self, program: usize, proc: Proc) -> (BasePool, bool) {
         let pool = &self.programs[program].pools[proc.0];
         (pool.base, pool.replica == 0)
@@ -669,9 +697,10 @@ impl PoolSet {
     }
 
     /// How many replicas of manifest pool `base` to start for `waiting` calls
-    /// that wait while every process of it is busy: those the starting
-    /// processes will not take, up to `cap` processes in all (none while the
-    /// primary is not ready or the program is retired).
+    /// that wait while every process of it is busy or starting: those the
+    /// starting processes will not take, up to `cap` processes in all, all
+    /// at once (none while the primary is neither starting nor ready, or
+    /// the program is retired: a pool that cannot start is not multiplied).
     pub(super) fn replicas_wanted(
         &self,
         program: usize,
@@ -680,7 +709,12 @@ impl PoolSet {
         cap: usize,
     ) -> usize {
         let rt = &self.programs[program];
-        if rt.retired || !matches!(rt.pools[base.0].status, PoolStatus::Ready) {
+        if rt.retired
+            || !matches!(
+                rt.pools[base.0].status,
+                PoolStatus::Ready | PoolStatus::Starting
+            )
+        {
             return 0;
         }
         let status = |s: Proc| &rt.pools[s.0].status;
@@ -741,6 +775,28 @@ impl PoolSet {
                     && now >= pool.last_used + idle
             })
             .collect()
+    }
+
+    /// The starting or ready processes of manifest pool `base` of `program`.
+    pub(super) fn live(&self, program: usize, base: BasePool) -> usize {
+        self.programs[program].live(base)
+    }
+
+    /// How many replicas of manifest pool `base` to start so that it has
+    /// `min` live (starting or ready) processes, up to `cap` (none while
+    /// its primary is neither starting nor ready, or the program is
+    /// retired).
+    pub(super) fn replicas_to_keep(&self, program: usize, base: BasePool, min: usize, cap: usize) -> usize {
+        let rt = &self.programs[program];
+        if rt.retired
+            || !matches!(
+                rt.pools[base.0].status,
+                PoolStatus::Ready | PoolStatus::Starting
+            )
+        {
+            return 0;
+        }
+        min.min(cap).saturating_sub(rt.live(base))
     }
 
     /// The process whose pid is `pid`.

@@ -61,9 +61,30 @@ fn replicas_start_for_calls_the_starting_ones_will_not_take_up_to_the_cap() {
     assert_eq!(set.replicas_wanted(0, BasePool(0), 5, 3), 1);
     assert_eq!(set.replicas_wanted(0, BasePool(0), 1, 8), 0);
     assert_eq!(set.replicas_wanted(0, BasePool(1), 2, 8), 2);
-    // Not while the primary is not ready.
+    // A burst for a starting pool starts its replicas at once, beside it.
     let set = set_of(vec![(0, 0, Starting), (0, 1, Idle)]);
+    assert_eq!(set.replicas_wanted(0, BasePool(0), 8, 8), 7);
+    assert_eq!(set.replicas_wanted(0, BasePool(0), 1, 8), 0);
+    // Not while the primary is down: a pool that cannot start is not
+    // multiplied.
+    let set = set_of(vec![(0, 0, Idle)]);
     assert_eq!(set.replicas_wanted(0, BasePool(0), 3, 8), 0);
+    let set = set_of(vec![(0, 0, failed(Instant::now()))]);
+    assert_eq!(set.replicas_wanted(0, BasePool(0), 3, 8), 0);
+}
+
+#[test]
+fn pool_min_tops_a_live_pool_up_to_its_minimum_within_the_cap() {
+    use PoolStatus::{Idle, Ready, Starting};
+    let set = set_of(vec![(0, 0, Starting), (1, 0, Ready), (0, 1, Ready)]);
+    assert_eq!(set.live(0, BasePool(0)), 2);
+    assert_eq!(set.replicas_to_keep(0, BasePool(0), 4, 8), 2);
+    assert_eq!(set.replicas_to_keep(0, BasePool(0), 4, 3), 1);
+    assert_eq!(set.replicas_to_keep(0, BasePool(0), 1, 8), 0);
+    assert_eq!(set.replicas_to_keep(0, BasePool(1), 3, 8), 2);
+    // Nothing while the primary is down.
+    let set = set_of(vec![(0, 0, Idle), (0, 1, Ready)]);
+    assert_eq!(set.replicas_to_keep(0, BasePool(0), 4, 8), 0);
 }
 
 #[test]

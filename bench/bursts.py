@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""Bursts of slow calls into real single-threaded pools: how long 8
+concurrent 0.5 s calls take, the first round and the rounds after.
+
+    python3 bench/bursts.py target/release/morloc-mcp [--trials N] [--rounds N] [--out FILE]
+                            [--only LANG]
+
+For each real pool language (Python: `workbench` `slowEcho 500`; R:
+`rbench` `rSleep 0.5`; C++: `cppbench` `cppSleep 0.5`, the suite's own
+programs as `make test-real` compiled them, natively or inside a root;
+bench/programs.py finds them) and each server, a trial starts a fresh
+server, initializes it, makes one small call (so the pool's first process
+is up, as it is on a server that has served anything), then sends 8 calls
+at once and waits for all 8 (the first round), then `--rounds` more rounds
+the same way. Every result is checked (exactly the argument back). The
+servers: morloc-mcp with its defaults, morloc-mcp with `--pool-min LANG=8`
+(8 processes kept ready from the start), and the reference
+`morloc-nexus mcp` where it is installed; trials take turns between them.
+
+Reported: the median over trials of the first round and of the later
+rounds, with the smallest and largest beside them (seconds), and the load
+average at the start. The section between the `bursts` markers of
+bench/RESULTS.md is replaced (or written to --out). No figure is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+from report import provenance, write_section
+from programs import NEEDS, real_runtime
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BEGIN = "<!-- bursts:begin -->"
+END = "<!-- bursts:end -->"
+BURST = 8
+
+# language: (program, slow tool, its argument, the result's text, a small
+# call (tool, arguments, text), the --pool-min name)
+POOLS = {
+    "Python": ("workbench", "slowEcho", 500, "500", ("addOne", {"_1": 1}, "2"), "py"),
+    "R": ("rbench", "rSleep", 0.5, "0.5", ("sumInts", {"_1": [1, 2]}, "3"), "r"),
+    "C++": ("cppbench", "cppSleep", 0.5, "0.5", ("sumInts", {"_1": [1, 2]}, "3"), "cpp"),
+}
+
+
+class Server:
+    def __init__(self, argv: list[str], env: dict[str, str]):
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, env=env)
+        self.next_id = 1
+        rid = self.send("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                       "clientInfo": {"name": "bursts-bench", "version": "1"}})
+        self.read(rid)
+        self.proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        self.proc.stdin.flush()
+        self.pending: dict[int, dict] = {}
+
+    def send(self, method: str, params: dict) -> int:
+        rid = self.next_id
+        self.next_id += 1
+        msg = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+        self.proc.stdin.write(json.dumps(msg).encode() + b"\n")
+        self.proc.stdin.flush()
+        return rid
+
+    def read(self, rid: int) -> dict:
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError("the server closed its stdout")
+            msg = json.loads(line)
+            if msg.get("id") == rid and "method" not in msg:
+                return msg
+
+    def call(self, tool: str, arguments: dict, want: str) -> None:
+        check(self.read(self.send("tools/call", {"name": tool, "arguments": arguments})), tool, want)
+
+    def burst(self, tool: str, arguments: dict, want: str, n: int) -> float:
+        started = time.monotonic()
+        ids = {self.send("tools/call", {"name": tool, "arguments": arguments}) for _ in range(n)}
+        while ids:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError("the server closed its stdout")
+            msg = json.loads(line)
+            if msg.get("id") in ids and "method" not in msg:
+                check(msg, tool, want)
+                ids.discard(msg["id"])
+        return time.monotonic() - started
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def check(msg: dict, tool: str, want: str) -> None:
+    result = msg.get("result", {})
+    text = (result.get("content") or [{}])[0].get("text")
+    if result.get("isError") or text != want:
+        raise RuntimeError("%s: unexpected reply %s" % (tool, json.dumps(msg)[:300]))
+
+
+def spread(values: list[float]) -> str:
+    return "%.2f (%.2f-%.2f)" % (statistics.median(values), min(values), max(values))
+
+
+def render(rows, trials: int, rounds: int, load: str) -> str:
+    lines = [BEGIN, "", "## Bursts into real single-threaded pools (`bench/bursts.py`)", "",
+             "8 concurrent 0.5 s calls (Python `slowEcho 500`, R `rSleep 0.5`, C++ `cppSleep 0.5`) "
+             "into a fresh server whose first pool process is up (one small call made first); then "
+             "%d more rounds. Seconds: median over %d trials (trials of the servers taking turns), "
+             "smallest-largest in brackets; every result checked. Load average at the start: %s. %s"
+             % (rounds, trials, load, provenance()), "",
+             "| pool | server | first round | later rounds |", "|---|---|---|---|"]
+    for lang, name, first, later in rows:
+        lines.append("| %s | %s | %s | %s |" % (lang, name, spread(first), spread(later)))
+    lines += ["", END, ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description="Bursts of slow calls into real pools.")
+    parser.add_argument("binary")
+    parser.add_argument("--trials", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=3, help="rounds after the first")
+    parser.add_argument("--only", action="append", default=[], help="a pool language (Python, R, C++)")
+    parser.add_argument("--out", default=os.path.join(ROOT, "bench", "RESULTS.md"))
+    args = parser.parse_args(argv)
+    real = real_runtime()
+    if real is None:
+        print("bursts: skipped: %s" % NEEDS)
+        return 0
+    load = "%.2f %.2f %.2f" % os.getloadavg()
+    rows = []
+    with real.mounted():
+        for lang, (program, tool, arg, want, small, short_name) in POOLS.items():
+            if args.only and lang not in args.only:
+                continue
+            manifest = real.manifest(program)
+            if manifest is None:
+                print("bursts: %s skipped: %s is not compiled (make test-real compiles it)" % (lang, program))
+                continue
+            servers = [("morloc-mcp", real.argv(args.binary, manifest, [])),
+                       ("morloc-mcp --pool-min %s=8" % short_name,
+                        real.argv(args.binary, manifest, ["--pool-min", "%s=8" % short_name]))]
+            ref = real.reference_argv(manifest)
+            if ref is not None:
+                servers.append(("morloc-nexus", ref))
+            got = {name: ([], []) for name, _ in servers}
+            for _ in range(args.trials):
+                for name, server_argv in servers:
+                    server = Server(server_argv, real.env())
+                    try:
+                        server.call(small[0], small[1], small[2])
+                        got[name][0].append(server.burst(tool, {"_1": arg}, want, BURST))
+                        for _ in range(args.rounds):
+                            got[name][1].append(server.burst(tool, {"_1": arg}, want, BURST))
+                    finally:
+                        server.close()
+            for name, _ in servers:
+                first, later = got[name]
+                print("%s, %s: first round %s s, later rounds %s s" % (lang, name, spread(first), spread(later)),
+                      flush=True)
+                rows.append((lang, name, first, later))
+    write_section(args.out, BEGIN, END, render(rows, args.trials, args.rounds, load))
+    print("bursts: wrote %s" % os.path.relpath(args.out, ROOT))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
