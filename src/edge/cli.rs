@@ -624,7 +624,8 @@ fn parse_serve(
             }
             Long("pool-replicas") => {
                 let text = string_value(&mut parser, "--pool-replicas", command)?;
-                raw.pool_replicas.push(lang_count(&text, "--pool-replicas")?);
+                raw.pool_replicas
+                    .push(lang_count(&text, "--pool-replicas")?);
             }
             Long("pool-min") => {
                 let text = string_value(&mut parser, "--pool-min", command)?;

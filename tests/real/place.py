@@ -8,8 +8,9 @@ Two kinds of place, both found by `make test-real` and the benchmarks:
   compiled and served here, in this environment.
 - *root*: a root directory (MORLOC_ROOT, default /opt/morloc-root, e.g. a
   Debian root made with debootstrap) holding an installation at its own
-  default place (/root/.local/share/morloc, or MORLOC_ROOT_HOME) and the
-  compiler at /usr/local/bin/morloc. Programs are compiled and served
+  default place (~/.local/share/morloc of the root's superuser, whose home
+  its /etc/passwd gives; or MORLOC_ROOT_HOME) and the compiler at
+  /usr/local/bin/morloc. Programs are compiled and served
   inside it with chroot(8), which needs root: the server binary is copied
   in, the sources and compiled programs live under /var/cache/morloc-mcp
   inside it, and the drivers (tests, benchmarks) run outside and speak
@@ -40,7 +41,6 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_ROOT = "/opt/morloc-root"
-ROOT_HOME = "/root/.local/share/morloc"
 # Inside a root: where the suite keeps what it copies in and compiles.
 ROOT_CACHE = "/var/cache/morloc-mcp"
 # Bound into a root while it serves (in this order; unbound in reverse).
@@ -101,7 +101,7 @@ class Place:
             return env
         return {
             "PATH": "%s/bin:/usr/local/bin:/usr/bin:/bin" % home,
-            "HOME": "/root",
+            "HOME": superuser_home(self.root),
             "LANG": "C.UTF-8",
             "MORLOC_HOME": home,
             "LD_LIBRARY_PATH": os.path.join(home, "lib"),
@@ -164,6 +164,26 @@ class Place:
         return "runtime inside the root %s at %s (served with chroot)" % (self.root, self.home)
 
 
+def superuser_home(root: str) -> str:
+    """The home directory of uid 0 inside `root`, from its /etc/passwd."""
+    try:
+        with open(os.path.join(root, "etc", "passwd"), encoding="utf-8") as f:
+            for line in f:
+                fields = line.rstrip("\n").split(":")
+                if len(fields) >= 6 and fields[2] == "0":
+                    return fields[5]
+    except OSError:
+        pass
+    return "/"
+
+
+def root_home(root: str) -> str:
+    """Where the installation inside `root` is: MORLOC_ROOT_HOME, else the
+    default place for its superuser."""
+    return os.environ.get("MORLOC_ROOT_HOME") or os.path.join(
+        superuser_home(root), ".local", "share", "morloc")
+
+
 def native_home() -> str:
     return os.environ.get("MORLOC_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share", "morloc")
 
@@ -206,7 +226,7 @@ def find(need_compiler: bool = True) -> tuple[Place | None, str]:
     reasons = ["no usable Morloc installation at %s (%s; MORLOC_HOME names another)" % (native.home, why)]
     root = os.path.abspath(os.environ.get("MORLOC_ROOT") or DEFAULT_ROOT)
     if os.path.isdir(root):
-        place = Place(root, os.environ.get("MORLOC_ROOT_HOME") or ROOT_HOME)
+        place = Place(root, root_home(root))
         why = why_unusable(place, need_compiler)
         if why is None:
             return place, ""

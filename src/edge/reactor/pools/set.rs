@@ -570,7 +570,11 @@ impl PoolSet {
 
     /// The manifest pool process `proc` serves, and whether it is its primary.
     /// Whether the processes of pool `base` run one call at a time.
-    pub(in crate::edge::reactor) fn one_call_at_a_time(&self, program: usize, base: BasePool) -> bool {
+    pub(in crate::edge::reactor) fn one_call_at_a_time(
+        &self,
+        program: usize,
+        base: BasePool,
+    ) -> bool {
         one_call_at_a_time(self.lang(program, base))
     }
 
@@ -696,109 +700,6 @@ impl PoolSet {
         Some(rows.collect())
     }
 
-    /// How many replicas of manifest pool `base` to start for `waiting` calls
-    /// that wait while every process of it is busy or starting: those the
-    /// starting processes will not take, up to `cap` processes in all, all
-    /// at once (none while the primary is neither starting nor ready, or
-    /// the program is retired: a pool that cannot start is not multiplied).
-    pub(super) fn replicas_wanted(
-        &self,
-        program: usize,
-        base: BasePool,
-        waiting: usize,
-        cap: usize,
-    ) -> usize {
-        let rt = &self.programs[program];
-        if rt.retired
-            || !matches!(
-                rt.pools[base.0].status,
-                PoolStatus::Ready | PoolStatus::Starting
-            )
-        {
-            return 0;
-        }
-        let status = |s: Proc| &rt.pools[s.0].status;
-        let live = rt
-            .instances(base)
-            .filter(|&s| matches!(status(s), PoolStatus::Starting | PoolStatus::Ready))
-            .count();
-        let starting = rt
-            .instances(base)
-            .filter(|&s| matches!(status(s), PoolStatus::Starting))
-            .count();
-        waiting
-            .saturating_sub(starting)
-            .min(cap.saturating_sub(live))
-    }
-
-    /// The process to start as a new replica of manifest pool `base`: a
-    /// stopped replica's slot, or one that failed [`RETRY_FAILED_AFTER`]
-    /// before `now` or longer, else a new slot while the pool has fewer than
-    /// `cap` processes.
-    pub(super) fn replica_slot(
-        &mut self,
-        program: usize,
-        base: BasePool,
-        cap: usize,
-        now: Instant,
-    ) -> Option<Proc> {
-        let rt = &mut self.programs[program];
-        let reusable = rt.instances(base).find(|&s| {
-            let pool = &rt.pools[s.0];
-            match &pool.status {
-                PoolStatus::Idle => pool.replica > 0,
-                PoolStatus::Failed { at, .. } => {
-                    pool.replica > 0 && now.saturating_duration_since(*at) >= RETRY_FAILED_AFTER
-                }
-                _ => false,
-            }
-        });
-        match reusable {
-            Some(slot) => Some(slot),
-            None if rt.instances(base).count() < cap => Some(rt.add_replica(base)),
-            None => None,
-        }
-    }
-
-    /// The ready replicas of `program` that no call holds and that have
-    /// been idle for `idle` at `now`.
-    pub(super) fn idle_replicas(&self, program: usize, now: Instant, idle: Duration) -> Vec<Proc> {
-        let rt = &self.programs[program];
-        (0..rt.pools.len())
-            .map(Proc)
-            .filter(|&slot| {
-                let pool = &rt.pools[slot.0];
-                pool.replica > 0
-                    && matches!(pool.status, PoolStatus::Ready)
-                    && rt.leases.busy(slot) == 0
-                    && !rt.leases.exclusive(slot)
-                    && now >= pool.last_used + idle
-            })
-            .collect()
-    }
-
-    /// The starting or ready processes of manifest pool `base` of `program`.
-    pub(super) fn live(&self, program: usize, base: BasePool) -> usize {
-        self.programs[program].live(base)
-    }
-
-    /// How many replicas of manifest pool `base` to start so that it has
-    /// `min` live (starting or ready) processes, up to `cap` (none while
-    /// its primary is neither starting nor ready, or the program is
-    /// retired).
-    pub(super) fn replicas_to_keep(&self, program: usize, base: BasePool, min: usize, cap: usize) -> usize {
-        let rt = &self.programs[program];
-        if rt.retired
-            || !matches!(
-                rt.pools[base.0].status,
-                PoolStatus::Ready | PoolStatus::Starting
-            )
-        {
-            return 0;
-        }
-        min.min(cap).saturating_sub(rt.live(base))
-    }
-
     /// The process whose pid is `pid`.
     pub(super) fn find_pid(&self, pid: i32) -> Option<(usize, Proc)> {
         self.programs.iter().enumerate().find_map(|(p, rt)| {
@@ -837,5 +738,6 @@ impl IndexMut<(usize, Proc)> for PoolSet {
     }
 }
 
+mod replicas;
 #[cfg(test)]
 mod tests;
