@@ -60,7 +60,6 @@ fn lang_setting(asked: &[(String, usize)], lang: &str) -> Option<usize> {
         .map(|(_, n)| *n)
 }
 
-
 impl Reactor {
     /// The most processes pool `lang` may run: `--pool-replicas`, else
     /// [`default_replica_cap`].
