@@ -63,6 +63,7 @@ bench: build ## Benchmarks; results go to bench/RESULTS.md (HTTP load and soak: 
 	$(PYTHON) bench/big_results.py target/release/morloc-mcp
 	$(PYTHON) bench/structured_results.py target/release/morloc-mcp
 	$(PYTHON) bench/replicas.py target/release/morloc-mcp
+	$(PYTHON) bench/bursts.py target/release/morloc-mcp
 	$(PYTHON) bench/threaded.py target/release/morloc-mcp
 	$(PYTHON) bench/latency.py target/release/morloc-mcp
 	$(PYTHON) bench/args_memory.py target/release/morloc-mcp

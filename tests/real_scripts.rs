@@ -102,7 +102,7 @@ fn a_root_without_an_installation_is_named_in_the_skip_line() {
     let missing = dir.join("no-morloc-here");
     // A root directory with no installation inside it; its superuser's
     // home says where one would be.
-    dir.write("root/etc/passwd", "admin:x:0:0::/home/admin:/bin/sh\n");
+    dir.write("root/etc/passwd", "admin:x:0:0::/srv/admin:/bin/sh\n");
     let root = dir.join("root");
     let out = sh(
         &script("run.sh"),
@@ -118,7 +118,7 @@ fn a_root_without_an_installation_is_named_in_the_skip_line() {
     assert_eq!(lines.len(), 1, "{out:?}");
     // Inside a root the installation is at its default place; serving
     // there needs chroot, so root (the check says which it met first).
-    let inner = root.join("home/admin/.local/share/morloc");
+    let inner = root.join("srv/admin/.local/share/morloc");
     let why = if unsafe { libc::geteuid() } == 0 {
         format!("no such directory {}", inner.display())
     } else {
