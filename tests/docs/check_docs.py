@@ -26,6 +26,9 @@ and `target/release/morloc-mcp` both meaning the binary under test.
 - Paths: the repository root and the binary under test are printed as
   `/src/morloc-mcp` and `/src/morloc-mcp/target/release/morloc-mcp`.
 
+Every relative link of a page must lead to a file, and to a heading of it
+when it names one.
+
 `--flags` checks the flag reference instead: every option that
 `morloc-mcp [command] --help` prints is documented in the table of
 docs/usage.md, and every option that page, or any command line running
@@ -347,8 +350,36 @@ def has_oauth(binary: str) -> bool:
     return "no OAuth support" not in done.stderr
 
 
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading."""
+    text = re.sub(r"[`*_\[\]()]", "", heading.strip().lower())
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def broken_links(page: Path) -> list[str]:
+    """Relative links of a page whose file, or heading, does not exist."""
+    out = []
+    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target):
+            continue
+        path, _, anchor = target.partition("#")
+        dest = (page.parent / path).resolve() if path else page
+        if not dest.exists():
+            out.append(f"{target}: no such file")
+        elif anchor and dest.suffix == ".md":
+            anchors = {slug(h) for h in re.findall(r"^#+\s+(.*)$", dest.read_text(), re.M)}
+            if anchor not in anchors:
+                out.append(f"{target}: no such heading")
+    return out
+
+
 def check_blocks(binary: str, names: list[str]) -> int:
     failed = 0
+    for page in pages(names):
+        for problem in broken_links(page):
+            failed += 1
+            print(f"{page.relative_to(ROOT)}: FAILED: link {problem}")
     with tempfile.TemporaryDirectory(prefix="docs-bin-") as bindir:
         (Path(bindir) / "morloc-mcp").symlink_to(Path(binary).resolve())
         for page in pages(names):
