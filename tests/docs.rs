@@ -63,3 +63,52 @@ fn the_docs_pages_run_as_shown() {
 fn every_flag_is_documented_and_every_documented_flag_exists() {
     python(&["tests/docs/check_docs.py", &bin(), "--flags"]);
 }
+
+/// The check itself: a page whose output differs from what its command
+/// prints fails and says where; ids are carried from the output shown into
+/// later commands; a marked block is not run.
+#[test]
+fn the_check_fails_when_a_page_shows_other_output() {
+    let dir = util::TempDir::new();
+    let good = dir.write(
+        "good.md",
+        "# A\n\n```console\n$ echo 'session ia1b2c3d4e5f6.0123456789abcdef0123456789abcdef'\n\
+         session i000000000000.ffffffffffffffffffffffffffffffff\n\
+         $ S=i000000000000.ffffffffffffffffffffffffffffffff\n\
+         $ echo \"$S\" | cut -c15-18\n\
+         0123\n```\n\n\
+         <!-- not run: it would fail -->\n```sh\nfalse\n```\n",
+    );
+    let bad = dir.write(
+        "bad.md",
+        "# B\n\n```console\n$ echo 41\n42\n```\n\n# C\n\n```sh\nfalse\n```\n",
+    );
+    let run = |page: &std::path::Path| {
+        util::output(
+            Command::new("python3")
+                .current_dir(root())
+                .args(["tests/docs/check_docs.py", &bin()])
+                .arg(page),
+        )
+    };
+    let passed = run(&good);
+    assert_eq!(passed.code, Some(0), "{passed:?}");
+    assert!(
+        passed.stdout.contains("not run: it would fail"),
+        "{passed:?}"
+    );
+    let failed = run(&bad);
+    assert_eq!(failed.code, Some(1), "{failed:?}");
+    assert!(
+        failed
+            .stdout
+            .contains("bad.md:3: FAILED: `echo 41` printed something else"),
+        "{failed:?}"
+    );
+    assert!(
+        failed
+            .stdout
+            .contains("bad.md:10: FAILED: `false` exited 1"),
+        "{failed:?}"
+    );
+}

@@ -130,7 +130,7 @@ def blocks(page: Path) -> list[Block]:
             marker = NOT_RUN.search(lines[before]) if before >= 0 else None
             body = "\n".join(line[len(indent):] if line.startswith(indent) else line
                              for line in lines[i + 1:end])
-            out.append(Block(str(page.relative_to(ROOT)), i + 1, section, language, body,
+            out.append(Block(os.path.relpath(page, ROOT), i + 1, section, language, body,
                              marker.group(1) if marker else None))
         i = end + 1
     return out
@@ -340,7 +340,7 @@ def first_difference(shown: str, got: str) -> str:
 
 def pages(args: list[str]) -> list[Path]:
     if args:
-        return [ROOT / a for a in args]
+        return [ROOT / a for a in args]  # an absolute path stays as it is
     return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
@@ -384,7 +384,7 @@ def check_blocks(binary: str, names: list[str]) -> int:
     for page in pages(names):
         for problem in broken_links(page):
             failed += 1
-            print(f"{page.relative_to(ROOT)}: FAILED: link {problem}")
+            print(f"{os.path.relpath(page, ROOT)}: FAILED: link {problem}")
     with tempfile.TemporaryDirectory(prefix="docs-bin-") as bindir:
         (Path(bindir) / "morloc-mcp").symlink_to(Path(binary).resolve())
         for page in pages(names):
