@@ -3,7 +3,7 @@
 concurrent 0.5 s calls take, the first round and the rounds after.
 
     python3 bench/bursts.py target/release/morloc-mcp [--trials N] [--rounds N] [--out FILE]
-                            [--only LANG]
+                            [--only LANG] [--before OLD]
 
 For each real pool language (Python: `workbench` `slowEcho 500`; R:
 `rbench` `rSleep 0.5`; C++: `cppbench` `cppSleep 0.5`, the suite's own
@@ -14,8 +14,9 @@ is up, as it is on a server that has served anything), then sends 8 calls
 at once and waits for all 8 (the first round), then `--rounds` more rounds
 the same way. Every result is checked (exactly the argument back). The
 servers: morloc-mcp with its defaults, morloc-mcp with `--pool-min LANG=8`
-(8 processes kept ready from the start), and the reference
-`morloc-nexus mcp` where it is installed; trials take turns between them.
+(8 processes kept ready from the start), an older morloc-mcp with its
+defaults (`--before`), and the reference `morloc-nexus mcp` where it is
+installed; trials take turns between them.
 
 Reported: the median over trials of the first round and of the later
 rounds, with the smallest and largest beside them (seconds), and the load
@@ -135,6 +136,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3, help="rounds after the first")
     parser.add_argument("--only", action="append", default=[], help="a pool language (Python, R, C++)")
+    parser.add_argument("--before", help="an older morloc-mcp binary, measured with its defaults beside")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "RESULTS.md"))
     args = parser.parse_args(argv)
     real = real_runtime()
@@ -154,6 +156,8 @@ def main(argv: list[str]) -> int:
             servers = [("morloc-mcp", real.argv(args.binary, manifest, [])),
                        ("morloc-mcp --pool-min %s=8" % short_name,
                         real.argv(args.binary, manifest, ["--pool-min", "%s=8" % short_name]))]
+            if args.before:
+                servers.append(("morloc-mcp before", real.argv(args.before, manifest, [])))
             ref = real.reference_argv(manifest)
             if ref is not None:
                 servers.append(("morloc-nexus", ref))

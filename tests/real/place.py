@@ -33,6 +33,7 @@ Nothing here builds or installs Morloc.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import subprocess
@@ -141,7 +142,9 @@ class Place:
         root, a copy under its cache (replaced atomically)."""
         if self.root is None:
             return os.path.abspath(binary)
-        target = self.host(os.path.join(ROOT_CACHE, "bin", os.path.basename(binary)))
+        # One directory per source path, so two binaries of one name differ.
+        key = hashlib.sha256(os.path.abspath(binary).encode()).hexdigest()[:12]
+        target = self.host(os.path.join(ROOT_CACHE, "bin", key, os.path.basename(binary)))
         os.makedirs(os.path.dirname(target), exist_ok=True)
         tmp = target + ".new"
         shutil.copy2(binary, tmp)

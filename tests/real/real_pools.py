@@ -10,7 +10,12 @@ programs (no pools): their tools/list is checked, and the checks that call
 them say that they were skipped and why. It checks:
 
 - every program's tools/list against tests/data/real/<program>.tools.json;
-- every exported tool of every program, with known answers;
+- every exported tool of every program, with known answers (Python
+  `workbench`, R `rbench`, C++ `cppbench`);
+- where the reference `morloc-nexus` is installed with the runtime, every
+  compiled program served by both side by side (differential.py):
+  tools/list byte for byte, every call's reply the same or differing only
+  as docs/differences.md says;
 - large values element for element (1, 20 and 100 MB strings, 1M- and
   5M-element lists, 50k records, recursive records of 65535 nodes), in
   results and in arguments;
@@ -37,8 +42,8 @@ them say that they were skipped and why. It checks:
 - no file left in /dev/shm or /tmp by what the run started, however a
   server is stopped (stdin EOF, SIGTERM, SIGINT), even mid-call.
 
-Standard library only. Expects the runtime's environment to be set already
-(MORLOC_HOME, LD_LIBRARY_PATH, PYTHONPATH; tests/real/run.sh does it).
+Standard library only. Finds the installation as tests/real/run.sh does
+(place.py: natively, or inside a root directory served with chroot).
 Prints one line per check ("ok", "FAIL" or "skip" with the reason) and a
 closing "N passed, M failed, K skipped"; exits 1 when a check fails. `--only NAME` (repeatable) runs the checks whose name contains
 NAME.
