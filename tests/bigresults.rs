@@ -212,19 +212,19 @@ fn without_the_option_everything_is_as_before() {
     assert_eq!(reply["error"]["code"], -32601, "{reply}");
 }
 
-/// A modern POST with the mirrored headers and an `Authorization`.
+/// A modern POST with the mirrored headers and `Authorization: <auth>`
+/// (none when empty).
 fn post(client: &mut Client, body: &Value, auth: &str) -> (u16, Value) {
     let method = body["method"].as_str().unwrap_or("").to_string();
     let name = body["params"]["name"]
         .as_str()
         .or(body["params"]["uri"].as_str())
         .map(str::to_string);
-    let bearer = format!("Bearer {auth}");
-    let mut headers: Vec<(&str, &str)> = vec![
-        ("MCP-Protocol-Version", MODERN),
-        ("Mcp-Method", &method),
-        ("Authorization", &bearer),
-    ];
+    let mut headers: Vec<(&str, &str)> =
+        vec![("MCP-Protocol-Version", MODERN), ("Mcp-Method", &method)];
+    if !auth.is_empty() {
+        headers.push(("Authorization", auth));
+    }
     if let Some(n) = &name {
         headers.push(("Mcp-Name", n));
     }
@@ -233,42 +233,60 @@ fn post(client: &mut Client, body: &Value, auth: &str) -> (u16, Value) {
     (response.status, response.json())
 }
 
+/// `resources/read` of `uri` under `auth`.
+fn read_as(c: &mut Client, auth: &str, uri: &str) -> Value {
+    post(
+        c,
+        &modern(2, "resources/read", json!({"uri": uri}), false),
+        auth,
+    )
+    .1
+}
+
+/// `resources/list` under `auth`: the URIs listed.
+fn listed_as(c: &mut Client, auth: &str) -> Vec<String> {
+    let (_, listed) = post(c, &modern(3, "resources/list", json!({}), false), auth);
+    let resources = listed["result"]["resources"].as_array().expect("resources");
+    resources
+        .iter()
+        .map(|r| r["uri"].as_str().expect("uri").to_string())
+        .collect()
+}
+
 #[test]
 fn http_results_belong_to_their_owner_expire_and_are_capped() {
+    // Without authentication a stateless call's results belong to its
+    // peer's address: alice at 127.0.0.1, bob at .2, carol at .3.
     let server = HttpServer::start(&["--max-result-chars", "100", "--task-ttl", "2"]);
     let mut c = server.connect();
+    let mut bob = Client::connect_from(server.addr, 2);
+    let mut carol = Client::connect_from(server.addr, 3);
     let (status, made) = post(
         &mut c,
         &modern(1, "tools/call", call("main__bigList", 1000), false),
-        "alice",
+        "",
     );
     assert_eq!(status, 200, "{made}");
     assert_eq!(made["result"]["resultType"], "complete");
     let uri = link_of(&made["result"], "list", 1000);
     let page = format!("{uri}?offset=990&limit=100");
-    let read = |c: &mut Client, who: &str, u: &str| {
-        post(
-            c,
-            &modern(2, "resources/read", json!({"uri": u}), false),
-            who,
-        )
-    };
-    let (status, mine) = read(&mut c, "alice", &page);
+    let (status, mine) = post(
+        &mut c,
+        &modern(2, "resources/read", json!({"uri": page}), false),
+        "",
+    );
     assert_eq!(status, 200, "{mine}");
     assert_eq!(mine["result"]["resultType"], "complete");
     assert_eq!(
         mine["result"]["contents"][0]["text"],
         "[990,991,992,993,994,995,996,997,998,999]"
     );
-    // Another authorization finds nothing.
-    let (_, theirs) = read(&mut c, "bob", &page);
-    assert_eq!(theirs["error"]["code"], -32602, "{theirs}");
-    let (_, listed) = post(
-        &mut c,
-        &modern(3, "resources/list", json!({}), false),
-        "bob",
-    );
-    assert_eq!(listed["result"]["resources"], json!([]), "{listed}");
+    // Another address finds nothing, whatever header it sends.
+    for auth in ["", "Bearer alice", "Bearer bob"] {
+        let theirs = read_as(&mut bob, auth, &page);
+        assert_eq!(theirs["error"]["code"], -32602, "{theirs}");
+        assert_eq!(listed_as(&mut bob, auth), Vec::<String>::new());
+    }
     // Mcp-Name must carry the URI.
     let body = modern(4, "resources/read", json!({"uri": page}), false);
     let request = post_request(
@@ -288,26 +306,103 @@ fn http_results_belong_to_their_owner_expire_and_are_capped() {
     let mut uris = vec![uri.clone()];
     for i in 0..33 {
         let (_, made) = post(
-            &mut c,
+            &mut carol,
             &modern(10 + i, "tools/call", call("main__bigList", 100), false),
-            "carol",
+            "",
         );
         uris.push(link_of(&made["result"], "list", 100));
     }
-    let (_, first) = read(&mut c, "carol", &uris[1]);
+    let first = read_as(&mut carol, "", &uris[1]);
     assert_eq!(first["error"]["code"], -32602, "{first}");
-    let (_, second) = read(&mut c, "carol", &uris[2]);
+    let second = read_as(&mut carol, "", &uris[2]);
     assert!(second["result"]["contents"].is_array(), "{second}");
     // alice's result is untouched by carol's cap, then expires.
-    let (_, still) = read(&mut c, "alice", &uri);
+    let still = read_as(&mut c, "", &uri);
     assert!(still["result"]["contents"].is_array(), "{still}");
     wait_until("alice's result expired", || {
-        let (_, gone) = read(&mut c, "alice", &uri);
+        let gone = read_as(&mut c, "", &uri);
         gone["error"]["message"]
             .as_str()
             .is_some_and(|m| m.contains("no such result"))
             .then_some(())
     });
+}
+
+/// Issue 34, row 9: without authentication, 300 results stored from a
+/// second address under 300 made-up `Authorization` values evicted the
+/// victim's 5 (each header acted as an owner of its own).
+#[test]
+fn made_up_authorization_headers_cannot_evict_anyones_results() {
+    let server = HttpServer::start(&["--max-result-chars", "100"]);
+    let mut victim = server.connect();
+    let mut mine = Vec::new();
+    for i in 0..5 {
+        let body = modern(i, "tools/call", call("main__bigList", 200), false);
+        let (_, made) = post(&mut victim, &body, "");
+        mine.push(link_of(&made["result"], "list", 200));
+    }
+    let mut attacker = Client::connect_from(server.addr, 2);
+    for i in 0..300 {
+        let auth = format!("Bearer made-up-{i}");
+        let body = modern(100 + i, "tools/call", call("main__bigList", 200), false);
+        let (status, made) = post(&mut attacker, &body, &auth);
+        assert_eq!(status, 200, "{made}");
+        // The made-up header does not read the victim's results either.
+        if i % 50 == 0 {
+            let theirs = read_as(&mut attacker, &auth, &mine[0]);
+            assert_eq!(theirs["error"]["code"], -32602, "{theirs}");
+        }
+    }
+    // The attacker is one owner (its address), held to its own cap.
+    assert_eq!(listed_as(&mut attacker, "Bearer whatever").len(), 32);
+    for uri in &mine {
+        let read = read_as(&mut victim, "", uri);
+        assert!(read["result"]["contents"].is_array(), "{uri}: {read}");
+    }
+    assert_eq!(listed_as(&mut victim, "Bearer made-up-7"), mine);
+}
+
+/// Issue 34, row 8: under `--auth-token T`, results made under `Bearer T`,
+/// `bearer T`, `BEARER T` and `bEARER T` were four owners, each with its
+/// own cap. They are one.
+#[test]
+fn one_token_is_one_owner_whatever_the_case_of_its_scheme() {
+    let server = HttpServer::start(&["--max-result-chars", "100", "--auth-token", "T"]);
+    let spellings = ["Bearer T", "bearer T", "BEARER T", "bEARER T"];
+    let mut c = server.connect();
+    let mut uris = Vec::new();
+    for (i, auth) in spellings.iter().enumerate() {
+        let body = modern(i as u64, "tools/call", call("main__bigList", 200), false);
+        let (status, made) = post(&mut c, &body, auth);
+        assert_eq!(status, 200, "{auth}: {made}");
+        uris.push(link_of(&made["result"], "list", 200));
+    }
+    // From another address too: the token is the owner, not the peer.
+    let mut other = Client::connect_from(server.addr, 2);
+    for auth in spellings {
+        assert_eq!(listed_as(&mut other, auth), uris, "{auth}");
+        for uri in &uris {
+            let read = read_as(&mut other, auth, uri);
+            assert!(
+                read["result"]["contents"].is_array(),
+                "{auth} {uri}: {read}"
+            );
+        }
+    }
+    // One cap for all four: 29 more (33 in all) free the first.
+    for i in 0..29 {
+        let auth = spellings[i % 4];
+        let body = modern(
+            10 + i as u64,
+            "tools/call",
+            call("main__bigList", 200),
+            false,
+        );
+        post(&mut c, &body, auth);
+    }
+    let first = read_as(&mut c, "BEARER T", &uris[0]);
+    assert_eq!(first["error"]["code"], -32602, "{first}");
+    assert_eq!(listed_as(&mut c, "bearer T").len(), 32);
 }
 
 #[test]
@@ -317,7 +412,7 @@ fn a_task_with_a_big_result_completes_with_its_link() {
     let (_, created) = post(
         &mut c,
         &modern(1, "tools/call", call("main__bigText", 5000), true),
-        "dave",
+        "",
     );
     assert_eq!(created["result"]["resultType"], "task", "{created}");
     let task = created["result"]["taskId"].as_str().unwrap().to_string();
@@ -332,7 +427,6 @@ fn a_task_with_a_big_result_completes_with_its_link() {
                 ("MCP-Protocol-Version", MODERN),
                 ("Mcp-Method", method),
                 ("Mcp-Name", &task),
-                ("Authorization", "Bearer dave"),
             ],
         );
         let reply = c.roundtrip(&request).json();
@@ -347,7 +441,7 @@ fn a_task_with_a_big_result_completes_with_its_link() {
             json!({"uri": format!("{uri}?offset=4990&limit=50")}),
             false,
         ),
-        "dave",
+        "",
     );
     assert_eq!(
         page["result"]["contents"][0]["text"], "xxxxxxxxxx",

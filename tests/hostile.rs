@@ -17,9 +17,9 @@
 use std::ffi::OsString;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
-use std::os::fd::FromRawFd;
 use std::thread;
 
+use crate::support::http::connect_from;
 use crate::util::{self, Proc, TempDir};
 
 /// 63 MiB: a body just under the server's 64 MiB per-request cap.
@@ -99,42 +99,6 @@ fn wait_for_line<T>(proc: &Proc, pick: impl Fn(&str) -> Option<T>) -> T {
     match found {
         Some(found) => found,
         None => panic!("not on stderr in time:\n{}", proc.stderr_now()),
-    }
-}
-
-/// A TCP connection to `to` from the local address `from`.
-fn connect_from(from: Ipv4Addr, to: SocketAddr) -> TcpStream {
-    let SocketAddr::V4(to) = to else {
-        panic!("the server listens on IPv4")
-    };
-    let sockaddr = |ip: Ipv4Addr, port: u16| libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: port.to_be(),
-        sin_addr: libc::in_addr {
-            s_addr: u32::from(ip).to_be(),
-        },
-        sin_zero: [0; 8],
-    };
-    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-    // SAFETY: plain socket calls on a descriptor this function owns; the
-    // addresses are valid `sockaddr_in` values of the size given.
-    unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
-        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
-        let stream = TcpStream::from_raw_fd(fd);
-        let local = sockaddr(from, 0);
-        let rc = libc::bind(fd, (&local as *const libc::sockaddr_in).cast(), len);
-        assert_eq!(rc, 0, "bind {from}: {}", std::io::Error::last_os_error());
-        let remote = sockaddr(*to.ip(), to.port());
-        loop {
-            let rc = libc::connect(fd, (&remote as *const libc::sockaddr_in).cast(), len);
-            if rc == 0 {
-                break;
-            }
-            let err = std::io::Error::last_os_error();
-            assert_eq!(err.kind(), ErrorKind::Interrupted, "connect {to}: {err}");
-        }
-        stream
     }
 }
 

@@ -295,9 +295,10 @@ fn post(
 }
 
 #[test]
-fn over_http_jobs_serve_legacy_sessions_and_stay_with_their_authorization() {
+fn over_http_jobs_serve_legacy_sessions_and_stay_with_their_owner() {
     let server = HttpServer::start(&["--job-tools", "--task-after", "0", "--instance-id", "ha"]);
-    // A legacy session.
+    // A legacy session: without authentication it owns its jobs, whatever
+    // `Authorization` its requests carry.
     let (mut c, sid) = server.session();
     let sid = Some(sid.as_str());
     let (status, handle) = post(
@@ -317,42 +318,35 @@ fn over_http_jobs_serve_legacy_sessions_and_stay_with_their_authorization() {
         "the instance prefix routes it: {job}"
     );
     assert!(text(&handle["result"]).contains("The call to 'main__slowEcho'"));
-    let done = poll_result(&mut |m| post(&mut c, m, sid, Some("a")).1, &|id| {
+    let done = poll_result(&mut |m| post(&mut c, m, sid, Some("b")).1, &|id| {
         legacy(id, "tools/call", job_params("job_result", &job))
     });
     assert_eq!(
         done,
         json!({"content": [{"type": "text", "text": "300"}], "isError": false})
     );
-    // Another authorization does not see it, in either era.
+    // Another session does not see it, nor a modern request (no session).
+    let (mut other, other_sid) = server.session();
     let (status, foreign) = post(
-        &mut c,
+        &mut other,
         &legacy(2, "tools/call", job_params("job_status", &job)),
-        sid,
-        Some("b"),
+        Some(&other_sid),
+        Some("a"),
     );
     assert_eq!(status, 200);
     assert_eq!(foreign["result"]["isError"], true, "{foreign}");
-    assert!(text(&foreign["result"]).contains("belongs to another authorization"));
+    assert!(text(&foreign["result"]).contains("belongs to another owner"));
     let mut m = server.connect();
     let (status, foreign) = post(
         &mut m,
         &modern(3, "tools/call", job_params("job_result", &job), false),
         None,
-        None,
+        Some("a"),
     );
     assert_eq!(status, 200, "{foreign}");
     assert_eq!(foreign["result"]["isError"], true, "{foreign}");
-    // The same authorization sees it from a modern request.
-    let (_, own) = post(
-        &mut m,
-        &modern(4, "tools/call", job_params("job_result", &job), false),
-        None,
-        Some("a"),
-    );
-    assert_eq!(own["result"]["content"][0]["text"], "300", "{own}");
-    assert_eq!(own["result"]["resultType"], "complete");
-    // A modern call over HTTP becomes a job too; its own cancel.
+    // A modern call over HTTP becomes a job of its peer's address; only
+    // that address cancels it.
     let (_, handle) = post(
         &mut m,
         &modern(
@@ -365,18 +359,19 @@ fn over_http_jobs_serve_legacy_sessions_and_stay_with_their_authorization() {
         Some("a"),
     );
     let long = job_of(&handle);
+    let mut elsewhere = Client::connect_from(server.addr, 2);
     let (_, refused) = post(
-        &mut m,
+        &mut elsewhere,
         &modern(6, "tools/call", job_params("job_cancel", &long), false),
         None,
-        Some("b"),
+        Some("a"),
     );
     assert_eq!(refused["result"]["isError"], true, "{refused}");
     let (_, cancel) = post(
         &mut m,
         &modern(7, "tools/call", job_params("job_cancel", &long), false),
         None,
-        Some("a"),
+        Some("b"),
     );
     assert_eq!(
         cancel["result"]["structuredContent"]["status"], "cancelled",
@@ -582,4 +577,42 @@ fn a_finished_job_survives_a_restart_with_a_task_dir() {
     assert_eq!(got["result"], done, "the same result after a restart");
     again.proc.close_stdin();
     again.proc.wait(TIMEOUT);
+}
+
+/// With `--auth-token`, the token's holders are one owner in both eras: a
+/// job started in a legacy session is read by a modern request.
+#[test]
+fn with_a_token_a_job_is_its_holders_in_either_era() {
+    let server = HttpServer::start(&["--job-tools", "--task-after", "0", "--auth-token", "t"]);
+    let mut c = server.connect();
+    let init = post_request(
+        c.addr,
+        None,
+        crate::support::http::initialize_message(1)
+            .to_string()
+            .as_bytes(),
+        &[("Authorization", "Bearer t")],
+    );
+    let sid = c
+        .roundtrip(&init)
+        .header("mcp-session-id")
+        .expect("a session")
+        .to_string();
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let auth = [("Authorization", "Bearer t")];
+    let note = post_request(c.addr, Some(&sid), note.to_string().as_bytes(), &auth);
+    assert_eq!(c.roundtrip(&note).status, 202);
+    let call = legacy(
+        2,
+        "tools/call",
+        call_params("main__slowEcho", json!({"_1": 100})),
+    );
+    let (status, handle) = post(&mut c, &call, Some(&sid), Some("t"));
+    assert_eq!(status, 200, "{handle}");
+    let job = job_of(&handle);
+    let mut m = Client::connect_from(server.addr, 2);
+    let done = poll_result(&mut |msg| post(&mut m, msg, None, Some("t")).1, &|id| {
+        modern(id, "tools/call", job_params("job_result", &job), false)
+    });
+    assert_eq!(done["content"][0]["text"], "100", "{done}");
 }

@@ -680,3 +680,80 @@ fn the_metrics_token_is_not_judged_by_oauth_and_access_lines_name_the_subject() 
 fn stderr_has(server: &Server, text: &str) -> bool {
     server.proc.stderr_now().contains(text)
 }
+
+/// Issue 34, row 3: two subjects of one issuer whose owner strings collide
+/// under FNV-1a 64 (the hash owners were once compared by) are two owners,
+/// in memory and after a restart from `--task-dir`.
+#[test]
+fn subjects_whose_owner_hashes_collide_see_only_their_own() {
+    let dir = TempDir::new();
+    let keys = dir.write("jwks.json", jwks(&[("rsa1", "rsa-1")]));
+    let keys = keys.to_string_lossy().into_owned();
+    let store = dir.join("store");
+    let store = store.to_string_lossy().into_owned();
+    let args = [
+        "--oauth-issuer",
+        "https://issuer.test/",
+        "--oauth-jwks",
+        &keys,
+        "--oauth-audience",
+        "https://mcp.example/mcp",
+        "--max-result-chars",
+        "100",
+        "--task-after",
+        "0",
+        "--task-dir",
+        &store,
+    ];
+    let token = |sub: &str| {
+        let c = json!({"iss": "https://issuer.test/", "aud": "https://mcp.example/mcp",
+                       "sub": sub, "exp": FUTURE});
+        mint(&rs("rsa-1"), &c, "rsa1")
+    };
+    let (first, second) = (token("mFB_Cswu9_C"), token("Z2GBYbqi8jC"));
+    let server = Server::start(&args);
+    let call = json!({"name": "main__bigList", "arguments": {"_1": 500}});
+    let (status, created) = modern(&server, &first, 1, "tools/call", "main__bigList", call);
+    assert_eq!(status, 200, "{created}");
+    let task = created["result"]["taskId"]
+        .as_str()
+        .expect("a task")
+        .to_string();
+    let done = wait_until("the task settled", || {
+        let (_, got) = modern(
+            &server,
+            &first,
+            2,
+            "tasks/get",
+            &task,
+            json!({"taskId": task}),
+        );
+        (got["result"]["status"] == "completed").then_some(got)
+    });
+    let uri = done["result"]["result"]["content"][1]["uri"]
+        .as_str()
+        .expect("a linked result")
+        .to_string();
+    let check = |server: &Server| {
+        let read = |token: &str| {
+            let params = json!({"uri": uri});
+            modern(server, token, 3, "resources/read", &uri, params).1
+        };
+        let list = |token: &str| modern(server, token, 4, "resources/list", "", json!({})).1;
+        let task_of = |token: &str| {
+            let params = json!({"taskId": task});
+            modern(server, token, 5, "tasks/get", &task, params).1
+        };
+        assert!(read(&first)["result"]["contents"].is_array());
+        assert_eq!(list(&first)["result"]["resources"][0]["uri"], uri.as_str());
+        assert_eq!(task_of(&first)["result"]["status"], "completed");
+        let theirs = read(&second);
+        assert_eq!(theirs["error"]["code"], -32602, "{theirs}");
+        assert_eq!(list(&second)["result"]["resources"], json!([]));
+        assert_eq!(task_of(&second)["error"]["code"], -32602);
+    };
+    check(&server);
+    drop(server);
+    let again = Server::start(&args);
+    check(&again);
+}

@@ -421,3 +421,73 @@ fn task_dir_keeps_results_across_a_restart() {
     again.proc.close_stdin();
     again.proc.wait(TIMEOUT);
 }
+
+/// The mode bits of `path`.
+fn mode(path: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    meta.permissions().mode() & 0o777
+}
+
+/// Issue 34, row 7: under umask 022, `--task-dir` was 0755 and its files
+/// 0644, so every local user could read stored values.
+#[test]
+fn task_dir_and_its_files_are_private_whatever_the_umask() {
+    let store = TempDir::new();
+    let dir = store.path().join("deep/tasks");
+    let dir_arg = dir.to_string_lossy().to_string();
+    let args = [
+        "--task-after",
+        "0",
+        "--max-result-chars",
+        "100",
+        "--task-dir",
+        dir_arg.as_str(),
+    ];
+    let program = TempDir::new();
+    let program_file = manifest(&program);
+    let mut command = util::cmd(["mcp"]);
+    command.arg(&program_file).args(args);
+    util::with_umask(&mut command, 0o022);
+    let mut s = Lines::spawn(&mut command, Some(program));
+    let created = s.ask_json(&call(1, "slowEcho", 10, true));
+    let task = created["result"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_string();
+    settle(&mut |m| s.ask_json(m), &task);
+    let params = json!({"name": "bigList", "arguments": {"_1": 500}});
+    let big = s.ask_json(&request(2, "tools/call", params, false));
+    assert!(big["result"]["content"][1]["uri"].is_string(), "{big}");
+    assert_eq!(mode(&dir), 0o700, "the task directory");
+    let files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("task dir")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    assert_eq!(files.len(), 2, "a task file and a result file: {files:?}");
+    for file in &files {
+        assert_eq!(mode(file), 0o600, "{}", file.display());
+    }
+    let stderr = s.proc.stderr_now();
+    assert!(!stderr.contains("open to its group"), "{stderr}");
+    s.finish();
+    // A directory made open by someone else is used, with a warning.
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let program = TempDir::new();
+    let program_file = manifest(&program);
+    let mut command = util::cmd(["mcp"]);
+    command.arg(&program_file).args(args);
+    util::with_umask(&mut command, 0o022);
+    let mut again = Lines::spawn(&mut command, Some(program));
+    let warned = util::poll_until(|| {
+        let stderr = again.proc.stderr_now();
+        stderr
+            .contains("is open to its group or others (mode 755)")
+            .then_some(())
+    });
+    assert!(warned.is_some(), "{}", again.proc.stderr_now());
+    let got = again.ask_json(&task_req(3, "tasks/get", &task));
+    assert_eq!(got["result"]["status"], "completed", "{got}");
+    again.finish();
+}

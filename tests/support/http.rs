@@ -9,7 +9,8 @@
 
 use std::ffi::OsString;
 use std::io::{self, ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::os::fd::FromRawFd;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -214,6 +215,21 @@ impl Client {
     pub fn connect(addr: SocketAddr) -> Client {
         let stream =
             TcpStream::connect(addr).unwrap_or_else(|e| panic!("cannot connect to {addr}: {e}"));
+        stream
+            .set_read_timeout(Some(IO_TIMEOUT))
+            .expect("set a read timeout");
+        stream.set_nodelay(true).expect("set TCP_NODELAY");
+        Client {
+            stream,
+            addr,
+            buf: Vec::new(),
+        }
+    }
+
+    /// A connection from 127.0.0.`last` (a second client address).
+    #[track_caller]
+    pub fn connect_from(addr: SocketAddr, last: u8) -> Client {
+        let stream = connect_from(Ipv4Addr::new(127, 0, 0, last), addr);
         stream
             .set_read_timeout(Some(IO_TIMEOUT))
             .expect("set a read timeout");
@@ -595,4 +611,41 @@ pub fn router(dir: TempDir, manifests: &[&Path], extra: &[&str]) -> Server {
     args.extend(["--http-port", "0", "--lazy-pools"].map(OsString::from));
     args.extend(extra.iter().map(OsString::from));
     Server::spawn(dir, &mut util::cmd(args))
+}
+
+/// A TCP connection to `to` from the local address `from` (all of 127/8
+/// is loopback on Linux, so 127.0.0.2 is a second client address).
+pub fn connect_from(from: Ipv4Addr, to: SocketAddr) -> TcpStream {
+    let SocketAddr::V4(to) = to else {
+        panic!("the server listens on IPv4")
+    };
+    let sockaddr = |ip: Ipv4Addr, port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(ip).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: plain socket calls on a descriptor this function owns; the
+    // addresses are valid `sockaddr_in` values of the size given.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        let stream = TcpStream::from_raw_fd(fd);
+        let local = sockaddr(from, 0);
+        let rc = libc::bind(fd, (&local as *const libc::sockaddr_in).cast(), len);
+        assert_eq!(rc, 0, "bind {from}: {}", std::io::Error::last_os_error());
+        let remote = sockaddr(*to.ip(), to.port());
+        loop {
+            let rc = libc::connect(fd, (&remote as *const libc::sockaddr_in).cast(), len);
+            if rc == 0 {
+                break;
+            }
+            let err = std::io::Error::last_os_error();
+            assert_eq!(err.kind(), ErrorKind::Interrupted, "connect {to}: {err}");
+        }
+        stream
+    }
 }

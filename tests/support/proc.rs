@@ -151,6 +151,20 @@ where
     command
 }
 
+/// Makes `command`'s child start with file-creation mask `mask` (a test of
+/// file modes must not depend on the umask of whoever runs the suite).
+pub fn with_umask(command: &mut Command, mask: u32) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: `umask` is async-signal-safe and touches no memory; the
+    // closure runs in the child between fork and exec.
+    unsafe {
+        command.pre_exec(move || {
+            libc::umask(mask as libc::mode_t);
+            Ok(())
+        })
+    }
+}
+
 /// Runs the binary with these arguments and no stdin.
 #[track_caller]
 pub fn run<I, S>(args: I) -> Output

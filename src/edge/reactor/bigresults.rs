@@ -6,7 +6,6 @@
 //! `protocol::mcp::bigresults`; this file adds the clock, the ids and the
 //! files.
 
-use std::io::Write;
 use std::time::{Duration, Instant};
 
 use mio::Token;
@@ -14,7 +13,6 @@ use serde_json::Value as Json;
 
 use crate::edge::proc;
 use crate::format::json::page::Paged;
-use crate::protocol::http::Request;
 use crate::protocol::jsonrpc;
 use crate::protocol::mcp::bigresults::{self, ResourceMethod, ResourceRequest};
 use crate::protocol::mcp::call::Ending;
@@ -99,19 +97,18 @@ impl Reactor {
         jsonrpc::result_response(&req.id, result)
     }
 
-    /// A `resources/*` request over HTTP, answered under its
-    /// `Authorization`.
+    /// A `resources/*` request over HTTP, answered for `owner`
+    /// (`HttpFront::call_owner`).
     pub(super) fn http_resource(
         &mut self,
         token: Token,
-        req: &Request,
         resource: ResourceRequest,
+        owner: &str,
         headers: &[(String, String)],
         keep_alive: bool,
     ) {
-        let owner = req.header("authorization").unwrap_or("").to_string();
         let modern = resource.modern;
-        let reply = self.answer_resource(&owner, resource);
+        let reply = self.answer_resource(owner, resource);
         let status = if modern {
             era::http_status(&reply)
         } else {
@@ -139,14 +136,9 @@ impl Reactor {
         };
         let path = dir.join(format!("{id}.{RESULT_EXT}"));
         let tmp = dir.join(format!(".{id}.{RESULT_EXT}.tmp"));
-        let written = std::fs::File::create(&tmp)
-            .and_then(|mut f| {
-                f.write_all(bigresults::stored_head(stored).as_bytes())?;
-                f.write_all(stored.value.text().as_bytes())
-            })
-            .and_then(|()| std::fs::rename(&tmp, &path));
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&tmp);
+        let head = bigresults::stored_head(stored);
+        let parts = [head.as_bytes(), stored.value.text().as_bytes()];
+        if let Err(e) = super::tasks::write_private(&path, &tmp, &parts) {
             eprintln!(
                 "morloc-mcp: cannot store result {id} in {}: {e}",
                 dir.display()

@@ -359,6 +359,26 @@ impl HttpFront {
         }
     }
 
+    /// The owner of what a request on `token` leaves behind (tasks, jobs,
+    /// stored results): under OAuth, the token's issuer and subject; with
+    /// `--auth-token`, `token` (every holder of the one token is one owner,
+    /// however it spells the scheme); without authentication, the legacy
+    /// session `session` (empty for a modern request), else the peer's
+    /// address. A client-sent `Authorization` header is never read here:
+    /// without authentication it proves nothing, so it owns nothing.
+    pub(super) fn call_owner(&self, token: Token, session: &str) -> String {
+        let conn = self.conns.get(&token);
+        if let Some(principal) = conn.and_then(Conn::principal) {
+            return principal.owner();
+        }
+        match (&self.token, conn.map(Conn::peer)) {
+            (Some(_), _) => "token".to_string(),
+            (None, _) if !session.is_empty() => format!("session {session}"),
+            (None, Some(ip)) => format!("peer {ip}"),
+            (None, None) => String::new(),
+        }
+    }
+
     /// The earliest timer of the connections, and the drain's deadline.
     pub(super) fn next_deadline(&self) -> Option<Instant> {
         let conns = self.conns.values();

@@ -4,8 +4,12 @@
 //! after their TTL. The table and every message live in
 //! `protocol::mcp::tasks`; this file adds the clock and the random ids.
 
-use crate::edge::log;
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::edge::log;
 
 use serde_json::Value as Json;
 
@@ -146,19 +150,20 @@ impl Reactor {
         crate::protocol::jsonrpc::result_response(&req.id, result)
     }
 
-    /// A `tasks/*` request over HTTP, answered under its `Authorization`.
+    /// A `tasks/*` request over HTTP, answered for `owner`
+    /// (`HttpFront::call_owner`).
     pub(super) fn http_task(
         &mut self,
         token: Token,
         req: &Request,
         task: TaskRequest,
+        owner: &str,
         headers: &[(String, String)],
         keep_alive: bool,
     ) {
-        let owner = req.header("authorization").unwrap_or("").to_string();
         let reply = match super::jobs::header_mismatch(req, &task) {
             Some(refused) => refused,
-            None => self.answer_task(&owner, task),
+            None => self.answer_task(owner, task),
         };
         let status = era::http_status(&reply);
         let body = crate::protocol::mcp::structured::to_vec(&reply);
@@ -195,7 +200,7 @@ impl Reactor {
         let Some(dir) = self.options.task_dir.clone() else {
             return;
         };
-        if let Err(e) = std::fs::create_dir_all(&dir) {
+        if let Err(e) = private_dir(&dir) {
             log::error(&format!(
                 "cannot create the task directory {}: {e}; tasks live in memory",
                 dir.display()
@@ -244,8 +249,7 @@ impl Reactor {
         let path = dir.join(format!("{id}.json"));
         let tmp = dir.join(format!(".{id}.tmp"));
         let text = tasks::to_stored(task).to_string();
-        let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, &path));
-        if let Err(e) = written {
+        if let Err(e) = write_private(&path, &tmp, &[text.as_bytes()]) {
             log::error(&format!("cannot store task {id} in {}: {e}", dir.display()));
         }
     }
@@ -264,4 +268,55 @@ impl Reactor {
         let wait = at.saturating_sub(now_ms());
         Some(Instant::now() + Duration::from_millis(wait))
     }
+}
+
+/// Makes `--task-dir` (and its missing parents) readable by the server's
+/// user only (0700, whatever the umask). A directory that already exists is
+/// left as it is, with a warning when its group or others may enter it: the
+/// files in it are private anyway (see [`write_private`]), but their names
+/// and number are not.
+fn private_dir(dir: &Path) -> io::Result<()> {
+    match std::fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => {
+            let mode = meta.permissions().mode() & 0o777;
+            if mode & 0o077 != 0 {
+                log::warn(&format!(
+                    "the task directory {} is open to its group or others (mode {mode:03o}); its files are private (0600), but `chmod 700` it to hide their names too",
+                    dir.display()
+                ));
+            }
+            Ok(())
+        }
+        Ok(_) => Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            "not a directory",
+        )),
+        Err(_) => std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir),
+    }
+}
+
+/// Writes `parts` to `path` through `tmp` (renamed over it), both readable
+/// and writable by the server's user only (0600, whatever the umask; a
+/// `tmp` left by a crash is made so too). On failure `tmp` is removed.
+pub(super) fn write_private(path: &Path, tmp: &Path, parts: &[&[u8]]) -> io::Result<()> {
+    let written = (|| {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(tmp)?;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        for part in parts {
+            file.write_all(part)?;
+        }
+        std::fs::rename(tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(tmp);
+    }
+    written
 }

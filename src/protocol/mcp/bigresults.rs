@@ -22,8 +22,6 @@ use crate::format::json::page::{Kind, Paged};
 use crate::protocol::jsonrpc::{self, ErrorCode, RequestId};
 use crate::protocol::tools;
 
-use super::tasks::owner_key;
-
 #[cfg(test)]
 mod tests;
 
@@ -131,7 +129,7 @@ pub fn uri_of(id: &str) -> String {
 #[derive(Debug)]
 pub struct Stored {
     pub id: String,
-    /// `owner_key` of the authorization it was made under.
+    /// The owner it was made under, whole (as a task's).
     pub owner: String,
     /// The tool that returned it.
     pub tool: String,
@@ -200,7 +198,7 @@ impl ResultStore {
         now: u64,
     ) -> Vec<String> {
         let mut freed = self.expire(now);
-        let key = owner_key(owner);
+        let key = owner.to_string();
         loop {
             let own = self.map.values().filter(|r| r.owner == key).count();
             let victim = if own >= self.per_owner {
@@ -287,16 +285,15 @@ impl ResultStore {
     pub fn get(&self, id: &str, owner: &str, now: u64) -> Option<&Stored> {
         self.map
             .get(id)
-            .filter(|r| r.owner == owner_key(owner) && r.expires_ms > now)
+            .filter(|r| r.owner == owner && r.expires_ms > now)
     }
 
     /// `owner`'s live results, oldest first.
     pub fn of_owner(&self, owner: &str, now: u64) -> Vec<&Stored> {
-        let key = owner_key(owner);
         let mut all: Vec<&Stored> = self
             .map
             .values()
-            .filter(|r| r.owner == key && r.expires_ms > now)
+            .filter(|r| r.owner == owner && r.expires_ms > now)
             .collect();
         all.sort_by_key(|r| r.seq);
         all
@@ -327,7 +324,7 @@ impl ResultStore {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoredHead {
     pub id: String,
-    /// Already an `owner_key`.
+    /// The owner, whole.
     pub owner: String,
     pub tool: String,
     pub created_ms: u64,
@@ -688,4 +685,4 @@ pub fn not_found(id: &RequestId, uri: &str, why: &str) -> Json {
 }
 
 /// Why a well-formed result URI finds nothing here.
-pub const NOT_HELD: &str = "no such result here (it expired, was freed at the cap, was made by another server instance, or belongs to another authorization)";
+pub const NOT_HELD: &str = "no such result here (it expired, was freed at the cap, was made by another server instance, or belongs to another owner)";

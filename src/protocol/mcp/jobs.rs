@@ -263,7 +263,7 @@ pub fn result_of(task: &Task, ttl_ms: u64, now: u64) -> Json {
 /// The `isError` result for a job id this caller does not hold.
 pub fn unknown_job(id: &str) -> Json {
     error_result(&format!(
-        "unknown job '{id}': no such job here (it expired, was never created by this server instance, or belongs to another authorization)"
+        "unknown job '{id}': no such job here (it expired, was never created by this server instance, or belongs to another owner)"
     ))
 }
 

@@ -75,8 +75,10 @@ impl Status {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Task {
     pub id: String,
-    /// Who may see it: a hash of the authorization it was created under
-    /// (`owner_key`), so a stored task does not hold the token itself.
+    /// Who may see it: the owner it was created under, whole (compared
+    /// exactly, never through a hash that could collide). An owner never
+    /// holds a credential (see `HttpFront::call_owner`), so a task file
+    /// (private to the server's user) may hold it as it is.
     pub owner: String,
     pub status: Status,
     /// Set when the task settles (a working task's message is computed).
@@ -166,7 +168,7 @@ impl Tasks {
         started: u64,
     ) -> Result<(&Task, Vec<String>), TaskError> {
         let mut freed = self.expire(now);
-        let key = owner_key(owner);
+        let key = owner.to_string();
         let mut held: HashMap<&str, usize> = HashMap::new();
         for task in self.map.values() {
             *held.entry(task.owner.as_str()).or_default() += 1;
@@ -237,7 +239,7 @@ impl Tasks {
     /// The task, if `owner` may see it and it has not expired.
     pub fn get(&self, id: &str, owner: &str, now: u64) -> Result<&Task, TaskError> {
         match self.map.get(id) {
-            Some(t) if t.owner == owner_key(owner) && t.expires_ms.is_none_or(|e| e > now) => Ok(t),
+            Some(t) if t.owner == owner && t.expires_ms.is_none_or(|e| e > now) => Ok(t),
             _ => Err(TaskError::Unknown),
         }
     }
@@ -299,18 +301,6 @@ impl Tasks {
         all.sort_by(|a, b| (a.created_ms, &a.id).cmp(&(b.created_ms, &b.id)));
         all
     }
-}
-
-/// The stored form of an owner: FNV-1a (64 bits) of the authorization, in
-/// hex. Not a secret-keeping hash: it only keeps the token out of the task
-/// files; whoever holds the token still passes the server's own check.
-pub fn owner_key(owner: &str) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in owner.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    format!("{h:016x}")
 }
 
 /// Whether a task id is safe as a file name (`<instance>.<hex>`).
@@ -479,7 +469,7 @@ pub fn unknown_task(id: &RequestId, task_id: &str) -> Json {
         Some(id),
         ErrorCode::InvalidParams,
         &format!(
-            "unknown task '{task_id}': no such task here (it expired, was never created by this server instance, or belongs to another authorization)"
+            "unknown task '{task_id}': no such task here (it expired, was never created by this server instance, or belongs to another owner)"
         ),
     )
 }

@@ -298,8 +298,14 @@ impl Reactor {
         match step {
             // `subscriptions/listen` is always a modern request.
             Step::Nothing | Step::Listen(_) => self.respond(token, 202, &cors, &[], keep_alive),
-            Step::Task(request) => self.http_task(token, &req, request, &cors, keep_alive),
-            Step::Resource(request) => self.http_resource(token, &req, request, &cors, keep_alive),
+            Step::Task(request) => {
+                let owner = self.call_owner(token, &session_id);
+                self.http_task(token, &req, request, &owner, &cors, keep_alive)
+            }
+            Step::Resource(request) => {
+                let owner = self.call_owner(token, &session_id);
+                self.http_resource(token, request, &owner, &cors, keep_alive)
+            }
             Step::Reply(reply) => self.respond(token, 200, &cors, &body(&reply), keep_alive),
             Step::Cancel(id) => {
                 // No JSON-RPC response is due for a cancelled request (clients
@@ -320,7 +326,7 @@ impl Reactor {
                 self.respond(token, 202, &cors, &[], keep_alive)
             }
             Step::Call(mut request) => {
-                request.owner = req.header("authorization").unwrap_or("").to_string();
+                request.owner = self.call_owner(token, &session_id);
                 let sse = accepts_sse
                     && req.minor_version >= 1
                     && (request.progress_token.is_some() || session.log_level.is_some());
@@ -409,10 +415,16 @@ impl Reactor {
                 let status = era::http_status(&reply);
                 self.respond(token, status, &cors, &body(&reply), keep_alive)
             }
-            Step::Task(request) => self.http_task(token, req, request, &cors, keep_alive),
-            Step::Resource(request) => self.http_resource(token, req, request, &cors, keep_alive),
+            Step::Task(request) => {
+                let owner = self.call_owner(token, "");
+                self.http_task(token, req, request, &owner, &cors, keep_alive)
+            }
+            Step::Resource(request) => {
+                let owner = self.call_owner(token, "");
+                self.http_resource(token, request, &owner, &cors, keep_alive)
+            }
             Step::Call(mut request) => {
-                request.owner = req.header("authorization").unwrap_or("").to_string();
+                request.owner = self.call_owner(token, "");
                 let wants_logs = request
                     .modern
                     .as_ref()
@@ -437,7 +449,7 @@ impl Reactor {
                 let refs: Vec<(&str, &str)> =
                     cors.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
                 http::write_sse_head(conn.out(), &refs, keep_alive);
-                let owner = req.header("authorization").unwrap_or("").to_string();
+                let owner = self.call_owner(token, "");
                 self.agreed_task_ids(&mut listen, &owner);
                 let Some(conn) = self.conn_mut(token) else {
                     return;
@@ -460,6 +472,14 @@ impl Reactor {
                 self.flush_conn(token);
             }
         }
+    }
+
+    /// [`HttpFront::call_owner`](super::HttpFront::call_owner) of a request
+    /// on `token` in legacy session `session` (empty: a modern request).
+    fn call_owner(&self, token: Token, session: &str) -> String {
+        self.http
+            .as_ref()
+            .map_or_else(String::new, |f| f.call_owner(token, session))
     }
 
     /// The connections waiting for running calls of `session` (only the call
