@@ -692,9 +692,25 @@ class Suite:
         self.servers = []
 
     def compiled(self, program):
-        """The manifest of a compiled program (with its pools), or None."""
-        path = os.path.join(self.programs, program, "nexus-build", "manifest.json")
-        return path if os.path.isfile(path) else None
+        """The manifest of a compiled program (with its pools), or None: one
+        of the suite's own, else one under MORLOC_REAL_PROGRAMS (so the
+        checks of the programs known by name run where they are compiled)."""
+        for directory in [self.programs] + self.extra_dirs():
+            path = os.path.join(directory, program, "nexus-build", "manifest.json")
+            if os.path.isfile(path):
+                return path
+        return None
+
+    def extra_dirs(self):
+        """The MORLOC_REAL_PROGRAMS directories, as host paths (a path
+        inside a root is taken inside it)."""
+        out = []
+        for directory in self.extra:
+            if not os.path.isdir(directory):
+                directory = self.place.host(directory)
+            if os.path.isdir(directory):
+                out.append(directory)
+        return out
 
     def manifest_only(self, program):
         """The manifest of a program known only by its manifest, or None."""
@@ -1045,11 +1061,7 @@ class Suite:
                 path = self.compiled(name)
                 if path:
                     out.append((name, path))
-        for directory in self.extra:
-            if not os.path.isdir(directory):
-                directory = self.place.host(directory)
-            if not os.path.isdir(directory):
-                continue
+        for directory in self.extra_dirs():
             for name in sorted(os.listdir(directory)):
                 path = os.path.join(directory, name, "nexus-build", "manifest.json")
                 if os.path.isfile(path):
@@ -1919,6 +1931,12 @@ def main():
         if found.root is not None and manifests is not None:
             manifests = found.copy_in(manifests, "manifests")
         extra = [d for d in os.environ.get("MORLOC_REAL_PROGRAMS", "").split(":") if d]
+        if "MORLOC_REAL_PROGRAMS" not in os.environ and found.root is not None:
+            # Inside a root, programs compiled into the cache's extra/ are
+            # compared too.
+            default = found.host(os.path.join(place.ROOT_CACHE, "extra"))
+            if os.path.isdir(default):
+                extra = [default]
         reference = found.reference()
         print("test-real: the reference: %s" % (reference or "not installed (the differential checks skip)"),
               flush=True)
