@@ -40,6 +40,8 @@ from programs import NEEDS, real_runtime
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BEGIN = "<!-- bursts:begin -->"
 END = "<!-- bursts:end -->"
+BEGIN_COLD = "<!-- bursts-cold:begin -->"
+END_COLD = "<!-- bursts-cold:end -->"
 BURST = 8
 
 # language: (program, slow tool, its argument, the result's text, a small
@@ -116,17 +118,20 @@ def spread(values: list[float]) -> str:
     return "%.2f (%.2f-%.2f)" % (statistics.median(values), min(values), max(values))
 
 
-def render(rows, trials: int, rounds: int, load: str) -> str:
-    lines = [BEGIN, "", "## Bursts into real single-threaded pools (`bench/bursts.py`)", "",
+def render(rows, trials: int, rounds: int, load: str, cold: bool, begin: str, end: str) -> str:
+    title = "Cold bursts" if cold else "Bursts"
+    into = ("into a fresh server right after `initialize`, while its first pool process starts (`--cold`)"
+            if cold else "into a fresh server whose first pool process is up (one small call made first)")
+    lines = [begin, "", "## %s into real single-threaded pools (`bench/bursts.py`)" % title, "",
              "8 concurrent 0.5 s calls (Python `slowEcho 500`, R `rSleep 0.5`, C++ `cppSleep 0.5`) "
-             "into a fresh server whose first pool process is up (one small call made first); then "
+             + into + "; then "
              "%d more rounds. Seconds: median over %d trials (trials of the servers taking turns), "
              "smallest-largest in brackets; every result checked. Load average at the start: %s. %s"
              % (rounds, trials, load, provenance()), "",
              "| pool | server | first round | later rounds |", "|---|---|---|---|"]
     for lang, name, first, later in rows:
         lines.append("| %s | %s | %s | %s |" % (lang, name, spread(first), spread(later)))
-    lines += ["", END, ""]
+    lines += ["", end, ""]
     return "\n".join(lines)
 
 
@@ -137,6 +142,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds after the first")
     parser.add_argument("--only", action="append", default=[], help="a pool language (Python, R, C++)")
     parser.add_argument("--before", help="an older morloc-mcp binary, measured with its defaults beside")
+    parser.add_argument("--cold", action="store_true",
+                        help="send the burst at once after initialize, while the pool starts (its own section)")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "RESULTS.md"))
     args = parser.parse_args(argv)
     real = real_runtime()
@@ -166,7 +173,8 @@ def main(argv: list[str]) -> int:
                 for name, server_argv in servers:
                     server = Server(server_argv, real.env())
                     try:
-                        server.call(small[0], small[1], small[2])
+                        if not args.cold:
+                            server.call(small[0], small[1], small[2])
                         got[name][0].append(server.burst(tool, {"_1": arg}, want, BURST))
                         for _ in range(args.rounds):
                             got[name][1].append(server.burst(tool, {"_1": arg}, want, BURST))
@@ -177,7 +185,8 @@ def main(argv: list[str]) -> int:
                 print("%s, %s: first round %s s, later rounds %s s" % (lang, name, spread(first), spread(later)),
                       flush=True)
                 rows.append((lang, name, first, later))
-    write_section(args.out, BEGIN, END, render(rows, args.trials, args.rounds, load))
+    begin, end = (BEGIN_COLD, END_COLD) if args.cold else (BEGIN, END)
+    write_section(args.out, begin, end, render(rows, args.trials, args.rounds, load, args.cold, begin, end))
     print("bursts: wrote %s" % os.path.relpath(args.out, ROOT))
     return 0
 
