@@ -304,6 +304,13 @@ fn decode_char(text: &str, pos: usize) -> Option<(char, usize)> {
             if let Some(s) = simple {
                 return Some((s, pos + 2));
             }
+            if c != b'u' {
+                // Not an escape JSON has: one replacement character for the
+                // backslash and the whole character after it (which may be
+                // several bytes: stepping one byte would land inside it).
+                let after = text.get(pos + 1..)?.chars().next()?;
+                return Some(('\u{fffd}', pos + 1 + after.len_utf8()));
+            }
             let hex = |at: usize| {
                 text.get(at..at + 4)
                     .and_then(|h| u32::from_str_radix(h, 16).ok())

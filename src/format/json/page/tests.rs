@@ -155,3 +155,30 @@ fn odd_text_never_panics() {
     assert_eq!(Paged::new(" [ ] ".into()).count(), 0);
     assert_eq!(Paged::new("[ 1 , 2 ]".into()).page(1, 1), "[2]");
 }
+
+/// Fuzz finding (`result_uri`): a backslash before a multi-byte character
+/// made the string branch step into the middle of it, and cutting a preview
+/// or page there panicked ("end byte index 5 is not a char boundary").
+#[test]
+fn a_backslash_before_a_multibyte_character_is_one_character() {
+    let text = "\"ab\\\u{3da}\u{1a3}\u{2026}cd\"";
+    let paged = Paged::new(text.to_string());
+    assert_eq!(paged.kind(), Kind::Str);
+    // `a`, `b`, the bad escape with its `Ϛ`, `ƣ`, `…`, `c`, `d`.
+    assert_eq!(paged.count(), 7);
+    assert_eq!(paged.page(0, 100), "ab\u{fffd}\u{1a3}\u{2026}cd");
+    assert_eq!(paged.page(2, 1), "\u{fffd}");
+    for budget in 0..text.len() + 2 {
+        if let Some((preview, _)) = paged.preview(budget) {
+            assert!(preview.ends_with('"'), "{preview:?}");
+        }
+    }
+    // Every other kind of odd escape, before every width of character.
+    for tail in ["\\\u{3da}", "\\x", "\\u12\u{3da}", "\\\u{10348}", "\\"] {
+        let paged = Paged::new(format!("\"a{tail}b\""));
+        for budget in 0..16 {
+            let _ = paged.preview(budget);
+            let _ = paged.page(budget, 3);
+        }
+    }
+}
