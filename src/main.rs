@@ -23,6 +23,8 @@ use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
 
 use morloc_mcp::edge::cli::{self, Action, CliError, ServeConfig};
+use morloc_mcp::edge::log;
+use morloc_mcp::protocol::log::Level;
 
 /// The process entry point, called by the C library's start-up code.
 #[cfg(not(test))]
@@ -60,6 +62,11 @@ fn start() {
 }
 
 fn run(argv0: Option<OsString>, argv: impl Iterator<Item = OsString>) -> u8 {
+    let argv: Vec<OsString> = argv.collect();
+    // Lines before serving (a usage error, a warning) already take the
+    // format asked for; `serve` sets the level and format again.
+    let (level, format) = cli::obs::early_logging(&argv);
+    log::configure(level, format);
     let raw = match cli::parse_args(argv0.as_deref(), argv) {
         Ok(raw) => raw,
         Err(e) => return fail(&e),
@@ -67,13 +74,13 @@ fn run(argv0: Option<OsString>, argv: impl Iterator<Item = OsString>) -> u8 {
     let mut warnings = Vec::new();
     let action = cli::prepare(raw, &cli::Env::from_process(), &mut warnings);
     for warning in &warnings {
-        eprintln!("morloc-mcp: warning: {warning}");
+        log::warn(&format!("warning: {warning}"));
     }
     match action {
         Err(e) => fail(&e),
         Ok(Action::Print { stdout, stderr }) => {
             for line in &stderr {
-                eprintln!("{line}");
+                log::labelled(Level::Warn, line);
             }
             print(&stdout)
         }
@@ -82,7 +89,7 @@ fn run(argv0: Option<OsString>, argv: impl Iterator<Item = OsString>) -> u8 {
 }
 
 fn fail(error: &CliError) -> u8 {
-    eprintln!("morloc-mcp: {error}");
+    log::error(&error.to_string());
     error.exit_code()
 }
 
@@ -95,7 +102,7 @@ fn print(text: &str) -> u8 {
         Ok(()) => 0,
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => 0,
         Err(e) => {
-            eprintln!("morloc-mcp: cannot write to stdout: {e}");
+            log::error(&format!("cannot write to stdout: {e}"));
             1
         }
     }
@@ -106,7 +113,7 @@ fn serve(config: ServeConfig) -> u8 {
         Ok(code) => u8::try_from(code).unwrap_or(1),
         Err(e) => {
             // In the format --log-format asked for (serve set it first).
-            morloc_mcp::edge::log::error(&e.to_string());
+            log::error(&e.to_string());
             1
         }
     }

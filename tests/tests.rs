@@ -12,6 +12,8 @@ mod golden_tools;
 mod hostile;
 mod http;
 mod jobs;
+#[cfg(feature = "oauth")]
+mod log_lines;
 mod make_test;
 mod metrics;
 mod modern;

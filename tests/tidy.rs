@@ -106,6 +106,48 @@ fn no_trailing_whitespace_or_tabs() {
     check("no trailing whitespace or tabs in Rust files", offenders);
 }
 
+/// The server's stderr is written by its one logger (`src/edge/log.rs`), so
+/// every line has the chosen format (`--log-format json`: one object per
+/// line) and outside strings in it are escaped. Test code may print.
+#[test]
+fn only_the_logger_writes_to_stderr() {
+    let needles = [
+        concat!("eprint", "ln!"),
+        concat!("eprint", "!("),
+        concat!("io::", "stderr"),
+        concat!("STDERR_", "FILENO"),
+        concat!("dbg", "!("),
+    ];
+    let mut offenders = Vec::new();
+    for path in rust_files("src") {
+        let name = rel(&path);
+        let test_code = path.file_name().is_some_and(|n| n == "tests.rs")
+            || path.components().any(|c| c.as_os_str() == "tests");
+        if name == "src/edge/log.rs" || test_code {
+            continue;
+        }
+        // Test modules at the bottom of a file may print.
+        let text = read(&path);
+        let code = text.split("#[cfg(test)]\nmod tests {").next().unwrap_or("");
+        for (n, line) in code.lines().enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            // fd 1 is pointed at stderr at start-up: the one other use.
+            if name == "src/edge/proc.rs" && line.contains("dup2(") {
+                continue;
+            }
+            if let Some(needle) = needles.iter().find(|needle| line.contains(*needle)) {
+                offenders.push(format!("{name}:{}: {needle}", n + 1));
+            }
+        }
+    }
+    check(
+        "only src/edge/log.rs writes to stderr: use edge::log (and protocol::log::Untrusted for outside strings)",
+        offenders,
+    );
+}
+
 #[test]
 fn no_should_panic_or_ignore() {
     let needles = [concat!("#[", "should_panic"), concat!("#[", "ignore")];

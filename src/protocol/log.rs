@@ -8,8 +8,6 @@
 
 use serde_json::Value as Json;
 
-use crate::format::json;
-
 /// A record's severity, most severe first; a threshold shows its level and
 /// those before it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -56,6 +54,24 @@ impl Format {
     }
 }
 
+/// A string that came from outside the server (a peer, a token, a key
+/// server, a manifest, a tools file, a file on disk), to be put in a
+/// message: it displays quoted, with `"`, `\` and every control character
+/// escaped (C0, DEL and C1), so it can neither split or forge a line nor
+/// reach a terminal as an escape sequence. Messages name such strings
+/// through this type; the renderer escapes control characters in any
+/// message too, as a second guard.
+#[derive(Clone, Copy, Debug)]
+pub struct Untrusted<'a>(pub &'a str);
+
+impl std::fmt::Display for Untrusted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut out = String::with_capacity(self.0.len() + 2);
+        quote(&mut out, self.0);
+        f.write_str(&out)
+    }
+}
+
 /// A field's value.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Value<'a> {
@@ -88,9 +104,9 @@ pub fn render_into(out: &mut String, format: Format, record: &Record<'_>, unix_m
     match format {
         Format::Text => {
             if record.prefixed {
-                out.push_str("morloc-mcp: ");
+                out.push_str(PREFIX);
             }
-            out.push_str(record.msg);
+            push_message(out, record.msg);
             for (key, value) in record.fields {
                 out.push(' ');
                 out.push_str(key);
@@ -109,7 +125,7 @@ pub fn render_into(out: &mut String, format: Format, record: &Record<'_>, unix_m
             out.push_str("\",\"level\":\"");
             out.push_str(record.level.name());
             out.push_str("\",\"msg\":");
-            json_str(out, record.msg);
+            json_str(out, unlabelled(record));
             for (key, value) in record.fields {
                 out.push(',');
                 json_str(out, key);
@@ -127,6 +143,26 @@ pub fn render_into(out: &mut String, format: Format, record: &Record<'_>, unix_m
     out.push('\n');
 }
 
+/// What a text line starts with (and what a json `msg` leaves out).
+const PREFIX: &str = "morloc-mcp: ";
+
+/// The labels a line may carry itself: ours, and the reference's spelling
+/// (kept in the tool exclusion notes, which match its wording).
+const LABELS: [&str; 2] = [PREFIX, "morloc mcp: "];
+
+/// A record's message without the label it carries (json has the level and
+/// needs no label; repeating it in `msg` is noise).
+fn unlabelled<'a>(record: &Record<'a>) -> &'a str {
+    if !record.prefixed {
+        for label in LABELS {
+            if let Some(rest) = record.msg.strip_prefix(label) {
+                return rest;
+            }
+        }
+    }
+    record.msg
+}
+
 /// A JSON string literal: copied whole when nothing in it needs escaping
 /// (the common case, and several times cheaper), else escaped.
 fn json_str(out: &mut String, s: &str) {
@@ -136,30 +172,92 @@ fn json_str(out: &mut String, s: &str) {
         out.push_str(s);
         out.push('"');
     } else {
-        json::write_str(out, s);
+        quote(out, s);
+    }
+}
+
+/// `s` as a JSON string literal in which every control character is
+/// escaped: those JSON requires (C0), and DEL and C1 too (`\u009b` is a
+/// terminal's CSI).
+fn quote(out: &mut String, s: &str) {
+    out.reserve(s.len() + 2);
+    out.push('"');
+    escape_into(out, s, true);
+    out.push('"');
+}
+
+/// Copies `s` with its control characters escaped (`\n`, `\u001b`), and
+/// with `quoted`, `"` and `\\` too (inside a JSON string); a tab stays a
+/// tab outside one.
+fn escape_into(out: &mut String, s: &str, quoted: bool) {
+    let mut start = 0;
+    for (i, c) in s.char_indices() {
+        let escape = match c {
+            '"' | '\\' if quoted => true,
+            '\t' => quoted,
+            _ => c.is_control(),
+        };
+        if !escape {
+            continue;
+        }
+        out.push_str(&s[start..i]);
+        start = i + c.len_utf8();
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            _ => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                let n = c as u32;
+                out.push_str("\\u00");
+                out.push(char::from(HEX[(n >> 4) as usize & 0xf]));
+                out.push(char::from(HEX[n as usize & 0xf]));
+            }
+        }
+    }
+    out.push_str(&s[start..]);
+}
+
+/// A text line's message: as written, but for control characters, which
+/// are escaped (a message that interpolated an outside string by mistake
+/// still cannot split the line or drive the terminal).
+fn push_message(out: &mut String, msg: &str) {
+    if msg
+        .bytes()
+        .any(|b| b < 0x20 && b != b'\t' || b == 0x7f || b == 0xc2)
+    {
+        escape_into(out, msg, false);
+    } else {
+        out.push_str(msg);
     }
 }
 
 /// Whether any byte needs escaping, eight bytes at a time: a word has a
-/// byte under 0x20, or equal to `"` or `\`, when the classic "has a zero
-/// byte" test fires on it (or on it xor the byte repeated).
+/// byte under 0x20, or equal to `"`, `\`, DEL or 0xc2 (the lead byte of
+/// C1 controls), when the classic "has a zero byte" test fires on it (or
+/// on it xor the byte repeated).
 fn needs_escape(bytes: &[u8]) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     let below = |v: u64, n: u64| v.wrapping_sub(ONES * n) & !v & HIGHS != 0;
+    let has = |v: u64, b: u64| below(v ^ (ONES * b), 1);
     let mut chunks = bytes.chunks_exact(8);
     for chunk in &mut chunks {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
         let v = u64::from_le_bytes(word);
-        if below(v, 0x20) || below(v ^ (ONES * 0x22), 1) || below(v ^ (ONES * 0x5c), 1) {
+        if below(v, 0x20) || has(v, 0x22) || has(v, 0x5c) || has(v, 0x7f) || has(v, 0xc2) {
             return true;
         }
     }
     chunks.remainder().iter().any(|&b| ESCAPED[b as usize])
 }
 
-/// The bytes a JSON string literal escapes: controls, `"` and `\`.
+/// The bytes that send a string to [`quote`]: controls, `"`, `\`, DEL,
+/// and the lead byte of C1 controls (U+0080 to U+009F; also of other
+/// characters up to U+00BF, which are then copied as they are).
 const ESCAPED: [bool; 256] = {
     let mut table = [false; 256];
     let mut b = 0;
@@ -169,6 +267,8 @@ const ESCAPED: [bool; 256] = {
     }
     table[b'"' as usize] = true;
     table[b'\\' as usize] = true;
+    table[0x7f] = true;
+    table[0xc2] = true;
     table
 };
 
@@ -215,7 +315,7 @@ fn text_value(out: &mut String, s: &str) {
     if plain {
         out.push_str(s);
     } else {
-        json::write_str(out, s);
+        quote(out, s);
     }
 }
 

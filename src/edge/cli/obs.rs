@@ -29,6 +29,33 @@ pub struct ObsConfig {
     pub metrics_token: Option<String>,
 }
 
+/// The level and format for the lines written before the command line is
+/// parsed and resolved (a usage error, a warning): what `--log-level` and
+/// `--log-format` say if their values are found as typed (`--flag value` or
+/// `--flag=value`), else `warn` and text.
+pub fn early_logging(args: &[std::ffi::OsString]) -> (Level, Format) {
+    let (mut level, mut format) = (Level::Warn, Format::Text);
+    let mut args = args.iter().filter_map(|a| a.to_str()).peekable();
+    while let Some(arg) = args.next() {
+        let (flag, value) = match arg.split_once('=') {
+            Some((flag, value)) => (flag, Some(value)),
+            None => (arg, None),
+        };
+        if flag != "--log-level" && flag != "--log-format" {
+            continue;
+        }
+        let Some(value) = value.or_else(|| args.peek().copied()) else {
+            continue;
+        };
+        if flag == "--log-level" {
+            level = Level::parse(value).unwrap_or(level);
+        } else {
+            format = Format::parse(value).unwrap_or(format);
+        }
+    }
+    (level, format)
+}
+
 /// Whether `flag` (without its dashes) is one of these options.
 pub(super) fn is_obs_flag(flag: &str) -> bool {
     matches!(flag, "log-level" | "log-format" | "metrics-token")
@@ -123,6 +150,28 @@ mod tests {
             );
         }
         assert!(is_obs_flag("log-level") && !is_obs_flag("log"));
+    }
+
+    #[test]
+    fn early_logging_reads_the_flags_as_typed() {
+        let early = |args: &[&str]| {
+            let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+            early_logging(&args)
+        };
+        assert_eq!(early(&["mcp", "m.json"]), (Level::Warn, Format::Text));
+        assert_eq!(
+            early(&["mcp", "--log-format", "json", "--bad"]),
+            (Level::Warn, Format::Json)
+        );
+        assert_eq!(
+            early(&["mcp", "--log-format=json", "--log-level=error"]),
+            (Level::Error, Format::Json)
+        );
+        assert_eq!(
+            early(&["mcp", "--log-format", "xml"]),
+            (Level::Warn, Format::Text)
+        );
+        assert_eq!(early(&["mcp", "--log-format"]), (Level::Warn, Format::Text));
     }
 
     #[test]

@@ -11,9 +11,10 @@ use std::time::{Duration, Instant};
 use mio::Token;
 use serde_json::Value as Json;
 
-use crate::edge::proc;
+use crate::edge::{log, proc};
 use crate::format::json::page::Paged;
 use crate::protocol::jsonrpc;
+use crate::protocol::log::Untrusted;
 use crate::protocol::mcp::bigresults::{self, ResourceMethod, ResourceRequest};
 use crate::protocol::mcp::call::Ending;
 use crate::protocol::mcp::{self, era, CallRequest};
@@ -139,10 +140,10 @@ impl Reactor {
         let head = bigresults::stored_head(stored);
         let parts = [head.as_bytes(), stored.value.text().as_bytes()];
         if let Err(e) = super::tasks::write_private(&path, &tmp, &parts) {
-            eprintln!(
-                "morloc-mcp: cannot store result {id} in {}: {e}",
-                dir.display()
-            );
+            log::error(&format!(
+                "cannot store result {id} in {}: {e}",
+                Untrusted(&dir.to_string_lossy())
+            ));
         }
     }
 
@@ -179,7 +180,10 @@ impl Reactor {
                         let _ = std::fs::remove_file(&path);
                     }
                 }
-                Err(why) => eprintln!("morloc-mcp: ignoring result file {}: {why}", path.display()),
+                Err(why) => log::warn(&format!(
+                    "ignoring result file {}: {why}",
+                    Untrusted(&path.to_string_lossy())
+                )),
             }
         }
     }

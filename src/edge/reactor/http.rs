@@ -26,7 +26,7 @@
 //! `/health` endpoint and the drain; `caps` the connection caps.
 
 use crate::edge::log;
-use crate::protocol::log::Level;
+use crate::protocol::log::Untrusted;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io;
@@ -217,13 +217,10 @@ impl HttpFront {
         poll.registry()
             .register(&mut listener, LISTENER, Interest::READABLE)
             .map_err(|e| StartError(format!("cannot watch the listener: {e}")))?;
-        log::labelled(
-            Level::Info,
-            &format!(
-                "morloc mcp: serving \"{}\" (instance {instance}) over HTTP at http://{addr}/mcp",
-                catalog.server_name
-            ),
-        );
+        log::info(&format!(
+            "serving {} (instance {instance}) over HTTP at http://{addr}/mcp",
+            Untrusted(&catalog.server_name)
+        ));
         let oauth = match config.oauth {
             Some(settings) => {
                 let canonical = config.public_url.clone().unwrap_or_else(|| {
@@ -236,10 +233,10 @@ impl HttpFront {
                     format!("http://{host}:{}/mcp", addr.port())
                 });
                 let front = oauth::OAuthFront::new(settings, canonical)?;
-                eprintln!(
-                    "morloc mcp: OAuth: tokens must name the audience {}",
-                    front.audience()
-                );
+                log::info(&format!(
+                    "OAuth: tokens must name the audience {}",
+                    Untrusted(front.audience())
+                ));
                 Some(front)
             }
             None => None,

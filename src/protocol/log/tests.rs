@@ -120,10 +120,73 @@ fn escaping_is_found_anywhere_in_a_string() {
             }
         }
     }
-    // Bytes at and above 0x20 that need nothing, non-ASCII included.
+    // Bytes at and above 0x20 that need nothing, non-ASCII included (and
+    // U+0080 to U+00BF but C1, which only take the slow path).
     let mut out = String::new();
-    json_str(&mut out, " !#[]~\u{7f}é☃ !#[]~");
-    assert_eq!(out, "\" !#[]~\u{7f}é☃ !#[]~\"");
+    json_str(&mut out, " !#[]~é☃°£ !#[]~");
+    assert_eq!(out, "\" !#[]~é☃°£ !#[]~\"");
+    // DEL and C1 controls (a terminal's CSI is U+009B) are escaped too.
+    for at in 0..12 {
+        let s = format!("{}\u{7f}x\u{9b}31m", "a".repeat(at));
+        let mut out = String::new();
+        json_str(&mut out, &s);
+        assert!(out.ends_with("\\u007fx\\u009b31m\""), "{out}");
+        assert_eq!(serde_json::from_str::<String>(&out).unwrap(), s);
+    }
+}
+
+/// Issue 34: strings from outside (a token's subject, a key server's status
+/// line, a tools file's key) never reach stderr with a raw control
+/// character, in either format, whether named through [`Untrusted`] or
+/// pasted into a message by mistake.
+#[test]
+fn no_raw_control_character_reaches_a_line() {
+    let nasty = "sub\r\nmorloc-mcp: forged\u{1b}[2J\u{7}\u{9b}1m\t\"=";
+    let quoted = Untrusted(nasty).to_string();
+    assert_eq!(
+        quoted,
+        "\"sub\\r\\nmorloc-mcp: forged\\u001b[2J\\u0007\\u009b1m\\t\\\"=\""
+    );
+    assert_eq!(serde_json::from_str::<String>(&quoted).unwrap(), nasty);
+    let by_mistake = format!("owner {nasty} holds its cap");
+    let named = format!("owner {} holds its cap", Untrusted(nasty));
+    let fields = [("owner", Value::Str(nasty))];
+    for format in [Format::Text, Format::Json] {
+        for msg in [&by_mistake, &named] {
+            for prefixed in [true, false] {
+                let record = Record {
+                    prefixed,
+                    ..record(msg, &fields)
+                };
+                let line = render(format, &record, 0);
+                let body = line.strip_suffix('\n').unwrap();
+                let raw = |c: char| c.is_control() && c != '\t';
+                assert!(!body.chars().any(raw), "{line:?}");
+                if format == Format::Json {
+                    let v: Json = serde_json::from_str(body).unwrap();
+                    assert_eq!(v["owner"], nasty);
+                }
+            }
+        }
+    }
+    // A tab in a text message is harmless and stays.
+    let line = render(Format::Text, &record("a\tb", &[]), 0);
+    assert_eq!(line, "morloc-mcp: a\tb\n");
+}
+
+/// Issue 33: a line that carries its own label does not repeat it in a
+/// json `msg`; in text it is printed as it is.
+#[test]
+fn json_messages_leave_out_the_label() {
+    for line in ["morloc mcp: excluding command 'f'", "morloc-mcp: x"] {
+        let record = Record {
+            prefixed: false,
+            ..record(line, &[])
+        };
+        let v: Json = serde_json::from_str(&render(Format::Json, &record, 0)).unwrap();
+        assert!(!v["msg"].as_str().unwrap().contains("mcp:"), "{v}");
+        assert_eq!(render(Format::Text, &record, 0), format!("{line}\n"));
+    }
 }
 
 #[test]

@@ -11,6 +11,8 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
+use crate::protocol::log::Untrusted;
+
 /// Most bytes of a response read (head and body).
 pub const MAX_RESPONSE: usize = super::jwks::MAX_JWKS + 16 * 1024;
 
@@ -99,8 +101,8 @@ pub fn response(bytes: &[u8]) -> Result<(u16, Vec<u8>), String> {
     let status = words.next().and_then(|s| s.parse::<u16>().ok());
     let (true, Some(status)) = (version.starts_with("HTTP/1."), status) else {
         return Err(format!(
-            "bad status line '{}'",
-            status_line.chars().take(80).collect::<String>()
+            "bad status line {}",
+            Untrusted(&status_line.chars().take(80).collect::<String>())
         ));
     };
     let mut length = None;

@@ -29,6 +29,7 @@ use serde_json::{Map, Value};
 
 use super::{Feeds, Slot, Surface, Tool, RENDER_PROPERTY};
 use crate::format::manifest::Manifest;
+use crate::protocol::log::Untrusted;
 
 /// The name under which a tools file is found beside a program's manifest.
 pub const BESIDE_MANIFEST: &str = "morloc-mcp-tools.json";
@@ -122,7 +123,8 @@ fn only_keys(map: &Map<String, Value>, allowed: &[&str], at: &str) -> Result<(),
         Some(key) => Err(error(
             &join(at, key),
             format!(
-                "unknown key '{key}' (expected one of: {})",
+                "unknown key {} (expected one of: {})",
+                Untrusted(key),
                 allowed.join(", ")
             ),
         )),

@@ -25,8 +25,10 @@ use mio::{Interest, Token};
 
 use super::HttpFront;
 use crate::edge::cli::oauth::{JwksSource, OAuthConfig};
+use crate::edge::log;
 use crate::edge::reactor::{Reactor, Source, StartError};
 use crate::protocol::http::{bearer_ok, json_error, Answer, Headers, Request};
+use crate::protocol::log::Untrusted;
 use crate::protocol::mcp::CallRequest;
 use crate::protocol::oauth::{self, fetch, Jwks, Refusal, Verdict};
 
@@ -226,7 +228,7 @@ impl Reactor {
                         oauth.keys = Some(keys);
                         oauth.fetched = Some(now);
                     }
-                    Err(e) => eprintln!("morloc-mcp: OAuth: {e}; keeping the keys held"),
+                    Err(e) => log::warn(&format!("OAuth: {e}; keeping the keys held")),
                 }
                 verdict = oauth::validate(&oauth.config, oauth.keys.as_ref(), auth, unix_now());
             }
@@ -412,9 +414,10 @@ impl Reactor {
                 oauth.keys = Some(keys);
                 oauth.fetched = Some(Instant::now());
             }
-            Err(e) => eprintln!(
-                "morloc-mcp: OAuth: cannot fetch the JWKS from {url}: {e}; tokens it would verify are refused until it can be fetched"
-            ),
+            Err(e) => log::warn(&format!(
+                "OAuth: cannot fetch the JWKS from {}: {e}; tokens it would verify are refused until it can be fetched",
+                Untrusted(&url)
+            )),
         }
         let parked = std::mem::take(&mut oauth.parked);
         for (token, req) in parked {

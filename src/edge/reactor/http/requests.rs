@@ -16,6 +16,7 @@ use crate::edge::reactor::calls::Checked;
 use crate::edge::reactor::{Client, Reactor};
 use crate::protocol::http::{self, json_error, Headers, Notice, Request};
 use crate::protocol::jsonrpc::{self, Incoming};
+use crate::protocol::log::Untrusted;
 use crate::protocol::mcp::{self, era, Step};
 
 impl Reactor {
@@ -226,7 +227,7 @@ impl Reactor {
                 if created.evicted_own > 0 {
                     let who = match owner.as_str() {
                         "token" => "the token's holders".to_string(),
-                        other => other.to_string(),
+                        other => Untrusted(other).to_string(),
                     };
                     front.notice(Notice::SessionCap, || {
                         format!("{who} holds its cap of sessions (--max-sessions-per-owner); its least recently used one was dropped")

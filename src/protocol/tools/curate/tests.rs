@@ -180,17 +180,17 @@ fn a_malformed_file_is_refused_where_it_is_wrong() {
     bad(
         r#"{"tool": {}}"#,
         "tool",
-        "unknown key 'tool' (expected one of: tools)",
+        "unknown key \"tool\" (expected one of: tools)",
     );
     bad(
         r#"{"tools": {"a": {"hiden": true}}}"#,
         "tools.a.hiden",
-        "unknown key 'hiden' (expected one of: name, title, description, hidden, annotations, scopes, arguments)",
+        "unknown key \"hiden\" (expected one of: name, title, description, hidden, annotations, scopes, arguments)",
     );
     bad(
         r#"{"tools": {"a": {"annotations": {"readOnly": true}}}}"#,
         "tools.a.annotations.readOnly",
-        "unknown key 'readOnly' (expected one of: readOnlyHint, destructiveHint, idempotentHint, openWorldHint)",
+        "unknown key \"readOnly\" (expected one of: readOnlyHint, destructiveHint, idempotentHint, openWorldHint)",
     );
     bad(
         r#"{"tools": {"a": {"annotations": {"readOnlyHint": "yes"}}}}"#,
