@@ -401,7 +401,7 @@ fn an_owner_cannot_push_out_another_owners_session() {
         assert_eq!(ping(&mut a, &a_sessions[0]).status, 404, "{limits:?}");
         assert_eq!(ping(&mut a, &a_sessions[19]).status, 200, "{limits:?}");
         if limits[0] == "--max-sessions-per-owner" {
-            server.wait_stderr("morloc-mcp: HTTP: peer 127.0.0.1 holds its cap of sessions");
+            server.wait_stderr("morloc-mcp: HTTP: \"peer 127.0.0.1\" holds its cap of sessions");
         }
     }
 }
