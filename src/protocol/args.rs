@@ -881,7 +881,7 @@ mod tests {
             let result = resolve(&s, request.get("params"));
             if reply["error"]["code"] == INVALID_PARAMS {
                 // Ours is the reference's message, with a hint added in
-                // parentheses to some (README, "Differences").
+                // parentheses to some (docs/differences.md).
                 let message = reply["error"]["message"].as_str().unwrap_or_default();
                 let ours = match result {
                     Ok(_) => panic!("{input}: accepted"),

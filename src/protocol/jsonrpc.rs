@@ -6,7 +6,7 @@
 //! one HTTP body) into a request, a notification, a client response, or a
 //! protocol error that must be answered, and the `*_response` helpers build the
 //! outgoing envelopes. Differences from the reference are deliberate and listed
-//! in the README: batches and invalid ids get `-32600` instead of silence or an
+//! in docs/differences.md: batches and invalid ids get `-32600` instead of silence or an
 //! echo, invalid UTF-8 is rejected instead of replaced, client responses are
 //! ignored instead of answered.
 //!

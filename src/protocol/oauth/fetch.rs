@@ -3,7 +3,7 @@
 //! (`Connection: close`) into its status and body.
 //!
 //! No TLS: an `https://` issuer's keys are reached through the proxy that
-//! terminates TLS for this server, or kept in a file (README "OAuth").
+//! terminates TLS for this server, or kept in a file (docs/oauth.md, "HTTPS issuers").
 //! Hosts are IP literals or `localhost`, as for `--http-host`: no name
 //! service lookup.
 //!
@@ -32,7 +32,7 @@ impl Url {
         if text.starts_with("https://") {
             return Err(format!(
                 "'{text}': an https JWKS cannot be fetched directly (no TLS client); \
-                 give a file, or an http:// URL on a proxy that fetches it (README \"OAuth\")"
+                 give a file, or an http:// URL on a proxy that fetches it (docs/oauth.md, \"HTTPS issuers\")"
             ));
         }
         let rest = text
