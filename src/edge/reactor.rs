@@ -30,6 +30,7 @@ mod reload;
 mod schedule;
 mod stdio;
 mod tasks;
+mod timers;
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -475,7 +476,7 @@ impl Reactor {
         log::flush();
     }
 
-    fn next_deadline(&self) -> Option<Instant> {
+    fn next_deadline(&mut self) -> Option<Instant> {
         let mut best: Option<Instant> = None;
         let mut consider = |t: Option<Instant>| {
             if let Some(t) = t {
@@ -490,7 +491,7 @@ impl Reactor {
         self.calls.deadlines(&mut consider);
         consider(self.next_task_expiry());
         consider(self.next_result_expiry());
-        if let Some(http) = &self.http {
+        if let Some(http) = &mut self.http {
             consider(http.next_deadline());
         }
         if let Some(stdio) = &self.stdio {
@@ -504,7 +505,7 @@ impl Reactor {
         let now = Instant::now();
         self.pool_timers(now);
         self.call_timers(now);
-        self.task_timers(now);
+        self.task_timers();
         self.result_timers();
         self.http_timers(now);
         self.reload_timers(now);

@@ -19,7 +19,7 @@ use crate::protocol::mcp::bigresults::{self, ResourceMethod, ResourceRequest};
 use crate::protocol::mcp::call::Ending;
 use crate::protocol::mcp::{self, era, CallRequest};
 
-use super::tasks::now_ms;
+use super::timers::now_ms;
 use super::Reactor;
 
 /// The extension of a stored result's file in `--task-dir`.

@@ -57,8 +57,31 @@ use socket::new_connection;
 pub(super) use socket::unix_socket;
 pub(super) use table::Calls;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(super) struct CallId(u64);
+
+/// A call's timers (see `Calls::arm`), in the order due ones are handled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(in crate::edge::reactor) enum CallTimer {
+    /// `--call-timeout`, from when the call reached its pool process.
+    Deadline,
+    /// The next progress notification.
+    Progress,
+    /// The end of a lost connection's grace (`CallStage::Lost`).
+    Lost,
+    /// When the call is answered with a task handle if still running (its
+    /// client declared the Tasks extension, or `--job-tools`).
+    Task,
+}
+
+impl CallTimer {
+    pub(super) const ALL: [CallTimer; 4] = [
+        CallTimer::Deadline,
+        CallTimer::Progress,
+        CallTimer::Lost,
+        CallTimer::Task,
+    ];
+}
 
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum CallStage {
@@ -83,13 +106,8 @@ pub(super) struct Call {
     wire: Wire,
     pub(super) stage: CallStage,
     pub(super) started: Instant,
-    pub(super) deadline: Option<Instant>,
-    pub(super) next_progress: Option<Instant>,
     /// The last progress value sent (they must increase).
     last_progress: Option<f64>,
-    /// When the call is answered with a task handle if still running (its
-    /// client declared the Tasks extension).
-    pub(super) task_at: Option<Instant>,
     /// Cancelled by its client while its pool process runs it: nothing will
     /// be sent, but the call is kept until the pool answers (or dies, or it
     /// times out), so the process counts as busy and no other call queues
@@ -135,15 +153,6 @@ struct Wire {
     /// The reply's length, once its header is in.
     expected: Option<usize>,
     stream: Option<(Token, UnixStream)>,
-}
-
-impl Call {
-    pub(super) fn lost_until(&self) -> Option<Instant> {
-        match &self.stage {
-            CallStage::Lost { until, .. } => Some(*until),
-            _ => None,
-        }
-    }
 }
 
 impl Reactor {
@@ -192,14 +201,14 @@ impl Reactor {
         let id = self.calls.next_id();
         let now = Instant::now();
         let trace = self.call_trace(&client, &request.id);
-        self.calls.map.insert(
+        let progress = request
+            .progress_token
+            .as_ref()
+            .map(|_| now + PROGRESS_FIRST);
+        self.calls.insert(
             id,
             Call {
                 client,
-                next_progress: request
-                    .progress_token
-                    .as_ref()
-                    .map(|_| now + PROGRESS_FIRST),
                 request,
                 program,
                 sched: Sched {
@@ -221,16 +230,15 @@ impl Reactor {
                 },
                 stage: CallStage::WaitingForPool,
                 started: now,
-                // Set when the call reaches its pool: waiting for a pool to
-                // start is bounded by the start-up timeout instead.
-                deadline: None,
                 last_progress: None,
-                task_at: None,
                 task: None,
                 abandoned: false,
                 trace,
             },
         );
+        // The deadline is armed when the call reaches its pool: waiting for
+        // a pool to start is bounded by the start-up timeout instead.
+        self.calls.arm(id, CallTimer::Progress, progress);
         if let Some(job) = job {
             return self.preparing.add(id, job);
         }
@@ -244,12 +252,7 @@ impl Reactor {
             return self.refuse_call(id, &owner, refused);
         }
         let task_at = self.task_deadline(self.calls[&id].request.wants_tasks(), now);
-        if let Some(call) = self.calls.get_mut(&id) {
-            call.task_at = task_at;
-            if task_at.is_some() || call.next_progress.is_some() {
-                self.calls.timed.insert(id);
-            }
-        }
+        self.calls.arm(id, CallTimer::Task, task_at);
         if task_at.is_some_and(|t| t <= now) {
             // `--task-after 0`: the task exists before its handle is sent.
             self.make_task(id);
@@ -430,10 +433,9 @@ impl Reactor {
             let _ = self.poll.registry().deregister(&mut stream);
             self.sources.remove(&token);
         }
-        call.stage = CallStage::Lost {
-            message,
-            until: Instant::now() + LOST_GRACE,
-        };
+        let until = Instant::now() + LOST_GRACE;
+        call.stage = CallStage::Lost { message, until };
+        self.calls.arm(id, CallTimer::Lost, Some(until));
     }
 
     pub(super) fn finish_call(&mut self, id: CallId, outcome: Result<Json, String>) {
@@ -540,7 +542,7 @@ impl Reactor {
 
     /// Removes a call and closes its connection, sending nothing.
     fn take_call(&mut self, id: CallId) -> Option<Call> {
-        let mut call = self.calls.map.remove(&id)?;
+        let mut call = self.calls.remove(id)?;
         if let Some(trace) = &call.trace {
             let command = &self.catalog.programs[call.program]
                 .command(call.request.command)
@@ -549,7 +551,7 @@ impl Reactor {
             trace.end(&pool, command, call.abandoned);
         }
         self.calls.queue.remove(id);
-        self.calls.timed.remove(&id);
+        self.calls.disarm(id);
         if let Some((token, stream)) = call.wire.stream.take() {
             // Closed at the end of this turn, once the answer is written
             // (`end_turn`). Closing removes it from epoll by itself (no other
@@ -568,66 +570,46 @@ impl Reactor {
         Some(call)
     }
 
+    /// Runs the calls' timers due at `now`.
     pub(super) fn call_timers(&mut self, now: Instant) {
         self.queue_timers(now);
-        let timed = || {
-            self.calls
-                .timed
-                .iter()
-                .filter_map(|id| Some((id, self.calls.map.get(id)?)))
-        };
-        let expired: Vec<CallId> = timed()
-            .filter(|(_, c)| c.deadline.is_some_and(|d| d <= now))
-            .map(|(id, _)| *id)
-            .collect();
-        for id in expired {
-            self.time_out(id);
-        }
-        let timed = || {
-            self.calls
-                .timed
-                .iter()
-                .filter_map(|id| Some((id, self.calls.map.get(id)?)))
-        };
-        let due: Vec<CallId> = timed()
-            .filter(|(_, c)| c.next_progress.is_some_and(|t| t <= now))
-            .map(|(id, _)| *id)
-            .collect();
-        for id in due {
-            let Some(call) = self.calls.get_mut(&id) else {
-                continue;
-            };
-            let since = now.duration_since(call.started);
-            call.next_progress = Some(if since < 2 * PROGRESS_FIRST {
-                call.started + 2 * PROGRESS_FIRST
-            } else {
-                now + PROGRESS_EVERY
-            });
-            let elapsed = since.as_secs_f64();
-            self.send_progress(id, &format!("still running after {elapsed:.0} s"));
-        }
-        let timed = || {
-            self.calls
-                .timed
-                .iter()
-                .filter_map(|id| Some((id, self.calls.map.get(id)?)))
-        };
-        let lost: Vec<CallId> = timed()
-            .filter(|(_, c)| c.lost_until().is_some_and(|t| t <= now))
-            .map(|(id, _)| *id)
-            .collect();
-        if !lost.is_empty() {
+        let due = self.calls.due(now);
+        if due.iter().any(|(_, kind)| *kind == CallTimer::Lost) {
+            // A pool that died is noticed first: its calls fail saying how.
             self.check_children();
         }
-        for id in lost {
-            let Some(call) = self.calls.get(&id) else {
-                continue;
-            };
-            if let CallStage::Lost { message, .. } = &call.stage {
-                let message = message.clone();
-                self.fail_call(id, message);
+        for (id, kind) in due {
+            match kind {
+                CallTimer::Deadline => self.time_out(id),
+                CallTimer::Progress => self.progress_due(id, now),
+                CallTimer::Lost => {
+                    let Some(call) = self.calls.get(&id) else {
+                        continue;
+                    };
+                    if let CallStage::Lost { message, .. } = &call.stage {
+                        let message = message.clone();
+                        self.fail_call(id, message);
+                    }
+                }
+                CallTimer::Task => self.make_task(id),
             }
         }
+    }
+
+    /// Sends call `id` a progress notification and arms the next one.
+    fn progress_due(&mut self, id: CallId, now: Instant) {
+        let Some(call) = self.calls.get(&id) else {
+            return;
+        };
+        let since = now.duration_since(call.started);
+        let next = if since < 2 * PROGRESS_FIRST {
+            call.started + 2 * PROGRESS_FIRST
+        } else {
+            now + PROGRESS_EVERY
+        };
+        self.calls.arm(id, CallTimer::Progress, Some(next));
+        let elapsed = since.as_secs_f64();
+        self.send_progress(id, &format!("still running after {elapsed:.0} s"));
     }
 }
 

@@ -50,6 +50,7 @@ use crate::protocol::mcp::Catalog;
 mod access;
 mod caps;
 mod conn;
+mod conns;
 mod health;
 mod metrics;
 #[cfg(feature = "oauth")]
@@ -62,6 +63,7 @@ mod reply;
 mod requests;
 use caps::connection_cap;
 use conn::Conn;
+use conns::Conns;
 
 /// What serves an endpoint: the connection, the request, and the CORS
 /// headers its response carries.
@@ -142,7 +144,7 @@ pub(super) struct HttpFront {
     token: Option<String>,
     policy: OriginPolicy,
     sessions: Sessions,
-    conns: IdMap<Token, Conn>,
+    conns: Conns,
     /// The connection cap: `MAX_CONNECTIONS` or what the fd limit allows.
     max_conns: usize,
     /// An open descriptor given up when `accept` runs out of descriptors,
@@ -256,7 +258,7 @@ impl HttpFront {
             token: config.auth_token,
             policy,
             sessions,
-            conns: IdMap::default(),
+            conns: Conns::default(),
             max_conns,
             spare_fd: File::open("/dev/null").ok(),
             budget: Budget::new(config.max_buffered),
@@ -377,11 +379,10 @@ impl HttpFront {
     }
 
     /// The earliest timer of the connections, and the drain's deadline.
-    pub(super) fn next_deadline(&self) -> Option<Instant> {
-        let conns = self.conns.values();
-        let timers = conns.filter_map(|c| c.deadline(self.request_timeout));
+    pub(super) fn next_deadline(&mut self) -> Option<Instant> {
+        let conns = self.conns.next_deadline(self.request_timeout);
         let fetch = self.oauth.as_ref().and_then(oauth::OAuthFront::deadline);
-        timers.chain(self.draining).chain(fetch).min()
+        conns.into_iter().chain(self.draining).chain(fetch).min()
     }
 
     /// A new session id. Session ids must not be guessable: without a

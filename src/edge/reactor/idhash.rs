@@ -14,13 +14,11 @@
 //! distinct in every bit range; `finish` rotates the well-mixed high bits
 //! down to where the table takes its bucket index.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// A `HashMap` keyed by ids the server assigns.
 pub(super) type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
-/// A `HashSet` of ids the server assigns.
-pub(super) type IdSet<K> = HashSet<K, BuildHasherDefault<IdHasher>>;
 
 const MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
 
@@ -85,6 +83,7 @@ impl Hasher for IdHasher {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashSet;
     use std::hash::{BuildHasher, Hash};
 
     fn hash<T: Hash>(value: T) -> u64 {

@@ -17,7 +17,7 @@ use crate::protocol::mcp::tasks::{Outcome, Status, Task};
 use crate::protocol::mcp::{Catalog, TaskMethod, TaskRequest};
 
 use super::calls::Call;
-use super::tasks::now_ms;
+use super::timers::now_ms;
 use super::Reactor;
 
 /// The response answering `call`, which became the job `task`.

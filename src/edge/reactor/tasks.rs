@@ -7,7 +7,7 @@
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use crate::edge::log;
 
@@ -21,15 +21,9 @@ use crate::protocol::mcp::era;
 use crate::protocol::mcp::tasks::{self, Outcome, Status};
 use crate::protocol::mcp::{ListenRequest, TaskMethod, TaskRequest};
 
-use super::calls::CallId;
+use super::calls::{CallId, CallTimer};
+use super::timers::now_ms;
 use super::Reactor;
-
-/// Milliseconds since the Unix epoch.
-pub(super) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
 
 impl Reactor {
     /// When a call just started should become a task: `None` for a client
@@ -43,10 +37,10 @@ impl Reactor {
     /// Answers the call with a task handle and lets it run on. At the cap
     /// (every slot holds a running task) the call simply stays synchronous.
     pub(super) fn make_task(&mut self, id: CallId) {
-        let Some(call) = self.calls.get_mut(&id) else {
+        if self.calls.get(&id).is_none() {
             return;
-        };
-        call.task_at = None;
+        }
+        self.calls.arm(id, CallTimer::Task, None);
         // Unguessable: `<instance id>.<128 random bits>`, so a balancer can
         // route `tasks/*` on the prefix of `Mcp-Name`.
         let mut bytes = [0u8; 16];
@@ -76,7 +70,7 @@ impl Reactor {
         // From now on nothing of the call goes to its client: progress and
         // log messages are not part of a task.
         call.task = Some(task_id.clone());
-        call.next_progress = None;
+        self.calls.arm(id, CallTimer::Progress, None);
         for gone in freed {
             self.unstore_task(&gone);
         }
@@ -170,21 +164,9 @@ impl Reactor {
         self.respond(token, status, headers, &body, keep_alive);
     }
 
-    /// Calls due to become tasks, and settled tasks due to be freed.
-    pub(super) fn task_timers(&mut self, now: Instant) {
-        let due: Vec<CallId> = self
-            .calls
-            .timed_ids()
-            .filter(|id| {
-                self.calls
-                    .get(id)
-                    .is_some_and(|c| c.task_at.is_some_and(|t| t <= now))
-            })
-            .copied()
-            .collect();
-        for id in due {
-            self.make_task(id);
-        }
+    /// Settled tasks due to be freed (calls due to become tasks are the
+    /// calls' timers).
+    pub(super) fn task_timers(&mut self) {
         if self.tasks.next_expiry().is_some_and(|e| e <= now_ms()) {
             for id in self.tasks.expire(now_ms()) {
                 self.unstore_task(&id);

@@ -5,7 +5,8 @@
 
 use mio::Token;
 
-use super::CallId;
+use super::table::ClientKey;
+use super::{CallId, CallTimer};
 use crate::edge::reactor::{Client, Reactor};
 use crate::protocol::jsonrpc::RequestId;
 use crate::protocol::metrics::Outcome;
@@ -34,23 +35,21 @@ impl Reactor {
         }
         call.abandoned = true;
         call.task = None;
-        call.task_at = None;
-        call.next_progress = None;
+        self.calls.arm(id, CallTimer::Task, None);
+        self.calls.arm(id, CallTimer::Progress, None);
         self.count_call(program, command, Outcome::Cancelled, started);
     }
 
     /// `notifications/cancelled`: close the connection and never answer.
     pub(in crate::edge::reactor) fn cancel(&mut self, client: &Client, request_id: &RequestId) {
-        let found = self
-            .calls
-            .iter()
-            .find(|(_, c)| {
-                c.task.is_none()
-                    && !c.abandoned
-                    && &c.request.id == request_id
-                    && same_session(&c.client, client)
-            })
-            .map(|(id, _)| *id);
+        let key = match client {
+            Client::Stdio => ClientKey::Stdio,
+            Client::Http { session, .. } => ClientKey::Session(session.clone()),
+        };
+        let found = self.calls.of_client(&key).iter().copied().find(|id| {
+            let c = &self.calls[id];
+            c.task.is_none() && !c.abandoned && &c.request.id == request_id
+        });
         if let Some(id) = found {
             // A pool cannot be told to stop a job: its worker finishes, and
             // the answer is dropped.
@@ -60,22 +59,24 @@ impl Reactor {
 
     /// Calls of one HTTP session (ended by DELETE); returns their clients.
     pub(in crate::edge::reactor) fn cancel_session(&mut self, session: &str) -> Vec<Client> {
-        self.abandon_where(|c| matches!(c, Client::Http { session: s, .. } if s == session))
+        self.abandon_where(&ClientKey::Session(session.to_string()))
     }
 
     /// Calls waiting on an HTTP connection that went away.
     pub(in crate::edge::reactor) fn cancel_conn(&mut self, conn: Token) {
-        self.abandon_where(|c| matches!(c, Client::Http { conn: t, .. } if *t == conn));
+        self.abandon_where(&ClientKey::Conn(conn));
     }
 
-    /// Abandons every call (not a task) whose client `matches`; returns
-    /// their clients.
-    fn abandon_where(&mut self, matches: impl Fn(&Client) -> bool) -> Vec<Client> {
+    /// Abandons every call (not a task) of client `key`; returns their
+    /// clients.
+    fn abandon_where(&mut self, key: &ClientKey) -> Vec<Client> {
         let found: Vec<(CallId, Client)> = self
             .calls
+            .of_client(key)
             .iter()
-            .filter(|(_, c)| c.task.is_none() && !c.abandoned && matches(&c.client))
-            .map(|(id, c)| (*id, c.client.clone()))
+            .map(|id| (*id, &self.calls[id]))
+            .filter(|(_, c)| c.task.is_none() && !c.abandoned)
+            .map(|(id, c)| (id, c.client.clone()))
             .collect();
         found
             .into_iter()
@@ -84,13 +85,5 @@ impl Reactor {
                 client
             })
             .collect()
-    }
-}
-
-fn same_session(a: &Client, b: &Client) -> bool {
-    match (a, b) {
-        (Client::Stdio, Client::Stdio) => true,
-        (Client::Http { session: x, .. }, Client::Http { session: y, .. }) => x == y,
-        _ => false,
     }
 }

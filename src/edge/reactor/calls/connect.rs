@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use mio::Interest;
 
-use super::{new_connection, Call, CallId, CallStage};
+use super::{new_connection, Call, CallId, CallStage, CallTimer};
 use crate::edge::reactor::pools::{BasePool, LeaseMode, Proc};
 use crate::edge::reactor::{Reactor, Source};
 
@@ -99,8 +99,9 @@ impl Reactor {
                     if let Some(trace) = call.trace.as_mut() {
                         trace.sent();
                     }
-                    call.deadline = timeout.map(|t| Instant::now() + t);
                 }
+                let deadline = timeout.map(|t| Instant::now() + t);
+                self.calls.arm(id, CallTimer::Deadline, deadline);
 
                 // Unix sockets take the write at once; sending now saves a turn.
                 self.advance_call(id);

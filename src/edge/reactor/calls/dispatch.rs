@@ -130,7 +130,7 @@ impl Reactor {
         }
         let n_bases = self.catalog.programs[program].loaded.manifest.pools.len();
         let states = self.pools.states(program);
-        let calls = &self.calls.map;
+        let (queue, calls) = self.calls.queue_and_calls();
         let need = |id: CallId| {
             let s = &calls.get(&id)?.sched;
             Some(Need {
@@ -139,14 +139,7 @@ impl Reactor {
             })
         };
         let leases = self.pools.leases_mut(program);
-        let plan = schedule::schedule(
-            &mut self.calls.queue,
-            program,
-            n_bases,
-            &states,
-            leases,
-            need,
-        );
+        let plan = schedule::schedule(queue, program, n_bases, &states, leases, need);
         let now = Instant::now();
         for grant in &plan.grants {
             self.pools.touch(program, grant.proc, now);
@@ -159,7 +152,6 @@ impl Reactor {
                 call.sched.pools = grant.pools;
                 call.sched.place = grant.place;
             }
-            self.calls.timed.insert(grant.call);
             go.push(grant.call);
         }
         for id in go {

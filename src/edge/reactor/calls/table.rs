@@ -1,28 +1,31 @@
 //! The calls in flight ([`Calls`]): the calls by id, the queue of those
-//! waiting for a pool process, the calls that may have a timer, the
-//! connections of finished calls still to close, and the rate limit of the
+//! waiting for a pool process, the calls' timers, the connections of finished calls still to close, and the rate limit of the
 //! diagnostics about them.
 
 use std::ops::Index;
 use std::time::Instant;
 
 use mio::net::UnixStream;
+use mio::Token;
 
-use super::{Call, CallId, Queue};
-use crate::edge::reactor::idhash::{IdMap, IdSet};
+use super::{Call, CallId, CallTimer, Queue};
+use crate::edge::reactor::idhash::IdMap;
 use crate::edge::reactor::queue::Throttle;
+use crate::edge::reactor::timers::Timers;
+use crate::edge::reactor::Client;
 use crate::protocol::metrics::CallMetrics;
 
 pub(in crate::edge::reactor) struct Calls {
-    pub(super) map: IdMap<CallId, Call>,
+    map: IdMap<CallId, Call>,
+    /// The calls of each client (stdio, an HTTP session, an HTTP
+    /// connection), so cancelling looks at a client's calls only.
+    by_client: IdMap<ClientKey, Vec<CallId>>,
     /// The calls waiting for a pool process, served round-robin across
     /// their owners (`queue`).
     pub(super) queue: Queue,
-    /// The calls that may have a timer (a deadline, progress, a task
-    /// deadline, a lost connection): those that left the queue, and those
-    /// with progress or a task deadline from the start. Timers look only at
-    /// these, so calls waiting in the queue cost nothing per turn.
-    pub(super) timed: IdSet<CallId>,
+    /// The calls' timers (a deadline, progress, a task deadline, a lost
+    /// connection): a turn touches only those due.
+    timers: Timers<(CallId, CallTimer)>,
     next: u64,
     /// Pool connections whose call is over, closed by `end_turn`.
     pub(super) closing: Vec<UnixStream>,
@@ -36,8 +39,9 @@ impl Calls {
     pub(in crate::edge::reactor) fn new(queue: Queue) -> Calls {
         Calls {
             map: IdMap::default(),
+            by_client: IdMap::default(),
             queue,
-            timed: IdSet::default(),
+            timers: Timers::default(),
             next: 0,
             closing: Vec::new(),
             throttle: Throttle::default(),
@@ -50,6 +54,38 @@ impl Calls {
         let id = CallId(self.next);
         self.next += 1;
         id
+    }
+
+    /// Adds call `id`.
+    pub(super) fn insert(&mut self, id: CallId, call: Call) {
+        for key in ClientKey::of(&call.client) {
+            self.by_client.entry(key).or_default().push(id);
+        }
+        self.map.insert(id, call);
+    }
+
+    /// Removes call `id`.
+    pub(super) fn remove(&mut self, id: CallId) -> Option<Call> {
+        let call = self.map.remove(&id)?;
+        for key in ClientKey::of(&call.client) {
+            if let Some(ids) = self.by_client.get_mut(&key) {
+                ids.retain(|other| *other != id);
+                if ids.is_empty() && key != ClientKey::Stdio {
+                    self.by_client.remove(&key);
+                }
+            }
+        }
+        Some(call)
+    }
+
+    /// The calls of `key`'s client.
+    pub(super) fn of_client(&self, key: &ClientKey) -> &[CallId] {
+        self.by_client.get(key).map_or(&[], Vec::as_slice)
+    }
+
+    /// The queue, and every call by id (the scheduler's view).
+    pub(super) fn queue_and_calls(&mut self) -> (&mut Queue, &IdMap<CallId, Call>) {
+        (&mut self.queue, &self.map)
     }
 
     pub(in crate::edge::reactor) fn get(&self, id: &CallId) -> Option<&Call> {
@@ -88,8 +124,29 @@ impl Calls {
     }
 
     /// The calls that may have a timer.
-    pub(in crate::edge::reactor) fn timed_ids(&self) -> impl Iterator<Item = &CallId> {
-        self.timed.iter()
+    /// Arms timer `kind` of call `id` at `at`; `None` disarms it.
+    pub(in crate::edge::reactor) fn arm(
+        &mut self,
+        id: CallId,
+        kind: CallTimer,
+        at: Option<Instant>,
+    ) {
+        self.timers.set((id, kind), at);
+    }
+
+    /// Disarms every timer of call `id`.
+    pub(super) fn disarm(&mut self, id: CallId) {
+        for kind in CallTimer::ALL {
+            self.timers.set((id, kind), None);
+        }
+    }
+
+    /// The timers due at `now`, disarmed, in the order [`CallTimer::ALL`]
+    /// lists their kinds.
+    pub(super) fn due(&mut self, now: Instant) -> Vec<(CallId, CallTimer)> {
+        let mut due: Vec<_> = std::iter::from_fn(|| self.timers.pop_due(now)).collect();
+        due.sort_by_key(|(_, kind)| *kind);
+        due
     }
 
     /// Closes the connections of the calls finished this turn.
@@ -99,15 +156,37 @@ impl Calls {
 
     /// Tells `consider` the calls' next deadlines: their timers, the
     /// queue's timeouts and the diagnostics' flush.
-    pub(in crate::edge::reactor) fn deadlines(&self, consider: &mut impl FnMut(Option<Instant>)) {
-        for call in self.timed.iter().filter_map(|id| self.map.get(id)) {
-            consider(call.deadline);
-            consider(call.next_progress);
-            consider(call.lost_until());
-            consider(call.task_at);
-        }
+    pub(in crate::edge::reactor) fn deadlines(
+        &mut self,
+        consider: &mut impl FnMut(Option<Instant>),
+    ) {
+        consider(self.timers.next());
         consider(self.queue.next_deadline());
         consider(self.throttle.next_flush());
+    }
+}
+
+/// Whose calls [`Calls::of_client`] looks up.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) enum ClientKey {
+    Stdio,
+    /// An HTTP session, by its `Mcp-Session-Id`.
+    Session(String),
+    /// An HTTP connection.
+    Conn(Token),
+}
+
+impl ClientKey {
+    /// The keys a call of `client` is found under.
+    fn of(client: &Client) -> impl Iterator<Item = ClientKey> {
+        let (first, second) = match client {
+            Client::Stdio => (ClientKey::Stdio, None),
+            Client::Http { conn, session } => (
+                ClientKey::Conn(*conn),
+                Some(ClientKey::Session(session.clone())),
+            ),
+        };
+        std::iter::once(first).chain(second)
     }
 }
 

@@ -355,18 +355,18 @@ impl Reactor {
 
     pub(in crate::edge::reactor) fn http_timers(&mut self, now: Instant) {
         self.jwks_timers(now);
-        let Some(front) = self.http.as_ref() else {
+        let Some(front) = self.http.as_mut() else {
             return;
         };
         let mut late = Vec::new();
         let mut idle = Vec::new();
         let mut quiet = Vec::new();
-        for (token, conn) in &front.conns {
-            match conn.due(now, front.request_timeout) {
+        for (token, due) in front.conns.due(now, front.request_timeout) {
+            match due {
                 Due::Nothing => {}
-                Due::Late => late.push(*token),
-                Due::Idle => idle.push(*token),
-                Due::Quiet => quiet.push(*token),
+                Due::Late => late.push(token),
+                Due::Idle => idle.push(token),
+                Due::Quiet => quiet.push(token),
             }
         }
         for token in late {

@@ -1,0 +1,146 @@
+//! Deadlines in one structure: a min-heap of instants keyed by what is due
+//! then, which the loop asks for its next wake-up and for what is due.
+//!
+//! Each key has at most one armed deadline. Setting a key's deadline again,
+//! or cancelling it, does not search the heap: the map of armed deadlines is
+//! the truth, and a heap entry that no longer matches it is dropped when it
+//! reaches the top (or when stale entries outnumber live ones, by a
+//! rebuild). So arming, cancelling and finding the next deadline cost
+//! `O(log n)` amortized, and a turn touches only what is due, never every
+//! call or connection.
+//!
+//! Also the wall clock of tasks and stored results ([`now_ms`]), a leaf
+//! that `tasks`, `jobs` and `bigresults` share.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::hash::Hash;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use super::idhash::IdMap;
+
+/// Milliseconds since the Unix epoch.
+pub(super) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The armed deadlines of keys `K` (see the module documentation).
+pub(super) struct Timers<K> {
+    /// Every deadline armed, stale ones included: (when, arming number, key).
+    heap: BinaryHeap<Reverse<(Instant, u64, K)>>,
+    /// The live deadline of each armed key and its arming number.
+    armed: IdMap<K, (Instant, u64)>,
+    /// Numbers the armings, so a re-armed key's old entry is told apart.
+    seq: u64,
+}
+
+impl<K> Default for Timers<K> {
+    fn default() -> Timers<K> {
+        Timers {
+            heap: BinaryHeap::new(),
+            armed: IdMap::default(),
+            seq: 0,
+        }
+    }
+}
+
+impl<K: Copy + Eq + Hash + Ord> Timers<K> {
+    /// Arms `key` at `at`, replacing its deadline; `None` cancels it.
+    pub(super) fn set(&mut self, key: K, at: Option<Instant>) {
+        let Some(at) = at else {
+            self.armed.remove(&key);
+            return;
+        };
+        if self.armed.get(&key).is_some_and(|(t, _)| *t == at) {
+            return;
+        }
+        self.seq += 1;
+        self.armed.insert(key, (at, self.seq));
+        self.heap.push(Reverse((at, self.seq, key)));
+        if self.heap.len() > 2 * self.armed.len() + 64 {
+            self.rebuild();
+        }
+    }
+
+    /// The deadline armed for `key`.
+    #[cfg(test)]
+    fn get(&self, key: &K) -> Option<Instant> {
+        self.armed.get(key).map(|(at, _)| *at)
+    }
+
+    /// The earliest armed deadline.
+    pub(super) fn next(&mut self) -> Option<Instant> {
+        self.drop_stale();
+        self.heap.peek().map(|Reverse((at, _, _))| *at)
+    }
+
+    /// The next key due at `now` (its deadline is disarmed), if any.
+    pub(super) fn pop_due(&mut self, now: Instant) -> Option<K> {
+        self.drop_stale();
+        let Reverse((at, _, key)) = *self.heap.peek()?;
+        if at > now {
+            return None;
+        }
+        self.heap.pop();
+        self.armed.remove(&key);
+        Some(key)
+    }
+
+    /// Pops the heap's top while it is an entry no longer armed.
+    fn drop_stale(&mut self) {
+        while let Some(Reverse((at, seq, key))) = self.heap.peek() {
+            if self.armed.get(key) == Some(&(*at, *seq)) {
+                return;
+            }
+            self.heap.pop();
+        }
+    }
+
+    /// Keeps only the live entries.
+    fn rebuild(&mut self) {
+        self.heap = self
+            .armed
+            .iter()
+            .map(|(key, (at, seq))| Reverse((*at, *seq, *key)))
+            .collect();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn keys_come_due_in_deadline_order_and_cancelled_ones_never() {
+        let t0 = Instant::now();
+        let at = |ms| Some(t0 + Duration::from_millis(ms));
+        let mut timers = Timers::default();
+        timers.set(1u32, at(30));
+        timers.set(2, at(10));
+        timers.set(3, at(20));
+        timers.set(2, at(40)); // re-armed later
+        timers.set(3, None); // cancelled
+        assert_eq!(timers.next(), at(30));
+        assert_eq!(timers.get(&2), at(40));
+        assert_eq!(timers.pop_due(t0 + Duration::from_millis(35)), Some(1));
+        assert_eq!(timers.pop_due(t0 + Duration::from_millis(35)), None);
+        assert_eq!(timers.pop_due(t0 + Duration::from_millis(45)), Some(2));
+        assert_eq!(timers.next(), None);
+        assert_eq!(timers.get(&1), None);
+    }
+
+    #[test]
+    fn re_arming_many_times_keeps_the_heap_small() {
+        let t0 = Instant::now();
+        let mut timers = Timers::default();
+        for n in 0..10_000u64 {
+            timers.set(n % 3, Some(t0 + Duration::from_millis(n)));
+        }
+        assert!(timers.heap.len() <= 2 * 3 + 64 + 1, "{}", timers.heap.len());
+        assert_eq!(timers.next(), Some(t0 + Duration::from_millis(9_997)));
+    }
+}
