@@ -7,7 +7,8 @@
 use serde_json::{json, Value};
 
 use crate::support::http::{
-    initialize_message, post_request, simple_request, tool_call, Client, Response, Server,
+    initialize_message, post_request, simple_request, tool_call, write_manifest, Client, Response,
+    Server,
 };
 use crate::support::oauth::{jwks, mint, Issuer, FUTURE, PAST};
 use crate::util::{wait_for, wait_until, TempDir};
@@ -756,4 +757,197 @@ fn subjects_whose_owner_hashes_collide_see_only_their_own() {
     drop(server);
     let again = Server::start(&args);
     check(&again);
+}
+
+/// `morloc-mcp <args>` that must not start: its stderr.
+#[track_caller]
+fn refused_start(args: &[&str]) -> String {
+    let out = crate::util::run(args);
+    assert_ne!(out.code, Some(0), "started: {}", out.stderr);
+    out.stderr
+}
+
+/// Issue 34, rows 1 and 2: `--oauth-tool-scopes addOne=…` was matched
+/// against the advertised name (`main__addOne`) only, so it protected
+/// nothing and a misspelt name was accepted; and a tools file renaming the
+/// tool on reload lifted the scope. Now the name is resolved to the command
+/// at start (any name a user would write), an unknown one stops the start,
+/// and the scope follows the command.
+#[test]
+fn tool_scopes_name_a_command_by_any_name_and_follow_it_through_renames() {
+    let issuer = Issuer::start(jwks(&[("rsa1", "rsa-1")]));
+    let (iss, url) = (issuer.issuer(), issuer.jwks_url());
+    let dir = TempDir::new();
+    let manifest = write_manifest(&dir, "manifest.json", "main", |_| {});
+    let manifest = manifest.to_string_lossy().into_owned();
+    let file = dir.join("tools.json");
+    std::fs::write(&file, r#"{"tools": {"hello": {"name": "greet"}}}"#).unwrap();
+    let given = file.display().to_string();
+    let base = |scopes: &str| -> Vec<String> {
+        [
+            "mcp",
+            &manifest,
+            "--http-port",
+            "0",
+            "--lazy-pools",
+            "--tools-file",
+            &given,
+            "--oauth-issuer",
+            &iss,
+            "--oauth-jwks",
+            &url,
+            "--oauth-tool-scopes",
+            scopes,
+        ]
+        .map(str::to_string)
+        .to_vec()
+    };
+    // Unknown names stop the start, naming them.
+    for bad in [
+        "noSuchTool=mcp:x",
+        "other__addOne=mcp:x",
+        "main__add_one=mcp:x",
+    ] {
+        let args = base(bad);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let stderr = refused_start(&args);
+        let name = bad.split('=').next().unwrap();
+        assert!(
+            stderr.contains(&format!(
+                "--oauth-tool-scopes {name}: no tool or command is named '{name}'"
+            )),
+            "{stderr}"
+        );
+    }
+    // The command, the advertised name, the curated name and the curated
+    // name without the module all bind.
+    for spelling in ["addOne", "main__addOne", "greet", "main__greet", "hello"] {
+        let target = if spelling.contains("ddOne") {
+            "main__addOne"
+        } else {
+            "main__greet"
+        };
+        let args = base(&format!("{spelling}=mcp:admin"));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let server = Server::spawn(TempDir::new(), &mut crate::util::cmd(&args));
+        let narrow = mint(
+            &rs("rsa-1"),
+            &claims(&issuer, &server, "a", "mcp:tools"),
+            "rsa1",
+        );
+        let sid = initialize(&server, &narrow);
+        let arguments = match target {
+            "main__addOne" => json!({"_1": 1}),
+            _ => json!({"_1": "x"}),
+        };
+        let call = tool_call(2, target, arguments);
+        post(&server, Some(&narrow), Some(&sid), &call).expect(403);
+    }
+    // A reload that renames the command's tool keeps the scope on it.
+    let args = base("main__addOne=mcp:admin");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = Server::spawn(TempDir::new(), &mut crate::util::cmd(&args));
+    let narrow = mint(
+        &rs("rsa-1"),
+        &claims(&issuer, &server, "a", "mcp:tools"),
+        "rsa1",
+    );
+    let admin = mint(
+        &rs("rsa-1"),
+        &claims(&issuer, &server, "a", "mcp:tools mcp:admin"),
+        "rsa1",
+    );
+    let sid = initialize(&server, &narrow);
+    dir.write(
+        "tools.json.next",
+        r#"{"tools": {"addOne": {"name": "add_one"}}}"#,
+    );
+    std::fs::rename(dir.join("tools.json.next"), &file).unwrap();
+    wait_for("the renamed tool", || {
+        let list = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"});
+        let reply = post(&server, Some(&narrow), Some(&sid), &list)
+            .expect(200)
+            .json();
+        reply.to_string().contains("\"main__add_one\"")
+    });
+    let call = tool_call(6, "main__add_one", json!({"_1": 1}));
+    post(&server, Some(&narrow), Some(&sid), &call).expect(403);
+    let reply = post(&server, Some(&admin), Some(&sid), &call)
+        .expect(200)
+        .json();
+    assert_eq!(reply["result"]["content"][0]["text"], "2", "{reply}");
+    // A rebuild without the command is not served: the scope would be lost.
+    dir.write("tools.json.next", r#"{"tools": {}}"#);
+    std::fs::rename(dir.join("tools.json.next"), &file).unwrap();
+    wait_for("the tool's first name back", || {
+        let list = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list"});
+        let reply = post(&server, Some(&narrow), Some(&sid), &list)
+            .expect(200)
+            .json();
+        reply.to_string().contains("\"main__addOne\"")
+    });
+    let call = tool_call(8, "main__addOne", json!({"_1": 1}));
+    post(&server, Some(&narrow), Some(&sid), &call).expect(403);
+    write_manifest(&dir, "manifest.json.next", "main", |m| {
+        let commands = m["commands"].as_array_mut().unwrap();
+        commands.retain(|c| c["name"] != "addOne");
+    });
+    std::fs::rename(dir.join("manifest.json.next"), dir.join("manifest.json")).unwrap();
+    wait_for("the refused reload", || {
+        stderr_has(&server, "--oauth-tool-scopes is bound to command 'main__addOne', which the new build lacks); still serving the previous build")
+    });
+    post(&server, Some(&narrow), Some(&sid), &call).expect(403);
+}
+
+/// The same in the router, where a bare command name may mean several
+/// programs' commands.
+#[test]
+fn in_the_router_tool_scopes_bind_to_one_programs_command() {
+    let issuer = Issuer::start(jwks(&[("rsa1", "rsa-1")]));
+    let (iss, url) = (issuer.issuer(), issuer.jwks_url());
+    let dir = TempDir::new();
+    let alpha = write_manifest(&dir, "alpha/manifest.json", "alpha", |_| {});
+    let beta = write_manifest(&dir, "beta/manifest.json", "beta", |_| {});
+    let (alpha, beta) = (
+        alpha.to_string_lossy().into_owned(),
+        beta.to_string_lossy().into_owned(),
+    );
+    let args = |scopes: &str| -> Vec<String> {
+        [
+            "router",
+            &alpha,
+            &beta,
+            "--http-port",
+            "0",
+            "--lazy-pools",
+            "--oauth-issuer",
+            &iss,
+            "--oauth-jwks",
+            &url,
+            "--oauth-tool-scopes",
+            scopes,
+        ]
+        .map(str::to_string)
+        .to_vec()
+    };
+    let ambiguous = args("addOne=mcp:admin");
+    let ambiguous: Vec<&str> = ambiguous.iter().map(String::as_str).collect();
+    let stderr = refused_start(&ambiguous);
+    assert!(
+        stderr.contains("'addOne' could mean alpha__addOne or beta__addOne"),
+        "{stderr}"
+    );
+    let bound = args("beta__addOne=mcp:admin");
+    let bound: Vec<&str> = bound.iter().map(String::as_str).collect();
+    let server = Server::spawn(TempDir::new(), &mut crate::util::cmd(&bound));
+    let narrow = mint(
+        &rs("rsa-1"),
+        &claims(&issuer, &server, "a", "mcp:tools"),
+        "rsa1",
+    );
+    let sid = initialize(&server, &narrow);
+    let call = |tool: &str| tool_call(2, tool, json!({"_1": 1}));
+    post(&server, Some(&narrow), Some(&sid), &call("beta__addOne")).expect(403);
+    let reply = post(&server, Some(&narrow), Some(&sid), &call("alpha__addOne")).expect(200);
+    assert_eq!(reply.json()["result"]["content"][0]["text"], "2");
 }

@@ -392,6 +392,62 @@ impl Catalog {
         &self.modern_list
     }
 
+    /// The command `name` stands for, as a user would write it: a tool's
+    /// advertised name, `<module>__<command>`, the command's own name, or a
+    /// tools file's name for it without the `<module>__` prefix. Returns
+    /// the program's module name and the command's manifest name; an error
+    /// names `name` and says what there is, or which programs' commands it
+    /// could mean.
+    pub fn command_named(&self, name: &str) -> Result<(String, String), String> {
+        let mut found: Vec<(String, String)> = Vec::new();
+        for &index in &self.live {
+            let program = &self.programs[index];
+            let module = &program.loaded.manifest.name;
+            let commands = &program.loaded.manifest.commands;
+            let advertised = program.surface.tools.iter().filter(|t| {
+                t.name == name
+                    || t.name
+                        .strip_prefix(module.as_str())
+                        .and_then(|r| r.strip_prefix("__"))
+                        == Some(name)
+            });
+            let by_tool = advertised.map(|t| commands[t.command].name.clone());
+            let by_command = commands
+                .iter()
+                .filter(|c| !c.internal)
+                .filter(|c| c.name == name || format!("{module}__{}", c.name) == name)
+                .map(|c| c.name.clone());
+            for command in by_tool.chain(by_command) {
+                let pair = (module.clone(), command);
+                if !found.contains(&pair) {
+                    found.push(pair);
+                }
+            }
+        }
+        match found.len() {
+            1 => Ok(found.remove(0)),
+            0 => {
+                let tools: Vec<&str> = self
+                    .live
+                    .iter()
+                    .flat_map(|&i| self.programs[i].surface.tools.iter())
+                    .map(|t| t.name.as_str())
+                    .collect();
+                Err(format!(
+                    "no tool or command is named '{name}' (the tools: {})",
+                    tools.join(", ")
+                ))
+            }
+            _ => {
+                let each: Vec<String> = found.iter().map(|(m, c)| format!("{m}__{c}")).collect();
+                Err(format!(
+                    "'{name}' could mean {}: write <module>__<command>",
+                    each.join(" or ")
+                ))
+            }
+        }
+    }
+
     pub fn program_of(&self, tool_name: &str) -> Option<usize> {
         self.tool_index.get(tool_name).copied()
     }

@@ -39,17 +39,32 @@ pub struct Config {
     pub resource: String,
     /// Scopes every request needs.
     pub scopes: Vec<String>,
-    /// Per tool (its advertised name): the scopes a call of it needs, on
-    /// top of `scopes`.
-    pub tool_scopes: Vec<(String, Vec<String>)>,
+    /// Per command: the scopes a call of its tool needs, on top of
+    /// `scopes`.
+    pub tool_scopes: Vec<(CommandKey, Vec<String>)>,
+}
+
+/// A command as scopes are bound to it: its program's module name and its
+/// name in the manifest, not the tool's advertised name, so the scopes
+/// follow the command through renames (a tools file) and reloads.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CommandKey {
+    pub module: String,
+    pub command: String,
+}
+
+impl std::fmt::Display for CommandKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}__{}", self.module, self.command)
+    }
 }
 
 impl Config {
-    /// The scopes a call of `tool` needs besides the global ones.
-    pub fn tool_needs(&self, tool: &str) -> &[String] {
+    /// The scopes a call of command `key` needs besides the global ones.
+    pub fn tool_needs(&self, key: &CommandKey) -> &[String] {
         self.tool_scopes
             .iter()
-            .find(|(name, _)| name == tool)
+            .find(|(bound, _)| bound == key)
             .map_or(&[], |(_, s)| s.as_slice())
     }
 

@@ -234,7 +234,7 @@ impl HttpFront {
                     };
                     format!("http://{host}:{}/mcp", addr.port())
                 });
-                let front = oauth::OAuthFront::new(settings, canonical)?;
+                let front = oauth::OAuthFront::new(settings, canonical, catalog)?;
                 log::info(&format!(
                     "OAuth: tokens must name the audience {}",
                     Untrusted(front.audience())

@@ -164,6 +164,12 @@ impl Reactor {
                 ))
             }
         };
+        if let Some(why) = self.oauth_unbound(old, &program) {
+            return log::warn(&format!(
+                "{} changed but cannot be served ({why}); still serving the previous build",
+                path.display()
+            ));
+        }
         let runtime = match Runtime::new(&program) {
             Ok(rt) => rt,
             Err(e) => {

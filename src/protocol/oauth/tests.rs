@@ -91,7 +91,7 @@ fn config() -> Config {
         audience: AUD.into(),
         resource: AUD.into(),
         scopes: vec!["mcp:tools".into()],
-        tool_scopes: vec![("shout".into(), vec!["mcp:admin".into()])],
+        tool_scopes: vec![(key("shout"), vec!["mcp:admin".into()])],
     }
 }
 
@@ -254,8 +254,8 @@ fn missing_tokens_and_scopes_get_their_challenges() {
             .as_str()
         )
     );
-    assert_eq!(cfg.tool_needs("shout"), ["mcp:admin"]);
-    assert!(cfg.tool_needs("echo").is_empty());
+    assert_eq!(cfg.tool_needs(&key("shout")), ["mcp:admin"]);
+    assert!(cfg.tool_needs(&key("echo")).is_empty());
     let doc = metadata(&cfg, "demo");
     assert_eq!(doc["resource"], AUD);
     assert_eq!(doc["authorization_servers"], json!([ISS]));
@@ -317,4 +317,11 @@ fn urls_and_responses_are_parsed() {
     );
     assert!(fetch::response(b"HTTP/1.1 200 OK\r\n").is_err());
     assert!(fetch::response(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n{}").is_err());
+}
+
+fn key(command: &str) -> CommandKey {
+    CommandKey {
+        module: "main".into(),
+        command: command.into(),
+    }
 }

@@ -314,11 +314,20 @@ pub fn apply(
     let mut hidden = vec![false; tools.len()];
     for (command, wanted) in &curation.tools {
         let at = format!("tools.{command}");
+        // A command by its name, or as `<module>__<command>` (the name a
+        // served tool has over HTTP and in the router).
+        let named = |name: &str| {
+            name == command
+                || command
+                    .strip_prefix(manifest.name.as_str())
+                    .and_then(|rest| rest.strip_prefix("__"))
+                    == Some(name)
+        };
         let Some(index) = tools
             .iter()
-            .rposition(|t| manifest.commands[t.command].name == *command)
+            .rposition(|t| named(&manifest.commands[t.command].name))
         else {
-            let exists = manifest.commands.iter().any(|c| c.name == *command);
+            let exists = manifest.commands.iter().any(|c| named(&c.name));
             let message = if exists {
                 format!("command '{command}' is not served as a tool (see the exclusion notes at start-up)")
             } else {

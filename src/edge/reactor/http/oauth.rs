@@ -29,8 +29,8 @@ use crate::edge::log;
 use crate::edge::reactor::{Reactor, Source, StartError};
 use crate::protocol::http::{bearer_ok, json_error, Answer, Headers, Request};
 use crate::protocol::log::Untrusted;
-use crate::protocol::mcp::CallRequest;
-use crate::protocol::oauth::{self, fetch, Jwks, Refusal, Verdict};
+use crate::protocol::mcp::{CallRequest, Catalog, Program};
+use crate::protocol::oauth::{self, fetch, CommandKey, Jwks, Refusal, Verdict};
 
 /// The endpoints of the metadata document (RFC 9728 §3, §3.1).
 pub(super) const METADATA: &str = oauth::METADATA_PATH;
@@ -73,8 +73,30 @@ struct Fetch {
 impl OAuthFront {
     /// The resource server for `config`, serving `/mcp` at `canonical`. A
     /// key file is read now: one that cannot be read or parsed stops the
-    /// start.
-    pub(super) fn new(config: OAuthConfig, canonical: String) -> Result<OAuthFront, StartError> {
+    /// start, and so does an `--oauth-tool-scopes` naming no command of
+    /// `catalog` (or several).
+    pub(super) fn new(
+        config: OAuthConfig,
+        canonical: String,
+        catalog: &Catalog,
+    ) -> Result<OAuthFront, StartError> {
+        let mut tool_scopes: Vec<(CommandKey, Vec<String>)> = Vec::new();
+        for (name, scopes) in &config.tool_scopes {
+            let (module, command) = catalog
+                .command_named(name)
+                .map_err(|e| StartError(format!("--oauth-tool-scopes {name}: {e}")))?;
+            let key = CommandKey { module, command };
+            match tool_scopes.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, held)) => {
+                    for scope in scopes {
+                        if !held.contains(scope) {
+                            held.push(scope.clone());
+                        }
+                    }
+                }
+                None => tool_scopes.push((key, scopes.clone())),
+            }
+        }
         let max_age = config.jwks_max_age;
         let fetched = matches!(config.jwks, JwksSource::File(_)).then(Instant::now);
         let keys = match &config.jwks {
@@ -87,7 +109,7 @@ impl OAuthFront {
                 audience: config.audience.unwrap_or_else(|| canonical.clone()),
                 resource: canonical,
                 scopes: config.scopes,
-                tool_scopes: config.tool_scopes,
+                tool_scopes,
             },
             source: config.jwks,
             keys,
@@ -288,14 +310,10 @@ impl Reactor {
         let tool = program.surface.tools.iter().find(|t| {
             t.command == call.command || t.renders.iter().any(|r| r.command == Some(call.command))
         })?;
+        let key = command_key(program, tool.command);
         // The flag's scopes and the tools file's: a call needs both.
         let mut all = oauth.config.scopes.clone();
-        for scope in oauth
-            .config
-            .tool_needs(&tool.name)
-            .iter()
-            .chain(&tool.scopes)
-        {
+        for scope in oauth.config.tool_needs(&key).iter().chain(&tool.scopes) {
             if !all.contains(scope) {
                 all.push(scope.clone());
             }
@@ -450,7 +468,7 @@ impl Reactor {
             {
                 config
                     .tool_scopes
-                    .push((tool.name.clone(), tool.scopes.clone()));
+                    .push((command_key(program, tool.command), tool.scopes.clone()));
             }
         }
         let doc = oauth::metadata(&config, &self.catalog.server_name);
@@ -461,6 +479,41 @@ impl Reactor {
             ("Cache-Control".to_string(), "max-age=300".to_string()),
         ];
         self.respond(token, 200, &headers, &body, keep_alive);
+    }
+}
+
+/// What scopes are bound to for command `index` of `program`.
+fn command_key(program: &Program, index: usize) -> CommandKey {
+    CommandKey {
+        module: program.loaded.manifest.name.clone(),
+        command: program.command(index).name.clone(),
+    }
+}
+
+impl Reactor {
+    /// Why `program` cannot replace the live program `old` (a reload): a
+    /// command `--oauth-tool-scopes` is bound to would be gone, and its
+    /// tool would answer without the scopes. `None` when it may.
+    pub(in crate::edge::reactor) fn oauth_unbound(
+        &self,
+        old: usize,
+        program: &Program,
+    ) -> Option<String> {
+        let oauth = self.http.as_ref()?.oauth.as_ref()?;
+        let old_module = &self.catalog.programs.get(old)?.loaded.manifest.name;
+        let manifest = &program.loaded.manifest;
+        let lost = oauth.config.tool_scopes.iter().find(|(key, _)| {
+            key.module == *old_module
+                && (manifest.name != key.module
+                    || !manifest
+                        .commands
+                        .iter()
+                        .any(|c| !c.internal && c.name == key.command))
+        })?;
+        Some(format!(
+            "--oauth-tool-scopes is bound to command '{}', which the new build lacks",
+            lost.0
+        ))
     }
 }
 

@@ -12,7 +12,7 @@ use super::HttpFront;
 use crate::edge::cli::oauth::OAuthConfig;
 use crate::edge::reactor::{Reactor, StartError};
 use crate::protocol::http::{json_error, Answer, Headers, Request};
-use crate::protocol::mcp::CallRequest;
+use crate::protocol::mcp::{CallRequest, Catalog, Program};
 
 pub(super) const METADATA: &str = "/.well-known/oauth-protected-resource";
 pub(super) const METADATA_MCP: &str = "/.well-known/oauth-protected-resource/mcp";
@@ -21,7 +21,7 @@ pub(super) const METADATA_MCP: &str = "/.well-known/oauth-protected-resource/mcp
 pub(super) enum OAuthFront {}
 
 impl OAuthFront {
-    pub(super) fn new(_: OAuthConfig, _: String) -> Result<OAuthFront, StartError> {
+    pub(super) fn new(_: OAuthConfig, _: String, _: &Catalog) -> Result<OAuthFront, StartError> {
         Err(StartError("this build has no OAuth support".into()))
     }
 
@@ -67,6 +67,10 @@ impl Reactor {
     }
 
     pub(in crate::edge::reactor) fn jwks_event(&mut self) {}
+
+    pub(in crate::edge::reactor) fn oauth_unbound(&self, _: usize, _: &Program) -> Option<String> {
+        None
+    }
 
     pub(super) fn jwks_timers(&mut self, _: Instant) {}
 
