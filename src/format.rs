@@ -5,6 +5,7 @@
 
 pub mod eval;
 pub mod json;
+pub mod lang;
 pub mod manifest;
 pub mod msgpack;
 pub mod packet;

@@ -11,5 +11,6 @@ pub mod log;
 pub mod mcp;
 pub mod metrics;
 pub mod oauth;
+pub mod suggest;
 pub mod tools;
 pub mod trace;

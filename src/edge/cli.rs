@@ -20,14 +20,12 @@
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use lexopt::Arg::{Long, Short, Value as Word};
 use serde_json::Value;
 
 use crate::edge::manifest_file;
 use crate::format::manifest::{self, Loaded};
-use crate::protocol::instance::InstanceId;
 use crate::protocol::tools;
 
 mod config;
@@ -35,12 +33,14 @@ mod help;
 mod locate;
 mod nexus;
 pub mod oauth;
+pub mod settings;
 pub use locate::{launcher_manifest, locate_manifest};
+pub use settings::Settings;
 pub mod obs;
 mod values;
 pub use config::{config_json, AGENT_RESULT_CHARS};
 use help::*;
-use values::{byte_size, count, lang_count, seconds, string_value};
+use values::string_value;
 
 /// The environment variable holding the HTTP bearer token when
 /// `--auth-token` is not given.
@@ -49,31 +49,13 @@ pub const TOKEN_ENV: &str = "MORLOC_MCP_TOKEN";
 /// Bind address used when `--http-host` is not given.
 pub const DEFAULT_HTTP_HOST: &str = "127.0.0.1";
 
-/// How long a remote call runs before a tasks-aware client gets a task
-/// handle, when `--task-after` is not given.
-pub const DEFAULT_TASK_AFTER: Duration = Duration::from_millis(1000);
-/// How long a settled task is kept, when `--task-ttl` is not given.
-pub const DEFAULT_TASK_TTL: Duration = Duration::from_secs(3600);
-/// The per-call deadline used when `--call-timeout` is not given.
-pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(600);
-
-/// How long a call may wait for a pool process, unless `--queue-timeout`.
-pub const DEFAULT_QUEUE_TIMEOUT: Duration = Duration::from_secs(300);
-/// The most calls one owner may have waiting, unless `--max-queued-per-owner`.
-pub const DEFAULT_MAX_QUEUED_PER_OWNER: usize = 256;
-/// The most calls waiting in all, unless `--max-queued`.
-pub const DEFAULT_MAX_QUEUED: usize = 4096;
-
-/// How long an idle HTTP session lives (the reference's value).
-pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(3600);
-
 /// What was typed, checked but not yet acted on.
 // Made once per process: the size of the serving variant costs nothing.
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RawArgs {
     /// Print this text on stdout and exit 0.
-    Help(&'static str),
+    Help(String),
     Version,
     Serve(RawServe),
     Tools {
@@ -88,10 +70,12 @@ pub enum RawArgs {
     },
     Config {
         target: PathBuf,
-        /// `--max-result-chars` in the entry written (`morloc-mcp config`
-        /// writes one suited to agents; `--mcp-config` none, as the
-        /// reference).
-        result_limit: Option<usize>,
+        /// The serving options the entry passes on, `(name, value)` in
+        /// command-line order (the value empty for a switch; a relative
+        /// path already made absolute). `morloc-mcp config` adds
+        /// `--max-result-chars` for agents unless given; `--mcp-config`
+        /// writes none, as the reference.
+        options: Vec<(String, String)>,
     },
 }
 
@@ -101,49 +85,8 @@ pub struct RawServe {
     pub router: bool,
     /// One for `mcp`, at least one for `router`.
     pub targets: Vec<PathBuf>,
-    pub http_port: Option<u16>,
-    pub http_host: Option<String>,
-    /// `Some("")` never occurs: an empty token is rejected while parsing.
-    pub auth_token: Option<String>,
-    pub allow_no_auth: bool,
-    pub allow_origins: Vec<String>,
-    pub call_timeout: Option<Duration>,
-    pub task_after: Option<Duration>,
-    pub task_ttl: Option<Duration>,
-    pub task_dir: Option<PathBuf>,
-    pub job_tools: bool,
-    pub session_ttl: Option<Duration>,
-    /// Hidden, for tests: how long a request may take to arrive.
-    pub request_timeout: Option<Duration>,
-    /// Hidden, for tests: how long a pool may take to answer its first ping.
-    pub pool_start_timeout: Option<Duration>,
-    pub plain_tool_names: bool,
-    pub lazy_pools: bool,
-    pub instance_id: Option<InstanceId>,
-    pub drain_timeout: Option<Duration>,
-    /// `--pool-replicas LANG=N`, in command-line order (a later one wins).
-    pub pool_replicas: Vec<(String, usize)>,
-    /// `--pool-min LANG=N`, in command-line order (a later one wins).
-    pub pool_min: Vec<(String, usize)>,
-    /// Hidden, for tests: how long an idle replica lives.
-    pub replica_idle: Option<Duration>,
-    /// Hidden, for tests: how long a pool has between SIGTERM and SIGKILL.
-    pub pool_stop_grace: Option<Duration>,
-    pub max_buffered: Option<usize>,
-    pub max_conns_per_peer: Option<usize>,
-    pub max_sessions_per_owner: Option<usize>,
-    /// Hidden, for tests: the total session cap.
-    pub max_sessions: Option<usize>,
-    pub queue_timeout: Option<Duration>,
-    pub max_queued_per_owner: Option<usize>,
-    pub max_queued: Option<usize>,
-    /// `--tools-file`: curates the tools of the (one) program served.
-    pub tools_file: Option<PathBuf>,
-    /// `--max-result-chars` (0: off).
-    pub max_result_chars: Option<usize>,
-    pub oauth: oauth::OAuthArgs,
-    /// `--log-level`, `--log-format`, `--metrics-token`.
-    pub obs: obs::RawObs,
+    /// Every option, typed or default (see `settings`).
+    pub settings: Settings,
 }
 
 /// The outside world [`prepare`] consults, passed in so tests can fake it.
@@ -186,100 +129,22 @@ pub struct ServeConfig {
     pub programs: Vec<Program>,
     /// HTTP transport; `None` means stdio (never `None` for the router).
     pub http: Option<HttpConfig>,
-    /// Deadline of one tool call; `None` means no limit.
-    pub call_timeout: Option<Duration>,
-    /// How long a remote call of a tasks-aware client runs before it is
-    /// answered with a task.
-    pub task_after: Duration,
-    /// How long a settled task is kept.
-    pub task_ttl: Duration,
-    /// Where tasks are stored (`None`: in memory only).
-    pub task_dir: Option<PathBuf>,
-    /// `--job-tools`: long calls of clients without the Tasks extension
-    /// become jobs, polled with the job tools.
-    pub job_tools: bool,
-    /// Start pools on first use instead of before serving.
-    pub lazy_pools: bool,
-    /// Router: name tools `<command>` instead of `<module>__<command>`.
-    pub plain_tool_names: bool,
-    /// How long a pool may take to answer its first ping.
-    pub pool_start_timeout: Duration,
-    /// The prefix of every session and task id; `None`: pick one at random.
-    pub instance_id: Option<InstanceId>,
-    /// Over HTTP, how long SIGTERM lets running calls finish.
-    pub drain_timeout: Duration,
-    /// `--pool-replicas`: the most processes per pool language.
-    pub pool_replicas: Vec<(String, usize)>,
-    /// `--pool-min`: the processes per pool language kept ready.
-    pub pool_min: Vec<(String, usize)>,
-    /// How long a replica may sit idle before it is stopped.
-    pub replica_idle: Duration,
-    /// How long a pool's process group has between SIGTERM and SIGKILL.
-    pub pool_stop_grace: Duration,
-    /// How long a call may wait for a pool process; `None` means no limit.
-    pub queue_timeout: Option<Duration>,
-    /// The most calls one owner may have waiting (0: no cap).
-    pub max_queued_per_owner: usize,
-    /// The most calls waiting in all (0: no cap).
-    pub max_queued: usize,
-    /// Results longer than this many characters are stored and linked
-    /// (`None`: every value whole).
-    pub max_result_chars: Option<usize>,
-    /// Logs and the `/metrics` token.
+    /// Every option as given (the owners read their fields from here).
+    pub settings: Settings,
+    /// Logs and the `/metrics` token, resolved for the transport.
     pub obs: obs::ObsConfig,
 }
 
-/// How long SIGTERM lets calls finish over HTTP, unless `--drain-timeout`.
-pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// How long an idle replica lives, unless changed (hidden flag).
-pub const DEFAULT_REPLICA_IDLE: Duration = Duration::from_secs(30);
-
-/// How long a pool's process group has between SIGTERM and SIGKILL when it
-/// is stopped, unless changed (hidden flag).
-pub const DEFAULT_POOL_STOP_GRACE: Duration = Duration::from_millis(200);
-
-/// How long a pool may take to become ready, unless changed (hidden flag).
-pub const DEFAULT_POOL_START_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// HTTP transport options.
+/// What HTTP needs beyond [`Settings`]: the values resolved from the
+/// environment and checked together.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HttpConfig {
     pub port: u16,
-    /// The bind address text as given (`127.0.0.1`, `::1`, `0.0.0.0`, ...).
-    pub host: String,
     /// The bearer token (from `--auth-token`, else a non-empty
     /// `MORLOC_MCP_TOKEN`); never empty.
     pub auth_token: Option<String>,
-    pub allow_no_auth: bool,
-    /// Extra `Origin` values to accept, verbatim.
-    pub allow_origins: Vec<String>,
-    /// Idle lifetime of a session.
-    pub session_ttl: Duration,
-    /// How long one request's head and body may take to arrive.
-    pub request_timeout: Duration,
-    /// Most bytes buffered across all connections.
-    pub max_buffered: usize,
-    /// Most connections from one peer address; 0 for no cap; `None` for
-    /// the default (`DEFAULT_MAX_CONNS_PER_PEER`).
-    pub max_conns_per_peer: Option<usize>,
-    /// Most legacy sessions of one owner.
-    pub max_sessions_per_owner: usize,
-    /// Most legacy sessions in all.
-    pub max_sessions: usize,
-    /// `--public-url`: the `/mcp` endpoint as clients reach it.
-    pub public_url: Option<String>,
     pub oauth: Option<oauth::OAuthConfig>,
 }
-
-/// Most HTTP connections from one address, unless `--max-conns-per-peer`:
-/// a quarter of the 1024 slots, so one address cannot hold them all, while
-/// a load balancer in front (one address, on loopback too) still has room
-/// for 256 concurrent requests.
-pub const DEFAULT_MAX_CONNS_PER_PEER: usize = 256;
-
-/// How long a request may take to arrive, unless changed (hidden flag).
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// One program to serve.
 #[derive(Clone, Debug)]
@@ -334,7 +199,7 @@ pub fn parse_args(
     }
     let mut parser = lexopt::Parser::from_args(args);
     let subcommand = match parser.next().map_err(|e| usage(e, None))? {
-        Some(Short('h') | Long("help")) => return Ok(RawArgs::Help(TOP_HELP)),
+        Some(Short('h') | Long("help")) => return Ok(RawArgs::Help(TOP_HELP.into())),
         Some(Short('V') | Long("version")) => return Ok(RawArgs::Version),
         Some(Word(word)) => word,
         Some(other) => return Err(usage(other.unexpected(), None)),
@@ -348,16 +213,8 @@ pub fn parse_args(
         Some("mcp") => parse_serve(parser, false, "mcp"),
         Some("router") => parse_serve(parser, true, "router"),
         Some("tools") => parse_tools(parser),
-        Some("config") => {
-            parse_target_only(parser, "config", CONFIG_HELP).map(|target| match target {
-                Ok(target) => RawArgs::Config {
-                    target,
-                    result_limit: Some(AGENT_RESULT_CHARS),
-                },
-                Err(help) => RawArgs::Help(help),
-            })
-        }
-        Some("help") => Ok(RawArgs::Help(TOP_HELP)),
+        Some("config") => parse_config(parser),
+        Some("help") => Ok(RawArgs::Help(TOP_HELP.into())),
         _ => Err(CliError::Usage(format!(
             "unknown command '{}' (expected mcp, router, tools or config); see 'morloc-mcp --help'",
             subcommand.to_string_lossy()
@@ -369,7 +226,7 @@ pub fn parse_args(
 pub fn prepare(raw: RawArgs, env: &Env, warnings: &mut Vec<String>) -> Result<Action, CliError> {
     match raw {
         RawArgs::Help(text) => Ok(Action::Print {
-            stdout: text.to_string(),
+            stdout: text,
             stderr: Vec::new(),
         }),
         RawArgs::Version => Ok(Action::Print {
@@ -400,25 +257,23 @@ pub fn prepare(raw: RawArgs, env: &Env, warnings: &mut Vec<String>) -> Result<Ac
                 stderr: surface.notes,
             })
         }
-        RawArgs::Config {
-            target,
-            result_limit,
-        } => {
+        RawArgs::Config { target, options } => {
             let program = load_program(&target, warnings)?;
             let exe = env
                 .current_exe
                 .clone()
                 .unwrap_or_else(|| PathBuf::from("morloc-mcp"));
             Ok(Action::Print {
-                stdout: pretty(&config_json(&program.loaded, &exe, result_limit))?,
+                stdout: pretty(&config_json(&program.loaded, &exe, &options))?,
                 stderr: Vec::new(),
             })
         }
         RawArgs::Serve(serve) => {
+            let settings = serve.settings;
             let mut programs = Vec::with_capacity(serve.targets.len());
             for target in &serve.targets {
                 let mut program = load_program(target, warnings)?;
-                if let Some(path) = &serve.tools_file {
+                if let Some(path) = &settings.tools_file {
                     manifest_file::give_tools_file(&mut program.loaded, path);
                 }
                 programs.push(program);
@@ -429,69 +284,20 @@ pub fn prepare(raw: RawArgs, env: &Env, warnings: &mut Vec<String>) -> Result<Ac
                 .and_then(|t| t.to_str())
                 .filter(|t| !t.is_empty())
                 .map(str::to_string);
-            let oauth = oauth::config(&serve.oauth, serve.http_port.is_some())?;
-            let http = serve.http_port.map(|port| HttpConfig {
+            let oauth = oauth::config(&settings, settings.http_port.is_some())?;
+            let http = settings.http_port.map(|port| HttpConfig {
                 port,
-                host: serve
-                    .http_host
-                    .clone()
-                    .unwrap_or_else(|| DEFAULT_HTTP_HOST.to_string()),
-                auth_token: serve.auth_token.clone().or(env_token),
-                allow_no_auth: serve.allow_no_auth,
-                allow_origins: serve.allow_origins.clone(),
-                session_ttl: serve.session_ttl.unwrap_or(DEFAULT_SESSION_TTL),
-                request_timeout: serve.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT),
-                max_buffered: serve
-                    .max_buffered
-                    .unwrap_or(crate::protocol::http::DEFAULT_MAX_BUFFERED),
-                max_conns_per_peer: serve.max_conns_per_peer,
-                max_sessions_per_owner: serve
-                    .max_sessions_per_owner
-                    .unwrap_or(crate::protocol::http::DEFAULT_MAX_SESSIONS_PER_OWNER),
-                max_sessions: serve
-                    .max_sessions
-                    .unwrap_or(crate::protocol::http::DEFAULT_MAX_SESSIONS),
-                public_url: serve.oauth.public_url.clone(),
+                auth_token: settings.auth_token.clone().or(env_token),
                 oauth,
             });
-            let call_timeout = match serve.call_timeout {
-                None => Some(DEFAULT_CALL_TIMEOUT),
-                Some(limit) if limit.is_zero() => None,
-                Some(limit) => Some(limit),
-            };
             let env_metrics = std::env::var(obs::METRICS_TOKEN_ENV).ok();
-            let obs = obs::resolve(&serve.obs, http.is_some(), env_metrics.as_deref())?;
+            let obs = obs::resolve(&settings, http.is_some(), env_metrics.as_deref())?;
             Ok(Action::Serve(ServeConfig {
-                obs,
                 router: serve.router,
                 programs,
                 http,
-                call_timeout,
-                task_after: serve.task_after.unwrap_or(DEFAULT_TASK_AFTER),
-                task_ttl: serve.task_ttl.unwrap_or(DEFAULT_TASK_TTL),
-                task_dir: serve.task_dir.clone(),
-                job_tools: serve.job_tools,
-                lazy_pools: serve.lazy_pools,
-                plain_tool_names: serve.plain_tool_names,
-                pool_start_timeout: serve
-                    .pool_start_timeout
-                    .unwrap_or(DEFAULT_POOL_START_TIMEOUT),
-                instance_id: serve.instance_id.clone(),
-                drain_timeout: serve.drain_timeout.unwrap_or(DEFAULT_DRAIN_TIMEOUT),
-                pool_replicas: serve.pool_replicas.clone(),
-                pool_min: serve.pool_min.clone(),
-                replica_idle: serve.replica_idle.unwrap_or(DEFAULT_REPLICA_IDLE),
-                pool_stop_grace: serve.pool_stop_grace.unwrap_or(DEFAULT_POOL_STOP_GRACE),
-                queue_timeout: match serve.queue_timeout {
-                    None => Some(DEFAULT_QUEUE_TIMEOUT),
-                    Some(limit) if limit.is_zero() => None,
-                    Some(limit) => Some(limit),
-                },
-                max_queued_per_owner: serve
-                    .max_queued_per_owner
-                    .unwrap_or(DEFAULT_MAX_QUEUED_PER_OWNER),
-                max_queued: serve.max_queued.unwrap_or(DEFAULT_MAX_QUEUED),
-                max_result_chars: serve.max_result_chars.filter(|&n| n > 0),
+                settings,
+                obs,
             }))
         }
     }
@@ -525,6 +331,37 @@ fn usage(error: lexopt::Error, command: Option<&str>) -> CliError {
     CliError::Usage(format!("{error}{context}; see '{help}'"))
 }
 
+/// Takes serving option `--name` (and its value) into `settings`, or says
+/// which option was meant. Returns the flag and its value as typed.
+fn setting(
+    parser: &mut lexopt::Parser,
+    name: &str,
+    command: &str,
+    settings: &mut Settings,
+) -> Result<(&'static settings::Flag, String), CliError> {
+    let Some(flag) = settings::flag(name) else {
+        let known = settings::FLAGS
+            .iter()
+            .filter(|f| f.audience == settings::Audience::Everyone)
+            .map(|f| f.name)
+            .chain(["help"]);
+        let hint = match crate::protocol::suggest::closest(name, known) {
+            Some(near) => format!(" (did you mean '--{near}'?)"),
+            None => String::new(),
+        };
+        return Err(CliError::Usage(format!(
+            "invalid option '--{name}' for '{command}'{hint}; see 'morloc-mcp {command} --help'"
+        )));
+    };
+    let text = if flag.takes_value() {
+        string_value(parser, &format!("--{name}"), command)?
+    } else {
+        String::new()
+    };
+    flag.apply(settings, &text)?;
+    Ok((flag, text))
+}
+
 fn parse_serve(
     mut parser: lexopt::Parser,
     router: bool,
@@ -537,155 +374,15 @@ fn parse_serve(
     while let Some(arg) = parser.next().map_err(|e| usage(e, Some(command)))? {
         match arg {
             Short('h') | Long("help") => {
-                return Ok(RawArgs::Help(if router { ROUTER_HELP } else { MCP_HELP }));
+                return Ok(RawArgs::Help(if router {
+                    router_help()
+                } else {
+                    mcp_help()
+                }));
             }
-            Long("http-port") => {
-                let text = string_value(&mut parser, "--http-port", command)?;
-                let port = text.parse::<u16>().map_err(|_| {
-                    CliError::Usage(format!(
-                        "invalid value '{text}' for '--http-port': expected a port number 0..65535"
-                    ))
-                })?;
-                raw.http_port = Some(port);
-            }
-            Long("http-host") => {
-                let host = string_value(&mut parser, "--http-host", command)?;
-                if host.is_empty() {
-                    return Err(CliError::Usage("empty value for '--http-host'".into()));
-                }
-                raw.http_host = Some(host);
-            }
-            Long("auth-token") => {
-                let token = string_value(&mut parser, "--auth-token", command)?;
-                // The reference accepts it and then refuses every request.
-                if token.is_empty() {
-                    return Err(CliError::Usage(
-                        "empty value for '--auth-token': no request could match it".into(),
-                    ));
-                }
-                raw.auth_token = Some(token);
-            }
-            Long("allow-no-auth") => raw.allow_no_auth = true,
-            Long("allow-origin") => {
-                let origin = string_value(&mut parser, "--allow-origin", command)?;
-                if origin.is_empty() {
-                    return Err(CliError::Usage("empty value for '--allow-origin'".into()));
-                }
-                raw.allow_origins.push(origin);
-            }
-            Long("call-timeout") => {
-                let text = string_value(&mut parser, "--call-timeout", command)?;
-                raw.call_timeout = Some(seconds(&text, "--call-timeout")?);
-            }
-            Long("task-after") => {
-                let text = string_value(&mut parser, "--task-after", command)?;
-                let ms: u64 = text.trim().parse().map_err(|_| {
-                    CliError::Usage(format!(
-                        "invalid value '{text}' for '--task-after': expected a number of milliseconds (0 or more)"
-                    ))
-                })?;
-                raw.task_after = Some(Duration::from_millis(ms));
-            }
-            Long("task-dir") => {
-                let text = string_value(&mut parser, "--task-dir", command)?;
-                raw.task_dir = Some(PathBuf::from(text));
-            }
-            Long("task-ttl") => {
-                let text = string_value(&mut parser, "--task-ttl", command)?;
-                raw.task_ttl = Some(seconds(&text, "--task-ttl")?);
-            }
-            // Hidden: lets tests watch sessions expire.
-            Long("session-ttl") => {
-                let text = string_value(&mut parser, "--session-ttl", command)?;
-                raw.session_ttl = Some(seconds(&text, "--session-ttl")?);
-            }
-            // Hidden: lets tests see the 408 without waiting half a minute.
-            Long("request-timeout") => {
-                let text = string_value(&mut parser, "--request-timeout", command)?;
-                raw.request_timeout = Some(seconds(&text, "--request-timeout")?);
-            }
-            Long("pool-start-timeout") => {
-                let text = string_value(&mut parser, "--pool-start-timeout", command)?;
-                raw.pool_start_timeout = Some(seconds(&text, "--pool-start-timeout")?);
-            }
-            Long("plain-tool-names") => raw.plain_tool_names = true,
-            Long("lazy-pools") => raw.lazy_pools = true,
-            Long("job-tools") => raw.job_tools = true,
-            Long("instance-id") => {
-                let text = string_value(&mut parser, "--instance-id", command)?;
-                let id = InstanceId::parse(&text).map_err(|why| {
-                    CliError::Usage(format!("invalid value '{text}' for '--instance-id': {why}"))
-                })?;
-                raw.instance_id = Some(id);
-            }
-            Long("drain-timeout") => {
-                let text = string_value(&mut parser, "--drain-timeout", command)?;
-                raw.drain_timeout = Some(seconds(&text, "--drain-timeout")?);
-            }
-            Long("pool-replicas") => {
-                let text = string_value(&mut parser, "--pool-replicas", command)?;
-                raw.pool_replicas
-                    .push(lang_count(&text, "--pool-replicas")?);
-            }
-            Long("pool-min") => {
-                let text = string_value(&mut parser, "--pool-min", command)?;
-                raw.pool_min.push(lang_count(&text, "--pool-min")?);
-            }
-            // Hidden: lets tests see an idle replica stop.
-            Long("replica-idle") => {
-                let text = string_value(&mut parser, "--replica-idle", command)?;
-                raw.replica_idle = Some(seconds(&text, "--replica-idle")?);
-            }
-            // Hidden: lets tests hold a pool in its stop.
-            Long("pool-stop-grace") => {
-                let text = string_value(&mut parser, "--pool-stop-grace", command)?;
-                raw.pool_stop_grace = Some(seconds(&text, "--pool-stop-grace")?);
-            }
-            Long("max-buffered") => {
-                let text = string_value(&mut parser, "--max-buffered", command)?;
-                raw.max_buffered = Some(byte_size(&text, "--max-buffered")?);
-            }
-            Long("max-conns-per-peer") => {
-                let text = string_value(&mut parser, "--max-conns-per-peer", command)?;
-                raw.max_conns_per_peer = Some(count(&text, "--max-conns-per-peer", 0)?);
-            }
-            Long("max-sessions-per-owner") => {
-                let text = string_value(&mut parser, "--max-sessions-per-owner", command)?;
-                raw.max_sessions_per_owner = Some(count(&text, "--max-sessions-per-owner", 1)?);
-            }
-            // Hidden: lets tests fill the session table.
-            Long("max-sessions") => {
-                let text = string_value(&mut parser, "--max-sessions", command)?;
-                raw.max_sessions = Some(count(&text, "--max-sessions", 1)?);
-            }
-            Long("queue-timeout") => {
-                let text = string_value(&mut parser, "--queue-timeout", command)?;
-                raw.queue_timeout = Some(seconds(&text, "--queue-timeout")?);
-            }
-            Long("max-queued-per-owner") => {
-                let text = string_value(&mut parser, "--max-queued-per-owner", command)?;
-                raw.max_queued_per_owner = Some(count(&text, "--max-queued-per-owner", 0)?);
-            }
-            Long("max-queued") => {
-                let text = string_value(&mut parser, "--max-queued", command)?;
-                raw.max_queued = Some(count(&text, "--max-queued", 0)?);
-            }
-            Long("max-result-chars") => {
-                let text = string_value(&mut parser, "--max-result-chars", command)?;
-                raw.max_result_chars = Some(count(&text, "--max-result-chars", 0)?);
-            }
-            Long("tools-file") => {
-                let text = string_value(&mut parser, "--tools-file", command)?;
-                raw.tools_file = Some(PathBuf::from(text));
-            }
-            Long(name) if oauth::FLAGS.contains(&name) => {
+            Long(name) => {
                 let name = name.to_string();
-                oauth::flag(&name, &mut parser, &mut raw.oauth, command)?;
-            }
-            Long(flag) if obs::is_obs_flag(flag) => {
-                let flag = flag.to_string();
-                let text = string_value(&mut parser, &format!("--{flag}"), command)?;
-                obs::parse_flag(&flag, &text, &mut raw.obs)?;
+                setting(&mut parser, &name, command, &mut raw.settings)?;
             }
             Word(target) if router || raw.targets.is_empty() => {
                 raw.targets.push(PathBuf::from(target))
@@ -703,13 +400,13 @@ fn parse_serve(
             "missing {what}; see 'morloc-mcp {command} --help'"
         )));
     }
-    if raw.tools_file.is_some() && raw.targets.len() > 1 {
+    if raw.settings.tools_file.is_some() && raw.targets.len() > 1 {
         return Err(CliError::Usage(format!(
             "--tools-file curates one program; with several, put a {} beside each manifest",
             tools::curate::BESIDE_MANIFEST
         )));
     }
-    if router && raw.http_port.is_none() {
+    if router && raw.settings.http_port.is_none() {
         return Err(CliError::Usage(
             "'router' serves HTTP only: --http-port is required".into(),
         ));
@@ -724,7 +421,7 @@ fn parse_tools(mut parser: lexopt::Parser) -> Result<RawArgs, CliError> {
     let mut template = false;
     while let Some(arg) = parser.next().map_err(|e| usage(e, Some("tools")))? {
         match arg {
-            Short('h') | Long("help") => return Ok(RawArgs::Help(TOOLS_HELP)),
+            Short('h') | Long("help") => return Ok(RawArgs::Help(TOOLS_HELP.into())),
             Long("template") => template = true,
             Long("tools-file") => {
                 tools_file = Some(PathBuf::from(string_value(
@@ -751,27 +448,51 @@ fn parse_tools(mut parser: lexopt::Parser) -> Result<RawArgs, CliError> {
     }
 }
 
-/// Parses `tools` / `config`: one target and `--help`. `Ok(Err(help))` when
-/// help was asked for.
-fn parse_target_only(
-    mut parser: lexopt::Parser,
-    command: &'static str,
-    help: &'static str,
-) -> Result<Result<PathBuf, &'static str>, CliError> {
+/// Parses `config`: one target and the serving options to pass on, checked
+/// as `mcp` checks them for stdio (the entry serves over stdio).
+fn parse_config(mut parser: lexopt::Parser) -> Result<RawArgs, CliError> {
     let mut target = None;
-    while let Some(arg) = parser.next().map_err(|e| usage(e, Some(command)))? {
+    let mut settings = Settings::default();
+    let mut options = Vec::new();
+    while let Some(arg) = parser.next().map_err(|e| usage(e, Some("config")))? {
         match arg {
-            Short('h') | Long("help") => return Ok(Err(help)),
+            Short('h') | Long("help") => return Ok(RawArgs::Help(config_help())),
+            Long(name) => {
+                let name = name.to_string();
+                let (flag, mut text) = setting(&mut parser, &name, "config", &mut settings)?;
+                if matches!(flag.value, "<path>" | "<dir>") {
+                    text = absolute(&text)?;
+                }
+                options.push((name, text));
+            }
             Word(word) if target.is_none() => target = Some(PathBuf::from(word)),
-            other => return Err(usage(other.unexpected(), Some(command))),
+            other => return Err(usage(other.unexpected(), Some("config"))),
         }
     }
-    match target {
-        Some(target) => Ok(Ok(target)),
-        None => Err(CliError::Usage(format!(
-            "missing <program>; see 'morloc-mcp {command} --help'"
-        ))),
+    let Some(target) = target else {
+        return Err(CliError::Usage(
+            "missing <program>; see 'morloc-mcp config --help'".into(),
+        ));
+    };
+    if settings.http_port.is_some() {
+        return Err(CliError::Usage(
+            "'config' writes an entry for clients that start the server over stdio: --http-port has no place in it (run 'morloc-mcp mcp <program> --http-port <port>' and give clients its URL)".into(),
+        ));
     }
+    oauth::config(&settings, false)?;
+    obs::resolve(&settings, false, None)?;
+    if !options.iter().any(|(name, _)| name == "max-result-chars") {
+        options.push(("max-result-chars".into(), AGENT_RESULT_CHARS.to_string()));
+    }
+    Ok(RawArgs::Config { target, options })
+}
+
+/// `path` made absolute against the current directory, so a client that
+/// starts the server elsewhere finds the same file.
+fn absolute(path: &str) -> Result<String, CliError> {
+    std::path::absolute(path)
+        .map(|p| p.to_string_lossy().into_owned())
+        .map_err(|e| CliError::Start(format!("cannot make '{path}' absolute: {e}")))
 }
 
 #[cfg(test)]

@@ -40,7 +40,7 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use serde_json::Value as Json;
 
-use crate::edge::cli::{HttpConfig, ServeConfig};
+use crate::edge::cli::{HttpConfig, ServeConfig, Settings};
 use crate::edge::{log, manifest_file, proc};
 use crate::protocol::instance::InstanceId;
 use crate::protocol::log::Level;
@@ -76,43 +76,6 @@ impl std::fmt::Display for StartError {
 
 impl std::error::Error for StartError {}
 
-/// Knobs that apply to every transport.
-#[derive(Clone, Debug)]
-pub struct Options {
-    /// Per-call deadline; `None` waits forever.
-    pub call_timeout: Option<Duration>,
-    /// Start pools on a program's first call instead of at start-up.
-    pub lazy_pools: bool,
-    /// How long a pool may take to answer its first ping.
-    pub pool_start_timeout: Duration,
-    /// The prefix of every session (and task) id this server mints.
-    pub instance: InstanceId,
-    /// Over HTTP, how long SIGTERM lets running calls finish.
-    pub drain_timeout: Duration,
-    /// `--pool-replicas`: the most processes per pool language.
-    pub pool_replicas: Vec<(String, usize)>,
-    /// `--pool-min`: the processes per pool language kept ready.
-    pub pool_min: Vec<(String, usize)>,
-    /// How long a replica may sit idle before it is stopped.
-    pub replica_idle: Duration,
-    /// How long a pool's process group has between SIGTERM and SIGKILL.
-    pub pool_stop_grace: Duration,
-    /// See `ServeConfig::task_after`.
-    pub task_after: Duration,
-    /// See `ServeConfig::task_ttl`.
-    pub task_ttl: Duration,
-    /// See `ServeConfig::task_dir`.
-    pub task_dir: Option<std::path::PathBuf>,
-    /// How long a call may wait for a pool process; `None` waits forever.
-    pub queue_timeout: Option<Duration>,
-    /// The most calls one owner may have waiting for a pool process (0: no cap).
-    pub max_queued_per_owner: usize,
-    /// The most calls waiting for a pool process in all (0: no cap).
-    pub max_queued: usize,
-    /// `--metrics-token`: the bearer token `GET /metrics` takes instead.
-    pub metrics_token: Option<String>,
-}
-
 /// Builds each program's tool surface (printing exclusion notes), then
 /// serves over stdio or HTTP. Returns the process exit status.
 pub fn serve(config: ServeConfig) -> Result<i32, StartError> {
@@ -125,7 +88,7 @@ pub fn serve(config: ServeConfig) -> Result<i32, StartError> {
         }
         programs.push(Program::new(p.loaded, surface).map_err(|e| StartError(e.to_string()))?);
     }
-    let instance = match config.instance_id {
+    let instance = match config.settings.instance_id.clone() {
         Some(id) => id,
         None => {
             let mut random = [0u8; 6];
@@ -134,25 +97,13 @@ pub fn serve(config: ServeConfig) -> Result<i32, StartError> {
             InstanceId::from_random(random)
         }
     };
-    let options = Options {
-        call_timeout: config.call_timeout,
-        lazy_pools: config.lazy_pools,
-        pool_start_timeout: config.pool_start_timeout,
+    let options = config.settings;
+    let result_limit = options.max_result_chars;
+    let job = options.job_tools;
+    let serving = Serving {
         instance,
-        drain_timeout: config.drain_timeout,
-        pool_replicas: config.pool_replicas,
-        pool_min: config.pool_min,
-        replica_idle: config.replica_idle,
-        pool_stop_grace: config.pool_stop_grace,
-        task_after: config.task_after,
-        task_ttl: config.task_ttl,
-        task_dir: config.task_dir,
-        queue_timeout: config.queue_timeout,
-        max_queued_per_owner: config.max_queued_per_owner,
-        max_queued: config.max_queued,
         metrics_token: config.obs.metrics_token,
     };
-    let result_limit = config.max_result_chars;
     match config.http {
         None => {
             let Some(program) = programs.pop() else {
@@ -160,19 +111,19 @@ pub fn serve(config: ServeConfig) -> Result<i32, StartError> {
             };
             let mut catalog = Catalog::single(program);
             catalog.set_result_limit(result_limit);
-            job_tools(&mut catalog, config.job_tools)?;
-            run_server(catalog, options, None)
+            job_tools(&mut catalog, job)?;
+            run_server(catalog, options, serving, None)
         }
         Some(http) => {
             // Over HTTP, tools are namespaced `<module>__<command>` unless the
             // user asked for the reference's plain single-program names.
-            let namespaced = config.router || !config.plain_tool_names;
-            let namespaced = namespaced && !(config.plain_tool_names && programs.len() == 1);
+            let namespaced = config.router || !options.plain_tool_names;
+            let namespaced = namespaced && !(options.plain_tool_names && programs.len() == 1);
             let mut catalog = Catalog::multi(programs, namespaced, config.router)
                 .map_err(|e| StartError(e.to_string()))?;
             catalog.set_result_limit(result_limit);
-            job_tools(&mut catalog, config.job_tools)?;
-            run_server(catalog, options, Some(http))
+            job_tools(&mut catalog, job)?;
+            run_server(catalog, options, serving, Some(http))
         }
     }
 }
@@ -187,9 +138,19 @@ fn job_tools(catalog: &mut Catalog, on: bool) -> Result<(), StartError> {
         .map_err(|e| StartError(format!("cannot serve: {e}")))
 }
 
+/// What the server resolved at start-up beyond [`Settings`].
+struct Serving {
+    /// The prefix of every session (and task) id this server mints.
+    instance: InstanceId,
+    /// The bearer token `GET /metrics` takes instead of the MCP one
+    /// (`--metrics-token`, else its environment variable).
+    metrics_token: Option<String>,
+}
+
 fn run_server(
     mut catalog: Catalog,
-    options: Options,
+    options: Settings,
+    serving: Serving,
     http: Option<HttpConfig>,
 ) -> Result<i32, StartError> {
     // Before anything can print: the protocol stream gets a private fd and
@@ -203,7 +164,7 @@ fn run_server(
     // A rebuilt program is reloaded (`reactor::reload`), so the tool list
     // can change: both eras declare `tools.listChanged`.
     catalog.set_list_changes(true);
-    let mut reactor = Reactor::new(catalog, options, protocol_out, http)?;
+    let mut reactor = Reactor::new(catalog, options, serving, protocol_out, http)?;
     let code = reactor.run();
     reactor.shutdown();
     Ok(code)
@@ -273,7 +234,10 @@ impl Sources {
 struct Reactor {
     poll: Poll,
     catalog: Catalog,
-    options: Options,
+    /// Every serving option (`cli::settings`).
+    options: Settings,
+    /// The prefix of every session (and task) id this server mints.
+    instance: InstanceId,
     /// `None` when serving HTTP.
     stdio: Option<Stdio>,
     http: Option<HttpFront>,
@@ -304,7 +268,8 @@ const SCRATCH_LEN: usize = 16 * 1024;
 impl Reactor {
     fn new(
         catalog: Catalog,
-        options: Options,
+        options: Settings,
+        serving: Serving,
         protocol_out: OwnedFd,
         http: Option<HttpConfig>,
     ) -> Result<Reactor, StartError> {
@@ -331,8 +296,8 @@ impl Reactor {
         let http = match http {
             None => None,
             Some(config) => Some(
-                HttpFront::bind(&poll, config, &catalog, &options.instance)?
-                    .with_metrics_token(options.metrics_token.clone()),
+                HttpFront::bind(&poll, config, &options, &catalog, &serving.instance)?
+                    .with_metrics_token(serving.metrics_token),
             ),
         };
 
@@ -349,6 +314,7 @@ impl Reactor {
             poll,
             catalog,
             options,
+            instance: serving.instance,
             stdio,
             http,
             signals,

@@ -13,16 +13,18 @@ use crate::format::manifest::Loaded;
 /// short tokens), so a margin below that.
 pub const AGENT_RESULT_CHARS: usize = 80_000;
 
-/// The `mcpServers` client entry for a program served over stdio, with
-/// `--max-result-chars` when `result_limit` is set.
-pub fn config_json(program: &Loaded, exe: &Path, result_limit: Option<usize>) -> Value {
+/// The `mcpServers` client entry for a program served over stdio with
+/// `options` (`(name, value)`, the value empty for a switch).
+pub fn config_json(program: &Loaded, exe: &Path, options: &[(String, String)]) -> Value {
     let mut args = vec![
         Value::from("mcp"),
         Value::from(program.path.to_string_lossy().into_owned()),
     ];
-    if let Some(limit) = result_limit {
-        args.push(Value::from("--max-result-chars"));
-        args.push(Value::from(limit.to_string()));
+    for (name, value) in options {
+        args.push(Value::from(format!("--{name}")));
+        if !value.is_empty() {
+            args.push(Value::from(value.as_str()));
+        }
     }
     let mut server = Map::new();
     server.insert(

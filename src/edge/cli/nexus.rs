@@ -16,7 +16,7 @@ pub(super) fn parse_nexus(args: Vec<OsString>) -> Result<RawArgs, CliError> {
         )));
     };
     match mode.to_str() {
-        Some("-h" | "--help") => Ok(RawArgs::Help(NEXUS_HELP)),
+        Some("-h" | "--help") => Ok(RawArgs::Help(NEXUS_HELP.into())),
         Some("-V" | "--version") => Ok(RawArgs::Version),
         Some("mcp") => parse_serve(
             lexopt::Parser::from_args(args.into_iter().skip(1)),
@@ -71,7 +71,7 @@ fn parse_nexus_run(words: &[OsString]) -> Result<RawArgs, CliError> {
     } else {
         Ok(RawArgs::Config {
             target,
-            result_limit: None,
+            options: Vec::new(),
         })
     }
 }

@@ -6,22 +6,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::values::{seconds, string_value};
-use super::CliError;
+use super::{CliError, Settings};
 use crate::protocol::oauth::fetch::Url;
-
-/// The options as given.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct OAuthArgs {
-    pub public_url: Option<String>,
-    pub issuer: Option<String>,
-    pub audience: Option<String>,
-    pub jwks: Option<String>,
-    pub scopes: Vec<String>,
-    /// `--oauth-tool-scopes TOOL=SCOPE[,SCOPE...]`, in order.
-    pub tool_scopes: Vec<(String, Vec<String>)>,
-    pub jwks_max_age: Option<Duration>,
-}
 
 /// How long fetched keys are used before they are fetched again, unless
 /// `--oauth-jwks-max-age`.
@@ -48,84 +34,15 @@ pub struct OAuthConfig {
     pub jwks_max_age: Duration,
 }
 
-/// The options parsed here (without `--`).
-pub(super) const FLAGS: [&str; 7] = [
-    "public-url",
-    "oauth-issuer",
-    "oauth-audience",
-    "oauth-jwks",
-    "oauth-scopes",
-    "oauth-tool-scopes",
-    "oauth-jwks-max-age",
-];
-
-/// Takes option `name`, one of [`FLAGS`].
-pub(super) fn flag(
-    name: &str,
-    parser: &mut lexopt::Parser,
-    raw: &mut OAuthArgs,
-    command: &str,
-) -> Result<(), CliError> {
-    let option = format!("--{name}");
-    let mut value = || -> Result<String, CliError> {
-        let text = string_value(parser, &option, command)?;
-        if text.trim().is_empty() {
-            return Err(CliError::Usage(format!("empty value for '{option}'")));
-        }
-        Ok(text)
-    };
-    match name {
-        "public-url" => {
-            let url = value()?;
-            if !url.starts_with("http://") && !url.starts_with("https://") {
-                return Err(CliError::Usage(format!(
-                    "invalid value '{url}' for '--public-url': expected an http:// or https:// URL (the /mcp endpoint as clients reach it)"
-                )));
-            }
-            raw.public_url = Some(url);
-        }
-        "oauth-issuer" => raw.issuer = Some(value()?),
-        "oauth-audience" => raw.audience = Some(value()?),
-        "oauth-jwks" => raw.jwks = Some(value()?),
-        "oauth-scopes" => raw.scopes.extend(scope_list(&value()?)),
-        "oauth-jwks-max-age" => raw.jwks_max_age = Some(seconds(&value()?, &option)?),
-        "oauth-tool-scopes" => {
-            let text = value()?;
-            let Some((tool, scopes)) = text.split_once('=') else {
-                return Err(CliError::Usage(format!(
-                    "invalid value '{text}' for '--oauth-tool-scopes': expected TOOL=SCOPE[,SCOPE...]"
-                )));
-            };
-            let scopes = scope_list(scopes);
-            if tool.is_empty() || scopes.is_empty() {
-                return Err(CliError::Usage(format!(
-                    "invalid value '{text}' for '--oauth-tool-scopes': expected TOOL=SCOPE[,SCOPE...]"
-                )));
-            }
-            raw.tool_scopes.push((tool.to_string(), scopes));
-        }
-        _ => {}
-    }
-    Ok(())
-}
-
-/// Scopes separated by commas or spaces.
-fn scope_list(text: &str) -> Vec<String> {
-    text.split([',', ' '])
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect()
-}
-
 /// The checked settings: `None` without `--oauth-issuer`.
 #[cfg(not(feature = "oauth"))]
-pub(super) fn config(raw: &OAuthArgs, http: bool) -> Result<Option<OAuthConfig>, CliError> {
-    let given = raw.issuer.is_some()
-        || raw.audience.is_some()
-        || raw.jwks.is_some()
-        || !raw.scopes.is_empty()
-        || !raw.tool_scopes.is_empty()
-        || raw.jwks_max_age.is_some();
+pub(super) fn config(raw: &Settings, http: bool) -> Result<Option<OAuthConfig>, CliError> {
+    let given = raw.oauth_issuer.is_some()
+        || raw.oauth_audience.is_some()
+        || raw.oauth_jwks.is_some()
+        || !raw.oauth_scopes.is_empty()
+        || !raw.oauth_tool_scopes.is_empty()
+        || raw.oauth_jwks_max_age != DEFAULT_JWKS_MAX_AGE;
     if (given || raw.public_url.is_some()) && !http {
         return Err(CliError::Usage(
             "--public-url and the --oauth-* options need --http-port".into(),
@@ -143,18 +60,18 @@ const NO_OAUTH: &str = "this build has no OAuth support (it was built without th
 
 /// The checked settings: `None` without `--oauth-issuer`.
 #[cfg(feature = "oauth")]
-pub(super) fn config(raw: &OAuthArgs, http: bool) -> Result<Option<OAuthConfig>, CliError> {
+pub(super) fn config(raw: &Settings, http: bool) -> Result<Option<OAuthConfig>, CliError> {
     let usage = |m: &str| Err(CliError::Usage(m.to_string()));
-    let given = raw.issuer.is_some()
-        || raw.audience.is_some()
-        || raw.jwks.is_some()
-        || !raw.scopes.is_empty()
-        || !raw.tool_scopes.is_empty()
-        || raw.jwks_max_age.is_some();
+    let given = raw.oauth_issuer.is_some()
+        || raw.oauth_audience.is_some()
+        || raw.oauth_jwks.is_some()
+        || !raw.oauth_scopes.is_empty()
+        || !raw.oauth_tool_scopes.is_empty()
+        || raw.oauth_jwks_max_age != DEFAULT_JWKS_MAX_AGE;
     if (given || raw.public_url.is_some()) && !http {
         return usage("--public-url and the --oauth-* options need --http-port");
     }
-    let (issuer, jwks) = match (&raw.issuer, &raw.jwks) {
+    let (issuer, jwks) = match (&raw.oauth_issuer, &raw.oauth_jwks) {
         (None, _) if !given => return Ok(None),
         (Some(issuer), Some(jwks)) => (issuer.clone(), jwks),
         (None, _) => return usage("the --oauth-* options need --oauth-issuer"),
@@ -169,11 +86,11 @@ pub(super) fn config(raw: &OAuthArgs, http: bool) -> Result<Option<OAuthConfig>,
     };
     Ok(Some(OAuthConfig {
         issuer,
-        audience: raw.audience.clone(),
+        audience: raw.oauth_audience.clone(),
         jwks,
-        scopes: raw.scopes.clone(),
-        tool_scopes: raw.tool_scopes.clone(),
-        jwks_max_age: raw.jwks_max_age.unwrap_or(DEFAULT_JWKS_MAX_AGE),
+        scopes: raw.oauth_scopes.clone(),
+        tool_scopes: raw.oauth_tool_scopes.clone(),
+        jwks_max_age: raw.oauth_jwks_max_age,
     }))
 }
 
@@ -184,10 +101,10 @@ mod tests {
     use super::super::{parse_args, RawArgs};
     use super::*;
 
-    fn raw(line: &str) -> Result<OAuthArgs, CliError> {
+    fn raw(line: &str) -> Result<Settings, CliError> {
         let args = line.split_whitespace().map(OsString::from);
         match parse_args(Some(OsStr::new("morloc-mcp")), args)? {
-            RawArgs::Serve(serve) => Ok(serve.oauth),
+            RawArgs::Serve(serve) => Ok(serve.settings),
             other => panic!("not a serve command: {other:?}"),
         }
     }
@@ -207,9 +124,9 @@ mod tests {
                      --public-url https://h/mcp",
         )
         .unwrap();
-        assert_eq!(r.scopes, ["a", "b", "c"]);
+        assert_eq!(r.oauth_scopes, ["a", "b", "c"]);
         assert_eq!(
-            r.tool_scopes,
+            r.oauth_tool_scopes,
             [("t".to_string(), vec!["x".to_string(), "y".to_string()])]
         );
         assert_eq!(r.public_url.as_deref(), Some("https://h/mcp"));

@@ -1,21 +1,12 @@
 //! The observability options of `mcp` and `router`: `--log-level`,
 //! `--log-format` and `--metrics-token` (or `MORLOC_MCP_METRICS_TOKEN`).
 
-use super::CliError;
+use super::{CliError, Settings};
 use crate::protocol::log::{Format, Level};
 
 /// The environment variable holding the `/metrics` token when
 /// `--metrics-token` is not given.
 pub const METRICS_TOKEN_ENV: &str = "MORLOC_MCP_METRICS_TOKEN";
-
-/// The options as typed.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RawObs {
-    pub log_level: Option<Level>,
-    pub log_format: Option<Format>,
-    /// Never `Some("")`: an empty token is refused while parsing.
-    pub metrics_token: Option<String>,
-}
 
 /// The options resolved: the level's default depends on the transport.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,44 +47,9 @@ pub fn early_logging(args: &[std::ffi::OsString]) -> (Level, Format) {
     (level, format)
 }
 
-/// Whether `flag` (without its dashes) is one of these options.
-pub(super) fn is_obs_flag(flag: &str) -> bool {
-    matches!(flag, "log-level" | "log-format" | "metrics-token")
-}
-
-/// Records `--<flag> <text>`.
-pub(super) fn parse_flag(flag: &str, text: &str, raw: &mut RawObs) -> Result<(), CliError> {
-    match flag {
-        "log-level" => {
-            raw.log_level = Some(Level::parse(text).ok_or_else(|| {
-                CliError::Usage(format!(
-                    "invalid value '{text}' for '--log-level': expected one of {}",
-                    Level::NAMES.join(", ")
-                ))
-            })?)
-        }
-        "log-format" => {
-            raw.log_format = Some(Format::parse(text).ok_or_else(|| {
-                CliError::Usage(format!(
-                    "invalid value '{text}' for '--log-format': expected text or json"
-                ))
-            })?)
-        }
-        _ => {
-            if text.is_empty() {
-                return Err(CliError::Usage(
-                    "empty value for '--metrics-token': no scrape could match it".into(),
-                ));
-            }
-            raw.metrics_token = Some(text.to_string());
-        }
-    }
-    Ok(())
-}
-
 /// Resolves the options for a server on HTTP (`http`) or stdio; `env_token`
 /// is the value of [`METRICS_TOKEN_ENV`].
-pub fn resolve(raw: &RawObs, http: bool, env_token: Option<&str>) -> Result<ObsConfig, CliError> {
+pub fn resolve(raw: &Settings, http: bool, env_token: Option<&str>) -> Result<ObsConfig, CliError> {
     let env_token = env_token.filter(|t| !t.is_empty()).map(str::to_string);
     let metrics_token = raw.metrics_token.clone().or(env_token);
     if metrics_token.is_some() && !http && raw.metrics_token.is_some() {
@@ -106,19 +62,20 @@ pub fn resolve(raw: &RawObs, http: bool, env_token: Option<&str>) -> Result<ObsC
         log_level: raw
             .log_level
             .unwrap_or(if http { Level::Info } else { Level::Warn }),
-        log_format: raw.log_format.unwrap_or(Format::Text),
+        log_format: raw.log_format,
         metrics_token: metrics_token.filter(|_| http),
     })
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::settings::flag;
     use super::*;
 
-    fn parsed(pairs: &[(&str, &str)]) -> Result<RawObs, CliError> {
-        let mut raw = RawObs::default();
-        for (flag, text) in pairs {
-            parse_flag(flag, text, &mut raw)?;
+    fn parsed(pairs: &[(&str, &str)]) -> Result<Settings, CliError> {
+        let mut raw = Settings::default();
+        for (name, text) in pairs {
+            flag(name).unwrap().apply(&mut raw, text)?;
         }
         Ok(raw)
     }
@@ -132,9 +89,9 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(raw.log_level, Some(Level::Debug));
-        assert_eq!(raw.log_format, Some(Format::Json));
+        assert_eq!(raw.log_format, Format::Json);
         assert_eq!(raw.metrics_token.as_deref(), Some("m"));
-        for (flag, text, says) in [
+        for (name, text, says) in [
             (
                 "log-level",
                 "loud",
@@ -143,13 +100,12 @@ mod tests {
             ("log-format", "xml", "expected text or json"),
             ("metrics-token", "", "empty value for '--metrics-token'"),
         ] {
-            let err = parsed(&[(flag, text)]).unwrap_err();
+            let err = parsed(&[(name, text)]).unwrap_err();
             assert!(
                 matches!(&err, CliError::Usage(m) if m.contains(says)),
                 "{err}"
             );
         }
-        assert!(is_obs_flag("log-level") && !is_obs_flag("log"));
     }
 
     #[test]
@@ -176,7 +132,7 @@ mod tests {
 
     #[test]
     fn defaults_follow_the_transport() {
-        let raw = RawObs::default();
+        let raw = Settings::default();
         let stdio = resolve(&raw, false, None).unwrap();
         assert_eq!(
             (stdio.log_level, stdio.log_format),

@@ -1,5 +1,7 @@
 //! Unit tests of the `cli` module (kept apart from the code they test).
 
+use std::time::Duration;
+
 use super::*;
 
 fn parse(argv0: &str, line: &str) -> Result<RawArgs, CliError> {
@@ -30,11 +32,19 @@ fn serve(targets: &[&str]) -> RawServe {
     }
 }
 
+/// `serve(targets)` with `settings`.
+fn with(targets: &[&str], settings: Settings) -> RawArgs {
+    RawArgs::Serve(RawServe {
+        settings,
+        ..serve(targets)
+    })
+}
+
 #[test]
 fn subcommands() {
-    check("--help", RawArgs::Help(TOP_HELP));
-    check("-h", RawArgs::Help(TOP_HELP));
-    check("help", RawArgs::Help(TOP_HELP));
+    check("--help", RawArgs::Help(TOP_HELP.into()));
+    check("-h", RawArgs::Help(TOP_HELP.into()));
+    check("help", RawArgs::Help(TOP_HELP.into()));
     check("-V", RawArgs::Version);
     check("--version", RawArgs::Version);
     check(
@@ -44,21 +54,21 @@ fn subcommands() {
             tools_file: None,
         },
     );
-    check("tools --help", RawArgs::Help(TOOLS_HELP));
-    check("tools p.json -h", RawArgs::Help(TOOLS_HELP));
+    check("tools --help", RawArgs::Help(TOOLS_HELP.into()));
+    check("tools p.json -h", RawArgs::Help(TOOLS_HELP.into()));
     check(
         "config dir",
         RawArgs::Config {
             target: "dir".into(),
-            result_limit: Some(AGENT_RESULT_CHARS),
+            options: vec![("max-result-chars".into(), AGENT_RESULT_CHARS.to_string())],
         },
     );
-    check("config -h", RawArgs::Help(CONFIG_HELP));
+    check("config -h", RawArgs::Help(config_help()));
     check("mcp p", RawArgs::Serve(serve(&["p"])));
-    check("mcp -h", RawArgs::Help(MCP_HELP));
-    check("router --help", RawArgs::Help(ROUTER_HELP));
+    check("mcp -h", RawArgs::Help(mcp_help()));
+    check("router --help", RawArgs::Help(router_help()));
     // Help wins even after bad values would have been seen later.
-    check("mcp --help --http-port 99999", RawArgs::Help(MCP_HELP));
+    check("mcp --help --http-port 99999", RawArgs::Help(mcp_help()));
 }
 
 #[test]
@@ -66,60 +76,67 @@ fn serve_options() {
     check(
         "mcp p --http-port 8080 --http-host ::1 --auth-token s3cret --allow-no-auth --call-timeout 2.5 \
          --plain-tool-names --allow-origin http://a --allow-origin=http://b --lazy-pools --session-ttl 1",
-        RawArgs::Serve(RawServe {
-            http_port: Some(8080),
-            http_host: Some("::1".into()),
-            auth_token: Some("s3cret".into()),
-            allow_no_auth: true,
-            allow_origins: vec!["http://a".into(), "http://b".into()],
-            call_timeout: Some(Duration::from_millis(2500)),
-            session_ttl: Some(Duration::from_secs(1)),
-            plain_tool_names: true,
-            lazy_pools: true,
-            ..serve(&["p"])
-        }),
+        with(
+            &["p"],
+            Settings {
+                http_port: Some(8080),
+                http_host: "::1".into(),
+                auth_token: Some("s3cret".into()),
+                allow_no_auth: true,
+                allow_origins: vec!["http://a".into(), "http://b".into()],
+                call_timeout: Some(Duration::from_millis(2500)),
+                session_ttl: Duration::from_secs(1),
+                plain_tool_names: true,
+                lazy_pools: true,
+                ..Settings::default()
+            },
+        ),
+    );
+    for port in [0, 65535] {
+        check(
+            &format!("mcp --http-port={port} p"),
+            with(
+                &["p"],
+                Settings {
+                    http_port: Some(port),
+                    ..Settings::default()
+                },
+            ),
+        );
+    }
+    check(
+        "mcp p --task-after 0 --task-ttl 0.5 --job-tools --request-timeout 2 --idle-timeout 0.5",
+        with(
+            &["p"],
+            Settings {
+                task_after: Duration::ZERO,
+                task_ttl: Duration::from_millis(500),
+                job_tools: true,
+                request_timeout: Duration::from_secs(2),
+                idle_timeout: Duration::from_millis(500),
+                ..Settings::default()
+            },
+        ),
     );
     check(
-        "mcp --http-port=0 p",
-        RawArgs::Serve(RawServe {
-            http_port: Some(0),
-            ..serve(&["p"])
-        }),
-    );
-    check(
-        "mcp p --http-port 65535",
-        RawArgs::Serve(RawServe {
-            http_port: Some(65535),
-            ..serve(&["p"])
-        }),
-    );
-    check(
-        "mcp p --task-after 0 --task-ttl 0.5",
-        RawArgs::Serve(RawServe {
-            task_after: Some(Duration::ZERO),
-            task_ttl: Some(Duration::from_millis(500)),
-            ..serve(&["p"])
-        }),
-    );
-    check(
-        "mcp p --job-tools",
-        RawArgs::Serve(RawServe {
-            job_tools: true,
-            ..serve(&["p"])
-        }),
-    );
-    check(
-        "mcp p --call-timeout 0",
-        RawArgs::Serve(RawServe {
-            call_timeout: Some(Duration::ZERO),
-            ..serve(&["p"])
-        }),
+        "mcp p --call-timeout 0 --max-result-chars 0",
+        with(
+            &["p"],
+            Settings {
+                call_timeout: None,
+                max_result_chars: None,
+                ..Settings::default()
+            },
+        ),
     );
     check(
         "router a b --http-port 1",
         RawArgs::Serve(RawServe {
             router: true,
-            http_port: Some(1),
+            settings: Settings {
+                http_port: Some(1),
+                ..Settings::default()
+            },
             ..serve(&["a", "b"])
         }),
     );
@@ -175,7 +192,7 @@ fn usage_errors() {
     check_usage(
         "morloc-mcp",
         "mcp p --http-port=",
-        "invalid value '' for '--http-port': expected a port number 0..65535",
+        "empty value for '--http-port': expected a port number 0..65535",
     );
     check_usage(
         "morloc-mcp",
@@ -200,14 +217,14 @@ fn usage_errors() {
     check_usage(
         "morloc-mcp",
         "mcp p --http-host=",
-        "empty value for '--http-host'",
+        "empty value for '--http-host': an IP address or 'localhost'",
     );
     check_usage(
         "morloc-mcp",
         "mcp p --allow-origin=",
-        "empty value for '--allow-origin'",
+        "empty value for '--allow-origin': an Origin such as https://app.example",
     );
-    for bad in ["-1", "x", "NaN", "inf", "1e400", ""] {
+    for bad in ["-1", "x", "NaN", "inf", "1e400"] {
         check_usage(
             "morloc-mcp",
             &format!("mcp p --call-timeout={bad}"),
@@ -241,9 +258,16 @@ fn usage_errors() {
     );
     check_usage(
         "morloc-mcp",
-        "config a --http-port 1",
-        "invalid option '--http-port' for 'config'; see 'morloc-mcp config --help'",
+        "mcp p --call-timeout=",
+        "empty value for '--call-timeout': expected a number of seconds (0 or more)",
     );
+    for (zero, flag) in [("0", "request-timeout"), ("0.0", "idle-timeout")] {
+        check_usage(
+            "morloc-mcp",
+            &format!("mcp p --{flag} {zero}"),
+            &format!("invalid value '{zero}' for '--{flag}': expected a number of seconds above 0"),
+        );
+    }
 }
 
 #[test]
@@ -251,13 +275,16 @@ fn nexus_spellings() {
     let nexus = |line: &str| parse("/usr/local/bin/morloc-nexus", line);
     assert_eq!(
         nexus("mcp prog --http-port 9"),
-        Ok(RawArgs::Serve(RawServe {
-            http_port: Some(9),
-            ..serve(&["prog"])
-        }))
+        Ok(with(
+            &["prog"],
+            Settings {
+                http_port: Some(9),
+                ..Settings::default()
+            }
+        ))
     );
-    assert_eq!(nexus("mcp -h"), Ok(RawArgs::Help(MCP_HELP)));
-    assert_eq!(nexus("--help"), Ok(RawArgs::Help(NEXUS_HELP)));
+    assert_eq!(nexus("mcp -h"), Ok(RawArgs::Help(mcp_help())));
+    assert_eq!(nexus("--help"), Ok(RawArgs::Help(NEXUS_HELP.into())));
     assert_eq!(
         nexus("run prog --mcp-tools"),
         Ok(RawArgs::Tools {
@@ -276,7 +303,7 @@ fn nexus_spellings() {
         nexus("run prog --mcp-config"),
         Ok(RawArgs::Config {
             target: "prog".into(),
-            result_limit: None,
+            options: Vec::new(),
         })
     );
     assert_eq!(
@@ -290,7 +317,7 @@ fn nexus_spellings() {
         nexus("run prog --mcp-config extra words"),
         Ok(RawArgs::Config {
             target: "prog".into(),
-            result_limit: None,
+            options: Vec::new(),
         })
     );
     // Under any other name the nexus spellings mean nothing.
@@ -419,28 +446,18 @@ fn prepare_fills_defaults_and_the_env_token() {
     };
     let stdio = run("mcp TARGET", Some("t"));
     assert!(stdio.http.is_none());
-    assert_eq!(stdio.call_timeout, Some(DEFAULT_CALL_TIMEOUT));
+    assert_eq!(stdio.settings, Settings::default());
     assert_eq!(stdio.programs[0].loaded.manifest.name, "m");
     let http = run(
         "mcp TARGET --http-port 0 --call-timeout 0",
         Some("from-env"),
     );
-    assert_eq!(http.call_timeout, None);
+    assert_eq!(http.settings.call_timeout, None);
     assert_eq!(
         http.http,
         Some(HttpConfig {
             port: 0,
-            host: DEFAULT_HTTP_HOST.into(),
             auth_token: Some("from-env".into()),
-            allow_no_auth: false,
-            allow_origins: vec![],
-            session_ttl: DEFAULT_SESSION_TTL,
-            request_timeout: DEFAULT_REQUEST_TIMEOUT,
-            max_buffered: 256 * 1024 * 1024,
-            max_conns_per_peer: None,
-            max_sessions_per_owner: 1000,
-            max_sessions: 10_000,
-            public_url: None,
             oauth: None,
         })
     );
@@ -448,15 +465,14 @@ fn prepare_fills_defaults_and_the_env_token() {
         "mcp TARGET --http-port 1 --max-buffered 64k --max-conns-per-peer 0 --max-sessions-per-owner 5",
         None,
     )
-    .http
-    .unwrap();
+    .settings;
     assert_eq!(
         (
             limits.max_buffered,
             limits.max_conns_per_peer,
             limits.max_sessions_per_owner
         ),
-        (64 * 1024, Some(0), 5)
+        (64 * 1024, 0, 5)
     );
     let explicit = run(
         "mcp TARGET --http-port 1 --auth-token mine",
@@ -496,8 +512,9 @@ fn instance_id_and_drain_timeout() {
     let RawArgs::Serve(raw) = parsed else {
         panic!("{parsed:?}")
     };
+    let raw = raw.settings;
     assert_eq!(raw.instance_id.as_ref().map(|i| i.as_str()), Some("a"));
-    assert_eq!(raw.drain_timeout, Some(Duration::from_millis(2500)));
+    assert_eq!(raw.drain_timeout, Duration::from_millis(2500));
     for (bad, why) in [
         ("a.b", "'.' is not allowed"),
         ("", "at least one character"),
@@ -507,8 +524,11 @@ fn instance_id_and_drain_timeout() {
         assert_eq!(err.exit_code(), 2);
         let text = err.to_string();
         assert!(
-            text.starts_with(&format!("invalid value '{bad}' for '--instance-id': "))
-                && text.contains(why),
+            text.starts_with(&if bad.is_empty() {
+                "empty value for '--instance-id': ".to_string()
+            } else {
+                format!("invalid value '{bad}' for '--instance-id': ")
+            }) && text.contains(why),
             "{text}"
         );
     }
@@ -519,12 +539,21 @@ fn instance_id_and_drain_timeout() {
 #[test]
 fn pool_replicas_take_a_language_and_a_count() {
     check(
-        "mcp p --pool-replicas py=4 --pool-replicas R=1 --replica-idle 0.5",
-        RawArgs::Serve(RawServe {
-            pool_replicas: vec![("py".into(), 4), ("r".into(), 1)],
-            replica_idle: Some(Duration::from_millis(500)),
-            ..serve(&["p"])
-        }),
+        "mcp p --pool-replicas py=4 --pool-replicas R=1 --pool-replicas c++=2 \
+         --pool-replicas Python3=3 --replica-idle 0.5",
+        with(
+            &["p"],
+            Settings {
+                pool_replicas: vec![
+                    ("py".into(), 4),
+                    ("r".into(), 1),
+                    ("cpp".into(), 2),
+                    ("py".into(), 3),
+                ],
+                replica_idle: Duration::from_millis(500),
+                ..Settings::default()
+            },
+        ),
     );
     let bad = |value: &str, why: &str| {
         check_usage(
@@ -545,12 +574,15 @@ fn pool_replicas_take_a_language_and_a_count() {
 fn queue_bounds_take_seconds_and_counts() {
     check(
         "mcp p --queue-timeout 2.5 --max-queued-per-owner 3 --max-queued 0",
-        RawArgs::Serve(RawServe {
-            queue_timeout: Some(Duration::from_millis(2500)),
-            max_queued_per_owner: Some(3),
-            max_queued: Some(0),
-            ..serve(&["p"])
-        }),
+        with(
+            &["p"],
+            Settings {
+                queue_timeout: Some(Duration::from_millis(2500)),
+                max_queued_per_owner: 3,
+                max_queued: 0,
+                ..Settings::default()
+            },
+        ),
     );
     check_usage(
         "morloc-mcp",
@@ -566,5 +598,111 @@ fn queue_bounds_take_seconds_and_counts() {
         "morloc-mcp",
         "mcp p --queue-timeout soon",
         "invalid value 'soon' for '--queue-timeout': expected a number of seconds (0 or more)",
+    );
+}
+
+#[test]
+fn a_misspelt_option_gets_the_nearest_one() {
+    check_usage(
+        "morloc-mcp",
+        "mcp p --http-prot 8080",
+        "invalid option '--http-prot' for 'mcp' (did you mean '--http-port'?); see 'morloc-mcp mcp --help'",
+    );
+    check_usage(
+        "morloc-mcp",
+        "router p --calltimeout 3",
+        "invalid option '--calltimeout' for 'router' (did you mean '--call-timeout'?); see 'morloc-mcp router --help'",
+    );
+    check_usage(
+        "morloc-mcp",
+        "config p --lazy-pool",
+        "invalid option '--lazy-pool' for 'config' (did you mean '--lazy-pools'?); see 'morloc-mcp config --help'",
+    );
+    // Options for tests are never suggested.
+    check_usage(
+        "morloc-mcp",
+        "mcp p --replica-idel 1",
+        "invalid option '--replica-idel' for 'mcp'; see 'morloc-mcp mcp --help'",
+    );
+}
+
+#[test]
+fn config_passes_serving_options_on() {
+    let options = |line: &str| match parse("morloc-mcp", line) {
+        Ok(RawArgs::Config { options, .. }) => options,
+        other => panic!("{line}: {other:?}"),
+    };
+    let pair = |n: &str, v: &str| (n.to_string(), v.to_string());
+    assert_eq!(
+        options("config p --lazy-pools --call-timeout 30 --max-result-chars 0"),
+        [
+            pair("lazy-pools", ""),
+            pair("call-timeout", "30"),
+            pair("max-result-chars", "0")
+        ]
+    );
+    // A relative path becomes absolute: the client starts the server
+    // elsewhere.
+    let here = std::env::current_dir().unwrap();
+    assert_eq!(
+        options("config p --tools-file t.json --pool-replicas c++=2"),
+        [
+            pair("tools-file", &here.join("t.json").to_string_lossy()),
+            pair("pool-replicas", "c++=2"),
+            pair("max-result-chars", "80000"),
+        ]
+    );
+    // Checked as `mcp` checks them over stdio.
+    check_usage(
+        "morloc-mcp",
+        "config p --call-timeout soon",
+        "invalid value 'soon' for '--call-timeout': expected a number of seconds (0 or more)",
+    );
+    for line in [
+        "config p --http-port 1",
+        "config p --metrics-token m",
+        "config p --public-url https://h/mcp",
+    ] {
+        match parse("morloc-mcp", line) {
+            Err(CliError::Usage(m)) => assert!(m.contains("--http-port"), "{line}: {m}"),
+            other => panic!("{line}: {other:?}"),
+        }
+    }
+    let manifest =
+        std::env::temp_dir().join(format!("morloc-mcp-config-{}.json", std::process::id()));
+    std::fs::write(
+        &manifest,
+        r#"{"name":"m","build":{"path":".","time":1,"morloc_version":"0.98.2"}}"#,
+    )
+    .unwrap();
+    let line = format!(
+        "config {} --lazy-pools --task-after 5000",
+        manifest.display()
+    );
+    let env = Env {
+        auth_token: None,
+        current_exe: Some("/bin/morloc-mcp".into()),
+    };
+    let printed = match prepare(parse("morloc-mcp", &line).unwrap(), &env, &mut Vec::new()) {
+        Ok(Action::Print { stdout, .. }) => stdout,
+        other => panic!("{other:?}"),
+    };
+    let _ = std::fs::remove_file(&manifest);
+    let entry: Value = serde_json::from_str(&printed).unwrap();
+    let args = &entry["mcpServers"]["m"]["args"];
+    assert_eq!(
+        args,
+        &serde_json::json!([
+            "mcp",
+            std::fs::canonicalize(std::env::temp_dir())
+                .unwrap()
+                .join(manifest.file_name().unwrap())
+                .to_string_lossy(),
+            "--lazy-pools",
+            "--task-after",
+            "5000",
+            "--max-result-chars",
+            "80000"
+        ])
     );
 }

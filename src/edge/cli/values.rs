@@ -1,5 +1,6 @@
 //! The parsers of option values: strings, byte sizes, counts, seconds and
-//! `--pool-replicas` entries, each with its usage error.
+//! `<lang>=<n>` entries. Each error says why the value is bad; the caller
+//! names the option and the value (`settings::Flag::apply`).
 
 use std::time::Duration;
 
@@ -18,12 +19,9 @@ pub(super) fn string_value(
 
 /// A byte count: digits, optionally followed by `k`, `m` or `g` (KiB, MiB,
 /// GiB; any case, an optional `b` or `ib` after it).
-pub(super) fn byte_size(text: &str, option: &str) -> Result<usize, CliError> {
-    let bad = || {
-        CliError::Usage(format!(
-            "invalid value '{text}' for '{option}': expected a number of bytes, optionally with k, m or g (KiB, MiB, GiB)"
-        ))
-    };
+pub(super) fn byte_size(text: &str) -> Result<usize, String> {
+    let bad =
+        || "expected a number of bytes, optionally with k, m or g (KiB, MiB, GiB)".to_string();
     let lower = text.trim().to_ascii_lowercase();
     let unit_text = lower
         .trim_end_matches("ib")
@@ -37,30 +35,22 @@ pub(super) fn byte_size(text: &str, option: &str) -> Result<usize, CliError> {
     };
     let number: usize = digits.trim().parse().map_err(|_| bad())?;
     if number == 0 {
-        return Err(CliError::Usage(format!(
-            "invalid value '{text}' for '{option}': 0 would refuse every request body"
-        )));
+        return Err("0 would refuse every request body".into());
     }
     number.checked_mul(1usize << shift).ok_or_else(bad)
 }
 
 /// A whole number of at least `min`.
-pub(super) fn count(text: &str, option: &str, min: usize) -> Result<usize, CliError> {
+pub(super) fn count(text: &str, min: usize) -> Result<usize, String> {
     match text.trim().parse::<usize>() {
         Ok(n) if n >= min => Ok(n),
-        _ => Err(CliError::Usage(format!(
-            "invalid value '{text}' for '{option}': expected a whole number of at least {min}"
-        ))),
+        _ => Err(format!("expected a whole number of at least {min}")),
     }
 }
 
 /// A non-negative number of seconds, fractions allowed.
-pub(super) fn seconds(text: &str, option: &str) -> Result<Duration, CliError> {
-    let bad = || {
-        CliError::Usage(format!(
-            "invalid value '{text}' for '{option}': expected a number of seconds (0 or more)"
-        ))
-    };
+pub(super) fn seconds(text: &str) -> Result<Duration, String> {
+    let bad = || "expected a number of seconds (0 or more)".to_string();
     let secs: f64 = text.trim().parse().map_err(|_| bad())?;
     if secs.is_nan() || secs < 0.0 {
         return Err(bad());
@@ -68,14 +58,10 @@ pub(super) fn seconds(text: &str, option: &str) -> Result<Duration, CliError> {
     Duration::try_from_secs_f64(secs).map_err(|_| bad())
 }
 
-/// `--pool-replicas LANG=N` or `--pool-min LANG=N` (`option`): a pool
-/// language and a process count of at least 1.
-pub(super) fn lang_count(text: &str, option: &str) -> Result<(String, usize), CliError> {
-    let bad = |why: &str| {
-        CliError::Usage(format!(
-            "invalid value '{text}' for '{option}': {why} (expected <lang>=<n>, e.g. py=4)"
-        ))
-    };
+/// `<lang>=<n>`: a pool language (by its canonical name, see
+/// `format::lang`) and a process count of at least `min`.
+pub(super) fn lang_count(text: &str, min: usize) -> Result<(String, usize), String> {
+    let bad = |why: &str| format!("{why} (expected <lang>=<n>, e.g. py=4)");
     let (lang, count) = text.split_once('=').ok_or_else(|| bad("no '='"))?;
     let lang = lang.trim();
     if lang.is_empty() {
@@ -85,8 +71,8 @@ pub(super) fn lang_count(text: &str, option: &str) -> Result<(String, usize), Cl
         .trim()
         .parse()
         .map_err(|_| bad("the count is not a whole number"))?;
-    if count == 0 {
-        return Err(bad("the count must be at least 1"));
+    if count < min {
+        return Err(bad(&format!("the count must be at least {min}")));
     }
-    Ok((lang.to_ascii_lowercase(), count))
+    Ok((crate::format::lang::canonical(lang), count))
 }

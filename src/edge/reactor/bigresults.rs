@@ -54,7 +54,7 @@ impl Reactor {
         if proc::fill_random(&mut random).is_err() {
             return Ending::Error("cannot store the long result: no random source".into());
         }
-        let id = self.options.instance.mint(&random);
+        let id = self.instance.mint(&random);
         drop(result);
         let value = Paged::new(text);
         let linked = bigresults::link_result(&id, &tool, &value, limit);

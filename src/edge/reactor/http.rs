@@ -38,7 +38,7 @@ use mio::{Interest, Poll, Registry, Token};
 
 use super::idhash::IdMap;
 use super::{Reactor, StartError, LISTENER};
-use crate::edge::cli::HttpConfig;
+use crate::edge::cli::{HttpConfig, Settings};
 use crate::edge::proc;
 use crate::protocol::http::{
     self, Budget, Gate, Headers, Notice, Notices, OriginPolicy, Request, Route, SessionLimits,
@@ -113,8 +113,6 @@ const LISTEN_BACKLOG: libc::c_int = 4096;
 /// Descriptors kept free for pools, pipes and the like when sizing the
 /// connection cap to the open-file limit.
 const FD_RESERVE: libc::rlim_t = 64;
-/// An idle keep-alive connection is closed after this long.
-const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 /// Most unparsed input kept per connection. Requests pipelined behind a
 /// running call (or behind responses the client is slow to read) wait here;
 /// beyond this the socket is not read until they have been answered, so a
@@ -139,8 +137,8 @@ pub(super) struct HttpFront {
     /// `None` once a drain has closed it (see `reactor::drain`).
     listener: Option<TcpListener>,
     /// A request's head and body must arrive within this time of its first
-    /// byte (`cli::DEFAULT_REQUEST_TIMEOUT` unless changed for tests).
-    request_timeout: Duration,
+    /// byte; an idle keep-alive connection is closed after the other.
+    timeouts: conn::Timeouts,
     token: Option<String>,
     policy: OriginPolicy,
     sessions: Sessions,
@@ -174,15 +172,16 @@ impl HttpFront {
     pub(super) fn bind(
         poll: &Poll,
         config: HttpConfig,
+        settings: &Settings,
         catalog: &Catalog,
         instance: &InstanceId,
     ) -> Result<HttpFront, StartError> {
         // IP literals and `localhost` only: no name service lookup, so a
         // static binary needs no NSS modules and start-up never waits on DNS.
-        let ip = bind_ip(&config.host).ok_or_else(|| {
+        let ip = bind_ip(&settings.http_host).ok_or_else(|| {
             StartError(format!(
                 "--http-host '{}' is not an IP address or 'localhost'",
-                config.host
+                settings.http_host
             ))
         })?;
         let addr = std::net::SocketAddr::new(ip, config.port);
@@ -194,7 +193,7 @@ impl HttpFront {
             }
         };
         let no_auth = config.auth_token.is_none() && config.oauth.is_none();
-        if !loopback && no_auth && !config.allow_no_auth {
+        if !loopback && no_auth && !settings.allow_no_auth {
             return Err(StartError(format!(
                 "refusing to serve on {addr} with no auth token (the address is not loopback); set --auth-token or MORLOC_MCP_TOKEN, or pass --allow-no-auth"
             )));
@@ -224,17 +223,17 @@ impl HttpFront {
             Untrusted(&catalog.server_name)
         ));
         let oauth = match config.oauth {
-            Some(settings) => {
-                let canonical = config.public_url.clone().unwrap_or_else(|| {
+            Some(oauth_config) => {
+                let canonical = settings.public_url.clone().unwrap_or_else(|| {
                     let host = match addr.ip() {
-                        IpAddr::V6(_) if !config.host.starts_with('[') => {
-                            format!("[{}]", config.host)
+                        IpAddr::V6(_) if !settings.http_host.starts_with('[') => {
+                            format!("[{}]", settings.http_host)
                         }
-                        _ => config.host.clone(),
+                        _ => settings.http_host.clone(),
                     };
                     format!("http://{host}:{}/mcp", addr.port())
                 });
-                let front = oauth::OAuthFront::new(settings, canonical, catalog)?;
+                let front = oauth::OAuthFront::new(oauth_config, canonical, catalog)?;
                 log::info(&format!(
                     "OAuth: tokens must name the audience {}",
                     Untrusted(front.audience())
@@ -243,29 +242,30 @@ impl HttpFront {
             }
             None => None,
         };
-        let policy = OriginPolicy::new(&config.host, config.allow_origins.iter());
+        let policy = OriginPolicy::new(&settings.http_host, settings.allow_origins.iter());
         let sessions = Sessions::new(
             SessionLimits {
-                ttl: config.session_ttl,
-                max_per_owner: config.max_sessions_per_owner,
-                max_sessions: config.max_sessions,
+                ttl: settings.session_ttl,
+                max_per_owner: settings.max_sessions_per_owner,
+                max_sessions: settings.max_sessions,
             },
             instance.clone(),
         );
         Ok(HttpFront {
             listener: Some(listener),
-            request_timeout: config.request_timeout,
+            timeouts: conn::Timeouts {
+                request: settings.request_timeout,
+                idle: settings.idle_timeout,
+            },
             token: config.auth_token,
             policy,
             sessions,
             conns: Conns::default(),
             max_conns,
             spare_fd: File::open("/dev/null").ok(),
-            budget: Budget::new(config.max_buffered),
+            budget: Budget::new(settings.max_buffered),
             peers: HashMap::new(),
-            max_per_peer: config
-                .max_conns_per_peer
-                .unwrap_or(crate::edge::cli::DEFAULT_MAX_CONNS_PER_PEER),
+            max_per_peer: settings.max_conns_per_peer,
             notices: Notices::new(http::NOTICE_PERIOD),
             started: Instant::now(),
             draining: None,
@@ -380,7 +380,7 @@ impl HttpFront {
 
     /// The earliest timer of the connections, and the drain's deadline.
     pub(super) fn next_deadline(&mut self) -> Option<Instant> {
-        let conns = self.conns.next_deadline(self.request_timeout);
+        let conns = self.conns.next_deadline(self.timeouts);
         let fetch = self.oauth.as_ref().and_then(oauth::OAuthFront::deadline);
         conns.into_iter().chain(self.draining).chain(fetch).min()
     }

@@ -42,33 +42,15 @@ mod set;
 mod stop;
 pub(super) use index::{BasePool, Proc};
 pub(super) use leases::{LeaseMode, Leases};
-use set::{default_replica_cap, PROBE_DELAY_MIN, RESTART_WINDOW, RETRY_FAILED_AFTER};
+use set::{lang_setting, replica_cap, PROBE_DELAY_MIN, RESTART_WINDOW, RETRY_FAILED_AFTER};
 pub(super) use set::{PoolSet, PoolStatus, ProcState, Runtime};
-
-/// The last `LANG=N` entry of a per-language option naming pool language
-/// `lang` (`python` and `python3` name `py`).
-fn lang_setting(asked: &[(String, usize)], lang: &str) -> Option<usize> {
-    let canon = |l: &str| match l.to_ascii_lowercase().as_str() {
-        "python" | "python3" => "py".to_string(),
-        other => other.to_string(),
-    };
-    let want = canon(lang);
-    asked
-        .iter()
-        .rev()
-        .find(|(l, _)| canon(l) == want)
-        .map(|(_, n)| *n)
-}
 
 impl Reactor {
     /// The most processes pool `lang` may run: `--pool-replicas`, else
-    /// [`default_replica_cap`].
+    /// the default ([`replica_cap`]).
     pub(super) fn replica_cap(&self, lang: &str) -> usize {
-        if let Some(n) = lang_setting(&self.options.pool_replicas, lang) {
-            return n;
-        }
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        default_replica_cap(lang, cpus)
+        replica_cap(&self.options.pool_replicas, lang, cpus)
     }
 
     /// `waiting` calls of `program` wait for a process of manifest pool

@@ -47,7 +47,7 @@ impl Reactor {
         if proc::fill_random(&mut bytes).is_err() {
             return;
         }
-        let task_id = self.options.instance.mint(&bytes);
+        let task_id = self.instance.mint(&bytes);
         let Some(call) = self.calls.get_mut(&id) else {
             return;
         };

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use mio::net::TcpStream;
 use mio::{Interest, Registry, Token};
 
-use super::{IDLE_TIMEOUT, KEEP_ALIVE, KEEP_CAPACITY, LINGER, LINGER_BYTES, MAX_BUFFERED};
+use super::{KEEP_ALIVE, KEEP_CAPACITY, LINGER, LINGER_BYTES, MAX_BUFFERED};
 use crate::edge::reactor::byteio::{read_until, Flushed, ReadEnd, WriteQueue};
 use crate::protocol::http::{self, HttpError, Parser, Progress, Request};
 use crate::protocol::jsonrpc;
@@ -128,6 +128,14 @@ pub(super) enum Flush {
     /// Everything is written, the write side is shut and input is dropped
     /// until the linger ends.
     Lingering,
+}
+
+/// How long a request may take to arrive (`--request-timeout`) and an idle
+/// keep-alive connection may stay open (`--idle-timeout`).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Timeouts {
+    pub(super) request: Duration,
+    pub(super) idle: Duration,
 }
 
 /// What is due on a connection at a timer tick.
@@ -453,7 +461,7 @@ impl Conn {
     }
 
     /// When the connection's next timer is due (see `due`).
-    pub(super) fn deadline(&self, request_timeout: Duration) -> Option<Instant> {
+    pub(super) fn deadline(&self, timeouts: Timeouts) -> Option<Instant> {
         let listen = self.busy.as_ref().and_then(|b| b.listen.as_ref());
         let linger = self.linger.map(|(at, _)| at);
         let timers = [listen.map(|(_, at)| *at), linger];
@@ -462,13 +470,14 @@ impl Conn {
         }
         match (self.busy.is_some(), self.request_started) {
             (true, _) => None,
-            (false, Some(start)) => Some(start + request_timeout),
-            (false, None) => Some(self.last_active + IDLE_TIMEOUT),
+            (false, Some(start)) => Some(start + timeouts.request),
+            (false, None) => Some(self.last_active + timeouts.idle),
         }
     }
 
     /// What is due at `now`.
-    pub(super) fn due(&self, now: Instant, request_timeout: Duration) -> Due {
+    pub(super) fn due(&self, now: Instant, timeouts: Timeouts) -> Due {
+        let request_timeout = timeouts.request;
         if let Some((at, _)) = self.linger {
             return if now >= at { Due::Idle } else { Due::Nothing };
         }
@@ -484,7 +493,7 @@ impl Conn {
                 Due::Idle
             }
             Some(start) if now >= start + request_timeout => Due::Late,
-            None if now >= self.last_active + IDLE_TIMEOUT => Due::Idle,
+            None if now >= self.last_active + timeouts.idle => Due::Idle,
             _ => Due::Nothing,
         }
     }

@@ -7,11 +7,11 @@
 //! loop asks for its next wake-up or for what is due, so a turn never
 //! walks every connection.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use mio::Token;
 
-use super::conn::{Conn, Due};
+use super::conn::{Conn, Due, Timeouts};
 use crate::edge::reactor::idhash::IdMap;
 use crate::edge::reactor::timers::Timers;
 
@@ -63,31 +63,28 @@ impl Conns {
     }
 
     /// Arms the timers of the connections changed since last time.
-    fn rearm(&mut self, request_timeout: Duration) {
+    fn rearm(&mut self, timeouts: Timeouts) {
         for token in self.touched.drain(..) {
-            let at = self
-                .map
-                .get(&token)
-                .and_then(|c| c.deadline(request_timeout));
+            let at = self.map.get(&token).and_then(|c| c.deadline(timeouts));
             self.timers.set(token, at);
         }
     }
 
     /// The earliest deadline of any connection.
-    pub(super) fn next_deadline(&mut self, request_timeout: Duration) -> Option<Instant> {
-        self.rearm(request_timeout);
+    pub(super) fn next_deadline(&mut self, timeouts: Timeouts) -> Option<Instant> {
+        self.rearm(timeouts);
         self.timers.next()
     }
 
     /// The connections with something due at `now`, and what.
-    pub(super) fn due(&mut self, now: Instant, request_timeout: Duration) -> Vec<(Token, Due)> {
-        self.rearm(request_timeout);
+    pub(super) fn due(&mut self, now: Instant, timeouts: Timeouts) -> Vec<(Token, Due)> {
+        self.rearm(timeouts);
         let mut due = Vec::new();
         while let Some(token) = self.timers.pop_due(now) {
             let Some(conn) = self.map.get(&token) else {
                 continue;
             };
-            match conn.due(now, request_timeout) {
+            match conn.due(now, timeouts) {
                 // Armed early: arm it again for when it is due.
                 Due::Nothing => self.touched.push(token),
                 what => due.push((token, what)),

@@ -361,7 +361,7 @@ impl Reactor {
         let mut late = Vec::new();
         let mut idle = Vec::new();
         let mut quiet = Vec::new();
-        for (token, due) in front.conns.due(now, front.request_timeout) {
+        for (token, due) in front.conns.due(now, front.timeouts) {
             match due {
                 Due::Nothing => {}
                 Due::Late => late.push(token),

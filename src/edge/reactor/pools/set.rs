@@ -211,10 +211,7 @@ impl Pool {
 /// processes. Calls with a result certain to come back inline still share
 /// one threaded process, and replicas start only when calls wait.
 fn replicated_by_default(lang: &str) -> bool {
-    matches!(
-        lang.to_ascii_lowercase().as_str(),
-        "py" | "python" | "python3" | "r" | "cpp" | "c++" | "rust" | "rs"
-    )
+    crate::format::lang::find(lang).is_some_and(|l| l.replicated)
 }
 
 /// Languages whose pool processes run one call at a time (Python, R): a
@@ -240,6 +237,24 @@ pub(super) fn default_replica_cap(lang: &str, cpus: usize) -> usize {
     } else {
         1
     }
+}
+
+/// The last `LANG=N` entry of a per-language option (`--pool-replicas`,
+/// `--pool-min`) naming pool language `lang`, compared by canonical name
+/// (`format::lang`: `c++=4` names a `cpp` pool).
+pub(super) fn lang_setting(asked: &[(String, usize)], lang: &str) -> Option<usize> {
+    let want = crate::format::lang::canonical(lang);
+    asked
+        .iter()
+        .rev()
+        .find(|(l, _)| crate::format::lang::canonical(l) == want)
+        .map(|(_, n)| *n)
+}
+
+/// The most processes pool `lang` may run on `cpus` CPUs: the last
+/// `--pool-replicas` entry (`asked`) naming its language, else the default.
+pub(super) fn replica_cap(asked: &[(String, usize)], lang: &str, cpus: usize) -> usize {
+    lang_setting(asked, lang).unwrap_or_else(|| default_replica_cap(lang, cpus))
 }
 
 impl Runtime {

@@ -10,6 +10,12 @@ use mio::Poll;
 use super::*;
 
 /// A connection (the server side of a loopback pair) and its client.
+/// The default timeouts.
+const TIMEOUTS: Timeouts = Timeouts {
+    request: Duration::from_secs(30),
+    idle: Duration::from_secs(120),
+};
+
 fn conn() -> (Conn, std::net::TcpStream) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
@@ -135,10 +141,11 @@ fn a_chunked_body_is_reported_as_growing() {
 #[test]
 fn timers_follow_the_request_being_read() {
     let (mut c, _client) = conn();
-    let timeout = Duration::from_secs(30);
-    let idle_at = c.last_active + IDLE_TIMEOUT;
-    assert_eq!(c.deadline(timeout), Some(idle_at));
-    assert!(matches!(c.due(idle_at, timeout), Due::Idle));
+    let timeouts = TIMEOUTS;
+    let timeout = timeouts.request;
+    let idle_at = c.last_active + timeouts.idle;
+    assert_eq!(c.deadline(timeouts), Some(idle_at));
+    assert!(matches!(c.due(idle_at, timeouts), Due::Idle));
     // Part of a request: the request deadline runs.
     feed(&mut c, b"POST /mcp HTTP/1.1\r\n");
     assert!(matches!(
@@ -146,34 +153,34 @@ fn timers_follow_the_request_being_read() {
         Parsed::NeedMore { used: true, .. }
     ));
     let start = c.request_started.expect("started");
-    assert_eq!(c.deadline(timeout), Some(start + timeout));
-    assert!(matches!(c.due(start, timeout), Due::Nothing));
-    assert!(matches!(c.due(start + timeout, timeout), Due::Late));
+    assert_eq!(c.deadline(timeouts), Some(start + timeout));
+    assert!(matches!(c.due(start, timeouts), Due::Nothing));
+    assert!(matches!(c.due(start + timeout, timeouts), Due::Late));
     // A busy connection has no timer, unless it is a listen stream.
     c.set_busy(busy());
-    assert_eq!(c.deadline(timeout), None);
+    assert_eq!(c.deadline(timeouts), None);
     let at = start + KEEP_ALIVE;
     c.take_busy();
     c.set_busy(Busy {
         listen: Some((jsonrpc::RequestId::Int("1".into()), at)),
         ..busy()
     });
-    assert_eq!(c.deadline(timeout), Some(at));
-    assert!(matches!(c.due(at, timeout), Due::Quiet));
+    assert_eq!(c.deadline(timeouts), Some(at));
+    assert!(matches!(c.due(at, timeouts), Due::Quiet));
     c.keep_alive(at);
-    assert_eq!(c.deadline(timeout), Some(at + KEEP_ALIVE));
+    assert_eq!(c.deadline(timeouts), Some(at + KEEP_ALIVE));
     assert!(c.out().ends_with(b":\n\n\r\n"), "an SSE comment is queued");
 }
 
 #[test]
 fn only_blank_lines_time_out_as_idle_not_late() {
     let (mut c, _client) = conn();
-    let timeout = Duration::from_secs(30);
+    let timeout = TIMEOUTS.request;
     feed(&mut c, b"\r\n\r\n");
     c.request_started = Some(c.last_active);
     assert!(matches!(c.parse_next(), Parsed::NeedMore { .. }));
     let start = c.request_started.expect("started");
-    assert!(matches!(c.due(start + timeout, timeout), Due::Idle));
+    assert!(matches!(c.due(start + timeout, TIMEOUTS), Due::Idle));
 }
 
 #[test]
@@ -194,8 +201,8 @@ fn a_refusal_is_written_then_the_connection_lingers_dropping_input() {
     assert!(matches!(c.flush(poll.registry(), token), Flush::Lingering));
     let (at, dropped) = c.linger.expect("lingering");
     assert_eq!(dropped, 0);
-    assert_eq!(c.deadline(Duration::from_secs(30)), Some(at));
-    assert!(matches!(c.due(at, Duration::from_secs(30)), Due::Idle));
+    assert_eq!(c.deadline(TIMEOUTS), Some(at));
+    assert!(matches!(c.due(at, TIMEOUTS), Due::Idle));
     // The answer reached the client, and our side is shut.
     let mut got = Vec::new();
     client.read_to_end(&mut got).unwrap();

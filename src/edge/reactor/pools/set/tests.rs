@@ -16,6 +16,34 @@ fn threaded_and_single_threaded_pools_get_replicas_by_default() {
     assert_eq!(default_replica_cap("", 4), 1);
 }
 
+#[test]
+fn pool_replicas_name_a_language_by_any_spelling() {
+    let asked = |pairs: &[(&str, usize)]| -> Vec<(String, usize)> {
+        pairs.iter().map(|(l, n)| (l.to_string(), *n)).collect()
+    };
+    // Each alias caps the pool the manifest names by the canonical name,
+    // and the other way round.
+    for (typed, pool) in [
+        ("c++", "cpp"),
+        ("cpp", "c++"),
+        ("CPP", "cpp"),
+        ("rs", "rust"),
+        ("python", "py"),
+        ("py", "python3"),
+    ] {
+        assert_eq!(
+            replica_cap(&asked(&[(typed, 4)]), pool, 2),
+            4,
+            "{typed} {pool}"
+        );
+    }
+    // The last entry for a language wins; other languages keep the default.
+    let two = asked(&[("cpp", 4), ("c++", 2)]);
+    assert_eq!(replica_cap(&two, "cpp", 2), 2);
+    assert_eq!(replica_cap(&two, "py", 2), 8);
+    assert_eq!(replica_cap(&asked(&[("jl", 3)]), "JL", 2), 3);
+}
+
 /// A pool set of one program whose processes are `(base, replica,
 /// status)`, none of them spawned, with no files.
 fn set_of(procs: Vec<(usize, usize, PoolStatus)>) -> PoolSet {
