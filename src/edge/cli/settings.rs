@@ -477,6 +477,52 @@ mod tests {
         }
     }
 
+    /// The rows of the options table in `docs/usage.md`: each row's first
+    /// cell, and the row.
+    fn documented() -> Vec<(Vec<String>, String)> {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/usage.md");
+        let text = std::fs::read_to_string(path).expect("docs/usage.md");
+        text.lines()
+            .filter(|l| l.starts_with("| `--"))
+            .map(|row| {
+                let first = row.split(" | ").next().unwrap_or("");
+                let names = first
+                    .split('`')
+                    .filter(|w| w.starts_with("--"))
+                    .map(|w| w[2..].split([' ', '=']).next().unwrap_or("").to_string())
+                    .collect();
+                (names, row.to_string())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn docs_list_every_flag_and_only_flags_that_exist() {
+        let rows = documented();
+        for f in FLAGS.iter().filter(|f| f.audience == Audience::Everyone) {
+            let row = rows
+                .iter()
+                .find(|(names, _)| names.iter().any(|n| n == f.name))
+                .map(|(_, row)| row)
+                .unwrap_or_else(|| panic!("docs/usage.md has no row for --{}", f.name));
+            if let Typed(default) = f.default {
+                assert!(
+                    row.contains(default),
+                    "the row of --{} does not say its default {default}: {row}",
+                    f.name
+                );
+            }
+        }
+        for (names, row) in &rows {
+            for name in names {
+                assert!(
+                    flag(name).is_some_and(|f| f.audience == Audience::Everyone),
+                    "docs/usage.md documents --{name}, which does not exist: {row}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn help_lines_fit_and_every_shown_flag_is_in_it() {
         let help = options_help();
