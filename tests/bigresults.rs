@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use crate::support::http::{post_request, Client, Server as HttpServer};
 use crate::support::stdio::Lines;
-use crate::util::{self, wait_until, TempDir};
+use crate::util::{self, wait_until, TempDir, NEVER};
 
 const MODERN: &str = "2026-07-28";
 
@@ -476,7 +476,14 @@ fn with_a_task_dir_results_survive_a_restart() {
 
 #[test]
 fn with_job_tools_too_a_schema_accepts_the_value_a_link_and_a_handle() {
-    let mut s = start(&["--max-result-chars", "1000", "--job-tools"]);
+    // Not a test of the job threshold: no call becomes a job, at any load.
+    let mut s = start(&[
+        "--max-result-chars",
+        "1000",
+        "--job-tools",
+        "--task-after",
+        NEVER,
+    ]);
     let list = s.ask_json(&modern(1, "tools/list", json!({}), false));
     let tools = list["result"]["tools"].as_array().expect("tools");
     let big = tools

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::support::http::{post_request, Client, Server as HttpServer};
 use crate::support::stdio::Lines;
-use crate::util::{self, wait_for, wait_until, CallTrace, TempDir, TIMEOUT};
+use crate::util::{self, wait_for, wait_until, CallTrace, TempDir, NEVER, TIMEOUT};
 
 const MODERN: &str = "2026-07-28";
 const EXT: &str = "io.modelcontextprotocol/tasks";
@@ -501,7 +501,13 @@ fn a_tool_named_as_a_job_tool_stops_the_start_unless_renamed() {
         r#"{"tools": {"job_status": {"name": "echo_slowly"}}}"#,
     )
     .unwrap();
-    let mut s = Lines::mcp(&manifest, &["--lazy-pools", "--job-tools"], &[], None);
+    // Not a test of the job threshold: the call never becomes a job.
+    let mut s = Lines::mcp(
+        &manifest,
+        &["--lazy-pools", "--job-tools", "--task-after", NEVER],
+        &[],
+        None,
+    );
     initialize(&mut s);
     let reply = s.ask_json(&legacy(
         1,

@@ -14,7 +14,9 @@ use serde_json::json;
 use crate::pools::{
     all_pids, assert_no_leftovers, cmdline, error_text, stat_of, text_of, Program, Server,
 };
-use crate::util::{max_concurrency, pace, processes, wait_until, CallTrace, TIMEOUT};
+use crate::util::{
+    max_concurrency, pace, poll_until, processes, wait_until, CallTrace, Hold, TracedCall, TIMEOUT,
+};
 
 /// One test pool process of a server: pid, process group, socket path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,11 +81,63 @@ fn tmpdir_of(server: &Server) -> std::path::PathBuf {
     crate::pools::pool_of(server, None).tmpdir
 }
 
-/// A server of `program` whose pools trace their calls.
-fn traced(program: Program, extra: &[&str]) -> (Server, CallTrace) {
+/// A server's call trace, and the hold on its `slowEcho` calls.
+struct Traced {
+    trace: CallTrace,
+    hold: Hold,
+}
+
+impl std::ops::Deref for Traced {
+    type Target = CallTrace;
+
+    fn deref(&self) -> &CallTrace {
+        &self.trace
+    }
+}
+
+/// A server of `program` whose pools trace their calls and hold `slowEcho`
+/// calls while told to.
+fn traced(program: Program, extra: &[&str]) -> (Server, Traced) {
     let trace = CallTrace::new();
-    let server = Server::owning_env(program, extra, &[trace.env()]);
-    (server, trace)
+    let hold = Hold::new();
+    let server = Server::owning_env(program, extra, &[trace.env(), hold.env()]);
+    (server, Traced { trace, hold })
+}
+
+/// Sends `n` `slowEcho` calls held in their pools, and waits until each
+/// has started on a process of its own (a process runs one call at a time:
+/// the server had to start `n` processes), then lets them return. Fails if
+/// they never ran on `n` processes.
+fn overlap(s: &mut Server, trace: &Traced, n: usize) -> Vec<TracedCall> {
+    trace.hold.hold();
+    let mark = trace.mark();
+    let ids: Vec<u64> = (0..n)
+        .map(|i| s.call("slowEcho", json!({"_1": i})))
+        .collect();
+    let started = poll_until(|| {
+        let calls = trace.since(mark);
+        (processes(&calls).len() >= n).then_some(calls)
+    });
+    trace.hold.release();
+    let Some(mut calls) = started else {
+        panic!(
+            "{n} calls held in the pool never ran on {n} processes: {:?}",
+            trace.calls()
+        );
+    };
+    for (i, id) in ids.into_iter().enumerate() {
+        let result = s.result_within(id, TIMEOUT);
+        assert_eq!(text_of(&result), i.to_string(), "slowEcho {i}: {result}");
+    }
+    // Their ends, now that they returned.
+    let ended = trace.since(mark);
+    for call in &mut calls {
+        call.end = ended
+            .iter()
+            .find(|c| c.pid == call.pid && c.start == call.start)
+            .and_then(|c| c.end);
+    }
+    calls
 }
 
 /// Sends `n` concurrent `slowEcho ms` calls and waits for all of them;
@@ -104,39 +158,18 @@ fn round(s: &mut Server, n: usize, ms: u64) -> Vec<String> {
     errors
 }
 
-/// Repeats rounds of `n` concurrent 300 ms calls until the pool trace shows
-/// one whose calls ran on `n` processes, so that `n` processes are up and
-/// ready.
-#[track_caller]
-fn warm(s: &mut Server, trace: &CallTrace, n: usize) {
-    for _ in 0..40 {
-        let mark = trace.mark();
-        let errors = round(s, n, 300);
-        assert!(errors.is_empty(), "warm-up calls failed: {errors:?}");
-        let calls = trace.since(mark);
-        if processes(&calls).len() == n {
-            return;
-        }
-    }
-    panic!(
-        "{n} concurrent calls never ran on {n} processes: {:?}",
-        trace.calls()
-    );
+/// Makes the pool run `n` processes (see [`overlap`]).
+fn warm(s: &mut Server, trace: &Traced, n: usize) {
+    overlap(s, trace, n);
 }
 
 #[test]
 fn sleeping_calls_overlap_on_replicas_and_queue_on_one_process() {
     let (mut s, trace) = traced(Program::shapes(), &[]);
-    warm(&mut s, &trace, 8);
-    let mark = trace.mark();
-    let errors = round(&mut s, 8, 400);
-    assert!(errors.is_empty(), "{errors:?}");
-    // With replicas up, the calls ran at once on several processes.
-    let calls = trace.since(mark);
-    assert!(
-        processes(&calls).len() >= 2 && max_concurrency(&calls) >= 2,
-        "8 sleeping calls did not overlap with replicas: {calls:?}"
-    );
+    // Eight calls held in the pool all run at once, on processes of their
+    // own: the server started replicas for the calls that waited.
+    let calls = overlap(&mut s, &trace, 8);
+    assert_eq!(max_concurrency(&calls), 8, "{calls:?}");
     let procs = pool_procs(&s);
     assert!((2..=8).contains(&procs.len()), "pool processes: {procs:?}");
     let primaries: Vec<&PoolProc> = procs.iter().filter(|p| !p.is_replica()).collect();
@@ -174,12 +207,14 @@ fn a_replica_crash_fails_only_its_call_and_the_replica_comes_back() {
     let before = pool_procs(&s);
     let replica = a_replica(&before);
     let mark = trace.mark();
+    trace.hold.hold();
     let ids = [
         s.call("slowEcho", json!({"_1": 3000})),
         s.call("slowEcho", json!({"_1": 3000})),
     ];
     trace.wait_started_since(mark, "slowEcho", 2);
     sigkill(replica.pid);
+    trace.hold.release();
     let results: Vec<_> = ids.iter().map(|&id| s.result_within(id, TIMEOUT)).collect();
     let failed: Vec<String> = results
         .iter()
@@ -225,6 +260,7 @@ fn a_call_waiting_when_a_replica_dies_never_goes_to_the_dead_process() {
     let before = pool_procs(&s);
     let replica = a_replica(&before);
     let mark = trace.mark();
+    trace.hold.hold();
     let slow = [
         s.call("slowEcho", json!({"_1": 2500})),
         s.call("slowEcho", json!({"_1": 2501})),
@@ -237,6 +273,7 @@ fn a_call_waiting_when_a_replica_dies_never_goes_to_the_dead_process() {
     s.response(ping, TIMEOUT);
     s.assert_unanswered(waiting, "addOne with both processes busy");
     sigkill(replica.pid);
+    trace.hold.release();
     let result = s.result_within(waiting, TIMEOUT);
     assert_eq!(result["isError"], json!(false), "addOne 41: {result}");
     assert_eq!(text_of(&result), "42");
@@ -275,11 +312,13 @@ fn replicas_keep_serving_while_the_primary_restarts() {
         .unwrap_or_else(|| panic!("no primary among {before:?}"));
     assert_eq!(before.len(), 3, "{before:?}");
     let mark = trace.mark();
+    trace.hold.hold();
     let ids: Vec<u64> = (0..3)
         .map(|_| s.call("slowEcho", json!({"_1": 2000})))
         .collect();
     trace.wait_started_since(mark, "slowEcho", 3);
     sigkill(primary.pid);
+    trace.hold.release();
     // Calls made while the primary is down still succeed.
     let during: Vec<u64> = (0..4).map(|i| s.call("addOne", json!({"_1": i}))).collect();
     let results: Vec<_> = ids.iter().map(|&id| s.result_within(id, TIMEOUT)).collect();
@@ -346,23 +385,18 @@ fn idle_replicas_stop_and_output_names_the_replica() {
     );
     let id = s.request("logging/setLevel", json!({"level": "info"}));
     s.response(id, TIMEOUT);
-    warm(&mut s, &trace, 2);
-    // Two concurrent noisy calls: one lands on the replica, whose lines are
-    // labelled on stderr and in the log notifications.
-    let ids = [
-        s.call("slowEcho", json!({"_1": 300})),
-        s.call("noisyAdd", json!({"_1": 7})),
-    ];
-    for id in ids {
-        s.result_within(id, TIMEOUT);
-    }
-    let ids = [
-        s.call("noisyAdd", json!({"_1": 8})),
-        s.call("slowEcho", json!({"_1": 300})),
-    ];
-    for id in ids {
-        s.result_within(id, TIMEOUT);
-    }
+    // A noisy call while the only process is held in a slow one: it runs
+    // on a replica, whose lines are labelled on stderr and in the log
+    // notifications.
+    trace.hold.hold();
+    let mark = trace.mark();
+    let slow = s.call("slowEcho", json!({"_1": 1}));
+    trace.wait_started_since(mark, "slowEcho", 1);
+    let noisy = s.call("noisyAdd", json!({"_1": 7}));
+    let result = s.result_within(noisy, TIMEOUT);
+    trace.hold.release();
+    assert_eq!(text_of(&result), "8", "{result}");
+    assert_eq!(text_of(&s.result_within(slow, TIMEOUT)), "1");
     s.wait_stderr("[py#1] noisyAdd: ");
     wait_until("the idle replica stopped", || {
         let procs = pool_procs(&s);
@@ -377,24 +411,27 @@ fn idle_replicas_stop_and_output_names_the_replica() {
 fn a_call_that_times_out_on_a_replica_restarts_only_that_process() {
     let (mut s, trace) = traced(
         Program::shapes(),
-        &["--pool-replicas", "py=2", "--call-timeout", "1"],
+        &["--pool-replicas", "py=2", "--call-timeout", "3"],
     );
     warm(&mut s, &trace, 2);
     let before = pool_procs(&s);
     assert_eq!(before.len(), 2, "{before:?}");
-    // The slow call takes the primary (least busy, first), the hung one the
-    // replica.
+    // The slow call, held, takes the primary (least busy, first), the hung
+    // one the replica; the slow one returns once the hung one has started.
     let mark = trace.mark();
-    let slow = s.call("slowEcho", json!({"_1": 800}));
+    trace.hold.hold();
+    let slow = s.call("slowEcho", json!({"_1": 0}));
     trace.wait_started_since(mark, "slowEcho", 1);
     let hung = s.call("hang", json!({"_1": 1}));
+    trace.wait_started_since(mark, "faultHang", 1);
+    trace.hold.release();
     let text = error_text(&s.result_within(hung, TIMEOUT));
     assert!(
         text.contains("timed out") && text.contains("py#1"),
         "{text}"
     );
     let result = s.result_within(slow, TIMEOUT);
-    assert_eq!(text_of(&result), "800", "{result}");
+    assert_eq!(text_of(&result), "0", "{result}");
     let after = pool_procs(&s);
     let primary = |procs: &[PoolProc]| procs.iter().find(|p| !p.is_replica()).map(|p| p.pid);
     assert_eq!(
@@ -421,23 +458,27 @@ fn a_cancelled_call_keeps_its_process_busy_so_the_next_call_runs_elsewhere() {
     // it (it would wait behind work nobody waits for) but to a replica.
     let (mut s, trace) = traced(Program::shapes(), &["--pool-replicas", "py=2"]);
     assert_eq!(s.call_ok("addOne", json!({"_1": 1})), "2");
-    let slow = s.call("slowEcho", json!({"_1": 4000}));
+    // The job is held in its pool until the next call has run.
+    trace.hold.hold();
+    let slow = s.call("slowEcho", json!({"_1": 0}));
     let cancelled = trace.wait_started("slowEcho", 1).remove(0);
     cancel(&mut s, slow);
-    assert_eq!(s.call_ok("slowEcho", json!({"_1": 10})), "10");
+    assert_eq!(s.call_ok("addOne", json!({"_1": 10})), "11");
     // The next call ran on another process while the cancelled job still
     // ran, instead of queueing behind it.
-    let calls = trace.calls_of("slowEcho");
-    assert_eq!(calls.len(), 2, "{calls:?}");
-    let next = &calls[1];
+    let adds = trace.calls_of("addOne");
+    let next = adds.last().expect("addOne traced");
     assert_ne!(
-        next.pid, cancelled.pid,
-        "ran behind the cancelled job: {calls:?}"
+        next.pid,
+        cancelled.pid,
+        "ran behind the cancelled job: {:?}",
+        trace.calls()
     );
-    assert!(
-        calls[0].end.is_none_or(|end| next.start < end),
-        "the next call started only after the cancelled job ended: {calls:?}"
-    );
+    assert_eq!(trace.calls_of("slowEcho")[0].end, None, "the job was held");
+    trace.hold.release();
+    wait_until("the cancelled job ended", || {
+        trace.calls_of("slowEcho")[0].end
+    });
     assert!(
         s.stash.iter().all(|m| m["id"] != json!(slow)),
         "{:?}",
@@ -450,9 +491,15 @@ fn a_cancelled_call_keeps_its_process_busy_so_the_next_call_runs_elsewhere() {
 fn with_one_process_the_next_call_waits_for_the_cancelled_job_and_gets_its_own_answer() {
     let (mut s, trace) = traced(Program::shapes(), &["--pool-replicas", "py=1"]);
     assert_eq!(s.call_ok("addOne", json!({"_1": 1})), "2");
+    // The job is held in its pool until the server has taken the
+    // cancellation (requests are read in order: the ping's answer says so).
+    trace.hold.hold();
     let slow = s.call("slowEcho", json!({"_1": 1500}));
     trace.wait_started("slowEcho", 1);
     cancel(&mut s, slow);
+    let ping = s.request("ping", json!({}));
+    s.response(ping, TIMEOUT);
+    trace.hold.release();
     assert_eq!(s.call_ok("slowEcho", json!({"_1": 20})), "20");
     // It ran after the cancelled job had ended, on the same process.
     let calls = trace.calls_of("slowEcho");

@@ -224,15 +224,28 @@ impl<'a> Arguments<'a> {
 /// with or without the router's `<module>__` prefix, or the same name in
 /// another case.
 pub fn suggest_tool<'s>(surface: &'s Surface, name: &str) -> Option<&'s str> {
-    fn bare(n: &str) -> &str {
-        n.rsplit_once("__").map_or(n, |(_, command)| command)
-    }
     let wanted = bare(name);
     let names = || surface.tools.iter().map(|t| t.name.as_str());
-    names()
-        .find(|n| bare(n) == wanted)
+    renamed_to(surface, name)
+        .or_else(|| names().find(|n| bare(n) == wanted))
         .or_else(|| names().find(|n| n.eq_ignore_ascii_case(name)))
         .or_else(|| names().find(|n| bare(n).eq_ignore_ascii_case(wanted)))
+}
+
+/// A tool name without its `<module>__` prefix.
+fn bare(name: &str) -> &str {
+    name.rsplit_once("__").map_or(name, |(_, command)| command)
+}
+
+/// The tool that a tools file renamed: `name` (bare or prefixed) is the
+/// name of the command behind it, which it no longer answers to.
+pub fn renamed_to<'s>(surface: &'s Surface, name: &str) -> Option<&'s str> {
+    let wanted = bare(name);
+    surface
+        .tools
+        .iter()
+        .find(|t| t.command_name == wanted && bare(&t.name) != wanted)
+        .map(|t| t.name.as_str())
 }
 
 /// The checks and slot filling shared by [`resolve`] and [`resolve_text`];
@@ -249,9 +262,14 @@ fn resolve_in<'a, 'p>(
         return Err(ArgError::new("missing tool 'name'".into()));
     };
     let Some(tool_index) = surface.find_index(name) else {
-        return Err(ArgError::new(match suggest_tool(surface, name) {
-            Some(other) => format!("unknown tool '{name}' (did you mean '{other}'?)"),
-            None => format!("unknown tool '{name}'"),
+        return Err(ArgError::new(match renamed_to(surface, name) {
+            Some(new) => {
+                format!("unknown tool '{name}': the tools file renamed it '{new}'; call '{new}'")
+            }
+            None => match suggest_tool(surface, name) {
+                Some(other) => format!("unknown tool '{name}' (did you mean '{other}'?)"),
+                None => format!("unknown tool '{name}'"),
+            },
         }));
     };
     let tool = &surface.tools[tool_index];
@@ -544,6 +562,20 @@ mod tests {
             &renamed,
             Some(r#"{"name":"addOne","arguments":{"_1":1}}"#),
             "unknown tool 'addOne' (did you mean 'main__addOne'?)",
+        );
+        // A tools file's new name: the old one names it.
+        let mut curated = shapes();
+        curated.tools[0].rename("add_one".into());
+        check_err(
+            &curated,
+            Some(r#"{"name":"addOne","arguments":{"_1":1}}"#),
+            "unknown tool 'addOne': the tools file renamed it 'add_one'; call 'add_one'",
+        );
+        curated.tools[0].rename("main__add_one".into());
+        check_err(
+            &curated,
+            Some(r#"{"name":"main__addOne","arguments":{"_1":1}}"#),
+            "unknown tool 'main__addOne': the tools file renamed it 'main__add_one'; call 'main__add_one'",
         );
         // The other way round, and another case.
         check_err(

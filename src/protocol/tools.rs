@@ -46,6 +46,9 @@ pub struct Tool {
     pub name: String,
     /// Index into [`Manifest::commands`] of the command behind the tool.
     pub command: usize,
+    /// That command's name: the tool's name until a tools file renames it
+    /// (an old name is then answered with the new one).
+    pub command_name: String,
     /// The tool object of the `tools/list` payload.
     pub json: Value,
     /// The same tool for MCP 2026-07-28: identical but for recursive types,
@@ -674,6 +677,7 @@ fn shape_tool(
     Ok(Tool {
         name: command.name.clone(),
         command: index,
+        command_name: command.name.clone(),
         modern_json: Value::Null,
         json: Value::Object(json),
         properties,

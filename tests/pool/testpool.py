@@ -48,6 +48,10 @@ Environment (read once at start):
                               next local call (not on a connection, not on a
                               ping), so a result is freed by whichever call
                               the same thread takes next
+    TESTPOOL_HOLD             a file: a slowEcho call, after its sleep, waits
+                              until this file exists (tests hold calls in the
+                              pool until the overlap they need has happened,
+                              then create the file to release them)
     TESTPOOL_TRACE            append `start <function> <pid> <ns>` and
                               `end <function> <pid> <ns>` lines (monotonic
                               clock) to this file around every call, so tests
@@ -1278,7 +1282,19 @@ def _py_fail(x: int) -> int:
 
 def _slow_echo(ms: int) -> int:
     time.sleep(max(0, ms) / 1000)
+    _wait_for_release()
     return ms
+
+
+def _wait_for_release() -> None:
+    """With TESTPOOL_HOLD=<file>, waits until that file exists: a test holds
+    slowEcho calls in their pools (removes the file) until the calls it
+    needs to overlap have all started, then releases them (creates it)."""
+    path = os.environ.get("TESTPOOL_HOLD")
+    if not path:
+        return
+    while not os.path.exists(path):
+        time.sleep(0.005)
 
 
 def _config_summary(cfg: dict) -> str:

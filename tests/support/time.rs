@@ -28,6 +28,11 @@ use std::time::{Duration, Instant};
 /// How long any single wait may take before the test fails.
 pub const TIMEOUT: Duration = Duration::from_secs(20);
 
+/// A `--task-after` (milliseconds) no load reaches: for a test of something
+/// other than the task and job threshold, so no call becomes a task or a
+/// job however slow the machine.
+pub const NEVER: &str = "3600000";
+
 /// How much slower than its baseline a budgeted step may be.
 pub const BUDGET_FACTOR: u32 = 10;
 

@@ -178,3 +178,52 @@ pub fn processes(calls: &[TracedCall]) -> Vec<i32> {
     pids.dedup();
     pids
 }
+
+/// Holds `slowEcho` calls in their pools (`TESTPOOL_HOLD`): while held, a
+/// call that started stays running after its sleep until released, so a
+/// test of overlap makes the overlap happen (hold the first call until the
+/// next has started elsewhere) instead of hoping a sleep is long enough.
+/// Starts released.
+pub struct Hold {
+    path: PathBuf,
+    _dir: TempDir,
+}
+
+impl Default for Hold {
+    fn default() -> Hold {
+        Hold::new()
+    }
+}
+
+impl Hold {
+    pub fn new() -> Hold {
+        let dir = TempDir::new();
+        let hold = Hold {
+            path: dir.join("release"),
+            _dir: dir,
+        };
+        hold.release();
+        hold
+    }
+
+    /// The environment variable that gives the pools the hold, for
+    /// `Command::env`.
+    pub fn env(&self) -> (&'static str, OsString) {
+        ("TESTPOOL_HOLD", self.path.clone().into_os_string())
+    }
+
+    /// From now on, `slowEcho` calls stay in their pools until
+    /// [`Hold::release`].
+    pub fn hold(&self) {
+        match std::fs::remove_file(&self.path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => panic!("cannot hold: {e}"),
+        }
+    }
+
+    /// Lets every held call (and every later one) return.
+    pub fn release(&self) {
+        std::fs::write(&self.path, b"").expect("release the held calls");
+    }
+}

@@ -106,27 +106,36 @@ impl Reactor {
             }
             if w.seen.as_ref() == Some(&current) {
                 // Unchanged since the last look: the write is complete.
+                let manifest_changed = current.0 != w.served.0;
                 w.served = current;
                 w.seen = None;
-                due.push(w.slot);
+                due.push((w.slot, manifest_changed));
             } else {
                 w.seen = Some(current);
             }
         }
-        for slot in due {
-            self.reload(slot);
+        for (slot, manifest_changed) in due {
+            self.reload(slot, manifest_changed);
         }
         self.retire_idle_programs();
     }
 
-    /// Loads the manifest of live slot `slot` again and, if it loads, serves it.
-    fn reload(&mut self, slot: usize) {
+    /// Loads the manifest of live slot `slot` again and, if it loads, serves
+    /// it; `manifest_changed` is false when only its tools file changed.
+    fn reload(&mut self, slot: usize, manifest_changed: bool) {
         let old = self.catalog.live()[slot];
         let served = &self.catalog.programs[old].loaded;
-        let path = served.path.clone();
+        let manifest_path = served.path.clone();
+        let tools_file = served.tools_file.clone();
+        // The file named in what is logged: the one that changed.
+        let path = if manifest_changed {
+            manifest_path.clone()
+        } else {
+            tools_file.clone()
+        };
         let given = served.tools_file_given.then(|| served.tools_file.clone());
         let mut warnings = Vec::new();
-        let loaded = match manifest_file::load(&path, &mut warnings) {
+        let loaded = match manifest_file::load(&manifest_path, &mut warnings) {
             Ok(mut l) => {
                 if let Some(tools_file) = &given {
                     manifest_file::give_tools_file(&mut l, tools_file);
@@ -190,8 +199,12 @@ impl Reactor {
         };
         self.pools.push(runtime);
         let tools = self.catalog.programs[index].surface.tools.len();
-        log::warn(&format!("{} was rebuilt; now serving its {tools} tools (calls already running finish on the previous pools)",
-            path.display()));
+        let what = if manifest_changed {
+            format!("{} was rebuilt", manifest_path.display())
+        } else {
+            format!("the tools file {} was reloaded", tools_file.display())
+        };
+        log::warn(&format!("{what}; now serving {tools} tools (calls already running finish on the previous pools)"));
         if !self.options.lazy_pools {
             self.start_all_pools(index);
         }
