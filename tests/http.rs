@@ -1600,6 +1600,82 @@ fn router_rejects_two_programs_with_one_module_name() {
         out.stderr
     );
     assert!(!out.stderr.contains("over HTTP at"), "{}", out.stderr);
+    // It says how to tell them apart.
+    assert!(
+        out.stderr
+            .contains(r#"with {"module": "<name>"} in its tools file (morloc-mcp-tools.json beside its manifest)"#),
+        "{}",
+        out.stderr
+    );
+    // So told, the router serves both.
+    dir.write("two/morloc-mcp-tools.json", r#"{"module": "other"}"#);
+    let server = router(dir, &[&one, &two], &[]);
+    let (mut client, sid) = server.session();
+    let names = tool_names(
+        &client
+            .post(Some(&sid), &request(1, "tools/list"))
+            .expect(200)
+            .json(),
+    );
+    assert!(names.contains(&"same__addOne".to_string()), "{names:?}");
+    assert!(names.contains(&"other__addOne".to_string()), "{names:?}");
+    let reply = client
+        .post(Some(&sid), &tool_call(2, "other__addOne", json!({"_1": 1})))
+        .expect(200);
+    assert_eq!(result_text(&reply.json()), "2");
+}
+
+#[test]
+fn the_router_takes_plain_tool_names_unless_two_programs_share_one() {
+    let dir = TempDir::new();
+    let alpha = write_manifest(&dir, "alpha/manifest.json", "alpha", |_| {});
+    let beta = write_manifest(&dir, "beta/manifest.json", "beta", |_| {});
+    // Both have `addOne`: refused, saying which tool and how to rename it.
+    let mut args: Vec<OsString> = vec!["router".into(), alpha.clone().into(), beta.clone().into()];
+    args.extend(["--http-port", "0", "--plain-tool-names"].map(OsString::from));
+    let out = util::output(&mut util::cmd(args));
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("two programs have a tool named 'addOne'")
+            && out
+                .stderr
+                .contains(r#"{"tools": {"addOne": {"name": "<new name>"}}}"#)
+            && out.stderr.contains("or serve without --plain-tool-names"),
+        "{}",
+        out.stderr
+    );
+    // With beta's tools renamed apart, plain names serve.
+    let mut file = serde_json::Map::new();
+    let text = util::read(&util::data("shapes/expected-mcp-tools.json"));
+    let listed: Value = serde_json::from_str(&text).unwrap();
+    for tool in listed["tools"].as_array().unwrap() {
+        let name = tool["name"].as_str().unwrap();
+        file.insert(name.into(), json!({"name": format!("b_{name}")}));
+    }
+    dir.write(
+        "beta/morloc-mcp-tools.json",
+        json!({"tools": file}).to_string(),
+    );
+    let server = router(dir, &[&alpha, &beta], &["--plain-tool-names"]);
+    let (mut client, sid) = server.session();
+    let names = tool_names(
+        &client
+            .post(Some(&sid), &request(1, "tools/list"))
+            .expect(200)
+            .json(),
+    );
+    assert!(
+        names.contains(&"addOne".to_string()) && names.contains(&"b_addOne".to_string()),
+        "{names:?}"
+    );
+    assert!(!names.iter().any(|n| n.contains("__")), "{names:?}");
+    for (id, tool) in [(2, "addOne"), (3, "b_addOne")] {
+        let reply = client
+            .post(Some(&sid), &tool_call(id, tool, json!({"_1": 1})))
+            .expect(200);
+        assert_eq!(result_text(&reply.json()), "2", "{tool}");
+    }
 }
 
 #[test]
@@ -1620,11 +1696,8 @@ fn router_rejects_colliding_tool_names() {
     assert_eq!(out.code, Some(1), "{out:?}");
     let stderr = &out.stderr;
     assert!(
-        stderr.contains("collision") && stderr.contains("'a__x__y'"),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("'a'") && stderr.contains("'a__x'"),
+        stderr.contains("two programs have a tool named 'a__x__y'")
+            && stderr.contains(r#"{"tools": {"y": {"name": "<new name>"}}}"#),
         "{stderr}"
     );
     assert!(!stderr.contains("over HTTP at"), "{stderr}");

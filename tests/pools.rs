@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value as Json};
 
-use crate::util::{procfs, CallTrace, Stopwatch, TempDir, TIMEOUT};
+use crate::util::{procfs, CallTrace, Hold, Stopwatch, TempDir, TIMEOUT};
 
 pub(crate) use crate::support::stdio::*;
 
@@ -122,14 +122,16 @@ fn every_remote_tool_gives_the_right_result() {
 #[test]
 fn concurrent_slow_calls_overlap_and_ping_stays_fast() {
     let trace = CallTrace::new();
-    let mut s = Server::owning_env(Program::concurrent(), &[], &[trace.env()]);
+    let hold = Hold::new();
+    let mut s = Server::owning_env(Program::concurrent(), &[], &[trace.env(), hold.env()]);
     // Warm the pool: it has started and answered once.
     assert_eq!(s.call_ok("addOne", json!({"_1": 1})), "2");
 
-    // Long enough that none can end before the last has started, even when
-    // a busy machine delays the pool's threads.
+    // Held in the pool until released, so none can end before the last has
+    // started, however busy the machine.
+    hold.hold();
     let ids: Vec<u64> = (0..8)
-        .map(|_| s.call("slowEcho", json!({"_1": 3000})))
+        .map(|_| s.call("slowEcho", json!({"_1": 100})))
         .collect();
     trace.wait_started("slowEcho", 8);
     // While they run, a ping is answered at once: before any of them.
@@ -138,9 +140,10 @@ fn concurrent_slow_calls_overlap_and_ping_stays_fast() {
     for id in &ids {
         s.assert_unanswered(*id, "the ping waited for the calls");
     }
+    hold.release();
     for id in &ids {
         let result = s.result_within(*id, TIMEOUT);
-        assert_eq!(text_of(&result), "3000", "slowEcho {id}: {result}");
+        assert_eq!(text_of(&result), "100", "slowEcho {id}: {result}");
     }
     // The pool ran all eight at once: the last started before the first ended.
     assert_eq!(trace.assert_all_overlap("slowEcho"), 8);

@@ -15,7 +15,7 @@ use serde_json::json;
 
 use crate::results::{assert_exact, list_text};
 use crate::util::stdio::{Program, Server};
-use crate::util::{max_concurrency, processes, CallTrace, TIMEOUT};
+use crate::util::{max_concurrency, poll_until, processes, CallTrace, Hold, TracedCall, TIMEOUT};
 
 /// Shapes served by the test pool in cpp mode, its pool named `cpp` in the
 /// manifest; `lines` (shell) set more of the pool's environment.
@@ -24,11 +24,61 @@ fn threaded(lines: &str) -> Program {
         .edited(|m| m["pools"][0]["lang"] = json!("cpp"))
 }
 
-/// A server of `program` whose pools trace their calls.
-fn traced(program: Program, extra: &[&str]) -> (Server, CallTrace) {
+/// A server of `program` whose pools trace their calls and hold `slowEcho`
+/// calls while told to.
+fn traced(program: Program, extra: &[&str]) -> (Server, CallTrace, Hold) {
     let trace = CallTrace::new();
-    let server = Server::owning_env(program, extra, &[trace.env()]);
-    (server, trace)
+    let hold = Hold::new();
+    let server = Server::owning_env(program, extra, &[trace.env(), hold.env()]);
+    (server, trace, hold)
+}
+
+/// What [`held`] waits for: its description, and the test on the calls
+/// started so far.
+type Ready<'a> = (&'a str, &'a dyn Fn(&[TracedCall]) -> bool);
+
+/// Sends `calls` at once with `slowEcho` held in the pool, waits until the
+/// calls started since then satisfy `ready` (which says what it waits for),
+/// lets them return, and checks each answer byte for byte. Returns the
+/// calls that ran, with their ends.
+#[track_caller]
+fn held(
+    s: &mut Server,
+    trace: &CallTrace,
+    hold: &Hold,
+    calls: &[(&str, usize, String)],
+    ready: Ready<'_>,
+) -> Vec<TracedCall> {
+    hold.hold();
+    let mark = trace.mark();
+    let ids: Vec<u64> = calls
+        .iter()
+        .map(|(tool, n, _)| s.call(tool, json!({"_1": n})))
+        .collect();
+    let seen = poll_until(|| ready.1(&trace.since(mark)).then_some(()));
+    hold.release();
+    if seen.is_none() {
+        panic!("{}: not seen in {:?}", ready.0, trace.since(mark));
+    }
+    for (id, (tool, n, text)) in ids.into_iter().zip(calls) {
+        assert_exact(&s.result_within(id, TIMEOUT), text, &format!("{tool} {n}"));
+    }
+    trace.since(mark)
+}
+
+/// `n` held `slowEcho` calls running at once on `n` processes: the server
+/// started them (each call may come back in shared memory, so holds its
+/// process).
+#[track_caller]
+fn on_processes(s: &mut Server, trace: &CallTrace, hold: &Hold, n: usize) -> Vec<TracedCall> {
+    let ready = |calls: &[TracedCall]| processes(calls).len() >= n;
+    held(
+        s,
+        trace,
+        hold,
+        &sleepers(n, 0),
+        ("calls on their own processes", &ready),
+    )
 }
 
 /// Sends every call at once, then checks each answer byte for byte.
@@ -48,37 +98,17 @@ fn sleepers(n: usize, ms: usize) -> Vec<(&'static str, usize, String)> {
     (0..n).map(|_| ("slowEcho", ms, ms.to_string())).collect()
 }
 
-/// Rounds of `n` concurrent 200 ms calls until one ran on `n` processes, so
-/// that `n` processes are up and ready.
-#[track_caller]
-fn warm(s: &mut Server, trace: &CallTrace, n: usize) {
-    for _ in 0..20 {
-        let mark = trace.mark();
-        all_exact(s, &sleepers(n, 200));
-        if processes(&trace.since(mark)).len() == n {
-            return;
-        }
-    }
-    let calls = trace.calls();
-    panic!(
-        "{n} concurrent calls never ran on {n} processes: {} calls on processes {:?}",
-        calls.len(),
-        processes(&calls)
-    );
-}
-
-/// The case: 8 concurrent sleeping calls with an `Int` result (1 s
-/// each, so that a loaded machine still starts them all in time). Each
-/// may come back in shared memory, so each holds its process; with the
-/// replicas up (by default a C++ pool may run max(CPUs, 8) processes) they
-/// all run at once, on 8 processes.
+/// The case: 8 concurrent sleeping calls with an `Int` result (held
+/// in the pool until all have started, so a loaded machine cannot make one
+/// end before the last starts). Each may come back in shared memory, so
+/// each holds its process; with the replicas up (by default a C++ pool may
+/// run max(CPUs, 8) processes) they all run at once, on 8 processes.
 #[test]
 fn eight_sleeping_int_calls_overlap_on_a_threaded_pool() {
-    let (mut s, trace) = traced(threaded(""), &[]);
-    warm(&mut s, &trace, 8);
-    let mark = trace.mark();
-    all_exact(&mut s, &sleepers(8, 1000));
-    let calls = trace.since(mark);
+    let (mut s, trace, hold) = traced(threaded(""), &[]);
+    // Eight calls held in the pool are all running at once, each on a
+    // process of its own.
+    let calls = on_processes(&mut s, &trace, &hold, 8);
     assert_eq!(calls.len(), 8, "{calls:?}");
     assert_eq!(
         max_concurrency(&calls),
@@ -93,7 +123,7 @@ fn eight_sleeping_int_calls_overlap_on_a_threaded_pool() {
 /// another: the lease is what keeps their results safe.
 #[test]
 fn one_threaded_process_runs_calls_with_shared_memory_results_one_at_a_time() {
-    let (mut s, trace) = traced(threaded(""), &["--pool-replicas", "cpp=1"]);
+    let (mut s, trace, _hold) = traced(threaded(""), &["--pool-replicas", "cpp=1"]);
     all_exact(&mut s, &sleepers(4, 200));
     let calls = trace.calls_of("slowEcho");
     assert_eq!(calls.len(), 4, "{calls:?}");
@@ -108,8 +138,15 @@ fn one_threaded_process_runs_calls_with_shared_memory_results_one_at_a_time() {
 #[test]
 fn calls_without_shared_memory_results_share_one_threaded_process() {
     let program = threaded("").edited(|m| m["no_shm"] = json!(true));
-    let (mut s, trace) = traced(program, &[]);
-    all_exact(&mut s, &sleepers(6, 1000));
+    let (mut s, trace, hold) = traced(program, &[]);
+    let ready = |calls: &[TracedCall]| calls.len() >= 6;
+    held(
+        &mut s,
+        &trace,
+        &hold,
+        &sleepers(6, 0),
+        ("6 calls running", &ready),
+    );
     let calls = trace.calls_of("slowEcho");
     assert_eq!(calls.len(), 6, "{calls:?}");
     assert_eq!(processes(&calls), vec![calls[0].pid], "{calls:?}");
@@ -126,10 +163,9 @@ fn calls_without_shared_memory_results_share_one_threaded_process() {
 /// byte exact, and the sleeping calls overlap.
 #[test]
 fn concurrent_mixed_results_on_a_threaded_pool_are_exact() {
-    let (mut s, trace) = traced(threaded(""), &["--pool-replicas", "cpp=8"]);
-    warm(&mut s, &trace, 8);
-    let mark = trace.mark();
-    let mut calls = sleepers(8, 400);
+    let (mut s, trace, hold) = traced(threaded(""), &["--pool-replicas", "cpp=8"]);
+    on_processes(&mut s, &trace, &hold, 8);
+    let mut calls = sleepers(8, 0);
     for i in 0..24usize {
         calls.push(match i % 4 {
             0 => ("bigList", 5_000 + i * 997, list_text(5_000 + i * 997)),
@@ -148,8 +184,23 @@ fn concurrent_mixed_results_on_a_threaded_pool_are_exact() {
     }
     // Sleepers spread among the large results.
     calls.sort_by_key(|(tool, n, _)| (*tool != "slowEcho", n % 5));
-    all_exact(&mut s, &calls);
-    let ran = trace.since(mark);
+    // The sleepers are held until two of them run at once, on two
+    // processes, while the others are answered.
+    let ready = |calls: &[TracedCall]| {
+        let sleeping: Vec<TracedCall> = calls
+            .iter()
+            .filter(|c| c.function == "slowEcho")
+            .cloned()
+            .collect();
+        processes(&sleeping).len() >= 2
+    };
+    let ran = held(
+        &mut s,
+        &trace,
+        &hold,
+        &calls,
+        ("2 sleepers on 2 processes", &ready),
+    );
     let sleeping: Vec<_> = ran
         .iter()
         .filter(|c| c.function == "slowEcho")
@@ -171,7 +222,7 @@ fn concurrent_mixed_results_on_a_threaded_pool_are_exact() {
 /// result out would read zeroed memory.
 #[test]
 fn the_worst_interleaving_on_a_threaded_pool_cannot_corrupt_a_result() {
-    let (mut s, trace) = traced(
+    let (mut s, trace, _hold) = traced(
         threaded("export TESTPOOL_RACE_MS=100"),
         &["--pool-replicas", "cpp=4"],
     );

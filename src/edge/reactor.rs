@@ -116,9 +116,9 @@ pub fn serve(config: ServeConfig) -> Result<i32, StartError> {
         }
         Some(http) => {
             // Over HTTP, tools are namespaced `<module>__<command>` unless the
-            // user asked for the reference's plain single-program names.
-            let namespaced = config.router || !options.plain_tool_names;
-            let namespaced = namespaced && !(options.plain_tool_names && programs.len() == 1);
+            // user asked for plain names (the reference's, for one program;
+            // for the router, refused at start if two programs share one).
+            let namespaced = !options.plain_tool_names;
             let mut catalog = Catalog::multi(programs, namespaced, config.router)
                 .map_err(|e| StartError(e.to_string()))?;
             catalog.set_result_limit(result_limit);

@@ -234,14 +234,16 @@ impl Catalog {
     /// live programs.
     fn index(&mut self) -> Result<(), CatalogError> {
         let mut modules: HashMap<&str, usize> = HashMap::new();
-        for &i in &self.live {
+        for &i in self.live.iter().filter(|_| self.namespaced) {
             let p = &self.programs[i];
-            if let Some(j) = modules.insert(&p.loaded.manifest.name, i) {
+            if let Some(j) = modules.insert(module_of(p), i) {
                 return Err(CatalogError(format!(
-                    "two programs have the module name '{}' ({} and {}); tool names would collide",
-                    p.loaded.manifest.name,
+                    "two programs have the module name '{}' ({} and {}), so their tools would both be named {}__<command>: give one a module name of its own with {{\"module\": \"<name>\"}} in its tools file ({} beside its manifest), or serve with --plain-tool-names if no two of their commands share a name",
+                    module_of(p),
                     self.programs[j].loaded.path.display(),
-                    p.loaded.path.display()
+                    p.loaded.path.display(),
+                    module_of(p),
+                    crate::protocol::tools::curate::BESIDE_MANIFEST,
                 )));
             }
         }
@@ -252,9 +254,15 @@ impl Catalog {
             for tool in &p.surface.tools {
                 if let Some(j) = tool_index.insert(tool.name.clone(), i) {
                     if j != i {
+                        let other = &self.programs[j];
                         return Err(CatalogError(format!(
-                            "tool name collision on '{}' between modules '{}' and '{}'; rename a module or command",
-                            tool.name, self.programs[j].loaded.manifest.name, p.loaded.manifest.name
+                            "two programs have a tool named '{}' ({} and {}): rename it in one program's tools file ({{\"tools\": {{\"{}\": {{\"name\": \"<new name>\"}}}}}} in {} beside its manifest){}",
+                            tool.name,
+                            other.loaded.path.display(),
+                            p.loaded.path.display(),
+                            tool.command_name,
+                            crate::protocol::tools::curate::BESIDE_MANIFEST,
+                            if self.namespaced { "" } else { ", or serve without --plain-tool-names" },
                         )));
                     }
                 }
@@ -454,8 +462,18 @@ impl Catalog {
 }
 
 /// Renames every tool of `program` `<module>__<command>`.
+/// The module name a program's tools are prefixed with: its tools file's
+/// `module`, else the manifest's name.
+fn module_of(program: &Program) -> &str {
+    program
+        .surface
+        .module
+        .as_deref()
+        .unwrap_or(&program.loaded.manifest.name)
+}
+
 fn namespace(program: &mut Program) {
-    let module = program.loaded.manifest.name.clone();
+    let module = module_of(program).to_string();
     for tool in &mut program.surface.tools {
         let name = format!("{module}__{}", tool.name);
         tool.rename(name);

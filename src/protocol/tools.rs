@@ -33,6 +33,9 @@ pub const RENDER_DESCRIPTION: &str = "Output projection: 'raw' returns the under
 #[derive(Clone, Debug)]
 pub struct Surface {
     pub tools: Vec<Tool>,
+    /// A tools file's `module`: the prefix of the tools' names when they
+    /// are namespaced, instead of the manifest's module name.
+    pub module: Option<String>,
     /// One stderr line per excluded command, in manifest order, without a
     /// trailing newline.
     pub notes: Vec<String>,
@@ -200,7 +203,11 @@ pub fn build(manifest: &Manifest) -> Surface {
             )),
         }
     }
-    Surface { tools, notes }
+    Surface {
+        tools,
+        module: None,
+        notes,
+    }
 }
 
 /// Maps a wire schema to its JSON Schema (the `T` of the surface spec).

@@ -786,6 +786,28 @@ class TestCallTrace(PoolCase):
         self.assertEqual(os.listdir(self.dir), [])
 
 
+class TestHold(PoolCase):
+    def test_a_held_slow_echo_returns_only_once_released(self) -> None:
+        release = os.path.join(self.dir, "release")
+        os.environ["TESTPOOL_HOLD"] = release
+        try:
+            pool = self.pool()
+            # Other functions are never held.
+            self.reply(pool, call(1, int_arg(41)))
+            done = threading.Event()
+            worker = threading.Thread(
+                target=lambda: (self.reply(pool, call(19, int_arg(0))), done.set()))
+            worker.start()
+            self.assertFalse(done.wait(0.2), "returned while held")
+            Path(release).write_text("")
+            self.assertTrue(done.wait(10), "not released")
+            worker.join()
+            # Released: later calls return at once.
+            self.reply(pool, call(19, int_arg(0)))
+        finally:
+            del os.environ["TESTPOOL_HOLD"]
+
+
 class _Thread:
     """One thread that runs what it is given, so a test can say which thread
     handles which request."""

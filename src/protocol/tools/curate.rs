@@ -45,6 +45,9 @@ pub const HINTS: [&str; 4] = [
 /// A parsed tools file.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Curation {
+    /// `module`: the name the router prefixes the program's tools with
+    /// (`<module>__<command>`) instead of the manifest's module name.
+    pub module: Option<String>,
     /// Per command, in file order.
     pub tools: Vec<(String, ToolCuration)>,
 }
@@ -167,11 +170,19 @@ pub fn parse(text_of_file: &str) -> Result<Curation, CurateError> {
     let root: Value = serde_json::from_str(text_of_file)
         .map_err(|e| error("", format!("not valid JSON: {e}")))?;
     let root = object(&root, "")?;
-    only_keys(root, &["tools"], "")?;
-    let Some(tools) = root.get("tools") else {
-        return Err(error("", "missing key 'tools'"));
+    only_keys(root, &["module", "tools"], "")?;
+    let mut curation = Curation {
+        module: text(root, "module", "")?,
+        ..Curation::default()
     };
-    let mut curation = Curation::default();
+    if let Some(module) = &curation.module {
+        check_module_name(module).map_err(|m| error("module", m))?;
+    }
+    let tools = match root.get("tools") {
+        Some(tools) => tools,
+        None if curation.module.is_some() => return Ok(curation),
+        None => return Err(error("", "missing key 'tools'")),
+    };
     for (command, entry) in object(tools, "tools")? {
         let at = format!("tools.{command}");
         let entry = object(entry, &at)?;
@@ -285,6 +296,18 @@ fn check_tool_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A module name for tool prefixes: 1 to 64 of `A-Z a-z 0-9 _ -`, without
+/// `__` (the separator of `<module>__<command>`).
+fn check_module_name(name: &str) -> Result<(), String> {
+    let valid = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-');
+    if name.is_empty() || name.len() > 64 || !name.chars().all(valid) || name.contains("__") {
+        return Err(format!(
+            "'{name}' is not a valid module name (1 to 64 characters of A-Z, a-z, 0-9, '_', '-', without '__')"
+        ));
+    }
+    Ok(())
+}
+
 /// A property name clients can send: 1 to 64 of `A-Z a-z 0-9 _ - .`, and
 /// not the `_render` selector.
 fn check_property_name(name: &str) -> Result<(), String> {
@@ -310,6 +333,7 @@ pub fn apply(
     manifest: &Manifest,
     curation: &Curation,
 ) -> Result<(), CurateError> {
+    surface.module.clone_from(&curation.module);
     let mut tools = surface.tools.clone();
     let mut hidden = vec![false; tools.len()];
     for (command, wanted) in &curation.tools {

@@ -180,7 +180,7 @@ fn a_malformed_file_is_refused_where_it_is_wrong() {
     bad(
         r#"{"tool": {}}"#,
         "tool",
-        "unknown key \"tool\" (expected one of: tools)",
+        "unknown key \"tool\" (expected one of: module, tools)",
     );
     bad(
         r#"{"tools": {"a": {"hiden": true}}}"#,
@@ -280,4 +280,23 @@ fn scopes_are_kept_per_tool_once_each_and_checked_as_oauth_scope_tokens() {
         .collect();
     let file = json!({"tools": {"addOne": {"scopes": [all]}}});
     assert_eq!(parse(&file.to_string()).unwrap().tools[0].1.scopes, [all]);
+}
+
+#[test]
+fn a_module_name_alone_or_with_tools() {
+    let alone = curated(json!({"module": "calc"})).unwrap();
+    assert_eq!(alone.module.as_deref(), Some("calc"));
+    assert_eq!(alone.tools.len(), shapes().1.tools.len());
+    let both =
+        curated(json!({"module": "calc-2", "tools": {"addOne": {"name": "add_one"}}})).unwrap();
+    assert_eq!(both.module.as_deref(), Some("calc-2"));
+    assert_eq!(curated(json!({"tools": {}})).unwrap().module, None);
+    for bad in ["", "a__b", "a b", "a.b"] {
+        fails(
+            json!({"module": bad}),
+            "module",
+            &format!("'{bad}' is not a valid module name (1 to 64 characters of A-Z, a-z, 0-9, '_', '-', without '__')"),
+        );
+    }
+    fails(json!({}), "", "missing key 'tools'");
 }
