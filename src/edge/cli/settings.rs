@@ -497,7 +497,7 @@ mod tests {
     }
 
     #[test]
-    fn docs_list_every_flag_and_only_flags_that_exist() {
+    fn docs_list_every_serving_flag_with_its_default() {
         let rows = documented();
         for f in FLAGS.iter().filter(|f| f.audience == Audience::Everyone) {
             let row = rows
@@ -513,14 +513,8 @@ mod tests {
                 );
             }
         }
-        for (names, row) in &rows {
-            for name in names {
-                assert!(
-                    flag(name).is_some_and(|f| f.audience == Audience::Everyone),
-                    "docs/usage.md documents --{name}, which does not exist: {row}"
-                );
-            }
-        }
+        // The other way round (every documented flag exists, `tools`' and
+        // `--help` included) is checked by tests/docs/check_docs.py.
     }
 
     #[test]
