@@ -15,7 +15,7 @@ use std::thread;
 
 use serde_json::{json, Value};
 
-use crate::util::{self, cmd, CallTrace, Proc, TempDir, TIMEOUT};
+use crate::util::{self, cmd, CallTrace, Hold, Proc, TempDir, TIMEOUT};
 
 const PROTOCOL: &str = "2025-06-18";
 
@@ -257,12 +257,23 @@ struct Stdio {
 
 impl Stdio {
     fn start(extra: &[&str]) -> Stdio {
+        Stdio::start_held(extra, None)
+    }
+
+    /// [`Stdio::start`] whose test pool holds `slowEcho` calls while `hold`
+    /// says so.
+    fn start_held(extra: &[&str], hold: Option<&Hold>) -> Stdio {
         let dir = TempDir::new();
         let manifest = program(&dir);
         let mut args = vec!["mcp".to_string(), manifest.display().to_string()];
         args.extend(extra.iter().map(|s| s.to_string()));
+        let mut command = cmd(&args);
+        if let Some(hold) = hold {
+            let (key, value) = hold.env();
+            command.env(key, value);
+        }
         let mut server = Stdio {
-            proc: Proc::spawn(&mut cmd(&args)),
+            proc: Proc::spawn(&mut command),
             next_id: 1,
             stash: Vec::new(),
             _dir: dir,
@@ -321,14 +332,21 @@ impl Stdio {
 
 #[test]
 fn a_call_that_waits_past_the_queue_timeout_fails_naming_the_wait() {
-    let mut server = Stdio::start(&["--pool-replicas", "py=1", "--queue-timeout", "0.5"]);
+    let hold = Hold::new();
+    let mut server = Stdio::start_held(
+        &["--pool-replicas", "py=1", "--queue-timeout", "0.5"],
+        Some(&hold),
+    );
     // Waiting for the pool to start counts too: the first calls may fail.
     wait_until("the pool serves", || {
         server.result("addOne", 1)["isError"] == json!(false)
     });
-    let slow = server.call("slowEcho", 5000);
+    // The slow call is held in its pool until the waiting one has failed.
+    hold.hold();
+    let slow = server.call("slowEcho", 1);
     let waiting = server.call("addOne", 2);
     let failed = server.response(waiting)["result"].clone();
+    hold.release();
     assert_eq!(failed["isError"], json!(true), "{failed}");
     let why = text(&failed);
     assert!(
@@ -336,7 +354,7 @@ fn a_call_that_waits_past_the_queue_timeout_fails_naming_the_wait() {
         "{why}"
     );
     // The running call is not affected.
-    assert_eq!(text(&server.response(slow)["result"]), "5000");
+    assert_eq!(text(&server.response(slow)["result"]), "1");
     server.wait_stderr("morloc-mcp: 1 call(s) waited 0.5 s for a process of pool 'py'");
 }
 
@@ -377,19 +395,25 @@ fn the_restart_breaker_says_when_it_opens_and_closes() {
 
 #[test]
 fn past_the_total_cap_a_call_is_refused_at_once() {
-    let mut server = Stdio::start(&[
-        "--pool-replicas",
-        "py=1",
-        "--max-queued",
-        "1",
-        "--max-queued-per-owner",
-        "0",
-    ]);
+    let hold = Hold::new();
+    let mut server = Stdio::start_held(
+        &[
+            "--pool-replicas",
+            "py=1",
+            "--max-queued",
+            "1",
+            "--max-queued-per-owner",
+            "0",
+        ],
+        Some(&hold),
+    );
     wait_until("the pool serves", || {
         server.result("addOne", 1)["isError"] == json!(false)
     });
-    // One runs, one waits: the queue is full.
-    let slow = server.call("slowEcho", 3000);
+    // One runs (held in its pool until released), one waits: the queue is
+    // full.
+    hold.hold();
+    let slow = server.call("slowEcho", 1);
     let waiting = server.call("addOne", 2);
     let refused = server.result("addOne", 3);
     assert_eq!(refused["isError"], json!(true), "{refused}");
@@ -398,7 +422,8 @@ fn past_the_total_cap_a_call_is_refused_at_once() {
         why.contains("already has 1 calls waiting") && why.contains("--max-queued cap"),
         "{why}"
     );
-    assert_eq!(text(&server.response(slow)["result"]), "3000");
+    hold.release();
+    assert_eq!(text(&server.response(slow)["result"]), "1");
     assert_eq!(text(&server.response(waiting)["result"]), "3");
     server.wait_stderr("morloc-mcp: 1 calls are waiting for pool processes (--max-queued)");
 }

@@ -34,7 +34,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::support::http::*;
-use crate::util::{self, pace, wait_for, wait_until, CallTrace, Stopwatch, TempDir};
+use crate::util::{self, pace, wait_for, wait_until, CallTrace, Hold, Stopwatch, TempDir};
 
 /// The text of a successful tool result.
 #[track_caller]
@@ -960,7 +960,8 @@ fn http_1_0_closes_unless_asked_to_keep_alive() {
 #[test]
 fn a_slow_call_does_not_delay_other_sessions() {
     let trace = CallTrace::new();
-    let server = Server::start_traced(&[], &trace);
+    let hold = Hold::new();
+    let server = Server::start_held(&[], &trace, &hold);
     let (mut a, sid_a) = server.session();
     let (mut b, sid_b) = server.session();
     // Warm-up: the pool is started and both connections have been used.
@@ -980,7 +981,9 @@ fn a_slow_call_does_not_delay_other_sessions() {
     for id in 0..20 {
         b.roundtrip(&ping(id)).expect(200);
     }
-    let slow = tool_call(2, "main__slowEcho", json!({"_1": 4000})).to_string();
+    // Held in its pool until the pings are answered.
+    hold.hold();
+    let slow = tool_call(2, "main__slowEcho", json!({"_1": 0})).to_string();
     a.send(&post_request(
         server.addr,
         Some(&sid_a),
@@ -995,8 +998,9 @@ fn a_slow_call_does_not_delay_other_sessions() {
     // All answered while the slow call still ran in its pool.
     let call = &trace.calls_of("slowEcho")[0];
     assert_eq!(call.end, None, "the pings waited for the call: {call:?}");
+    hold.release();
     let reply = a.read_response().expect(200);
-    assert_eq!(result_text(&reply.json()), "4000");
+    assert_eq!(result_text(&reply.json()), "0");
 }
 
 #[test]

@@ -89,6 +89,22 @@ impl Server {
         Server::start_env(extra, &[(key, value.as_str())])
     }
 
+    /// [`Server::start_traced`] whose test pool also holds `slowEcho` calls
+    /// while `hold` says so.
+    pub fn start_held(
+        extra: &[&str],
+        trace: &super::trace::CallTrace,
+        hold: &super::trace::Hold,
+    ) -> Server {
+        let pairs = [trace.env(), hold.env()];
+        let env: Vec<(&str, String)> = pairs
+            .iter()
+            .map(|(k, v)| (*k, v.to_string_lossy().into_owned()))
+            .collect();
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        Server::start_env(extra, &env)
+    }
+
     /// Runs `command` and waits for its banner.
     pub fn spawn(dir: TempDir, command: &mut Command) -> Server {
         let proc = Proc::spawn(command);
