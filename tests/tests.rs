@@ -12,6 +12,7 @@ mod golden_tools;
 mod hostile;
 mod http;
 mod jobs;
+mod limits;
 #[cfg(feature = "oauth")]
 mod log_lines;
 mod make_test;
