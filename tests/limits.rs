@@ -1,12 +1,14 @@
 //! Issue 34: limits that keep one client or one file from locking others
-//! out. A tools file past its cap (4 MiB) is refused by name, at start and
-//! on reload (the previous configuration keeps serving).
+//! out. Clients that stop reading big answers hold no copy of them, so
+//! another address still gets in; a tools file past its cap (4 MiB) is
+//! refused by name, at start and on reload (the previous configuration
+//! keeps serving).
 
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::support::http::{request, write_manifest, Server};
+use crate::support::http::{post_request, request, tool_call, write_manifest, Client, Server};
 use crate::util::{cmd, wait_for, Proc, TempDir};
 
 /// A tools file just over the cap: valid JSON, so only its size refuses it.
@@ -68,4 +70,63 @@ fn a_tools_file_past_its_cap_on_reload_keeps_the_previous_one() {
     assert!(stderr.contains(&given), "{stderr}");
     assert!(stderr.contains("(4 MiB)"), "{stderr}");
     assert!(titles(&server).contains(&json!("Add one")));
+}
+
+/// Row 10: 60 connections ask for the whole of an 8 MB stored result and
+/// read nothing. Queued whole, their answers would hold 480 MB, past the
+/// default `--max-buffered` (256 MiB), and a new request body anywhere
+/// would get 503; written from the store as each socket drains, they hold
+/// a slice each. Another address initializes and calls a tool meanwhile,
+/// and every slow reader then gets the whole value.
+#[test]
+fn sixty_unread_big_answers_leave_room_for_another_address() {
+    const CHARS: u64 = 8_000_000;
+    const READERS: usize = 60;
+    let server = Server::start(&["--max-result-chars", "1000", "--plain-tool-names"]);
+    let (mut owner, sid) = server.session();
+    let made = owner
+        .post(Some(&sid), &tool_call(2, "bigText", json!({"_1": CHARS})))
+        .expect(200)
+        .json();
+    let content = made["result"]["content"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let uri = content
+        .iter()
+        .find_map(|c| c["uri"].as_str())
+        .unwrap_or_else(|| panic!("no link: {made}"))
+        .to_string();
+    let read = json!({"jsonrpc": "2.0", "id": 3, "method": "resources/read",
+                      "params": {"uri": uri}});
+    let bytes = post_request(server.addr, Some(&sid), read.to_string().as_bytes(), &[]);
+    let mut readers: Vec<Client> = (0..READERS)
+        .map(|_| {
+            let mut c = Client::connect_from(server.addr, 1);
+            c.send(&bytes);
+            c
+        })
+        .collect();
+    // Every read is answered (its access line is written when its answer
+    // is queued), none of them read.
+    wait_for("60 answered reads", || {
+        let stderr = server.proc.stderr_now();
+        stderr.matches("method=resources/read").count() >= READERS
+    });
+    let mut other = Client::connect_from(server.addr, 2);
+    let other_sid = other.initialize();
+    let reply = other
+        .post(Some(&other_sid), &tool_call(4, "addOne", json!({"_1": 1})))
+        .expect(200);
+    assert_eq!(reply.json()["result"]["content"][0]["text"], "2");
+    // Nothing is lost for the slow readers.
+    let first = readers[0].read_response().expect(200);
+    let value = first.json()["result"]["contents"][0]["text"].clone();
+    let text = value.as_str().expect("the value's text");
+    assert_eq!(text.len() as u64, CHARS + 2);
+    assert!(text.starts_with("\"xxx") && text.ends_with("xxx\""));
+    for reader in &mut readers[1..] {
+        let response = reader.read_response().expect(200);
+        assert!(response.body == first.body, "a reader got another answer");
+    }
 }

@@ -26,9 +26,17 @@ pub mod scan;
 /// (lowercase hex), everything else (including `/`, DEL and non-ASCII) is
 /// copied raw.
 pub fn write_str(out: &mut String, s: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     out.reserve(s.len() + 2);
     out.push('"');
+    write_str_body(out, s);
+    out.push('"');
+}
+
+/// [`write_str`] without the quotes: what goes between them. A string cut
+/// into pieces at character boundaries gives, piece by piece, the same
+/// bytes as whole.
+pub fn write_str_body(out: &mut String, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = s.as_bytes();
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
@@ -55,7 +63,17 @@ pub fn write_str(out: &mut String, s: &str) {
         start = i + 1;
     }
     out.push_str(&s[start..]);
-    out.push('"');
+}
+
+/// The length of [`write_str_body`]'s output for `s`, without writing it.
+pub fn str_body_len(s: &str) -> usize {
+    s.bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | 0x08 | b'\t' | b'\n' | 0x0c | b'\r' => 2,
+            0x00..=0x1f => 6,
+            _ => 1,
+        })
+        .sum()
 }
 
 /// Appends a finite `f64` in shortest round-trip form (`2.0`, `0.1`,

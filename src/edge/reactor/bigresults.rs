@@ -6,6 +6,7 @@
 //! `protocol::mcp::bigresults`; this file adds the clock, the ids and the
 //! files.
 
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use mio::Token;
@@ -71,7 +72,20 @@ impl Reactor {
     /// Answers a `resources/*` request from a caller with authorization
     /// `owner`.
     pub(super) fn answer_resource(&mut self, owner: &str, req: ResourceRequest) -> Json {
+        self.answer_resource_streamed(owner, req, false).0
+    }
+
+    /// [`Reactor::answer_resource`]; with `stream`, a read of a whole value
+    /// answers with its text left out ([`bigresults::TEXT_PLACEHOLDER`])
+    /// and the stored value, to be written from the store.
+    fn answer_resource_streamed(
+        &mut self,
+        owner: &str,
+        req: ResourceRequest,
+        stream: bool,
+    ) -> (Json, Option<Rc<Paged>>) {
         let now = now_ms();
+        let mut streamed = None;
         let result = match req.method {
             ResourceMethod::Templates => bigresults::templates_result(),
             ResourceMethod::List => {
@@ -80,11 +94,21 @@ impl Reactor {
             ResourceMethod::Read => {
                 let asked = match bigresults::parse_uri(&req.uri) {
                     Ok(asked) => asked,
-                    Err(why) => return bigresults::not_found(&req.id, &req.uri, &why),
+                    Err(why) => return (bigresults::not_found(&req.id, &req.uri, &why), None),
                 };
                 match self.tasks.results.get(&asked.id, owner, now) {
-                    Some(stored) => bigresults::read_result(&req.uri, &asked, &stored.value),
-                    None => return bigresults::not_found(&req.id, &req.uri, bigresults::NOT_HELD),
+                    Some(stored) => {
+                        let stream = stream && !asked.is_page();
+                        if stream {
+                            streamed = Some(Rc::clone(&stored.value));
+                        }
+                        bigresults::read_result(&req.uri, &asked, &stored.value, stream)
+                    }
+                    None => {
+                        let missing =
+                            bigresults::not_found(&req.id, &req.uri, bigresults::NOT_HELD);
+                        return (missing, None);
+                    }
                 }
             }
         };
@@ -95,7 +119,7 @@ impl Reactor {
         } else {
             result
         };
-        jsonrpc::result_response(&req.id, result)
+        (jsonrpc::result_response(&req.id, result), streamed)
     }
 
     /// A `resources/*` request over HTTP, answered for `owner`
@@ -109,14 +133,28 @@ impl Reactor {
         keep_alive: bool,
     ) {
         let modern = resource.modern;
-        let reply = self.answer_resource(owner, resource);
+        let (reply, streamed) = self.answer_resource_streamed(owner, resource, true);
         let status = if modern {
             era::http_status(&reply)
         } else {
             200
         };
         let body = serde_json::to_vec(&reply).unwrap_or_default();
-        self.respond(token, status, headers, &body, keep_alive);
+        let at = streamed.as_ref().and_then(|_| {
+            let text = bigresults::STREAMED_TEXT;
+            body.windows(text.len()).position(|w| w == text)
+        });
+        match (streamed, at) {
+            // A whole value: written from the store as the client takes
+            // it, so a client that does not read holds no copy of it.
+            (Some(value), Some(at)) => {
+                let open = at + b"\"text\":\"".len();
+                let close = at + bigresults::STREAMED_TEXT.len() - 1;
+                let parts = (&body[..open], value, &body[close..]);
+                self.respond_streamed(token, status, headers, parts, keep_alive);
+            }
+            _ => self.respond(token, status, headers, &body, keep_alive),
+        }
     }
 
     /// Frees the stored results whose time is up.

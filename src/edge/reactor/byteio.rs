@@ -10,6 +10,9 @@
 use std::io::{self, Read, Write};
 use std::ops::ControlFlow;
 use std::os::fd::RawFd;
+use std::rc::Rc;
+
+use crate::format::json::{self, page::Paged};
 
 /// What [`WriteQueue::flush`] achieved.
 #[derive(Debug)]
@@ -24,6 +27,49 @@ pub(super) enum Flushed {
     Failed(io::Error),
 }
 
+/// Output made as the destination drains, after what is queued: the body
+/// of a JSON string holding a shared value's text (a stored result, held
+/// once by its table), escaped [`STREAM_SLICE`] bytes of text at a time,
+/// then `after`.
+#[derive(Debug)]
+pub(in crate::edge::reactor) struct Streamed {
+    value: Rc<Paged>,
+    /// The next byte of the value's text to escape.
+    at: usize,
+    after: Vec<u8>,
+}
+
+/// Bytes of a streamed text escaped into the queue at a time.
+const STREAM_SLICE: usize = 64 * 1024;
+
+impl Streamed {
+    pub(in crate::edge::reactor) fn new(value: Rc<Paged>, after: Vec<u8>) -> Streamed {
+        Streamed {
+            value,
+            at: 0,
+            after,
+        }
+    }
+
+    /// Appends the next slice to `out`; false once everything is out.
+    fn next_into(&mut self, out: &mut Vec<u8>) -> bool {
+        let text = self.value.text();
+        if self.at >= text.len() {
+            out.append(&mut self.after);
+            return false;
+        }
+        let mut end = (self.at + STREAM_SLICE).min(text.len());
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let mut escaped = String::with_capacity(end - self.at + 64);
+        json::write_str_body(&mut escaped, &text[self.at..end]);
+        out.extend_from_slice(escaped.as_bytes());
+        self.at = end;
+        true
+    }
+}
+
 /// Bytes waiting to be written to one non-blocking destination: what is
 /// queued, how much of it is already out, and whether its owner asked the
 /// poller for writable events.
@@ -31,6 +77,8 @@ pub(super) enum Flushed {
 pub(super) struct WriteQueue {
     buf: Vec<u8>,
     written: usize,
+    /// Output still to be made once `buf` is written.
+    streamed: Option<Streamed>,
     /// Writable events are asked for (see [`WriteQueue::arm`]).
     armed: bool,
     /// Once empty, a buffer of more capacity than this is freed (0: kept).
@@ -52,42 +100,70 @@ impl WriteQueue {
         &mut self.buf
     }
 
+    /// Output to make once what is queued is written (one at a time).
+    pub(super) fn stream(&mut self, streamed: Streamed) {
+        debug_assert!(self.streamed.is_none());
+        self.streamed = Some(streamed);
+    }
+
     /// The bytes the queue holds (written ones included, until it empties):
-    /// what a memory budget counts.
+    /// what a memory budget counts. A streamed value is not counted: it
+    /// is the result table's, held once, and only a slice of it at a time
+    /// is here.
     pub(super) fn held(&self) -> usize {
-        self.buf.len()
+        self.buf.len() + self.streamed.as_ref().map_or(0, |s| s.after.len())
     }
 
     /// Whether nothing is left to write.
     pub(super) fn is_drained(&self) -> bool {
-        self.written >= self.buf.len()
+        self.written >= self.buf.len() && self.streamed.is_none()
     }
 
-    /// Writes as much as `dst` takes, retrying interrupted writes.
+    /// Writes as much as `dst` takes, retrying interrupted writes; a
+    /// streamed value is made a slice at a time as the writes go through.
     pub(super) fn flush(&mut self, dst: &mut impl Write) -> Flushed {
-        while self.written < self.buf.len() {
-            match dst.write(&self.buf[self.written..]) {
-                Ok(0) => {
-                    self.clear();
-                    return Flushed::Closed;
-                }
-                Ok(n) => self.written += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Flushed::Blocked,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    self.clear();
-                    return Flushed::Failed(e);
-                }
+        loop {
+            if let Some(done) = self.write_buf(dst) {
+                return done;
+            }
+            let Some(streamed) = self.streamed.as_mut() else {
+                break;
+            };
+            self.buf.clear();
+            self.written = 0;
+            if !streamed.next_into(&mut self.buf) {
+                self.streamed = None;
             }
         }
         self.clear();
         Flushed::Done
     }
 
+    /// Writes what `buf` holds; `None` once all of it is written.
+    fn write_buf(&mut self, dst: &mut impl Write) -> Option<Flushed> {
+        while self.written < self.buf.len() {
+            match dst.write(&self.buf[self.written..]) {
+                Ok(0) => {
+                    self.clear();
+                    return Some(Flushed::Closed);
+                }
+                Ok(n) => self.written += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Some(Flushed::Blocked),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.clear();
+                    return Some(Flushed::Failed(e));
+                }
+            }
+        }
+        None
+    }
+
     /// Drops everything queued (the capacity too, past `keep_capacity`).
     pub(super) fn clear(&mut self) {
         self.buf.clear();
         self.written = 0;
+        self.streamed = None;
         if self.keep_capacity > 0 && self.buf.capacity() > self.keep_capacity {
             self.buf = Vec::new();
         }

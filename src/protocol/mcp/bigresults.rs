@@ -15,6 +15,7 @@
 //! Architecture Invariant: pure; no I/O. Times and ids come from the caller.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use serde_json::{Map, Value as Json};
 
@@ -133,7 +134,9 @@ pub struct Stored {
     pub owner: String,
     /// The tool that returned it.
     pub tool: String,
-    pub value: Paged,
+    /// Shared with the answers streaming it to slow readers (the text is
+    /// held once; see [`read_result`]).
+    pub value: Rc<Paged>,
     pub created_ms: u64,
     pub expires_ms: u64,
     /// Its place in the order of insertion (ties in time are common).
@@ -231,7 +234,7 @@ impl ResultStore {
             id: id.clone(),
             owner: key,
             tool: tool.to_string(),
-            value,
+            value: Rc::new(value),
             created_ms: now,
             expires_ms: now.saturating_add(self.ttl_ms),
         };
@@ -268,7 +271,7 @@ impl ResultStore {
             id: head.id.clone(),
             owner: head.owner,
             tool: head.tool,
-            value,
+            value: Rc::new(value),
             created_ms: head.created_ms,
             expires_ms: head.expires_ms,
         };
@@ -615,15 +618,32 @@ pub fn list_result(results: &[&Stored]) -> Json {
     serde_json::json!({ "resources": resources })
 }
 
+/// What stands for a whole value's text in a `resources/read` answer to be
+/// streamed (see [`read_result`]); a URI cannot hold it (no control
+/// characters), and a JSON string's quotes are escaped, so its serialized
+/// form, key included ([`STREAMED_TEXT`]), occurs once in the message.
+pub const TEXT_PLACEHOLDER: &str = "\u{0}value\u{0}";
+
+/// The serialized `"text"` member holding [`TEXT_PLACEHOLDER`].
+pub const STREAMED_TEXT: &[u8] = b"\"text\":\"\\u0000value\\u0000\"";
+
 /// `resources/read` of a stored result: the whole value, or the page the
-/// URI asks for, with where the next page starts in `_meta`.
-pub fn read_result(uri: &str, asked: &ResultUri, value: &Paged) -> Json {
+/// URI asks for, with where the next page starts in `_meta`. With
+/// `stream`, a whole value's text is [`TEXT_PLACEHOLDER`], for the caller
+/// to write from the store as the reader takes it (its escaped bytes are
+/// what [`crate::format::json::write_str_body`] gives), not copied into
+/// the message.
+pub fn read_result(uri: &str, asked: &ResultUri, value: &Paged, stream: bool) -> Json {
     let kind = value.kind();
     let mut content = Map::new();
     content.insert("uri".into(), Json::String(uri.into()));
     if !asked.is_page() {
         content.insert("mimeType".into(), Json::String("application/json".into()));
-        content.insert("text".into(), Json::String(value.text().to_string()));
+        let text = match stream {
+            true => TEXT_PLACEHOLDER.to_string(),
+            false => value.text().to_string(),
+        };
+        content.insert("text".into(), Json::String(text));
         return serde_json::json!({ "contents": [content] });
     }
     let default = match kind {

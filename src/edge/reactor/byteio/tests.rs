@@ -240,3 +240,42 @@ fn a_full_pipe_blocks_the_queue_and_the_read_loop_drains_it_in_order() {
     assert!(matches!(end, ReadEnd::Eof));
     assert!(got == data, "every byte, in order");
 }
+
+/// A streamed value goes out escaped, whole and in order, after what was
+/// queued and before what follows it, across partial and blocked writes,
+/// while the queue never holds more than a slice of it.
+#[test]
+fn a_streamed_value_is_made_a_slice_at_a_time_as_writes_go_through() {
+    let text: String = (0..100_000)
+        .map(|i| ["ab", "\"q\\", "é\n", "☃\u{1}"][i % 4])
+        .collect();
+    let value = Rc::new(Paged::new(format!("\"{text}\"")));
+    let mut expected = b"{\"text\":\"".to_vec();
+    let mut body = String::new();
+    json::write_str_body(&mut body, value.text());
+    expected.extend_from_slice(body.as_bytes());
+    expected.extend_from_slice(b"\"}");
+    let mut q = WriteQueue::new(1024);
+    q.buf().extend_from_slice(b"{\"text\":\"");
+    q.stream(Streamed::new(Rc::clone(&value), b"\"}".to_vec()));
+    let mut dst = script(Vec::new());
+    let mut most = 0;
+    loop {
+        // Each round the destination takes 7,000 bytes, then blocks.
+        dst.acts.extend([Act::Take(5000), Act::Take(2000)]);
+        let flushed = q.flush(&mut dst);
+        most = most.max(q.held());
+        match flushed {
+            Flushed::Blocked => assert!(!q.is_drained()),
+            Flushed::Done => break,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(q.is_drained() && q.held() == 0);
+    assert_eq!(
+        String::from_utf8(dst.got).unwrap(),
+        String::from_utf8(expected).unwrap()
+    );
+    assert!(most <= 6 * STREAM_SLICE + 16, "held {most}");
+    assert!(value.text().len() > 2 * STREAM_SLICE);
+}

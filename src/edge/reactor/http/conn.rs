@@ -13,7 +13,7 @@ use mio::net::TcpStream;
 use mio::{Interest, Registry, Token};
 
 use super::{KEEP_ALIVE, KEEP_CAPACITY, LINGER, LINGER_BYTES, MAX_BUFFERED};
-use crate::edge::reactor::byteio::{read_until, Flushed, ReadEnd, WriteQueue};
+use crate::edge::reactor::byteio::{read_until, Flushed, ReadEnd, Streamed, WriteQueue};
 use crate::protocol::http::{self, HttpError, Parser, Progress, Request};
 use crate::protocol::jsonrpc;
 
@@ -382,6 +382,11 @@ impl Conn {
     /// The output buffer, to append a response to.
     pub(super) fn out(&mut self) -> &mut Vec<u8> {
         self.out.buf()
+    }
+
+    /// Queues output made as the socket drains, after what is queued.
+    pub(super) fn stream_out(&mut self, streamed: Streamed) {
+        self.out.stream(streamed);
     }
 
     /// Nothing running and nothing left to write.

@@ -4,12 +4,15 @@
 //! lines for the sessions that asked for them.
 
 use std::io::{self, Write};
+use std::rc::Rc;
 use std::time::Instant;
 
 use mio::Token;
 use serde_json::Value as Json;
 
+use crate::edge::reactor::byteio::Streamed;
 use crate::edge::reactor::Reactor;
+use crate::format::json::{self, page::Paged};
 use crate::protocol::http;
 use crate::protocol::mcp::{self, era};
 
@@ -61,6 +64,52 @@ impl Reactor {
             conn.close_after_write();
         }
         self.http_access_end(token, status, Some(body));
+        self.flush_conn(token);
+    }
+
+    /// [`Reactor::respond`] with a JSON body whose middle is the escaped
+    /// text of a stored value (`parts`: before, the value, after): the
+    /// head and the first part are queued, the value's text is escaped
+    /// into the queue a slice at a time as the socket drains
+    /// (`byteio::Streamed`), so the answer is never held whole.
+    pub(in crate::edge::reactor) fn respond_streamed(
+        &mut self,
+        token: Token,
+        status: u16,
+        headers: &[(String, String)],
+        parts: (&[u8], Rc<Paged>, &[u8]),
+        keep_alive: bool,
+    ) {
+        let (before, value, after) = parts;
+        let Some(conn) = self.conn_mut(token) else {
+            return;
+        };
+        let refs: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let length = before.len() + json::str_body_len(value.text()) + after.len();
+        let content_type = Some("application/json");
+        http::write_head(
+            conn.out(),
+            status,
+            content_type,
+            Some(length),
+            &refs,
+            keep_alive,
+        );
+        if !conn.is_head_request() {
+            conn.out().extend_from_slice(before);
+            conn.stream_out(Streamed::new(value, after.to_vec()));
+        }
+        if !keep_alive {
+            conn.close_after_write();
+        }
+        // The access line reads the outcome from the message without the
+        // value (a small one).
+        let mut sniff = before.to_vec();
+        sniff.extend_from_slice(after);
+        self.http_access_end(token, status, Some(&sniff));
         self.flush_conn(token);
     }
 

@@ -132,7 +132,7 @@ fn output_schemas_become_any_of_value_or_link() {
 fn reads_give_pages_with_the_next_one() {
     let value = Paged::new("[1,2,3,4,5]".into());
     let uri = "morloc://result/i.ab?offset=1&limit=2";
-    let got = read_result(uri, &parse_uri(uri).unwrap(), &value);
+    let got = read_result(uri, &parse_uri(uri).unwrap(), &value, false);
     let content = &got["contents"][0];
     assert_eq!(content["text"], "[2,3]");
     assert_eq!(
@@ -140,15 +140,49 @@ fn reads_give_pages_with_the_next_one() {
         "morloc://result/i.ab?offset=3&limit=2"
     );
     let uri = "morloc://result/i.ab?offset=4&limit=2";
-    let got = read_result(uri, &parse_uri(uri).unwrap(), &value);
+    let got = read_result(uri, &parse_uri(uri).unwrap(), &value, false);
     assert_eq!(got["contents"][0]["text"], "[5]");
     assert!(got["contents"][0]["_meta"].get("next").is_none());
     let whole = read_result(
         "morloc://result/i.ab",
         &parse_uri("morloc://result/i.ab").unwrap(),
         &value,
+        false,
     );
     assert_eq!(whole["contents"][0]["text"], "[1,2,3,4,5]");
+}
+
+/// A whole value streamed: the message has one placeholder member, and
+/// writing the escaped text in its place, piece by piece, gives the bytes
+/// of the message with the text in it.
+#[test]
+fn a_streamed_read_is_the_same_bytes_as_a_whole_one() {
+    let value = Paged::new("{\"a\":\"q\\\"é\\n☃\",\"b\":[1,2]}".into());
+    let uri = "morloc://result/i.ab";
+    let asked = parse_uri(uri).unwrap();
+    let whole = serde_json::to_vec(&read_result(uri, &asked, &value, false)).unwrap();
+    let streamed = serde_json::to_vec(&read_result(uri, &asked, &value, true)).unwrap();
+    let at = streamed
+        .windows(STREAMED_TEXT.len())
+        .position(|w| w == STREAMED_TEXT)
+        .unwrap();
+    let rest = &streamed[at + 1..];
+    assert!(!rest
+        .windows(STREAMED_TEXT.len())
+        .any(|w| w == STREAMED_TEXT));
+    let mut body = String::new();
+    for piece in value.text().split_inclusive(['"', '☃']) {
+        crate::format::json::write_str_body(&mut body, piece);
+    }
+    assert_eq!(body.len(), crate::format::json::str_body_len(value.text()));
+    let open = b"\"text\":\"".len();
+    let mut rebuilt = streamed[..at + open].to_vec();
+    rebuilt.extend_from_slice(body.as_bytes());
+    rebuilt.extend_from_slice(&streamed[at + STREAMED_TEXT.len() - 1..]);
+    assert_eq!(
+        String::from_utf8(rebuilt).unwrap(),
+        String::from_utf8(whole).unwrap()
+    );
 }
 
 #[test]
