@@ -10,7 +10,7 @@ use crate::support::http::{
     initialize_message, post_request, simple_request, tool_call, write_manifest, Client, Response,
     Server,
 };
-use crate::support::oauth::{jwks, mint, Issuer, FUTURE, PAST};
+use crate::support::oauth::{jwks, mint, Issuer, Serving, FUTURE, PAST};
 use crate::util::{wait_for, wait_until, TempDir};
 
 /// A server trusting `issuer`'s key set by URL, with `extra` options.
@@ -264,7 +264,8 @@ fn keys_past_their_age_are_fetched_again_and_a_withdrawn_key_is_refused() {
     let old = mint(&rs("rsa-1"), &c, "rsa1");
     post(&server, Some(&old), None, &initialize_message(1)).expect(200);
     assert_eq!(issuer.fetches(), 1);
-    // The issuer withdraws the key: the next token refreshes the set first.
+    // The issuer withdraws the key: the next token refreshes the set first,
+    // and the token accepted (and remembered) before is refused.
     issuer.rotate(jwks(&[("rsa2", "rsa-2")]));
     assert_invalid(
         post(&server, Some(&old), None, &initialize_message(1)),
@@ -950,4 +951,77 @@ fn in_the_router_tool_scopes_bind_to_one_programs_command() {
     post(&server, Some(&narrow), Some(&sid), &call("beta__addOne")).expect(403);
     let reply = post(&server, Some(&narrow), Some(&sid), &call("alpha__addOne")).expect(200);
     assert_eq!(reply.json()["result"]["content"][0]["text"], "2");
+}
+
+/// Issue 34, row 6: a key server that answers `200` with a
+/// `Content-Length` body and keeps the connection open made the fetch
+/// "time out" after 10 s, every token was refused, and nothing was tried
+/// again for 60 s. The fetch ends at the end of the body.
+#[test]
+fn a_key_server_that_keeps_the_connection_open_is_read_to_the_end_of_the_body() {
+    let how = Serving {
+        keep_open: true,
+        ..Serving::default()
+    };
+    let issuer = Issuer::start_with(jwks(&[("rsa1", "rsa-1")]), how);
+    let server = serve(&issuer, &[]);
+    let c = claims(&issuer, &server, "alice", "mcp:tools");
+    initialize(&server, &mint(&rs("rsa-1"), &c, "rsa1"));
+    assert_eq!(issuer.fetches(), 1);
+    assert!(!stderr_has(&server, "cannot fetch the JWKS"));
+    // A rotation is fetched from the same kind of server.
+    issuer.rotate(jwks(&[("rsa2", "rsa-2")]));
+    initialize(&server, &mint(&rs("rsa-2"), &c, "rsa2"));
+    assert_eq!(issuer.fetches(), 2);
+}
+
+/// A failed fetch is tried again after a backoff of seconds, not a minute.
+#[test]
+fn a_failed_key_fetch_is_tried_again_after_a_short_backoff() {
+    let how = Serving {
+        fail_first: 2,
+        ..Serving::default()
+    };
+    let issuer = Issuer::start_with(jwks(&[("rsa1", "rsa-1")]), how);
+    let server = serve(&issuer, &[]);
+    let c = claims(&issuer, &server, "alice", "mcp:tools");
+    let token = mint(&rs("rsa-1"), &c, "rsa1");
+    assert_invalid(
+        post(&server, Some(&token), None, &initialize_message(1)),
+        "cannot be fetched",
+    );
+    assert!(stderr_has(&server, "HTTP status 500"));
+    assert!(stderr_has(&server, "tries again after 1 s"));
+    // Refused at once while the backoff runs, then accepted once a try
+    // gets the keys (the second fails too, the third serves them).
+    wait_for("a token accepted after the backoff", || {
+        post(&server, Some(&token), None, &initialize_message(1)).status == 200
+    });
+    assert_eq!(issuer.fetches(), 3);
+    assert!(stderr_has(&server, "tries again after 2 s"));
+}
+
+/// Issue 34: a token accepted once is remembered, but still expires on
+/// time (its `exp` plus the 60 s leeway).
+#[test]
+fn a_remembered_token_still_expires_on_time() {
+    let issuer = Issuer::start(jwks(&[("rsa1", "rsa-1")]));
+    let server = serve(&issuer, &[]);
+    let now = crate::support::oauth::unix_now();
+    // Past its exp, within the leeway for 10 more seconds.
+    let mut c = claims(&issuer, &server, "alice", "mcp:tools");
+    c["exp"] = json!(now - 50);
+    let token = mint(&rs("rsa-1"), &c, "rsa1");
+    let sid = initialize(&server, &token);
+    let call = tool_call(2, "pureAnswer", json!({}));
+    wait_for("the remembered token refused as expired", || {
+        let reply = post(&server, Some(&token), Some(&sid), &call);
+        match reply.status {
+            200 => false,
+            _ => {
+                assert_invalid(reply, "token expired");
+                true
+            }
+        }
+    });
 }

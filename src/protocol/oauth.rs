@@ -92,6 +92,8 @@ pub struct Principal {
     pub subject: String,
     /// The token's scopes (`scope`, space-separated, or a `scp` array).
     pub scopes: Vec<String>,
+    /// The token's `exp`: from `exp + SKEW` on, it is refused.
+    pub expires: u64,
 }
 
 impl Principal {
@@ -185,12 +187,12 @@ pub fn validate(
     if !aud_ok {
         return invalid("token is not for this resource (aud)");
     }
-    match seconds(claims, "exp") {
+    let expires = match seconds(claims, "exp") {
         Err(why) => return invalid(why),
         Ok(None) => return invalid("token has no exp"),
         Ok(Some(exp)) if now >= exp.saturating_add(SKEW) => return invalid("token expired"),
-        Ok(Some(_)) => {}
-    }
+        Ok(Some(exp)) => exp,
+    };
     match seconds(claims, "nbf") {
         Err(why) => return invalid(why),
         Ok(Some(nbf)) if now.saturating_add(SKEW) < nbf => {
@@ -206,12 +208,95 @@ pub fn validate(
         issuer: config.issuer.clone(),
         subject,
         scopes: scopes(claims),
+        expires,
     };
     let lacking = principal.lacks(&config.scopes);
     if !lacking.is_empty() {
         return Verdict::Refused(Refusal::Insufficient(config.scopes.clone()));
     }
     Verdict::Accepted(principal)
+}
+
+/// At most this many accepted tokens are remembered.
+pub const MAX_VERIFIED: usize = 4096;
+/// At most this many bytes of remembered tokens (and their subjects and
+/// scopes).
+pub const MAX_VERIFIED_BYTES: usize = 4 << 20;
+
+/// What the check of accepted tokens concluded, so a token presented again
+/// is not decoded and verified again: keyed by the whole token (no hash
+/// that could collide), valid until the token's `exp` (with [`SKEW`]), and
+/// to be cleared by the caller whenever the key set changes (a key that
+/// left must stop accepting its tokens). Bounded by [`MAX_VERIFIED`]
+/// entries and [`MAX_VERIFIED_BYTES`]: past either, expired entries go
+/// first, then any.
+#[derive(Debug, Default)]
+pub struct Verified {
+    map: std::collections::HashMap<String, Principal>,
+    bytes: usize,
+}
+
+impl Verified {
+    /// The principal of `token` if it was accepted and has not expired at
+    /// `now` (seconds since the Unix epoch).
+    pub fn get(&self, token: &str, now: u64) -> Option<&Principal> {
+        self.map
+            .get(token)
+            .filter(|p| now < p.expires.saturating_add(SKEW))
+    }
+
+    /// Remembers that `token` was accepted as `principal`.
+    pub fn insert(&mut self, token: &str, principal: Principal) {
+        let size = Verified::size(token, &principal);
+        if size > MAX_VERIFIED_BYTES || self.map.contains_key(token) {
+            return;
+        }
+        if self.map.len() >= MAX_VERIFIED || self.bytes + size > MAX_VERIFIED_BYTES {
+            self.trim(size);
+        }
+        self.bytes += size;
+        self.map.insert(token.to_string(), principal);
+    }
+
+    /// Forgets everything (the key set changed).
+    pub fn clear(&mut self) {
+        self.map.clear();
+        self.bytes = 0;
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Makes room for an entry of `size` bytes: the earliest to expire go
+    /// first (the expired among them).
+    fn trim(&mut self, size: usize) {
+        let mut by_expiry: Vec<(u64, String)> = self
+            .map
+            .iter()
+            .map(|(token, p)| (p.expires, token.clone()))
+            .collect();
+        by_expiry.sort_unstable();
+        // Down to three quarters, so a full cache is not sorted per insert.
+        let (entries, bytes) = (MAX_VERIFIED / 4 * 3, MAX_VERIFIED_BYTES / 4 * 3);
+        for (_, token) in by_expiry {
+            if self.map.len() < entries && self.bytes + size <= bytes {
+                break;
+            }
+            if let Some(p) = self.map.remove(&token) {
+                self.bytes -= Verified::size(&token, &p);
+            }
+        }
+    }
+
+    fn size(token: &str, p: &Principal) -> usize {
+        let scopes: usize = p.scopes.iter().map(String::len).sum();
+        token.len() + p.issuer.len() + p.subject.len() + scopes + 64
+    }
 }
 
 /// A NumericDate claim (seconds; a fraction is cut off).

@@ -19,6 +19,13 @@ pub const FUTURE: u64 = 4_102_444_800;
 /// Long past.
 pub const PAST: u64 = 946_684_800;
 
+/// Seconds since the Unix epoch now, for claims that must be near it.
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
 /// One of the committed keys (`rsa1`, `rsa2`, `rogue`: RSA 2048; `ec1`: P-256).
 pub fn key(name: &str) -> Vec<u8> {
     let path = data(&format!("oauth/{name}.pk8"));
@@ -102,6 +109,16 @@ pub fn mint(header: &Value, claims: &Value, name: &str) -> String {
     format!("{input}.{}", b64(&sig))
 }
 
+/// How the mock issuer answers.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Serving {
+    /// Keep each connection open after the answer (its end is only its
+    /// `Content-Length`).
+    pub keep_open: bool,
+    /// Answer this many first fetches with a 500.
+    pub fail_first: usize,
+}
+
 /// The mock authorization server: serves `GET /jwks` (the current set) on
 /// loopback from a thread, for as long as the test runs.
 pub struct Issuer {
@@ -112,12 +129,19 @@ pub struct Issuer {
 
 impl Issuer {
     pub fn start(jwks: String) -> Issuer {
+        Issuer::start_with(jwks, Serving::default())
+    }
+
+    /// An issuer that serves as `how` says.
+    pub fn start_with(jwks: String, how: Serving) -> Issuer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the mock issuer");
         let addr = listener.local_addr().expect("its address");
         let current = Arc::new(Mutex::new(jwks));
         let fetches = Arc::new(AtomicUsize::new(0));
         let (set, count) = (current.clone(), fetches.clone());
         std::thread::spawn(move || {
+            // Connections kept open, as a keep-alive server would.
+            let mut held = Vec::new();
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { continue };
                 let mut head = Vec::new();
@@ -125,13 +149,21 @@ impl Issuer {
                 while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
                     head.push(byte[0]);
                 }
-                count.fetch_add(1, Ordering::SeqCst);
+                let n = count.fetch_add(1, Ordering::SeqCst) + 1;
                 let body = set.lock().map(|s| s.clone()).unwrap_or_default();
+                let (status, body) = match n <= how.fail_first {
+                    true => ("500 Unavailable", String::new()),
+                    false => ("200 OK", body),
+                };
+                let connection = if how.keep_open { "keep-alive" } else { "close" };
                 let reply = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: {connection}\r\n\r\n{body}",
                     body.len()
                 );
                 let _ = stream.write_all(reply.as_bytes());
+                if how.keep_open {
+                    held.push(stream);
+                }
             }
         });
         Issuer {

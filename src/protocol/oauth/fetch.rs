@@ -1,6 +1,7 @@
 //! The JWKS fetch over plain HTTP/1.1: the `http://` URL split into what
-//! the request needs, the request's bytes, and the response read whole
-//! (`Connection: close`) into its status and body.
+//! the request needs, the request's bytes, when a response is whole (at the
+//! end of its body, whether or not the server then closes), and a whole
+//! response split into its status and body.
 //!
 //! No TLS: an `https://` issuer's keys are reached through the proxy that
 //! terminates TLS for this server, or kept in a file (docs/oauth.md, "HTTPS issuers").
@@ -88,17 +89,50 @@ impl Url {
     }
 }
 
-/// Splits a whole response (read until the server closed) into its status
-/// and body: a `Content-Length` body, a chunked one, or all the rest.
-pub fn response(bytes: &[u8]) -> Result<(u16, Vec<u8>), String> {
-    let end = find(bytes, b"\r\n\r\n").ok_or("the response has no complete head")?;
-    let head = std::str::from_utf8(&bytes[..end]).map_err(|_| "the response head is not text")?;
+/// Whether `bytes` hold a whole response, so the fetch may end without
+/// waiting for the server to close: its head is in, and its body has its
+/// `Content-Length` bytes or its last chunk. A response that says neither
+/// (or that cannot be read) is whole only when the server closes.
+pub fn complete(bytes: &[u8]) -> bool {
+    let Some(end) = find(bytes, b"\r\n\r\n") else {
+        return false;
+    };
+    let Ok((_, framing)) = head(&bytes[..end]) else {
+        return false;
+    };
     let body = &bytes[end + 4..];
+    match framing {
+        // The last chunk, then trailers (if any) up to a blank line.
+        Framing::Chunked => dechunk(body)
+            .is_ok_and(|(_, rest)| rest.starts_with(b"\r\n") || find(rest, b"\r\n\r\n").is_some()),
+        Framing::Length(length) => body.len() >= length,
+        Framing::Close => false,
+    }
+}
+
+/// How a response's body ends.
+enum Framing {
+    Chunked,
+    Length(usize),
+    /// When the server closes.
+    Close,
+}
+
+/// The status and body framing of a response head (without its blank
+/// line).
+fn head(bytes: &[u8]) -> Result<(u16, Framing), String> {
+    let head = std::str::from_utf8(bytes).map_err(|_| "the response head is not text")?;
     let mut lines = head.split("\r\n");
     let status_line = lines.next().unwrap_or("");
     let mut words = status_line.splitn(3, ' ');
     let version = words.next().unwrap_or("");
-    let status = words.next().and_then(|s| s.parse::<u16>().ok());
+    // Exactly three digits, the first not 0 (RFC 9112 §4, RFC 9110 §15):
+    // `1000`, `+200` or `000` is no status.
+    let status = words
+        .next()
+        .filter(|s| s.len() == 3 && s.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|s| s.parse::<u16>().ok())
+        .filter(|s| *s >= 100);
     let (true, Some(status)) = (version.starts_with("HTTP/1."), status) else {
         return Err(format!(
             "bad status line {}",
@@ -118,14 +152,28 @@ pub fn response(bytes: &[u8]) -> Result<(u16, Vec<u8>), String> {
             chunked = value.to_ascii_lowercase().ends_with("chunked");
         }
     }
-    let body = if chunked {
-        dechunk(body)?
-    } else if let Some(length) = length {
-        body.get(..length)
+    let framing = match (chunked, length) {
+        (true, _) => Framing::Chunked,
+        (false, Some(length)) => Framing::Length(length),
+        (false, None) => Framing::Close,
+    };
+    Ok((status, framing))
+}
+
+/// Splits a whole response (see [`complete`], or read until the server
+/// closed) into its status and body: a `Content-Length` body, a chunked
+/// one, or all the rest.
+pub fn response(bytes: &[u8]) -> Result<(u16, Vec<u8>), String> {
+    let end = find(bytes, b"\r\n\r\n").ok_or("the response has no complete head")?;
+    let (status, framing) = head(&bytes[..end])?;
+    let body = &bytes[end + 4..];
+    let body = match framing {
+        Framing::Chunked => dechunk(body)?.0,
+        Framing::Length(length) => body
+            .get(..length)
             .ok_or("the response body is shorter than its Content-Length")?
-            .to_vec()
-    } else {
-        body.to_vec()
+            .to_vec(),
+        Framing::Close => body.to_vec(),
     };
     Ok((status, body))
 }
@@ -134,8 +182,9 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-/// A chunked body's data (trailers ignored).
-fn dechunk(mut rest: &[u8]) -> Result<Vec<u8>, String> {
+/// A chunked body's data, and what follows its last chunk's size line
+/// (trailers, ignored).
+fn dechunk(mut rest: &[u8]) -> Result<(Vec<u8>, &[u8]), String> {
     let mut out = Vec::new();
     loop {
         let line_end = find(rest, b"\r\n").ok_or("a chunk size line is cut off")?;
@@ -144,7 +193,7 @@ fn dechunk(mut rest: &[u8]) -> Result<Vec<u8>, String> {
         let size = usize::from_str_radix(size, 16).map_err(|_| "bad chunk size")?;
         rest = &rest[line_end + 2..];
         if size == 0 {
-            return Ok(out);
+            return Ok((out, rest));
         }
         if rest.len() < size + 2 || &rest[size..size + 2] != b"\r\n" {
             return Err("a chunk is cut off".into());

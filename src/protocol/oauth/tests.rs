@@ -319,6 +319,82 @@ fn urls_and_responses_are_parsed() {
     assert!(fetch::response(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n{}").is_err());
 }
 
+/// Issue 34, row 6: a server that answers with a `Content-Length` body
+/// and keeps the connection open must not make the fetch wait for a close.
+#[test]
+fn a_response_is_whole_at_the_end_of_its_body() {
+    let plain = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}";
+    let chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n";
+    assert!(fetch::complete(plain));
+    assert!(fetch::complete(chunked));
+    // Every shorter prefix waits for more.
+    for whole in [&plain[..], &chunked[..]] {
+        for cut in 0..whole.len() {
+            assert!(!fetch::complete(&whole[..cut]), "{:?}", &whole[..cut]);
+        }
+    }
+    // Without a length or chunks the body ends when the server closes.
+    assert!(!fetch::complete(b"HTTP/1.1 200 OK\r\n\r\n{}"));
+    assert!(!fetch::complete(
+        b"HTTP/1.1 1000 OK\r\nContent-Length: 0\r\n\r\n"
+    ));
+}
+
+/// The `oauth_jwks` fuzz target's finding (issue 34): a four-digit status
+/// was read as a status.
+#[test]
+fn a_status_is_exactly_three_digits() {
+    for bad in ["1000", "20", "+20", "2x0", "-200", "0200", "000", "099"] {
+        let response = format!("HTTP/1.1 {bad} OK\r\nContent-Length: 0\r\n\r\n");
+        let err = fetch::response(response.as_bytes()).unwrap_err();
+        assert!(err.contains("bad status line"), "{bad}: {err}");
+    }
+    let ok = b"HTTP/1.1 999 Odd\r\nContent-Length: 0\r\n\r\n";
+    assert_eq!(fetch::response(ok).unwrap(), (999, Vec::new()));
+}
+
+fn principal(subject: &str, expires: u64) -> Principal {
+    Principal {
+        issuer: "https://issuer.test/".into(),
+        subject: subject.into(),
+        scopes: vec!["mcp:tools".into()],
+        expires,
+    }
+}
+
+/// Issue 34: a remembered token still expires on time (`exp` plus the
+/// leeway), and the cache stays within its bounds.
+#[test]
+fn a_remembered_token_expires_on_time_and_the_cache_is_bounded() {
+    let mut cache = Verified::default();
+    cache.insert("token-a", principal("a", 1000));
+    assert_eq!(
+        cache
+            .get("token-a", 1000 + SKEW - 1)
+            .map(|p| p.subject.as_str()),
+        Some("a")
+    );
+    assert!(cache.get("token-a", 1000 + SKEW).is_none(), "expired");
+    assert!(cache.get("token-b", 0).is_none());
+    // Keyed by the whole token: a token differing in one byte is unknown.
+    assert!(cache.get("token-A", 0).is_none());
+    cache.clear();
+    assert!(cache.get("token-a", 0).is_none(), "cleared with the keys");
+    for i in 0..MAX_VERIFIED + 10 {
+        cache.insert(&format!("t{i}"), principal("s", 5000 + i as u64));
+        assert!(cache.len() <= MAX_VERIFIED);
+    }
+    // The latest to expire stayed; the earliest went.
+    assert!(cache.get(&format!("t{}", MAX_VERIFIED + 9), 0).is_some());
+    assert!(cache.get("t0", 0).is_none());
+    let huge = "x".repeat(MAX_VERIFIED_BYTES / 64);
+    for i in 0..80 {
+        cache.insert(&format!("{huge}{i}"), principal("s", 9000 + i));
+    }
+    assert!(cache.get(&format!("{huge}79"), 0).is_some());
+    assert!(cache.len() < MAX_VERIFIED);
+}
+
 fn key(command: &str) -> CommandKey {
     CommandKey {
         module: "main".into(),

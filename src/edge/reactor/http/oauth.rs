@@ -10,8 +10,15 @@
 //! connection is held busy until the fetch ends, then the request is judged
 //! again (without another fetch); a failed refresh keeps the old keys.
 //! The fetch is an outbound HTTP/1.1 GET on a non-blocking socket in the
-//! reactor's poll; a key set that cannot be fetched or parsed is a stderr
-//! line, and tokens are refused until one can.
+//! reactor's poll, ended at the end of the answer's body (or when the
+//! server closes); a key set that cannot be fetched or parsed is a stderr
+//! line, tokens are refused until one can, and the next token may try
+//! again after a backoff of a second, doubling to [`MAX_BACKOFF`].
+//!
+//! A token once accepted is not verified again: what its check concluded
+//! (its principal) is kept, keyed by the whole token, until its `exp` (with
+//! the leeway) or until a new key set arrives, in a cache bounded in
+//! entries and bytes (`oauth::Verified`).
 //!
 //! An accepted request's `Authorization` is replaced by the owner
 //! (`oauth <issuer> <subject>`) before any handler sees it: sessions, tasks
@@ -41,6 +48,9 @@ pub(super) const METADATA_MCP: &str = "/.well-known/oauth-protected-resource/mcp
 const MIN_REFETCH: Duration = Duration::from_secs(60);
 /// How long a fetch may take, connecting included.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest wait before another try after failed fetches (the first
+/// waits a second, each further one twice as long).
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// The resource server's state, owned by `HttpFront`.
 pub(super) struct OAuthFront {
@@ -55,6 +65,10 @@ pub(super) struct OAuthFront {
     fetched: Option<Instant>,
     /// Keys older than this are fetched again before use.
     max_age: Duration,
+    /// Fetches failed in a row since the last good one.
+    failures: u32,
+    /// What accepted tokens concluded, until they expire or the keys change.
+    verified: oauth::Verified,
     fetch: Option<Fetch>,
     /// Requests waiting for the fetch, with their connections.
     parked: Vec<(Token, Request)>,
@@ -117,6 +131,8 @@ impl OAuthFront {
             refetched: None,
             fetched,
             max_age,
+            failures: 0,
+            verified: oauth::Verified::default(),
             fetch: None,
             parked: Vec::new(),
         })
@@ -131,26 +147,62 @@ impl OAuthFront {
         self.fetch.as_ref().map(|f| f.deadline)
     }
 
+    /// How long to wait after the last try before another: the backoff
+    /// after failed fetches, else `MIN_REFETCH`.
+    fn retry_wait(&self) -> Duration {
+        match self.failures {
+            0 => MIN_REFETCH,
+            n => Duration::from_secs(1 << (n - 1).min(5)).min(MAX_BACKOFF),
+        }
+    }
+
     /// Whether the keys may be fetched now for a token whose key is not
-    /// held.
+    /// held: after failed fetches, once the backoff has passed; else the
+    /// first time, and for unknown key ids at most once per `MIN_REFETCH`.
     fn may_fetch(&self, now: Instant) -> bool {
-        let since = |t: Option<Instant>| t.is_none_or(|t| now.duration_since(t) >= MIN_REFETCH);
-        match self.keys {
-            None => since(self.tried),
-            Some(_) => since(self.refetched),
+        let since =
+            |t: Option<Instant>, wait: Duration| t.is_none_or(|t| now.duration_since(t) >= wait);
+        match (self.failures, &self.keys) {
+            (1.., _) => since(self.tried, self.retry_wait()),
+            (0, None) => since(self.tried, MIN_REFETCH),
+            (0, Some(_)) => since(self.refetched, MIN_REFETCH),
         }
     }
 
     /// Whether the keys held are older than `max_age` and may be fetched
-    /// again now (after a failed try, not before `MIN_REFETCH` has passed,
-    /// or `max_age` if shorter; the old keys serve meanwhile).
+    /// again now (after a failed try, once its backoff has passed, or
+    /// `max_age` if shorter; the old keys serve meanwhile).
     fn stale(&self, now: Instant) -> bool {
         let older =
             |t: Option<Instant>, age: Duration| t.is_none_or(|t| now.duration_since(t) >= age);
         self.keys.is_some()
             && self.fetched.is_some()
             && older(self.fetched, self.max_age)
-            && older(self.tried, self.max_age.min(MIN_REFETCH))
+            && older(self.tried, self.max_age.min(self.retry_wait()))
+    }
+
+    /// Takes a new key set: what tokens concluded under the old one is
+    /// forgotten (a key may have left).
+    fn take_keys(&mut self, keys: Jwks, now: Instant) {
+        self.keys = Some(keys);
+        self.fetched = Some(now);
+        self.failures = 0;
+        self.verified.clear();
+    }
+
+    /// Judges `authorization`: a token accepted before and still within its
+    /// time is not verified again; one accepted now is remembered.
+    fn judge(&mut self, authorization: Option<&str>) -> Verdict {
+        let now = unix_now();
+        let token = oauth::bearer(authorization);
+        if let Some(principal) = token.and_then(|t| self.verified.get(t, now)) {
+            return Verdict::Accepted(principal.clone());
+        }
+        let verdict = oauth::validate(&self.config, self.keys.as_ref(), authorization, now);
+        if let (Some(token), Verdict::Accepted(principal)) = (token, &verdict) {
+            self.verified.insert(token, principal.clone());
+        }
+        verdict
     }
 
     /// The 401/403 answering `refusal`.
@@ -235,7 +287,7 @@ impl Reactor {
         let mut verdict = if stale {
             Verdict::UnknownKey
         } else {
-            oauth::validate(&oauth.config, oauth.keys.as_ref(), auth, unix_now())
+            oauth.judge(auth)
         };
         let fetch_due = may_fetch && (stale || oauth.may_fetch(now));
         if verdict == Verdict::UnknownKey && fetch_due {
@@ -246,13 +298,10 @@ impl Reactor {
                 }
                 oauth.tried = Some(now);
                 match read_file(path) {
-                    Ok(keys) => {
-                        oauth.keys = Some(keys);
-                        oauth.fetched = Some(now);
-                    }
+                    Ok(keys) => oauth.take_keys(keys, now),
                     Err(e) => log::warn(&format!("OAuth: {e}; keeping the keys held")),
                 }
-                verdict = oauth::validate(&oauth.config, oauth.keys.as_ref(), auth, unix_now());
+                verdict = oauth.judge(auth);
             }
         }
         let by_url = matches!(oauth.source, JwksSource::Url(_));
@@ -394,6 +443,12 @@ impl Reactor {
                     if fetch.response.len() > fetch::MAX_RESPONSE {
                         return self.end_fetch(Err("the response is too long".into()));
                     }
+                    // Whole at the end of its body, though the server may
+                    // keep the connection open.
+                    if fetch::complete(&fetch.response) {
+                        let result = answer(&fetch.response);
+                        return self.end_fetch(result);
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -428,14 +483,15 @@ impl Reactor {
             JwksSource::File(p) => p.display().to_string(),
         };
         match result {
-            Ok(keys) => {
-                oauth.keys = Some(keys);
-                oauth.fetched = Some(Instant::now());
+            Ok(keys) => oauth.take_keys(keys, Instant::now()),
+            Err(e) => {
+                oauth.failures = oauth.failures.saturating_add(1);
+                let wait = oauth.retry_wait().as_secs();
+                log::warn(&format!(
+                    "OAuth: cannot fetch the JWKS from {}: {e}; tokens it would verify are refused until it can be fetched (the next token tries again after {wait} s)",
+                    Untrusted(&url)
+                ))
             }
-            Err(e) => log::warn(&format!(
-                "OAuth: cannot fetch the JWKS from {}: {e}; tokens it would verify are refused until it can be fetched",
-                Untrusted(&url)
-            )),
         }
         let parked = std::mem::take(&mut oauth.parked);
         for (token, req) in parked {
