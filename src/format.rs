@@ -3,6 +3,8 @@
 //!
 //! Pure: no I/O. Imports only from this layer (and `std`, `serde_json`).
 
+#![forbid(unsafe_code)]
+
 pub mod eval;
 pub mod json;
 pub mod lang;

@@ -3,6 +3,8 @@
 //!
 //! Pure: no I/O. Imports from `format` and from this layer.
 
+#![forbid(unsafe_code)]
+
 pub mod args;
 pub mod http;
 pub mod instance;

@@ -511,21 +511,8 @@ pub struct CallRequest {
     pub program: usize,
     /// The command to execute (a `_render` projection's entry, or the tool's own).
     pub command: usize,
-    /// One JSON value per manifest argument, in manifest order; empty when
-    /// `packet` is set.
-    pub args: Vec<Json>,
-    /// The CALL packet, when the arguments arrived as text for a remote
-    /// command and were checked and encoded straight from it
-    /// ([`handle_lazy`]); the reactor then sends it as it is.
-    pub packet: Option<Vec<u8>>,
-    /// Instead of `packet`, for a long arguments text: the work that
-    /// builds it, which the reactor does in slices between other events.
-    /// The transport hands it the text ([`CallRequest::hand_over`]).
-    pub job: Option<Box<PacketJob>>,
-    /// The arguments' text was refused while it was encoded: the call is
-    /// answered at once with this message as an `isError` result (and
-    /// counted like any call that ended).
-    pub refused: Option<String>,
+    /// Its arguments, on their way to a CALL packet (`call::input`).
+    pub input: call::CallInput,
     pub progress_token: Option<Json>,
     /// The request's `_meta` when it is a modern (2026-07-28) request: its
     /// result is then completed (`resultType`, server identity) and its log
@@ -546,7 +533,7 @@ impl Step {
         let Step::Call(request) = self else {
             return;
         };
-        let Some(job) = request.job.as_mut() else {
+        let call::CallInput::Building(job) = &mut request.input else {
             return;
         };
         match body {
@@ -761,34 +748,13 @@ fn tools_call(
     };
     match resolved {
         Ok((Ok(command), sources)) => {
-            let remote = prog.command(command).kind != CommandKind::Pure;
-            let (args, packet, job, refused) = if let (true, Some(text)) = (remote, arguments) {
-                let job = packing::PacketJob::new(prog, command, &sources, text);
-                // A short text is encoded at once.
-                let job = job.and_then(|mut job| match text.len() > packing::SLICE_ABOVE {
-                    true => Ok((None, Some(Box::new(job)))),
-                    false => {
-                        job.copy_text(text.as_bytes());
-                        job.run().map(|packet| (Some(packet), None))
-                    }
-                });
-                match job {
-                    Ok((packet, job)) => (Vec::new(), packet, job, None),
-                    Err(message) => (Vec::new(), None, None, Some(message)),
-                }
-            } else {
-                let values = sources.into_iter().map(args::Source::into_value);
-                (values.collect(), None, None, None)
-            };
+            let input = call::input(prog, command, sources, arguments);
             Step::Call(CallRequest {
                 program,
                 progress_token,
                 id,
                 command,
-                args,
-                packet,
-                job,
-                refused,
+                input,
                 modern,
                 owner: String::new(),
             })
@@ -886,18 +852,30 @@ mod catalog_tests {
             match (full, lazy) {
                 // A value error: both calls are answered with the same
                 // message, the typed one when checked, the lazy one at once.
-                (Step::Call(a), Step::Call(b)) if b.refused.is_some() => {
+                (Step::Call(a), Step::Call(b))
+                    if matches!(b.input, call::CallInput::Refused(_)) =>
+                {
                     assert_eq!((&a.id, a.command), (&b.id, b.command), "{line}");
-                    let message = call::check_args(&catalog.programs[0], &a).expect_err(line);
-                    assert_eq!(b.refused.as_deref(), Some(message.as_str()), "{line}");
-                    assert!(b.packet.is_none() && b.job.is_none(), "{line}");
+                    let call::CallInput::Values(values) = &a.input else {
+                        panic!("{line}: a typed call has values")
+                    };
+                    let message =
+                        call::check_args(&catalog.programs[0], a.command, values).expect_err(line);
+                    let call::CallInput::Refused(refused) = &b.input else {
+                        unreachable!()
+                    };
+                    assert_eq!(refused, &message, "{line}");
                 }
                 (Step::Call(a), Step::Call(b)) => {
                     assert_eq!((&a.id, a.command), (&b.id, b.command), "{line}");
                     let remote = catalog.programs[0].command(a.command).kind != CommandKind::Pure;
-                    assert_eq!(b.packet.is_some(), remote, "{line}");
-                    if !remote {
-                        assert_eq!(a.args, b.args, "{line}");
+                    match (&a.input, &b.input) {
+                        (_, call::CallInput::Packet(_)) => assert!(remote, "{line}"),
+                        (call::CallInput::Values(x), call::CallInput::Values(y)) => {
+                            assert!(!remote, "{line}");
+                            assert_eq!(x, y, "{line}");
+                        }
+                        (x, y) => panic!("{line}: {x:?} and {y:?}"),
                     }
                 }
                 (a, b) => assert_eq!(format!("{a:?}"), format!("{b:?}"), "{line}"),

@@ -159,14 +159,11 @@ impl Reactor {
     pub(super) fn start_call(&mut self, client: Client, mut request: CallRequest) {
         let program = request.program;
         let prog = &self.catalog.programs[program];
-        // A packet still to be built from a long text: the call waits,
-        // without a packet yet, until `prepare` has built it.
-        let job = request.job.take();
-        if job.is_some() {
-            request.packet = Some(Vec::new());
-        }
-        let packet = match call::prepare(prog, &mut request, &mut FsHost) {
-            Prepared::Remote(packet) => packet,
+        let (packet, job) = match call::prepare(prog, &mut request, &mut FsHost) {
+            Prepared::Remote(packet) => (packet, None),
+            // A packet still to be built from a long text: the call waits,
+            // without a packet yet, until `prepare` has built it.
+            Prepared::Building(job) => (Vec::new(), Some(job)),
             Prepared::Answered(ending) => {
                 let ending = self.link_big(&request, ending);
                 let outcome = ending.outcome();

@@ -180,6 +180,13 @@ impl Reactor {
     }
 
     pub(super) fn start_pool(&mut self, program: usize, i: Proc) {
+        if self.pools.stops().defer_start(program, i) {
+            // Its old process is still going: it starts once that is gone.
+            let pool = &mut self.pools[(program, i)];
+            pool.pid = None;
+            pool.status = PoolStatus::Starting;
+            return;
+        }
         let now = Instant::now();
         let pool = &mut self.pools[(program, i)];
         pool.life.record_start(now);
@@ -373,10 +380,9 @@ impl Reactor {
         let Some(pid) = self.pools[(program, i)].pid.take() else {
             return false;
         };
-        let restart = restart.then_some((program, i));
         self.pools
             .stops()
-            .begin(pid, label, grace, Instant::now(), restart);
+            .begin(pid, label, grace, Instant::now(), (program, i), restart);
         true
     }
 

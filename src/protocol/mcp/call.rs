@@ -29,8 +29,10 @@ use crate::format::value::{self, Layout, LayoutError, Value, ValueError, ValueEr
 use crate::format::voidstar::{self, Memory};
 use crate::protocol::jsonrpc::{self, ErrorCode, RequestId};
 
+use super::packing::{PacketJob, SLICE_ABOVE};
 use super::tasks::Outcome;
 use super::{era, results, structured, CallRequest, Catalog, Program};
+use crate::protocol::args;
 
 #[cfg(test)]
 mod tests;
@@ -194,31 +196,94 @@ pub fn return_schema(command: &Command) -> Result<&Schema, String> {
         })
 }
 
+/// A call's arguments on their way to its CALL packet.
+#[derive(Clone, Debug)]
+pub enum CallInput {
+    /// One JSON value per manifest argument, in manifest order: checked,
+    /// then evaluated (a pure command) or encoded (a remote one) by
+    /// [`prepare`].
+    Values(Vec<Json>),
+    /// The CALL packet, checked and encoded straight from the arguments'
+    /// text.
+    Packet(Vec<u8>),
+    /// For a long arguments text: the work that builds the packet, which
+    /// the reactor does in slices between other events. The transport hands
+    /// it the text (`Step::hand_over`).
+    Building(Box<PacketJob>),
+    /// The arguments' text was refused while it was encoded: the call is
+    /// answered at once with this message as an `isError` result.
+    Refused(String),
+}
+
+/// The input of a call of `command`: its arguments (`sources`) as values,
+/// or, for a remote command whose arguments arrived as `text`
+/// (`handle_lazy`), the packet encoded from the text at once when it is
+/// short ([`SLICE_ABOVE`]), else the job that will encode it.
+pub fn input(
+    program: &Program,
+    command: usize,
+    sources: Vec<args::Source>,
+    text: Option<&str>,
+) -> CallInput {
+    let remote = program.command(command).kind != CommandKind::Pure;
+    let Some(text) = text.filter(|_| remote) else {
+        return CallInput::Values(sources.into_iter().map(args::Source::into_value).collect());
+    };
+    let mut job = match PacketJob::new(program, command, &sources, text) {
+        Ok(job) => job,
+        Err(message) => return CallInput::Refused(message),
+    };
+    if text.len() > SLICE_ABOVE {
+        return CallInput::Building(Box::new(job));
+    }
+    job.copy_text(text.as_bytes());
+    match job.run() {
+        Ok(packet) => CallInput::Packet(packet),
+        Err(message) => CallInput::Refused(message),
+    }
+}
+
 /// What a call needs after [`prepare`].
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 pub enum Prepared {
     /// Answered without a pool: an argument refused, or a pure command
     /// evaluated in-process.
     Answered(Ending),
     /// The CALL packet for the command's pool.
     Remote(Vec<u8>),
+    /// The packet is still to be built from a long text, a slice at a time
+    /// (`PacketJob::step`); the call waits for it.
+    Building(Box<PacketJob>),
 }
 
-/// Prepares a call: its packet when it arrived with one, else its arguments
-/// checked, then a pure command evaluated (through `host` for its files) or
-/// a remote one's CALL packet encoded.
+/// Two outcomes are equal when they answer or send the same; work still to
+/// be done is never equal to anything.
+impl PartialEq for Prepared {
+    fn eq(&self, other: &Prepared) -> bool {
+        match (self, other) {
+            (Prepared::Answered(a), Prepared::Answered(b)) => a == b,
+            (Prepared::Remote(a), Prepared::Remote(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// Prepares a call: its input refused, its packet as it came or its packet
+/// job, else its arguments checked, then a pure command evaluated (through
+/// `host` for its files) or a remote one's CALL packet encoded.
 pub fn prepare(
     program: &Program,
     request: &mut CallRequest,
     host: &mut dyn eval::Host,
 ) -> Prepared {
-    if let Some(message) = request.refused.take() {
-        return Prepared::Answered(Ending::Error(message));
-    }
-    if let Some(packet) = request.packet.take() {
-        return Prepared::Remote(packet);
-    }
-    let values = match check_args(program, request) {
+    let input = std::mem::replace(&mut request.input, CallInput::Values(Vec::new()));
+    let args = match input {
+        CallInput::Refused(message) => return Prepared::Answered(Ending::Error(message)),
+        CallInput::Packet(packet) => return Prepared::Remote(packet),
+        CallInput::Building(job) => return Prepared::Building(job),
+        CallInput::Values(args) => args,
+    };
+    let values = match check_args(program, request.command, &args) {
         Ok(values) => values,
         Err(message) => return Prepared::Answered(Ending::Error(message)),
     };
@@ -238,18 +303,18 @@ pub fn prepare(
 
 /// Checks and converts a call's JSON arguments into typed values. The error
 /// text names the argument and goes into an `isError` result.
-pub fn check_args(program: &Program, call: &CallRequest) -> Result<Vec<Value>, String> {
-    let command = program.command(call.command);
-    if call.args.len() != command.args.len() {
+pub fn check_args(program: &Program, command: usize, args: &[Json]) -> Result<Vec<Value>, String> {
+    let compiled = program.compiled(command);
+    let command = program.command(command);
+    if args.len() != command.args.len() {
         return Err(format!(
             "expected {} arguments, got {}",
             command.args.len(),
-            call.args.len()
+            args.len()
         ));
     }
-    let compiled = program.compiled(call.command);
-    let mut values = Vec::with_capacity(call.args.len());
-    for (slot, json) in compiled.slots.iter().zip(&call.args) {
+    let mut values = Vec::with_capacity(args.len());
+    for (slot, json) in compiled.slots.iter().zip(args) {
         let form = slot.form()?;
         let layout = form.layout(&slot.name).map_err(|e| e.to_string())?;
         values.push(value::from_json_with(layout, json, &slot.name).map_err(|e| e.to_string())?);

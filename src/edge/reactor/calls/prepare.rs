@@ -153,7 +153,7 @@ impl Reactor {
                     drop(job);
                     match outcome {
                         Ok(packet) => {
-                            call.request.packet = Some(packet);
+                            call.request.input = mcp::call::CallInput::Packet(packet);
                             self.start_call(call.client, call.request);
                         }
                         Err(message) => {

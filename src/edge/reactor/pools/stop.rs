@@ -31,8 +31,10 @@ struct Stopping {
     /// How messages name the process (`py`, `py#2`).
     label: String,
     phase: Phase,
-    /// The process slot to start again once the group is gone.
-    restart: Option<(usize, Proc)>,
+    /// The slot (program, process) the group ran in.
+    slot: (usize, Proc),
+    /// Start the slot again once the group is gone.
+    restart: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -44,15 +46,16 @@ enum Phase {
 }
 
 impl Stops {
-    /// Sends SIGTERM to group `pgid` and starts watching it; `restart`
-    /// names the slot to start again once it is gone.
+    /// Sends SIGTERM to group `pgid`, the process of `slot`, and starts
+    /// watching it; with `restart`, the slot starts again once it is gone.
     pub(super) fn begin(
         &mut self,
         pgid: i32,
         label: String,
         grace: Duration,
         now: Instant,
-        restart: Option<(usize, Proc)>,
+        slot: (usize, Proc),
+        restart: bool,
     ) {
         let _ = proc::kill_group(pgid, libc::SIGTERM);
         self.groups.push(Stopping {
@@ -61,6 +64,7 @@ impl Stops {
             phase: Phase::Term {
                 kill_at: now + grace,
             },
+            slot,
             restart,
         });
     }
@@ -69,10 +73,24 @@ impl Stops {
     /// (the slot is being stopped or retired for good).
     pub(super) fn cancel_restart(&mut self, program: usize, slot: Proc) {
         for group in &mut self.groups {
-            if group.restart == Some((program, slot)) {
-                group.restart = None;
+            if group.slot == (program, slot) {
+                group.restart = false;
             }
         }
+    }
+
+    /// Whether slot `slot`'s old process is still being stopped; if so, the
+    /// slot starts once it is gone (a new process must not bind the socket
+    /// the old one still removes on its way out).
+    pub(super) fn defer_start(&mut self, program: usize, slot: Proc) -> bool {
+        let mut deferred = false;
+        for group in &mut self.groups {
+            if group.slot == (program, slot) {
+                group.restart = true;
+                deferred = true;
+            }
+        }
+        deferred
     }
 
     /// Whether slot `slot`'s old process is being stopped before it starts
@@ -81,7 +99,7 @@ impl Stops {
     fn restarting(&self, program: usize, slot: Proc) -> bool {
         self.groups
             .iter()
-            .any(|g| g.restart == Some((program, slot)))
+            .any(|g| g.restart && g.slot == (program, slot))
     }
 
     /// When [`Stops::advance`] has something to do without a SIGCHLD.
@@ -128,7 +146,9 @@ impl Stops {
                 }
                 Phase::Term { .. } | Phase::Kill { .. } => return true,
             }
-            restarts.extend(group.restart);
+            if group.restart {
+                restarts.push(group.slot);
+            }
             false
         });
         restarts
@@ -149,7 +169,8 @@ mod tests {
             "py".into(),
             Duration::from_secs(60),
             now,
-            Some((0, Proc(1))),
+            (0, Proc(1)),
+            true,
         );
         assert!(stops.restarting(0, Proc(1)));
         assert_eq!(stops.next_deadline(), Some(now + Duration::from_secs(60)));
@@ -167,7 +188,8 @@ mod tests {
             "py".into(),
             Duration::ZERO,
             now,
-            Some((0, Proc(0))),
+            (0, Proc(0)),
+            true,
         );
         stops.cancel_restart(0, Proc(0));
         assert!(!stops.restarting(0, Proc(0)));
