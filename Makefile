@@ -10,7 +10,7 @@ DOCDIR ?= $(PREFIX)/share/doc/morloc-mcp
 BIN ?= target/release/morloc-mcp
 DOCS := $(sort $(wildcard docs/*.md))
 
-.PHONY: install install-files uninstall help build test test-rust test-pool test-real test-scale lint demo bench fuzz-smoke static e2e e2e-static
+.PHONY: install install-files uninstall help build check test test-rust test-pool test-real test-scale lint demo bench fuzz-smoke static e2e e2e-static
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -33,6 +33,9 @@ uninstall: ## Remove what `make install` put under PREFIX, and the directories i
 	-@for dir in "$(DESTDIR)$(DOCDIR)/docs" "$(DESTDIR)$(DOCDIR)" "$(DESTDIR)$(PREFIX)/share/doc" \
 	    "$(DESTDIR)$(PREFIX)/share" "$(DESTDIR)$(BINDIR)"; do \
 	    if [ -d "$$dir" ]; then rmdir "$$dir" 2>/dev/null || true; fi; done
+
+check: lint ## The inner loop: formatting, clippy, then the unit and integration tests (no release build, no clients)
+	$(CARGO) test --all-targets
 
 test: ## Every test stage, each even after a failure, then a summary table (what CI runs; tests/run_all.sh)
 	sh tests/run_all.sh

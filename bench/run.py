@@ -1039,9 +1039,10 @@ def main(argv: list[str]) -> int:
         if "idle" in only:
             print("idle RSS", flush=True)
             with Timer():
-                for label, manifest in (("`nopool`", NOPOOL), ("`geo` (tests/data/tools)", GEO)):
+                for label, manifest in (("pure program `nopool`", NOPOOL), ("pure program `geo` (tests/data/tools)", GEO),
+                                        ("the bundled example `examples/shapes` (a pool)", SHAPES)):
                     peaks = bench_idle(binary, manifest, count("idle_starts"))
-                    results.add(M, Row(f"peak RSS (VmHWM) at idle, pure program {label}, fresh server after `initialize`",
+                    results.add(M, Row(f"peak RSS (VmHWM) at idle, {label}, fresh server after `initialize`",
                                        str(peaks.n), fmt_bytes(peaks.median),
                                        f"min {fmt_bytes(min(peaks.values))}, max {fmt_bytes(max(peaks.values))}"))
         if "size" in only:

@@ -37,13 +37,18 @@ run of the official conformance suite:
                 what was done
 
 A PATTERN selects jobs by name prefix (`typescript-sdk`, `inspector:stdio`,
-`conformance`). Each client driver prints one JSON line per step (see
+`conformance`). `--subset` (or E2E_SUBSET=1) runs a representative subset
+instead, for a second binary of the same code (`make test` runs everything
+against the static binary and this against the release one): every client
+once, the transports taken in turn so each is used, one conformance run per
+suite (conformance:all, conformance:2026-07-28), one big-results job per
+client, and the single jobs (schemas, readme, OAuth, metrics). Each client driver prints one JSON line per step (see
 e2e/clients/checks.py); a job passes when every expected step passed. A
 failure names the client, transport and step, then shows the driver's
 stderr, the server's stderr and, on stdio, the end of the wire transcript.
 The last line is the count: `e2e: N passed, M failed`.
 
-Environment: E2E_JOBS (parallel jobs, default 2), E2E_CACHE (default
+Environment: E2E_JOBS (parallel jobs, default 2), E2E_SUBSET, E2E_CACHE (default
 .cache), E2E_TRANSPORTS (comma list, default stdio,http,router),
 E2E_PROGRESS_MS (how long the TypeScript progress call runs).
 Standard library only.
@@ -613,7 +618,8 @@ def bigresult_jobs(binary: str, manifest: Path) -> list[tuple[str, object]]:
 def run_oauth(binary: str, manifest: Path) -> Outcome:
     """The Python SDK 2.x client's OAuth flow against the server as a
     resource server and a test authorization server (e2e/clients/oauth_flow.py).
-    A binary built without OAuth support (the static one) is skipped."""
+    Every binary `make` builds has OAuth, the static one included: a binary
+    without it fails here."""
     started = time.monotonic()
     argv = [str(CACHE / "py-mcp2/bin/python"), str(E2E / "clients" / "oauth_flow.py"), binary, str(manifest)]
     try:
@@ -622,8 +628,6 @@ def run_oauth(binary: str, manifest: Path) -> Outcome:
     except subprocess.TimeoutExpired:
         stdout, stderr, status = "", "", None
     seconds = time.monotonic() - started
-    if "without the `oauth` feature" in stdout:
-        return Outcome("oauth:python-sdk-2", True, seconds, "skipped: this binary has no OAuth support")
     steps = [line[5:] for line in stdout.splitlines() if line.startswith("ok  ")]
     if status == 0 and len(steps) == 3:
         return Outcome("oauth:python-sdk-2", True, seconds, "; ".join(steps))
@@ -853,13 +857,48 @@ def run_conformance(binary: str, run: Conformance) -> Outcome:
     return Outcome(job, False, seconds, summary, report)
 
 
+# The conformance runs of the representative subset: one per suite version.
+SUBSET_CONFORMANCE = ("conformance:all", "conformance:2026-07-28")
+
+
+def subset(jobs: list[tuple[str, object]], transports: list[str]) -> list[tuple[str, object]]:
+    """The representative subset (`--subset`): each client on one transport,
+    taken in turn from `transports` so that every transport is used; each
+    big-results client once, in turn over its modes and transports; the
+    conformance runs of SUBSET_CONFORMANCE; every job that has no variants."""
+    kept: list[tuple[str, object]] = []
+    client_names = [c.name for c in clients()]
+    big_clients: list[str] = []
+    for name, job in jobs:
+        head, _, rest = name.partition(":")
+        if head in client_names:
+            if rest == transports[client_names.index(head) % len(transports)]:
+                kept.append((name, job))
+        elif head == "bigresults":
+            client, _, variant = rest.partition(":")
+            if client not in big_clients:
+                big_clients.append(client)
+            k = big_clients.index(client)
+            if variant == f"{('auto', 'legacy')[k % 2]}:{transports[k % len(transports)]}":
+                kept.append((name, job))
+        elif head == "conformance":
+            if name in SUBSET_CONFORMANCE:
+                kept.append((name, job))
+        else:
+            kept.append((name, job))
+    return kept
+
+
 def main(argv: list[str]) -> int:
-    binary = str(ROOT / "target/debug/morloc-mcp")
+    binary = str(ROOT / "target/release/morloc-mcp")
     patterns = []
+    only_subset = os.environ.get("E2E_SUBSET", "") not in ("", "0")
     args = iter(argv)
     for arg in args:
         if arg == "--bin":
             binary = str(Path(next(args, "")).resolve())
+        elif arg == "--subset":
+            only_subset = True
         else:
             patterns.append(arg)
     manifest = ROOT / "examples/shapes/manifest.json"
@@ -878,13 +917,16 @@ def main(argv: list[str]) -> int:
     jobs.extend(bigresult_jobs(binary, manifest))
     jobs.append(("oauth:python-sdk-2", lambda: run_oauth(binary, manifest)))
     jobs.append(("metrics", lambda: run_metrics(binary)))
+    if only_subset:
+        jobs = subset(jobs, transports)
     if patterns:
         jobs = [(n, f) for n, f in jobs if any(n.startswith(p) for p in patterns)]
     if not jobs:
         print(f"e2e: no job matches {' '.join(patterns)}", file=sys.stderr)
         return 2
     RESULTS.mkdir(parents=True, exist_ok=True)
-    print(f"e2e: {len(jobs)} jobs against {binary} serving {manifest.relative_to(ROOT)}", flush=True)
+    kind = " (the representative subset)" if only_subset else ""
+    print(f"e2e: {len(jobs)} jobs{kind} against {binary} serving {manifest.relative_to(ROOT)}", flush=True)
     width = max(len(n) for n, _ in jobs)
     outcomes: list[Outcome] = []
     with ThreadPoolExecutor(max_workers=int(os.environ.get("E2E_JOBS", "2"))) as pool:

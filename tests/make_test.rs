@@ -86,6 +86,75 @@ fn every_stage_runs_and_the_summary_tells_why() {
     );
 }
 
+/// When the static stage passed and left a static binary, the e2e stage runs
+/// the representative subset (`E2E_SUBSET=1`) against the release binary and
+/// e2e-static every job against the static one; without a static binary, e2e
+/// runs every job. The summary has a CPU-time column and a total line.
+#[test]
+fn e2e_runs_the_subset_only_when_e2e_static_runs_everything() {
+    for static_builds in [true, false] {
+        let dir = TempDir::new();
+        let driver =
+            util::read(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/run_all.sh"));
+        dir.write("tests/run_all.sh", driver);
+        let ran = dir.join("ran");
+        dir.write_executable(
+            "e2e/run.sh",
+            format!(
+                "#!/bin/sh\necho \"e2e/run.sh $(basename \"$E2E_BIN\") subset=${{E2E_SUBSET:-}}\" >> '{}'\n",
+                ran.display()
+            ),
+        );
+        let static_stage = if static_builds {
+            "mkdir -p target/static && printf '' > target/static/morloc-mcp && chmod +x target/static/morloc-mcp"
+        } else {
+            "echo 'static: skipped (the static binary is not built or tested): no musl found; to enable it, install musl-tools'"
+        };
+        let make = dir.write_executable(
+            "fake-make",
+            format!(
+                "#!/bin/sh\ncase $2 in\n\
+                 static) {static_stage};;\n\
+                 e2e) echo \"e2e subset=${{E2E_SUBSET:-}}\" >> '{}';;\n\
+                 esac\n",
+                ran.display()
+            ),
+        );
+        let out = util::output(
+            Command::new("sh")
+                .arg(dir.join("tests/run_all.sh"))
+                .arg("static")
+                .arg("e2e")
+                .arg("e2e-static")
+                .env("MAKE", &make)
+                .env_remove("E2E_SUBSET"),
+        );
+        assert_eq!(out.code, Some(0), "{out:?}");
+        let expected = if static_builds {
+            "e2e subset=1\ne2e/run.sh morloc-mcp subset=\n"
+        } else {
+            "e2e subset=\n"
+        };
+        assert_eq!(util::read(&ran), expected, "{out:?}");
+        let summary: Vec<&str> = out
+            .stdout
+            .lines()
+            .skip_while(|l| *l != "=== make test: summary")
+            .collect();
+        assert_eq!(
+            summary[1].split_whitespace().collect::<Vec<_>>()[..4],
+            ["stage", "result", "time", "cpu"],
+            "{summary:?}"
+        );
+        assert!(
+            summary
+                .iter()
+                .any(|l| l.starts_with("make test: ") && l.contains(" of CPU time")),
+            "{summary:?}"
+        );
+    }
+}
+
 /// `make install-files` puts the binary, README, LICENSE and docs/ under
 /// `DESTDIR/PREFIX`, the installed binary runs, and `make uninstall` takes
 /// them away again, with the directories it made.

@@ -23,6 +23,19 @@ STAGES=${*:-test-pool test-rust test-real static e2e e2e-static test-scale}
 # The command of a stage.
 run_stage() {
     case $1 in
+    e2e)
+        # When the static stage built and passed a static binary, e2e-static
+        # runs every job against it, and the release binary (the same code)
+        # gets the representative subset: every client, every transport,
+        # both conformance suites (e2e/harness.py --subset).
+        if [ "$static_ok" = 1 ] && [ -x "$ROOT/target/static/morloc-mcp" ] &&
+            case " $STAGES " in *" e2e-static "*) true ;; *) false ;; esac; then
+            echo "e2e: the representative subset (every job runs in e2e-static, against the static binary)"
+            E2E_SUBSET=1 "$MAKE" --no-print-directory e2e
+        else
+            "$MAKE" --no-print-directory e2e
+        fi
+        ;;
     e2e-static)
         # `make e2e-static` would make `static` again; it ran already.
         if [ -x "$ROOT/target/static/morloc-mcp" ]; then
@@ -44,6 +57,14 @@ duration() {
     fi
 }
 
+# Sets $cpu to the CPU seconds (user + system) used so far by the finished
+# children of this shell: the second line of `times`, "XmY.YYs XmY.YYs".
+# (`times` must run in this shell, not in a command substitution.)
+cpu_mark() {
+    times >"$LOGS/.times"
+    cpu=$(tail -n 1 "$LOGS/.times" | awk '{t=0; for(i=1;i<=2;i++){split($i,p,"m"); sub("s","",p[2]); t+=p[1]*60+p[2]}; printf "%d", t}')
+}
+
 # A short count for the table, from a stage's log.
 counts() {
     case $1 in
@@ -59,15 +80,21 @@ counts() {
 
 table=$LOGS/summary
 : >"$table"
+all_started=$(date +%s)
 failed=0
+static_ok=0
 for stage in $STAGES; do
     log=$LOGS/$stage.log
     echo "=== make test: $stage"
     started=$(date +%s)
+    cpu_mark
+    cpu_before=$cpu
     { run_stage "$stage" 2>&1; echo "$?" >"$log.status"; } | tee "$log"
     code=$(cat "$log.status")
     rm -f "$log.status"
     took=$(duration $(($(date +%s) - started)))
+    cpu_mark
+    cpu=$(duration $((cpu - cpu_before)))
     whole=$(sed -n -E 's/^[a-z0-9-]+: (skipped|SKIPPED)( \([^)]*\))?: (.*)/\3/p' "$log" | head -n 1)
     partial=$(grep -E '^[a-z0-9-]+: .*(skipped|SKIPPED)' "$log" | grep -v -E '^[a-z0-9-]+: (skipped|SKIPPED)( \([^)]*\))?: ' | head -n 2 | tr '\n' ';' | sed 's/;$//; s/;/; /g')
     note=$(counts "$stage" "$log")
@@ -81,16 +108,20 @@ for stage in $STAGES; do
     else
         result=passed
         why=$note${note:+${partial:+; }}$partial
+        [ "$stage" != static ] || static_ok=1
     fi
-    printf '%s\t%s\t%s\t%s\n' "$stage" "$result" "$took" "$why" >>"$table"
+    printf '%s\t%s\t%s\t%s\t%s\n' "$stage" "$result" "$took" "$cpu" "$why" >>"$table"
 done
 
 echo
 echo "=== make test: summary"
-printf '%-11s %-8s %7s  %s\n' stage result time "notes (why skipped, counts)"
-while IFS="$(printf '\t')" read -r stage result took why; do
-    printf '%-11s %-8s %7s  %s\n' "$stage" "$result" "$took" "$why"
+printf '%-11s %-8s %7s %7s  %s\n' stage result time cpu "notes (why skipped, counts)"
+while IFS="$(printf '\t')" read -r stage result took cpu why; do
+    printf '%-11s %-8s %7s %7s  %s\n' "$stage" "$result" "$took" "$cpu" "$why"
 done <"$table"
+cpu_mark
+rm -f "$LOGS/.times"
+echo "make test: $(duration $(($(date +%s) - all_started))) in all, $(duration "$cpu") of CPU time (time: wall clock; cpu: user + system time of the stage's processes)"
 if [ "$failed" -ne 0 ]; then
     echo "make test: FAILED (see the stages marked FAILED and their logs)"
     exit 1

@@ -56,7 +56,7 @@ pub(super) fn config(raw: &Settings, http: bool) -> Result<Option<OAuthConfig>, 
 
 /// Why a build without the `oauth` feature refuses the options.
 #[cfg(not(feature = "oauth"))]
-const NO_OAUTH: &str = "this build has no OAuth support (it was built without the `oauth` feature, as the minimal static build is); use a default build";
+const NO_OAUTH: &str = "this build has no OAuth support (it was built without the `oauth` feature: `cargo build --no-default-features`); use a default build (`make build` or `make static`)";
 
 /// The checked settings: `None` without `--oauth-issuer`.
 #[cfg(feature = "oauth")]

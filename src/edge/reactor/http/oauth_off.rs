@@ -1,5 +1,5 @@
 //! The OAuth resource server's stand-in in a build without the `oauth`
-//! feature (the minimal static build): no resource server can be set up
+//! feature (`cargo build --no-default-features`): no resource server can be set up
 //! (the command line refuses `--oauth-*` already), so every request passes
 //! and the metadata endpoints answer 404. The same names as `oauth.rs`, so
 //! callers need no `cfg`; none of that module's code is linked in.
