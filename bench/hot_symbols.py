@@ -8,8 +8,9 @@ place together (see build.rs for why: the idle server's peak RSS).
 Needs ld.lld and valgrind. Steps: the release build exactly as `cargo
 build --release` makes it (the names' hashes depend on the profile, `strip`
 included), with the linker's map; that binary started under callgrind
-(`--dump-instr=yes`) for two pure programs over stdio (initialize, ping,
-tools/list) and over HTTP (initialize, /health); every instruction address
+(`--dump-instr=yes`) for two pure programs and the bundled example (with
+its pool) over stdio (initialize, ping, tools/list) and over HTTP
+(initialize, /health); every instruction address
 it ran is looked up in the map, and each function met is listed once.
 `--check` says how many of the listed names the current build still has,
 and writes nothing.
@@ -31,7 +32,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 ORDER = ROOT / "link" / "hot-symbols.txt"
-PROGRAMS = [ROOT / "tests" / "data" / "tools" / "geo", ROOT / "bench" / "data" / "nopool"]
+# Two pure programs, and the bundled example, whose pool start-up code an idle
+# server with pools has run too.
+PROGRAMS = [ROOT / "tests" / "data" / "tools" / "geo", ROOT / "bench" / "data" / "nopool",
+            ROOT / "examples" / "shapes"]
 
 
 def build(map_file: Path) -> None:
@@ -150,6 +154,8 @@ def ran(outs: list[Path], binary: Path, rows: list[tuple[int, int, str]]) -> lis
 
 
 def main(argv: list[str]) -> int:
+    if any(arg != "--check" for arg in argv):
+        sys.exit("usage: python3 bench/hot_symbols.py [--check]")
     for tool in ("ld.lld", "valgrind"):
         if shutil.which(tool) is None:
             sys.exit(f"hot_symbols: {tool} is not installed")

@@ -204,12 +204,12 @@ container() {
 print(shlex.join(next(json.loads(l.split(None, 1)[1]) for l in open(sys.argv[1]) if l.startswith("ENTRYPOINT "))))' "$dockerfile")
     user=$(sed -n 's/^USER  *//p' "$dockerfile")
     # The root directory holds the image's files only.
-    mkdir "$stage_dir/root"
-    cp -R "$stage_dir/image/morloc-mcp" "$stage_dir/image/program" "$stage_dir/root/"
+    mkdir "$stage_dir/rootfs"
+    cp -R "$stage_dir/image/morloc-mcp" "$stage_dir/image/program" "$stage_dir/rootfs/"
     if [ "$(id -u)" -eq 0 ] && command -v chroot >/dev/null 2>&1; then
-        jail="chroot ${user:+--userspec=$user} $stage_dir/root"
+        jail="chroot ${user:+--userspec=$user} $stage_dir/rootfs"
     elif command -v unshare >/dev/null 2>&1 && unshare -r true 2>/dev/null; then
-        jail="unshare -r chroot $stage_dir/root"
+        jail="unshare -r chroot $stage_dir/rootfs"
     else
         jail=
         echo "static: skipped the container layout check: it needs root or user namespaces for chroot"
