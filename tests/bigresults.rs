@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 
-use crate::support::http::{post_request, Client, Server as HttpServer};
+use crate::support::http::{post_request, simple_request, Client, Server as HttpServer};
 use crate::support::stdio::Lines;
 use crate::util::{self, wait_until, TempDir, NEVER};
 
@@ -360,6 +360,64 @@ fn made_up_authorization_headers_cannot_evict_anyones_results() {
         assert!(read["result"]["contents"].is_array(), "{uri}: {read}");
     }
     assert_eq!(listed_as(&mut victim, "Bearer made-up-7"), mine);
+}
+
+/// The gauge `name` of a `/metrics` scrape.
+fn gauge(c: &mut Client, name: &str) -> f64 {
+    let reply = c.roundtrip(&simple_request("GET", "/metrics", c.addr, ""));
+    assert_eq!(reply.status, 200);
+    let text = String::from_utf8(reply.body.clone()).expect("UTF-8");
+    let line = text
+        .lines()
+        .find(|l| l.split(' ').next() == Some(name))
+        .unwrap_or_else(|| panic!("no {name} in {text}"));
+    line.rsplit_once(' ').unwrap().1.parse().expect("a number")
+}
+
+/// Issue 34, bytes per owner: an owner past `--max-owner-bytes` frees its
+/// own oldest results, never another's; a single result over the cap is
+/// refused with an error naming it.
+#[test]
+fn an_owner_over_its_bytes_frees_only_its_own_results() {
+    // A 100-element list is 291 bytes of JSON: three fit in 1000.
+    let server = HttpServer::start(&["--max-result-chars", "100", "--max-owner-bytes", "1000"]);
+    let mut other = Client::connect_from(server.addr, 2);
+    let body = modern(1, "tools/call", call("main__bigList", 100), false);
+    let (_, made) = post(&mut other, &body, "");
+    let theirs = link_of(&made["result"], "list", 100);
+    let mut filler = server.connect();
+    let mut mine = Vec::new();
+    for i in 0..5 {
+        let body = modern(10 + i, "tools/call", call("main__bigList", 100), false);
+        let (status, made) = post(&mut filler, &body, "");
+        assert_eq!(status, 200, "{made}");
+        mine.push(link_of(&made["result"], "list", 100));
+    }
+    assert_eq!(listed_as(&mut filler, ""), mine[2..].to_vec());
+    let gone = read_as(&mut filler, "", &mine[0]);
+    assert_eq!(gone["error"]["code"], -32602, "{gone}");
+    assert_eq!(
+        gauge(&mut filler, "mcp_server_owner_result_bytes_max"),
+        873.0
+    );
+    assert_eq!(
+        gauge(&mut filler, "mcp_server_owner_result_bytes_cap"),
+        1000.0
+    );
+    assert_eq!(gauge(&mut filler, "mcp_server_result_bytes"), 873.0 + 291.0);
+    // Too big alone: refused, and nothing of the filler's is freed for it.
+    let body = modern(20, "tools/call", call("main__bigList", 1000), false);
+    let (_, refused) = post(&mut filler, &body, "");
+    let said = refused.to_string();
+    assert!(
+        said.contains("--max-owner-bytes") && said.contains("3891 bytes"),
+        "{said}"
+    );
+    assert_eq!(listed_as(&mut filler, "").len(), 3);
+    // The other address's result was never touched.
+    let read = read_as(&mut other, "", &theirs);
+    assert!(read["result"]["contents"].is_array(), "{read}");
+    assert_eq!(listed_as(&mut other, ""), vec![theirs]);
 }
 
 /// Issue 34, row 8: under `--auth-token T`, results made under `Bearer T`,

@@ -293,6 +293,9 @@ impl Reactor {
             drop(protocol_out);
             None
         };
+        let tasks =
+            mcp::tasks::Tasks::new(options.task_ttl.as_millis() as u64, mcp::tasks::MAX_TASKS)
+                .with_owner_bytes(options.max_owner_bytes);
         let http = match http {
             None => None,
             Some(config) => Some(
@@ -308,7 +311,6 @@ impl Reactor {
                     .map_err(|e| io_err("cannot prepare the pools' run directory", e))?,
             );
         }
-        let task_ttl_ms = options.task_ttl.as_millis() as u64;
         let queue = queue::FairQueue::new(options.max_queued_per_owner, options.max_queued);
         let mut reactor = Reactor {
             poll,
@@ -325,7 +327,7 @@ impl Reactor {
             exit_code: None,
             listeners: mcp::Listeners::default(),
             watches: Vec::new(),
-            tasks: mcp::tasks::Tasks::new(task_ttl_ms, mcp::tasks::MAX_TASKS),
+            tasks,
             scratch: Vec::new(),
         };
         reactor.watches = reload::watches(&reactor.catalog);

@@ -51,6 +51,9 @@ impl Reactor {
             .iter()
             .find(|t| t.command == request.command)
             .map_or_else(|| command.name.clone(), |t| t.name.clone());
+        if let Some(why) = self.tasks.results.refuses(text.len()) {
+            return Ending::Error(why);
+        }
         let mut random = [0u8; 16];
         if proc::fill_random(&mut random).is_err() {
             return Ending::Error("cannot store the long result: no random source".into());

@@ -37,6 +37,10 @@ pub const MAX_RESULTS_PER_OWNER: usize = 32;
 /// At most this many bytes of result text in all (a single bigger result
 /// is still kept, alone).
 pub const MAX_RESULT_BYTES: usize = 4 << 30;
+/// At most this many bytes of result text of one owner (`--max-owner-bytes`):
+/// a few big results, and a 2-core, 24 GB machine still has room for the
+/// others.
+pub const MAX_OWNER_BYTES: usize = 512 << 20;
 /// A page's size when the URI gives an offset but no limit: elements of a
 /// list.
 pub const DEFAULT_LIST_PAGE: usize = 1000;
@@ -151,6 +155,7 @@ pub struct ResultStore {
     cap: usize,
     per_owner: usize,
     max_bytes: usize,
+    owner_bytes: usize,
     bytes: usize,
     seq: u64,
 }
@@ -163,6 +168,7 @@ impl ResultStore {
             cap: MAX_RESULTS,
             per_owner: MAX_RESULTS_PER_OWNER,
             max_bytes: MAX_RESULT_BYTES,
+            owner_bytes: MAX_OWNER_BYTES,
             bytes: 0,
             seq: 0,
         }
@@ -174,6 +180,46 @@ impl ResultStore {
         self.per_owner = per_owner.max(1);
         self.max_bytes = max_bytes;
         self
+    }
+
+    /// Another cap on the bytes of one owner (`--max-owner-bytes`).
+    pub fn with_owner_bytes(mut self, owner_bytes: usize) -> ResultStore {
+        self.owner_bytes = owner_bytes;
+        self
+    }
+
+    /// The cap on the bytes of one owner.
+    pub fn owner_bytes_cap(&self) -> usize {
+        self.owner_bytes
+    }
+
+    /// Bytes of result text `owner` holds.
+    pub fn bytes_of(&self, owner: &str) -> usize {
+        self.map
+            .values()
+            .filter(|r| r.owner == owner)
+            .map(|r| r.value.bytes())
+            .sum()
+    }
+
+    /// The most bytes of result text any one owner holds.
+    pub fn most_owner_bytes(&self) -> usize {
+        let mut held: HashMap<&str, usize> = HashMap::new();
+        for r in self.map.values() {
+            *held.entry(r.owner.as_str()).or_default() += r.value.bytes();
+        }
+        held.values().copied().max().unwrap_or(0)
+    }
+
+    /// Why a value of `bytes` cannot be stored for any owner: it alone is
+    /// over the cap on one owner's bytes (nothing is freed for it).
+    pub fn refuses(&self, bytes: usize) -> Option<String> {
+        (bytes > self.owner_bytes).then(|| {
+            format!(
+                "the result is {bytes} bytes of JSON, more than one caller may hold in stored results ({} bytes, --max-owner-bytes); ask for less, or page through smaller results",
+                self.owner_bytes
+            )
+        })
     }
 
     pub fn len(&self) -> usize {
@@ -190,8 +236,12 @@ impl ResultStore {
     }
 
     /// Stores `value` for `owner`, after freeing expired results and, at a
-    /// cap, the oldest of this owner (its own cap) or of the owner holding
-    /// the most (the total caps). Returns the ids freed.
+    /// cap, the oldest of this owner (its own caps, in results and bytes:
+    /// another owner's results are never freed for them) or of the owner
+    /// holding the most (the total caps). Returns the ids freed. A value
+    /// over the cap on one owner's bytes alone is refused by the caller
+    /// first ([`ResultStore::refuses`]); given anyway, it frees all of its
+    /// owner's results and is kept alone.
     pub fn insert(
         &mut self,
         id: String,
@@ -204,7 +254,10 @@ impl ResultStore {
         let key = owner.to_string();
         loop {
             let own = self.map.values().filter(|r| r.owner == key).count();
-            let victim = if own >= self.per_owner {
+            let own_bytes = self.bytes_of(&key);
+            let victim = if own >= self.per_owner
+                || (own > 0 && own_bytes + value.bytes() > self.owner_bytes)
+            {
                 self.oldest(|r| r.owner == key)
             } else if self.map.len() >= self.cap
                 || (self.bytes + value.bytes() > self.max_bytes && !self.map.is_empty())
@@ -261,7 +314,8 @@ impl ResultStore {
     pub fn restore(&mut self, head: StoredHead, value: Paged, now: u64) -> bool {
         let full = self.map.len() >= self.cap || self.bytes + value.bytes() > self.max_bytes;
         let own = self.map.values().filter(|r| r.owner == head.owner).count();
-        if head.expires_ms <= now || full || own >= self.per_owner || !valid_id(&head.id) {
+        let over = self.bytes_of(&head.owner) + value.bytes() > self.owner_bytes;
+        if head.expires_ms <= now || full || over || own >= self.per_owner || !valid_id(&head.id) {
             return false;
         }
         self.bytes += value.bytes();

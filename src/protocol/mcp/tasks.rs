@@ -144,6 +144,12 @@ impl Tasks {
         self
     }
 
+    /// Changes the cap on the bytes of stored results of one owner.
+    pub fn with_owner_bytes(mut self, owner_bytes: usize) -> Tasks {
+        self.results = self.results.with_owner_bytes(owner_bytes);
+        self
+    }
+
     pub fn ttl_ms(&self) -> u64 {
         self.ttl_ms
     }

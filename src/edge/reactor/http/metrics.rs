@@ -81,6 +81,21 @@ impl Reactor {
                 "Tasks held (working or settled, not yet expired).",
                 self.tasks.len(),
             ),
+            one(
+                "mcp_server_result_bytes",
+                "Bytes of stored big results held (all owners).",
+                self.tasks.results.bytes(),
+            ),
+            one(
+                "mcp_server_owner_result_bytes_max",
+                "The most bytes of stored big results any one owner holds.",
+                self.tasks.results.most_owner_bytes(),
+            ),
+            one(
+                "mcp_server_owner_result_bytes_cap",
+                "The cap on the bytes of stored big results of one owner (--max-owner-bytes).",
+                self.tasks.results.owner_bytes_cap(),
+            ),
         ];
         if let Some(front) = self.http.as_ref() {
             gauges.push(one(

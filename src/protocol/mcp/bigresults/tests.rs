@@ -37,6 +37,8 @@ fn uris_parse_with_their_pages_and_refuse_what_is_wrong() {
     }
 }
 
+const HOUR: u64 = 3_600_000;
+
 fn paged(n: usize) -> Paged {
     Paged::new(format!("\"{}\"", "x".repeat(n)))
 }
@@ -75,6 +77,49 @@ fn caps_free_the_oldest_of_the_owner_at_fault() {
     // Bigger than the cap: kept, alone.
     store.insert("8".into(), "e", "f", paged(2000), 8);
     assert_eq!(store.len(), 1);
+}
+
+#[test]
+fn an_owner_over_its_bytes_frees_only_its_own_oldest() {
+    // Each value is 102 bytes; one owner may hold 250.
+    let mut store = ResultStore::new(HOUR).with_owner_bytes(250);
+    store.insert("i.b".into(), "peer b", "f", paged(100), 1);
+    store.insert("i.1".into(), "peer a", "f", paged(100), 2);
+    store.insert("i.2".into(), "peer a", "f", paged(100), 3);
+    assert_eq!(store.bytes_of("peer a"), 204);
+    let freed = store.insert("i.3".into(), "peer a", "f", paged(100), 4);
+    assert_eq!(freed, vec!["i.1".to_string()]);
+    assert_eq!(store.bytes_of("peer a"), 204);
+    assert!(store.get("i.b", "peer b", 5).is_some());
+    assert_eq!(store.most_owner_bytes(), 204);
+    // A bigger one frees as many of its own as it takes, oldest first.
+    let freed = store.insert("i.4".into(), "peer a", "f", paged(200), 5);
+    assert_eq!(freed, vec!["i.2".to_string(), "i.3".to_string()]);
+    assert_eq!(store.of_owner("peer b", 6).len(), 1);
+    assert_eq!(store.bytes(), 102 + 202);
+    // Read back from storage, a result over its owner's bytes stays out.
+    let head = StoredHead {
+        id: "i.5".into(),
+        owner: "peer a".into(),
+        tool: "f".into(),
+        created_ms: 6,
+        expires_ms: HOUR,
+    };
+    assert!(!store.restore(head, paged(100), 6));
+    assert!(store.get("i.b", "peer b", 7).is_some());
+}
+
+#[test]
+fn a_value_over_the_owner_bytes_alone_is_refused() {
+    let store = ResultStore::new(HOUR).with_owner_bytes(250);
+    assert_eq!(store.owner_bytes_cap(), 250);
+    assert!(store.refuses(250).is_none());
+    let why = store.refuses(251).unwrap();
+    assert!(
+        why.contains("251 bytes") && why.contains("--max-owner-bytes"),
+        "{why}"
+    );
+    assert!(ResultStore::new(HOUR).refuses(MAX_OWNER_BYTES).is_none());
 }
 
 #[test]
