@@ -6,8 +6,15 @@
 
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 use crate::util;
+
+/// How long one run of a script may take in all. The scripts bound each step
+/// themselves (`check_docs.py`: 180 s a block), and a run is many steps, each
+/// starting servers and pools: on a quiet machine the pages take about 15 s,
+/// on a loaded one several times that. This limit only catches a hang.
+const WHOLE_RUN: Duration = Duration::from_secs(1800);
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -15,11 +22,12 @@ fn root() -> &'static Path {
 
 #[track_caller]
 fn python(args: &[&str]) {
-    let out = util::output(
+    let out = util::output_within(
         Command::new("python3")
             .current_dir(root())
             .args(args)
             .env_remove("MORLOC_MCP_TOKEN"),
+        WHOLE_RUN,
     );
     assert_eq!(
         out.code,

@@ -1225,17 +1225,18 @@ fn sse_messages(text: &str) -> Vec<Value> {
 #[test]
 fn progress_streams_as_server_sent_events() {
     let trace = CallTrace::new();
-    let server = Server::start_traced(&[], &trace);
+    let hold = Hold::new();
+    let server = Server::start_held(&[], &trace, &hold);
     let (mut client, sid) = server.session();
     client
         .post(Some(&sid), &tool_call(1, "main__addOne", json!({"_1": 1})))
         .expect(200);
-    // Heartbeats come when the call starts, after 1 s and after 2 s.
-    let mut call = tool_call(2, "main__slowEcho", json!({"_1": 2500}));
+    // Heartbeats come when the call starts and every second after. The call
+    // is held in its pool until two have arrived, so whatever the load they
+    // can only have come while it ran.
+    hold.hold();
+    let mut call = tool_call(2, "main__slowEcho", json!({"_1": 25}));
     call["params"]["_meta"] = json!({"progressToken": "tok-7"});
-    let started = Stopwatch::start();
-    // Nothing of the call has ended in its pool yet.
-    let running = || trace.calls_of("slowEcho").iter().all(|c| c.end.is_none());
     client.send(&post_request(
         server.addr,
         Some(&sid),
@@ -1247,25 +1248,32 @@ fn progress_streams_as_server_sent_events() {
     assert_eq!(head.header("transfer-encoding"), Some("chunked"));
     assert_eq!(head.header("content-length"), None);
     assert_eq!(head.header("connection"), Some("keep-alive"));
-    // The head goes out at once, while the call still runs.
-    assert!(running(), "the head came after the call ended");
 
-    // Each event is stamped with whether the call was still running when it
-    // arrived.
+    // Streamed as they happen, not batched with the response: two
+    // notifications arrive while the call is still held.
     let mut events = Vec::new();
+    let mut released = false;
     while let Some(chunk) = client.read_chunk() {
         let text = String::from_utf8(chunk).expect("events are UTF-8");
-        for message in sse_messages(&text) {
-            events.push((running(), message));
+        events.extend(sse_messages(&text));
+        if !released && events.len() >= 2 {
+            assert!(
+                events.iter().all(|m| m.get("id").is_none()),
+                "answered while held: {events:?}"
+            );
+            hold.release();
+            released = true;
         }
     }
-    let (_, last) = events.pop().expect("at least the response");
+    assert!(
+        released,
+        "fewer than two events came while the call ran: {events:?}"
+    );
+    let last = events.pop().expect("at least the response");
     assert_eq!(last["id"], json!(2), "{last}");
-    assert_eq!(result_text(&last), "2500");
-    started.assert_at_least(Duration::from_millis(2500), "the 2.5 s call answered");
-    assert!(events.len() >= 2, "too few progress events: {events:?}");
+    assert_eq!(result_text(&last), "25");
     let mut previous = -1.0;
-    for (_, note) in &events {
+    for note in &events {
         assert_eq!(note["method"], json!("notifications/progress"), "{note}");
         assert_eq!(note["params"]["progressToken"], json!("tok-7"));
         // Progress increases with every notification.
@@ -1273,12 +1281,6 @@ fn progress_streams_as_server_sent_events() {
         assert!(progress > previous, "{note} after progress {previous}");
         previous = progress;
     }
-    // Streamed as they happen, not batched with the response: the first
-    // heartbeat arrived while the call still ran in its pool.
-    assert!(
-        events[0].0,
-        "the first event came after the call ended: {events:?}"
-    );
     // The connection carries on after the stream.
     client.post(Some(&sid), &request(3, "ping")).expect(200);
 
@@ -1352,25 +1354,29 @@ fn pool_output_streams_to_sessions_that_asked_for_logs() {
 #[test]
 fn delete_cancels_the_sessions_running_calls() {
     let trace = CallTrace::new();
-    let server = Server::start_traced(&[], &trace);
+    let hold = Hold::new();
+    let server = Server::start_held(&[], &trace, &hold);
     let (mut a, sid) = server.session();
     let (mut other, other_sid) = server.session();
     a.post(Some(&sid), &tool_call(1, "main__addOne", json!({"_1": 1})))
         .expect(200);
-    let slow = |id: u64, sid: &str| {
+    let slow = |id: u64, sid: &str, value: u64| {
         post_request(
             server.addr,
             Some(sid),
-            tool_call(id, "main__slowEcho", json!({"_1": 6000}))
+            tool_call(id, "main__slowEcho", json!({"_1": value}))
                 .to_string()
                 .as_bytes(),
             &[],
         )
     };
-    // A call of this session on its own connection, one of another session.
+    // A call of this session on its own connection, one of another session,
+    // both held in their pools until the test has seen the DELETE's outcome:
+    // neither can end on its own before the DELETE arrives.
+    hold.hold();
     let mut running = server.connect();
-    running.send(&slow(41, &sid));
-    other.send(&slow(42, &other_sid));
+    running.send(&slow(41, &sid, 5));
+    other.send(&slow(42, &other_sid, 6));
     trace.wait_started("slowEcho", 2);
 
     let delete = simple_request(
@@ -1381,12 +1387,6 @@ fn delete_cancels_the_sessions_running_calls() {
     );
     a.roundtrip(&delete).expect(200);
     let reply = running.read_response().expect(200).json();
-    // Answered by the cancellation, not by the call's end: both still run.
-    assert!(
-        trace.calls_of("slowEcho").iter().all(|c| c.end.is_none()),
-        "the call was not cancelled: {:?}",
-        trace.calls()
-    );
     assert!(reply.get("result").is_none(), "{reply}");
     assert_eq!(
         reply["id"],
@@ -1399,9 +1399,12 @@ fn delete_cancels_the_sessions_running_calls() {
             .is_some_and(|m| m.contains("DELETE")),
         "{reply}"
     );
-    // The other session's call is untouched.
+    // The other session's call is untouched: it still waits in its pool and
+    // answers with its own result once released.
+    hold.release();
     let reply = other.read_response().expect(200).json();
-    assert_eq!(result_text(&reply), "6000");
+    assert_eq!(reply["id"], json!(42), "{reply}");
+    assert_eq!(result_text(&reply), "6");
     // The cancelled connection still works for a new session.
     let fresh = running.initialize();
     running.post(Some(&fresh), &request(5, "ping")).expect(200);
@@ -1411,12 +1414,16 @@ fn delete_cancels_the_sessions_running_calls() {
 #[test]
 fn a_cancelled_call_still_completes_its_http_request() {
     let trace = CallTrace::new();
-    let server = Server::start_traced(&[], &trace);
+    let hold = Hold::new();
+    let server = Server::start_held(&[], &trace, &hold);
     let (mut a, sid) = server.session();
     a.post(Some(&sid), &tool_call(1, "main__addOne", json!({"_1": 1})))
         .expect(200);
+    // The calls stay in their pool until the test has seen their requests
+    // finished by the cancellation.
+    hold.hold();
     let mut running = server.connect();
-    let slow = tool_call(7, "main__slowEcho", json!({"_1": 3000})).to_string();
+    let slow = tool_call(7, "main__slowEcho", json!({"_1": 0})).to_string();
     running.send(&post_request(server.addr, Some(&sid), slow.as_bytes(), &[]));
     trace.wait_started("slowEcho", 1);
     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7, "reason": "user"}});
@@ -1425,17 +1432,11 @@ fn a_cancelled_call_still_completes_its_http_request() {
     // no JSON-RPC response (clients reject one for an id they gave up on);
     // the connection stays usable.
     let reply = running.read_response().expect(202);
-    // Finished by the cancellation, while the job still runs in its pool.
-    assert_eq!(
-        trace.calls_of("slowEcho")[0].end,
-        None,
-        "the request was left hanging until the call ended"
-    );
     assert!(reply.text().is_empty(), "{}", reply.text());
     running.post(Some(&sid), &request(8, "ping")).expect(200);
 
     // The same for a call streaming its progress: the stream ends.
-    let mut call = tool_call(9, "main__slowEcho", json!({"_1": 3000}));
+    let mut call = tool_call(9, "main__slowEcho", json!({"_1": 0}));
     call["params"]["_meta"] = json!({"progressToken": "p"});
     running.send(&post_request(
         server.addr,
@@ -1453,17 +1454,13 @@ fn a_cancelled_call_still_completes_its_http_request() {
     while let Some(chunk) = running.read_chunk() {
         text.push_str(&String::from_utf8_lossy(&chunk));
     }
-    assert_eq!(
-        trace.calls_of("slowEcho")[1].end,
-        None,
-        "the stream was left open until the call ended"
-    );
     let messages = sse_messages(&text);
     assert!(
         messages.iter().all(|m| m.get("result").is_none()),
         "{messages:?}"
     );
     running.post(Some(&sid), &request(10, "ping")).expect(200);
+    hold.release();
 }
 
 // ---- binding rules -------------------------------------------------------------

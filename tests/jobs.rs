@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::support::http::{post_request, Client, Server as HttpServer};
 use crate::support::stdio::Lines;
-use crate::util::{self, wait_for, wait_until, CallTrace, TempDir, NEVER, TIMEOUT};
+use crate::util::{self, wait_for, wait_until, CallTrace, Hold, TempDir, NEVER, TIMEOUT};
 
 const MODERN: &str = "2026-07-28";
 const EXT: &str = "io.modelcontextprotocol/tasks";
@@ -60,6 +60,14 @@ fn start(extra: &[&str], trace: Option<&CallTrace>) -> Lines {
     Lines::mcp(&manifest, extra, &env, Some(dir))
 }
 
+/// [`start`] with the test pool tracing into `trace` and holding `slowEcho`
+/// calls while `hold` says so.
+fn start_held(extra: &[&str], trace: &CallTrace, hold: &Hold) -> Lines {
+    let dir = TempDir::new();
+    let manifest = util::shapes_manifest(&dir);
+    Lines::mcp(&manifest, extra, &[trace.env(), hold.env()], Some(dir))
+}
+
 fn text(result: &Value) -> &str {
     result["content"][0]["text"].as_str().unwrap_or_default()
 }
@@ -105,7 +113,8 @@ fn poll_result(ask: &mut dyn FnMut(&Value) -> Value, request: &dyn Fn(u64) -> Va
 #[test]
 fn a_legacy_stdio_client_gets_a_handle_then_the_exact_result() {
     let trace = CallTrace::new();
-    let mut s = start(&["--job-tools", "--task-after", "300"], Some(&trace));
+    let hold = Hold::new();
+    let mut s = start_held(&["--job-tools", "--task-after", "300"], &trace, &hold);
     initialize(&mut s);
     let list = s.ask_json(&legacy(1, "tools/list", json!({})));
     let names: Vec<&str> = list["result"]["tools"]
@@ -115,11 +124,14 @@ fn a_legacy_stdio_client_gets_a_handle_then_the_exact_result() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     assert_eq!(names[names.len() - 3..], JOB_TOOLS, "{names:?}");
-    // A slow call is answered with a handle while it still runs.
+    // A slow call is answered with a handle while it still runs: it is held
+    // in its pool until the test has seen it working, so it passes the
+    // threshold whatever the load.
+    hold.hold();
     let handle = s.ask_json(&legacy(
         3,
         "tools/call",
-        call_params("slowEcho", json!({"_1": 2000})),
+        call_params("slowEcho", json!({"_1": 20})),
     ));
     let job = job_of(&handle);
     assert!(
@@ -127,37 +139,24 @@ fn a_legacy_stdio_client_gets_a_handle_then_the_exact_result() {
         "legacy: {handle}"
     );
     assert!(text(&handle["result"]).contains("The call to 'slowEcho'"));
-    let running = trace.wait_started("slowEcho", 1);
-    assert_eq!(
-        running[0].end, None,
-        "the call ended before its handle came"
-    );
+    trace.wait_started("slowEcho", 1);
     let status = s.ask_json(&legacy(4, "tools/call", job_params("job_status", &job)));
     assert_eq!(
         status["result"]["structuredContent"]["status"], "working",
         "{status}"
     );
     assert_eq!(status["result"]["structuredContent"]["jobId"], json!(job));
+    hold.release();
     let done = poll_result(&mut |m| s.ask_json(m), &|id| {
         legacy(id, "tools/call", job_params("job_result", &job))
     });
     assert_eq!(
         done,
-        json!({"content": [{"type": "text", "text": "2000"}], "isError": false}),
+        json!({"content": [{"type": "text", "text": "20"}], "isError": false}),
         "the call's own result"
     );
     let status = s.ask_json(&legacy(5, "tools/call", job_params("job_status", &job)));
     assert_eq!(status["result"]["structuredContent"]["status"], "completed");
-    // With the pool up, a fast call answers as always.
-    let fast = s.ask_json(&legacy(
-        2,
-        "tools/call",
-        call_params("slowEcho", json!({"_1": 0})),
-    ));
-    assert_eq!(
-        fast["result"],
-        json!({"content": [{"type": "text", "text": "0"}], "isError": false})
-    );
     // Bad arguments and unknown jobs are tool errors that say why.
     let bad = s.ask_json(&legacy(
         6,
@@ -173,6 +172,23 @@ fn a_legacy_stdio_client_gets_a_handle_then_the_exact_result() {
     let gone = s.ask_json(&legacy(7, "tools/call", job_params("job_result", unknown)));
     assert_eq!(gone["result"]["isError"], true, "{gone}");
     assert!(text(&gone["result"]).starts_with(&format!("unknown job '{unknown}'")));
+    s.proc.close_stdin();
+    s.proc.wait(TIMEOUT);
+}
+
+#[test]
+fn a_legacy_stdio_client_with_job_tools_gets_a_call_under_the_threshold_answered() {
+    let mut s = start(&["--job-tools", "--task-after", NEVER], None);
+    initialize(&mut s);
+    let fast = s.ask_json(&legacy(
+        2,
+        "tools/call",
+        call_params("slowEcho", json!({"_1": 0})),
+    ));
+    assert_eq!(
+        fast["result"],
+        json!({"content": [{"type": "text", "text": "0"}], "isError": false})
+    );
     s.proc.close_stdin();
     s.proc.wait(TIMEOUT);
 }

@@ -178,8 +178,16 @@ where
 /// Runs a command to completion with no stdin, killing it after [`TIMEOUT`].
 #[track_caller]
 pub fn output(command: &mut Command) -> Output {
+    output_within(command, TIMEOUT)
+}
+
+/// [`output`] for a command that does many steps and bounds each of them
+/// itself (a script that runs pages of documentation): killed after
+/// `deadline`, a limit for a hang, not for slowness.
+#[track_caller]
+pub fn output_within(command: &mut Command, deadline: Duration) -> Output {
     let mut child = Proc::spawn(command);
-    let status = child.wait(TIMEOUT);
+    let status = child.wait(deadline);
     Output {
         code: status.code(),
         stdout: child.stdout_rest(TIMEOUT),
