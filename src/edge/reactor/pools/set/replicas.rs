@@ -7,6 +7,18 @@ use std::time::{Duration, Instant};
 use super::{BasePool, PoolSet, PoolStatus, Proc, RETRY_FAILED_AFTER};
 
 impl PoolSet {
+    /// Whether manifest pool `base` may get more processes: its primary is
+    /// starting or ready and the program is not retired (a pool that cannot
+    /// start is not multiplied).
+    fn may_grow(&self, program: usize, base: BasePool) -> bool {
+        let rt = &self.programs[program];
+        !rt.retired
+            && matches!(
+                rt.pools[base.0].status,
+                PoolStatus::Ready | PoolStatus::Starting
+            )
+    }
+
     /// How many replicas of manifest pool `base` to start for `waiting` calls
     /// that wait while every process of it is busy or starting: those the
     /// starting processes will not take, up to `cap` processes in all, all
@@ -19,23 +31,14 @@ impl PoolSet {
         waiting: usize,
         cap: usize,
     ) -> usize {
-        let rt = &self.programs[program];
-        if rt.retired
-            || !matches!(
-                rt.pools[base.0].status,
-                PoolStatus::Ready | PoolStatus::Starting
-            )
-        {
+        if !self.may_grow(program, base) {
             return 0;
         }
-        let status = |s: Proc| &rt.pools[s.0].status;
-        let live = rt
-            .instances(base)
-            .filter(|&s| matches!(status(s), PoolStatus::Starting | PoolStatus::Ready))
-            .count();
+        let rt = &self.programs[program];
+        let live = rt.live(base);
         let starting = rt
             .instances(base)
-            .filter(|&s| matches!(status(s), PoolStatus::Starting))
+            .filter(|&s| matches!(rt.pools[s.0].status, PoolStatus::Starting))
             .count();
         waiting
             .saturating_sub(starting)
@@ -109,15 +112,9 @@ impl PoolSet {
         min: usize,
         cap: usize,
     ) -> usize {
-        let rt = &self.programs[program];
-        if rt.retired
-            || !matches!(
-                rt.pools[base.0].status,
-                PoolStatus::Ready | PoolStatus::Starting
-            )
-        {
+        if !self.may_grow(program, base) {
             return 0;
         }
-        min.min(cap).saturating_sub(rt.live(base))
+        min.min(cap).saturating_sub(self.live(program, base))
     }
 }
