@@ -405,9 +405,11 @@ impl Reactor {
                     LISTENER => self.accept_http(),
                     token => match self.sources.get(&token).copied() {
                         Some(Source::PoolOutput { program, pool }) => {
-                            self.read_pool_output(program, pool)
+                            self.with_pools(|p, cx| p.read_output(cx, program, pool))
                         }
-                        Some(Source::Probe { program, pool }) => self.advance_probe(program, pool),
+                        Some(Source::Probe { program, pool }) => {
+                            self.with_pools(|p, cx| p.advance_probe(cx, program, pool))
+                        }
                         Some(Source::Call(id)) => self.advance_call(id),
                         Some(Source::Conn) => {
                             self.http_event(token, event.is_readable(), event.is_writable())
@@ -426,7 +428,7 @@ impl Reactor {
                 if answered || Instant::now() >= at {
                     self.pools.set_pending(None);
                     for program in 0..self.pools.len() {
-                        self.start_all_pools(program);
+                        self.with_pools(|p, cx| p.start_all(cx, program));
                     }
                 }
             }
@@ -471,7 +473,7 @@ impl Reactor {
 
     fn run_timers(&mut self) {
         let now = Instant::now();
-        self.pool_timers(now);
+        self.with_pools(|p, cx| p.timers(cx, now));
         self.call_timers(now);
         self.task_timers();
         self.result_timers();
@@ -482,7 +484,7 @@ impl Reactor {
     fn handle_signals(&mut self) {
         for sig in self.signals.drain() {
             match sig {
-                libc::SIGCHLD => self.check_children(),
+                libc::SIGCHLD => self.with_pools(PoolSet::check_children),
                 // Over HTTP the first SIGTERM drains: running calls may
                 // finish while the balancer moves traffic elsewhere; a
                 // second one (or SIGINT, SIGHUP) stops at once.
@@ -594,7 +596,17 @@ impl Reactor {
                 self.drop_call(id);
             }
         }
-        self.stop_all_pools();
+        // Every pool process is stopped, and the exit waits on the signal
+        // pipe until every group is gone (at most the stop grace and a
+        // moment after SIGKILL).
+        self.with_pools(PoolSet::stop_all);
+        let mut events = Events::with_capacity(8);
+        while let Some(at) = self.pools.settle_stops() {
+            let timeout = at.saturating_duration_since(Instant::now());
+            // Woken by SIGCHLD (the signal pipe) or the next deadline.
+            let _ = self.poll.poll(&mut events, Some(timeout));
+            let _ = self.signals.drain();
+        }
         self.pools.remove_all_files();
         if let Some(http) = self.http.take() {
             drop(http);

@@ -24,7 +24,7 @@ use mio::{Interest, Token};
 use serde_json::Value as Json;
 
 use super::obs::CallTrace;
-use super::pools::{BasePool, LeaseMode, Proc};
+use super::pools::{BasePool, LeaseMode, PoolSet, Proc};
 use super::queue;
 use super::schedule::Class;
 use super::{Client, Reactor};
@@ -422,7 +422,7 @@ impl Reactor {
     /// fails the call with how it died; otherwise `message` is used after a
     /// short grace (see [`LOST_GRACE`]).
     fn lost_connection(&mut self, id: CallId, message: String) {
-        self.check_children();
+        self.with_pools(PoolSet::check_children);
         let Some(call) = self.calls.get_mut(&id) else {
             return;
         };
@@ -470,7 +470,7 @@ impl Reactor {
         let (program, slot) = (call.program, call.sched.slot);
         if self.call_wants_logs(&call.client, &call.request) {
             // Lines the pool printed before replying go out before the reply.
-            self.read_pool_output(program, slot);
+            self.with_pools(|p, cx| p.read_output(cx, program, slot));
         }
         // No progress notification goes right before the reply: some clients
         // handle notifications after the response of the same read and
@@ -573,7 +573,7 @@ impl Reactor {
         let due = self.calls.due(now);
         if due.iter().any(|(_, kind)| *kind == CallTimer::Lost) {
             // A pool that died is noticed first: its calls fail saying how.
-            self.check_children();
+            self.with_pools(PoolSet::check_children);
         }
         for (id, kind) in due {
             match kind {
@@ -610,12 +610,11 @@ impl Reactor {
     }
 }
 
-impl Reactor {
+impl Calls {
     /// The trace of the one call running on process `proc` of `program`,
     /// if exactly one runs there and it is traced.
     pub(super) fn running_trace(&self, program: usize, proc: Proc) -> Option<String> {
         let mut running = self
-            .calls
             .values()
             .filter(|c| c.program == program && c.sched.slot == proc && c.wire.stream.is_some());
         match (running.next(), running.next()) {
@@ -637,8 +636,7 @@ impl Reactor {
         logger: &str,
         line: &str,
     ) -> Vec<(Client, Json)> {
-        self.calls
-            .values()
+        self.values()
             .filter(|c| c.program == program && c.sched.slot == proc)
             .filter(|c| c.stage != CallStage::WaitingForPool && c.task.is_none())
             .filter_map(|c| {

@@ -22,16 +22,21 @@
 //! `--pool-replicas`), and stops after sitting idle.
 
 use crate::edge::log;
-use std::os::fd::AsRawFd;
-use std::time::Instant;
+use std::collections::VecDeque;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
+use mio::net::UnixStream;
 use mio::unix::SourceFd;
-use mio::{Events, Interest};
+use mio::{Interest, Registry, Token};
 
-use super::{Reactor, Source};
+use super::{Client, Reactor, Source, Sources};
+use crate::edge::cli::Settings;
 use crate::edge::proc;
 use crate::edge::rundir;
 use crate::edge::shm;
+use crate::protocol::mcp;
 
 mod index;
 mod leases;
@@ -42,134 +47,355 @@ mod set;
 mod stop;
 pub(super) use index::{BasePool, Proc};
 pub(super) use leases::{LeaseMode, Leases};
+use routing::Routing;
 use set::{lang_setting, replica_cap, PROBE_DELAY_MIN, RESTART_WINDOW, RETRY_FAILED_AFTER};
-pub(super) use set::{PoolSet, PoolStatus, ProcState, Runtime};
+pub(super) use set::{PoolStatus, ProcState};
+use stop::Stops;
+
+/// A ping in flight on a starting process's socket.
+struct Probe {
+    stream: UnixStream,
+    token: Token,
+    written: usize,
+    read: Vec<u8>,
+}
+
+/// A process's readiness probing: the probe in flight, when the next one
+/// goes, and the delay growing between them.
+struct Probing {
+    probe: Option<Probe>,
+    next: Option<Instant>,
+    delay: Duration,
+}
+
+/// A process's starts: when it last started, its recent starts (the
+/// crash-loop guard) and its restart breaker.
+struct Life {
+    started_at: Instant,
+    starts: VecDeque<Instant>,
+    /// The restart breaker is open: the process is `Failed` (it kept dying
+    /// or could not start), and its calls fail at once until a call after
+    /// `RETRY_FAILED_AFTER` starts it again; how many failed so.
+    broken: Option<u64>,
+}
+
+/// A process's output pipe, the partial line read from it, and its last
+/// lines (for error messages).
+struct Output {
+    pipe: Option<(Token, OwnedFd)>,
+    buf: Vec<u8>,
+    tail: VecDeque<String>,
+}
+
+/// One process of a pool: the primary or a replica (its fields are the
+/// pool lifecycle's).
+pub(in crate::edge::reactor) struct Pool {
+    lang: String,
+    /// The manifest pool this process serves (its own index for a primary).
+    base: BasePool,
+    /// 0 for the primary, else the replica's number (1, 2, ...).
+    replica: usize,
+    /// When a call last started or ended on it (idle replicas stop).
+    last_used: Instant,
+    /// A replica's own shared memory: its volume 0 and a reader of its
+    /// volumes (a primary uses the run's, in `Runtime`).
+    own_shm: Option<(Option<shm::Volume0>, shm::ShmReader)>,
+    socket_path: PathBuf,
+    spawn: proc::PoolSpawn,
+    status: PoolStatus,
+    pid: Option<i32>,
+    /// A socket made ahead of the next call to this process, not connected
+    /// yet (see `Reactor::end_turn`).
+    spare: Option<OwnedFd>,
+    life: Life,
+    probing: Probing,
+    output: Output,
+}
+
+/// The per-program run state.
+pub(in crate::edge::reactor) struct Runtime {
+    pools: Vec<Pool>,
+    tmpdir: Option<PathBuf>,
+    /// Holds the run directory's lock; dropped once the directory is gone.
+    run_dir: Option<rundir::RunDir>,
+    basename: String,
+    volume0: Option<shm::Volume0>,
+    shm_reader: shm::ShmReader,
+    /// How the pools route results: see [`Routing`].
+    routing: Routing,
+    leases: Leases,
+    /// Its program was replaced by a reload and its pools have been stopped.
+    retired: bool,
+}
+
+/// The pools of every program served (one [`Runtime`] per program of the
+/// catalog, retired ones included), and when eager pools start.
+pub(in crate::edge::reactor) struct PoolSet {
+    programs: Vec<Runtime>,
+    /// Eager pools not yet spawned (see `Reactor::new`).
+    pending: Option<Instant>,
+    /// Stale shared memory of dead runs has been removed.
+    swept: bool,
+    /// Process groups being stopped.
+    stops: Stops,
+    /// What the last operations mean for other owners, for the reactor to
+    /// apply ([`PoolNews`]).
+    news: Vec<PoolNews>,
+}
+
+/// What a pool operation means for the other owners, in the order it
+/// happened: the reactor applies it once the operation returns
+/// ([`Reactor::with_pools`]).
+pub(in crate::edge::reactor) enum PoolNews {
+    /// The calls running on process `proc` fail with `message`, and with
+    /// `waiting` (the pool cannot be used now) those waiting for it too.
+    Fail {
+        program: usize,
+        proc: Proc,
+        message: String,
+        waiting: bool,
+    },
+    /// A process became ready: the calls of `program` waiting may go.
+    Ready(usize),
+    /// Lines a process printed (`logger` names it), for every client that
+    /// asked for log messages.
+    Printed {
+        program: usize,
+        proc: Proc,
+        logger: String,
+        lines: Vec<String>,
+    },
+    /// A rate-limited diagnostic (`kind`, then the line).
+    Say(String, String),
+}
+
+/// What a pool operation is handed: the poller's registry and the token
+/// table (to watch output pipes and probes), the serving settings, and the
+/// trace of the one call running on a process, if any (its output lines
+/// name it).
+pub(in crate::edge::reactor) struct Cx<'a> {
+    registry: &'a Registry,
+    sources: &'a mut Sources,
+    settings: &'a Settings,
+    traces: &'a dyn Fn(usize, Proc) -> Option<String>,
+}
+
+/// The most processes pool `lang` may run: `--pool-replicas`, else the
+/// default ([`replica_cap`]).
+fn cap_of(settings: &Settings, lang: &str) -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    replica_cap(&settings.pool_replicas, lang, cpus)
+}
+
+/// The processes pool `lang` keeps ready from the start: `--pool-min`,
+/// else 1 (the primary).
+fn min_of(settings: &Settings, lang: &str) -> usize {
+    lang_setting(&settings.pool_min, lang).unwrap_or(1)
+}
 
 impl Reactor {
-    /// The most processes pool `lang` may run: `--pool-replicas`, else
-    /// the default ([`replica_cap`]).
-    pub(super) fn replica_cap(&self, lang: &str) -> usize {
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        replica_cap(&self.options.pool_replicas, lang, cpus)
+    /// Runs pool operation `op` with what it is handed ([`Cx`]), then
+    /// applies its news in order.
+    pub(super) fn with_pools<R>(&mut self, op: impl FnOnce(&mut PoolSet, &mut Cx) -> R) -> R {
+        let calls = &self.calls;
+        let traces = |program: usize, proc: Proc| calls.running_trace(program, proc);
+        let mut cx = Cx {
+            registry: self.poll.registry(),
+            sources: &mut self.sources,
+            settings: &self.options,
+            traces: &traces,
+        };
+        let out = op(&mut self.pools, &mut cx);
+        let news = self.pools.take_news();
+        for item in news {
+            match item {
+                PoolNews::Fail {
+                    program,
+                    proc,
+                    message,
+                    waiting,
+                } => self.fail_pool_calls(program, proc, &message, waiting),
+                PoolNews::Ready(program) => self.dispatch_waiting(program),
+                PoolNews::Say(kind, line) => self.say(&kind, &line),
+                PoolNews::Printed {
+                    program,
+                    proc,
+                    logger,
+                    lines,
+                } => {
+                    for line in lines {
+                        self.route_pool_line(program, proc, &logger, &line);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The one router of pool output: sends one line that process `proc` of
+    /// `program` printed as `notifications/message` to every audience that
+    /// asked for logs at its level: the stdio session, streaming HTTP
+    /// requests of sessions with a log level, and the modern calls running
+    /// on the process whose request asked for them.
+    fn route_pool_line(&mut self, program: usize, proc: Proc, logger: &str, line: &str) {
+        let mut targets: Vec<(Client, serde_json::Value)> = Vec::new();
+        if let Some(stdio) = &self.stdio {
+            if let Some(note) = mcp::log_notification(stdio.session(), POOL_LOG_LEVEL, logger, line)
+            {
+                targets.push((Client::Stdio, note));
+            }
+        }
+        if self.http.is_some() {
+            for (conn, note) in self.http_log_targets(POOL_LOG_LEVEL, logger, line) {
+                let session = String::new();
+                targets.push((Client::Http { conn, session }, note));
+            }
+        }
+        targets.extend(
+            self.calls
+                .call_log_targets(program, proc, POOL_LOG_LEVEL, logger, line),
+        );
+        for (client, note) in targets {
+            self.deliver(&client, &note, false);
+        }
+    }
+}
+
+/// MCP log level of forwarded pool output ("info").
+const POOL_LOG_LEVEL: usize = 1;
+
+impl PoolSet {
+    /// Takes the news of the operations so far ([`PoolNews`]).
+    fn take_news(&mut self) -> Vec<PoolNews> {
+        std::mem::take(&mut self.news)
+    }
+
+    /// The calls of process `i` fail (see [`PoolNews::Fail`]).
+    fn fail_calls(&mut self, program: usize, i: Proc, message: &str, waiting: bool) {
+        self.news.push(PoolNews::Fail {
+            program,
+            proc: i,
+            message: message.to_string(),
+            waiting,
+        });
     }
 
     /// `waiting` calls of `program` wait for a process of manifest pool
     /// `base` while every one is busy: start replicas for those that the
     /// starting ones will not take, up to the pool's cap.
-    pub(super) fn scale_up(&mut self, program: usize, base: BasePool, waiting: usize) {
-        let cap = self.replica_cap(self.pools.lang(program, base));
-        for _ in 0..self.pools.replicas_wanted(program, base, waiting, cap) {
-            let Some(slot) = self.pools.replica_slot(program, base, cap, Instant::now()) else {
+    pub(super) fn scale_up(&mut self, cx: &mut Cx, program: usize, base: BasePool, waiting: usize) {
+        let cap = cap_of(cx.settings, self.lang(program, base));
+        for _ in 0..self.replicas_wanted(program, base, waiting, cap) {
+            let Some(slot) = self.replica_slot(program, base, cap, Instant::now()) else {
                 break;
             };
-            self.pools[(program, slot)].life.starts.clear();
-            self.start_pool(program, slot);
+            self[(program, slot)].life.starts.clear();
+            self.start(cx, program, slot);
         }
-    }
-
-    /// The processes pool `lang` keeps ready from the start:
-    /// `--pool-min`, else 1 (the primary).
-    fn pool_min(&self, lang: &str) -> usize {
-        lang_setting(&self.options.pool_min, lang).unwrap_or(1)
     }
 
     /// Stops replicas that have been idle for `--replica-idle`, except
     /// those that keep their pool at its `--pool-min` (they count as used
     /// now, so they are looked at again one idle period later).
-    fn stop_idle_replicas(&mut self, program: usize, now: Instant) {
-        let idle = self.options.replica_idle;
-        let idle_ones = self.pools.idle_replicas(program, now, idle);
+    fn stop_idle_replicas(&mut self, cx: &mut Cx, program: usize, now: Instant) {
+        let idle_ones = self.idle_replicas(program, now, cx.settings.replica_idle);
         if idle_ones.is_empty() {
             return;
         }
         let mut spare: Vec<Option<usize>> = Vec::new();
         for slot in idle_ones {
-            let (base, _) = self.pools.base_of(program, slot);
+            let (base, _) = self.base_of(program, slot);
             if spare.len() <= base.0 {
                 spare.resize(base.0 + 1, None);
             }
             let left = *spare[base.0].get_or_insert_with(|| {
-                let min = self.pool_min(self.pools.lang(program, base));
-                self.pools.live(program, base).saturating_sub(min)
+                let min = min_of(cx.settings, self.lang(program, base));
+                self.live(program, base).saturating_sub(min)
             });
             if left > 0 {
                 spare[base.0] = Some(left - 1);
-                self.stop_pool(program, slot);
+                self.stop(cx, program, slot);
             } else {
-                self.pools.touch(program, slot, now);
+                self.touch(program, slot, now);
             }
         }
     }
 
     /// Starts, all at once, the replicas that bring each pool of `program`
     /// whose primary is starting or ready to its `--pool-min` processes.
-    fn keep_warm(&mut self, program: usize) {
-        if self.options.pool_min.is_empty() {
+    fn keep_warm(&mut self, cx: &mut Cx, program: usize) {
+        if cx.settings.pool_min.is_empty() {
             return;
         }
         let bases: Vec<BasePool> = self
-            .pools
             .procs(program)
-            .filter_map(|p| match self.pools.base_of(program, p) {
+            .filter_map(|p| match self.base_of(program, p) {
                 (base, true) => Some(base),
                 _ => None,
             })
             .collect();
         for base in bases {
-            let lang = self.pools.lang(program, base).to_string();
-            let (min, cap) = (self.pool_min(&lang), self.replica_cap(&lang));
-            for _ in 0..self.pools.replicas_to_keep(program, base, min, cap) {
-                let Some(slot) = self.pools.replica_slot(program, base, cap, Instant::now()) else {
+            let lang = self.lang(program, base).to_string();
+            let (min, cap) = (min_of(cx.settings, &lang), cap_of(cx.settings, &lang));
+            for _ in 0..self.replicas_to_keep(program, base, min, cap) {
+                let Some(slot) = self.replica_slot(program, base, cap, Instant::now()) else {
                     break;
                 };
-                self.pools[(program, slot)].life.starts.clear();
-                self.start_pool(program, slot);
+                self[(program, slot)].life.starts.clear();
+                self.start(cx, program, slot);
             }
         }
     }
 
-    pub(super) fn start_all_pools(&mut self, program: usize) {
-        if self.pools.first_sweep() {
+    /// Starts the primaries of `program` not started yet, and the replicas
+    /// of `--pool-min`.
+    pub(super) fn start_all(&mut self, cx: &mut Cx, program: usize) {
+        if self.first_sweep() {
             // Like the reference, remove shared memory left by dead runs.
             rundir::sweep_dead();
             shm::sweep_stale();
         }
-        for pool in self.pools.procs(program).collect::<Vec<_>>() {
-            let p = &self.pools[(program, pool)];
+        for pool in self.procs(program).collect::<Vec<_>>() {
+            let p = &self[(program, pool)];
             if p.replica == 0 && matches!(p.status, PoolStatus::Idle) {
-                self.start_pool(program, pool);
+                self.start(cx, program, pool);
             }
         }
-        self.keep_warm(program);
+        self.keep_warm(cx, program);
     }
 
     /// Makes sure the primary of pool `base` of `program` is running or
     /// starting; returns the error message if it cannot be used now.
-    pub(super) fn ensure_pool(&mut self, program: usize, base: BasePool) -> Result<bool, String> {
+    pub(super) fn ensure(
+        &mut self,
+        cx: &mut Cx,
+        program: usize,
+        base: BasePool,
+    ) -> Result<bool, String> {
         let pool = base.primary();
-        if self.options.lazy_pools {
+        if cx.settings.lazy_pools {
             // The command's other pools (cross-language calls) are needed too;
             // starting every pool of the program keeps that simple.
-            self.start_all_pools(program);
+            self.start_all(cx, program);
         }
-        match &self.pools[(program, pool)].status {
+        match &self[(program, pool)].status {
             PoolStatus::Ready => Ok(true),
             PoolStatus::Starting => Ok(false),
             PoolStatus::Idle => {
-                self.start_pool(program, pool);
+                self.start(cx, program, pool);
                 Ok(false)
             }
             PoolStatus::Failed { message, at } => {
                 if at.elapsed() >= RETRY_FAILED_AFTER {
-                    self.pools[(program, pool)].life.starts.clear();
-                    self.start_pool(program, pool);
-                    match &self.pools[(program, pool)].status {
+                    self[(program, pool)].life.starts.clear();
+                    self.start(cx, program, pool);
+                    match &self[(program, pool)].status {
                         PoolStatus::Failed { message, .. } => Err(message.clone()),
                         _ => Ok(false),
                     }
                 } else {
                     let message = message.clone();
-                    let pool = &mut self.pools[(program, pool)];
+                    let pool = &mut self[(program, pool)];
                     if let Some(failed) = pool.life.broken.as_mut() {
                         *failed += 1;
                     }
@@ -179,16 +405,18 @@ impl Reactor {
         }
     }
 
-    pub(super) fn start_pool(&mut self, program: usize, i: Proc) {
-        if self.pools.stops().defer_start(program, i) {
+    /// Spawns process `i` of `program` (once its old group is gone, if it
+    /// is being stopped) and watches its output.
+    fn start(&mut self, cx: &mut Cx, program: usize, i: Proc) {
+        if self.stops.defer_start(program, i) {
             // Its old process is still going: it starts once that is gone.
-            let pool = &mut self.pools[(program, i)];
+            let pool = &mut self[(program, i)];
             pool.pid = None;
             pool.status = PoolStatus::Starting;
             return;
         }
         let now = Instant::now();
-        let pool = &mut self.pools[(program, i)];
+        let pool = &mut self[(program, i)];
         pool.life.record_start(now);
         pool.probing.delay = PROBE_DELAY_MIN;
         pool.output.buf.clear();
@@ -204,15 +432,14 @@ impl Reactor {
                 pool.probing.next = Some(now + PROBE_DELAY_MIN);
                 let fd = spawned.output;
                 let raw = fd.as_raw_fd();
-                let token = self.token(Source::PoolOutput { program, pool: i });
-                if let Err(e) =
-                    self.poll
-                        .registry()
-                        .register(&mut SourceFd(&raw), token, Interest::READABLE)
+                let token = cx.sources.add(Source::PoolOutput { program, pool: i });
+                if let Err(e) = cx
+                    .registry
+                    .register(&mut SourceFd(&raw), token, Interest::READABLE)
                 {
                     log::error(&format!("cannot watch the output of a pool: {e}"));
                 }
-                self.pools[(program, i)].output.pipe = Some((token, fd));
+                pool.output.pipe = Some((token, fd));
             }
             Err(e) => {
                 let message = format!("cannot start pool '{}': {e}", pool.label());
@@ -222,24 +449,26 @@ impl Reactor {
                     at: now,
                 };
                 self.open_breaker(program, i, "could not be started");
-                self.fail_pool_calls(program, i, &message, true);
+                self.fail_calls(program, i, &message, true);
             }
         }
     }
 
-    pub(super) fn pool_timers(&mut self, now: Instant) {
-        self.advance_stops(now);
-        for program in 0..self.pools.len() {
-            self.stop_idle_replicas(program, now);
-            self.keep_warm(program);
-            for i in self.pools.procs(program).collect::<Vec<_>>() {
-                let pool = &mut self.pools[(program, i)];
+    /// The pools' timers due at `now`: stops, idle replicas, `--pool-min`,
+    /// probes and start-up timeouts.
+    pub(super) fn timers(&mut self, cx: &mut Cx, now: Instant) {
+        self.advance_stops(cx, now);
+        for program in 0..self.len() {
+            self.stop_idle_replicas(cx, program, now);
+            self.keep_warm(cx, program);
+            for i in self.procs(program).collect::<Vec<_>>() {
+                let pool = &mut self[(program, i)];
                 if pool.probing.next.is_some_and(|t| t <= now) {
                     pool.probing.next = None;
-                    self.start_probe(program, i);
+                    self.start_probe(cx, program, i);
                 }
-                let pool = &self.pools[(program, i)];
-                let limit = self.options.pool_start_timeout;
+                let pool = &self[(program, i)];
+                let limit = cx.settings.pool_start_timeout;
                 // Starting without a process: its old one is being stopped.
                 if matches!(pool.status, PoolStatus::Starting)
                     && pool.pid.is_some()
@@ -249,16 +478,16 @@ impl Reactor {
                         "pool '{}' did not become ready within {} s{}",
                         pool.label(),
                         limit.as_secs_f64(),
-                        self.pools.rt(program).tail_note(i)
+                        self.rt(program).tail_note(i)
                     );
                     log::error(&message);
-                    self.stop_pool(program, i);
-                    self.pools[(program, i)].status = PoolStatus::Failed {
+                    self.stop(cx, program, i);
+                    self[(program, i)].status = PoolStatus::Failed {
                         message: message.clone(),
                         at: now,
                     };
                     self.open_breaker(program, i, "did not become ready");
-                    self.fail_pool_calls(program, i, &message, true);
+                    self.fail_calls(program, i, &message, true);
                 }
             }
         }
@@ -266,47 +495,47 @@ impl Reactor {
 
     /// Reaps exited children, recovers the pools among them and moves the
     /// stops along.
-    pub(super) fn check_children(&mut self) {
-        self.reap_pools();
-        self.advance_stops(Instant::now());
+    pub(super) fn check_children(&mut self, cx: &mut Cx) {
+        self.reap(cx);
+        self.advance_stops(cx, Instant::now());
     }
 
     /// Moves the stops of process groups along at `now`, starting again the
     /// processes whose old group is gone.
-    pub(super) fn advance_stops(&mut self, now: Instant) {
-        for (program, slot) in self.pools.stops().advance(now) {
-            let pool = &self.pools[(program, slot)];
+    fn advance_stops(&mut self, cx: &mut Cx, now: Instant) {
+        for (program, slot) in self.stops.advance(now) {
+            let pool = &self[(program, slot)];
             if matches!(pool.status, PoolStatus::Starting) && pool.pid.is_none() {
-                self.start_pool(program, slot);
+                self.start(cx, program, slot);
             }
         }
     }
 
-    fn reap_pools(&mut self) {
+    fn reap(&mut self, cx: &mut Cx) {
         for (pid, status) in proc::reap_any() {
-            let found = self.pools.find_pid(pid);
+            let found = self.find_pid(pid);
             // Otherwise: an orphaned worker re-parented to us, now reaped.
             let Some((program, i)) = found else { continue };
             // Collect what the pool printed last, for the message.
-            self.read_pool_output(program, i);
-            self.pools[(program, i)].pid = None;
+            self.read_output(cx, program, i);
+            self[(program, i)].pid = None;
             // Its workers may outlive it: end the whole group.
             let _ = proc::kill_group(pid, libc::SIGKILL);
-            self.end_probe(program, i);
-            self.close_pool_output(program, i);
-            let lang = self.pools[(program, i)].label();
-            let starting = matches!(self.pools[(program, i)].status, PoolStatus::Starting);
+            self.end_probe(cx, program, i);
+            self.close_output(cx, program, i);
+            let lang = self[(program, i)].label();
+            let starting = matches!(self[(program, i)].status, PoolStatus::Starting);
             log::warn(&format!("pool '{lang}' (pid {pid}) {status}"));
             let message = if starting {
                 format!(
                     "pool '{lang}' {status} during start-up{}",
-                    self.pools.rt(program).tail_note(i)
+                    self.rt(program).tail_note(i)
                 )
             } else {
                 format!("pool '{lang}' died ({status}) while the call was running; it is being restarted")
             };
             let now = Instant::now();
-            let (recent, looping) = self.pools[(program, i)].life.crash_loop(now);
+            let (recent, looping) = self[(program, i)].life.crash_loop(now);
             if starting || looping {
                 // A pool that cannot start, or keeps dying, is not restarted
                 // in a loop; calls fail with the reason and a later call may
@@ -317,10 +546,10 @@ impl Reactor {
                     format!(
                         "pool '{lang}' keeps dying ({recent} starts within {} s; last: {status}); not restarting it for now{}",
                         RESTART_WINDOW.as_secs(),
-                        self.pools.rt(program).tail_note(i)
+                        self.rt(program).tail_note(i)
                     )
                 };
-                self.pools[(program, i)].status = PoolStatus::Failed {
+                self[(program, i)].status = PoolStatus::Failed {
                     message: message.clone(),
                     at: now,
                 };
@@ -333,11 +562,11 @@ impl Reactor {
                     )
                 };
                 self.open_breaker(program, i, &why);
-                self.fail_pool_calls(program, i, &message, true);
+                self.fail_calls(program, i, &message, true);
             } else {
-                self.withdraw_pool(program, i);
-                self.fail_pool_calls(program, i, &message, false);
-                self.start_pool(program, i);
+                self.withdraw(program, i);
+                self.fail_calls(program, i, &message, false);
+                self.start(cx, program, i);
             }
         }
     }
@@ -345,75 +574,68 @@ impl Reactor {
     /// Pool process `i` is `Failed` and not restarted for now: says so on
     /// stderr (rate-limited), once until it is ready again.
     fn open_breaker(&mut self, program: usize, i: Proc, why: &str) {
-        let pool = &mut self.pools[(program, i)];
+        let pool = &mut self[(program, i)];
         if pool.life.broken.is_some() {
             return;
         }
         pool.life.broken = Some(0);
         let lang = pool.label();
-        self.say(
-            &format!("restart breaker open: {lang}"),
-            &format!(
+        self.news.push(PoolNews::Say(
+            format!("restart breaker open: {lang}"),
+            format!(
                 "pool '{lang}' {why}: restart breaker open, not restarting it; its calls fail at once until one comes {} s from now or later and starts it again",
                 RETRY_FAILED_AFTER.as_secs()
             ),
-        );
+        ));
     }
 
     /// Stops pool `i`: its probe and output end now, and its process group
     /// is stopped in the background (`stop`: TERM, grace, KILL, reaped on
     /// SIGCHLD); a restart waiting for it is forgotten.
-    pub(super) fn stop_pool(&mut self, program: usize, i: Proc) {
-        self.pools.stops().cancel_restart(program, i);
-        let _ = self.begin_stop(program, i, false);
-        self.pools[(program, i)].status = PoolStatus::Idle;
+    pub(super) fn stop(&mut self, cx: &mut Cx, program: usize, i: Proc) {
+        self.stops.cancel_restart(program, i);
+        let _ = self.begin_stop(cx, program, i, false);
+        self[(program, i)].status = PoolStatus::Idle;
     }
 
     /// Ends pool `i`'s probe and output, and begins stopping its process
     /// group, if it has one (returns whether); with `restart`, the slot
     /// starts again once the group is gone.
-    fn begin_stop(&mut self, program: usize, i: Proc, restart: bool) -> bool {
-        self.end_probe(program, i);
-        self.close_pool_output(program, i);
-        let grace = self.options.pool_stop_grace;
-        let label = self.pools[(program, i)].label();
-        let Some(pid) = self.pools[(program, i)].pid.take() else {
+    fn begin_stop(&mut self, cx: &mut Cx, program: usize, i: Proc, restart: bool) -> bool {
+        self.end_probe(cx, program, i);
+        self.close_output(cx, program, i);
+        let grace = cx.settings.pool_stop_grace;
+        let label = self[(program, i)].label();
+        let Some(pid) = self[(program, i)].pid.take() else {
             return false;
         };
-        self.pools
-            .stops()
+        self.stops
             .begin(pid, label, grace, Instant::now(), (program, i), restart);
         true
     }
 
-    /// At exit: stops every pool process and waits, on the signal pipe,
-    /// until every group being stopped is gone (at most the stop grace and
-    /// a moment after SIGKILL).
-    pub(super) fn stop_all_pools(&mut self) {
-        for program in 0..self.pools.len() {
-            for i in self.pools.procs(program).collect::<Vec<_>>() {
-                self.pools.stops().cancel_restart(program, i);
-                let _ = self.begin_stop(program, i, false);
+    /// At exit: begins stopping every pool process (see [`PoolSet::settle_stops`]).
+    pub(super) fn stop_all(&mut self, cx: &mut Cx) {
+        for program in 0..self.len() {
+            for i in self.procs(program).collect::<Vec<_>>() {
+                self.stops.cancel_restart(program, i);
+                let _ = self.begin_stop(cx, program, i, false);
             }
         }
-        let mut events = Events::with_capacity(8);
-        loop {
-            proc::reap_any();
-            let _ = self.pools.stops().advance(Instant::now());
-            let Some(at) = self.pools.stops().next_deadline() else {
-                break;
-            };
-            let timeout = at.saturating_duration_since(Instant::now());
-            // Woken by SIGCHLD (the signal pipe) or the next deadline.
-            let _ = self.poll.poll(&mut events, Some(timeout));
-            let _ = self.signals.drain();
-        }
+    }
+
+    /// At exit: reaps what has exited, moves the stops along, and says when
+    /// the next one is due (`None` once every group being stopped is gone).
+    pub(super) fn settle_stops(&mut self) -> Option<Instant> {
+        proc::reap_any();
+        let _ = self.stops.advance(Instant::now());
+        self.stops.next_deadline()
     }
 
     /// Treats a running pool as starting again: calls wait until it answers
     /// a ping (or the start-up deadline passes).
-    pub(super) fn reprobe_pool(&mut self, program: usize, i: Proc) {
-        let pool = &mut self.pools[(program, i)];
+    pub(super) fn reprobe(&mut self, program: usize, i: Proc) {
+        let pool = &mut self[(program, i)];
         pool.status = PoolStatus::Starting;
         pool.life.started_at = Instant::now();
         pool.probing.delay = PROBE_DELAY_MIN;
@@ -426,25 +648,25 @@ impl Reactor {
     /// must not be handed a process that is dead or about to be stopped (a
     /// dead Python pool's workers may still hold its socket for a moment, so
     /// such a call would be sent and then lost). It counts as starting, so
-    /// no replica is started in its place; `start_pool` probes the new
-    /// process as usual.
-    pub(super) fn withdraw_pool(&mut self, program: usize, i: Proc) {
-        self.pools[(program, i)].status = PoolStatus::Starting;
+    /// no replica is started in its place; `start` probes the new process as
+    /// usual.
+    pub(super) fn withdraw(&mut self, program: usize, i: Proc) {
+        self[(program, i)].status = PoolStatus::Starting;
     }
 
     /// Restarts pool `i`: its calls fail with `reason`, and the slot starts
     /// again once its old process group is gone (never two processes on
     /// one socket and shared memory).
-    pub(super) fn restart_pool(&mut self, program: usize, i: Proc, reason: &str) {
-        let lang = self.pools[(program, i)].label();
+    pub(super) fn restart(&mut self, cx: &mut Cx, program: usize, i: Proc, reason: &str) {
+        let lang = self[(program, i)].label();
         log::warn(&format!("restarting pool '{lang}': {reason}"));
-        let stopping = self.begin_stop(program, i, true);
+        let stopping = self.begin_stop(cx, program, i, true);
         // Not idle: a waiting call could start it a second time meanwhile.
-        self.withdraw_pool(program, i);
+        self.withdraw(program, i);
         let message = format!("pool '{lang}' was restarted: {reason}");
-        self.fail_pool_calls(program, i, &message, false);
+        self.fail_calls(program, i, &message, false);
         if !stopping {
-            self.start_pool(program, i);
+            self.start(cx, program, i);
         }
     }
 }

@@ -206,7 +206,7 @@ impl Reactor {
         };
         log::warn(&format!("{what}; now serving {tools} tools (calls already running finish on the previous pools)"));
         if !self.options.lazy_pools {
-            self.start_all_pools(index);
+            self.with_pools(|p, cx| p.start_all(cx, index));
         }
         self.notify_tools_changed();
         let legacy_stdio = self.stdio.as_ref().is_some_and(|s| s.session().initialized);
@@ -229,7 +229,7 @@ impl Reactor {
                 continue;
             }
             for pool in self.pools.procs(index).collect::<Vec<_>>() {
-                self.stop_pool(index, pool);
+                self.with_pools(|p, cx| p.stop(cx, index, pool));
             }
             self.pools.retire(index);
             // Nothing refers to its commands any more: a server rebuilt a

@@ -9,7 +9,7 @@ use std::time::Instant;
 use mio::Interest;
 
 use super::{new_connection, Call, CallId, CallStage, CallTimer};
-use crate::edge::reactor::pools::{BasePool, LeaseMode, Proc};
+use crate::edge::reactor::pools::{BasePool, LeaseMode, PoolSet, Proc};
 use crate::edge::reactor::{Reactor, Source};
 
 impl Reactor {
@@ -40,7 +40,7 @@ impl Reactor {
                 .any(|slot| slot != own.primary() && self.pools.ready(program, slot));
         let mut all_ready = true;
         for p in pools {
-            match self.ensure_pool(program, p) {
+            match self.with_pools(|pools, cx| pools.ensure(cx, program, p)) {
                 Ok(ready) => all_ready &= ready,
                 // A ready replica serves while the primary cannot start.
                 Err(_) if replica_ready => {}
@@ -110,7 +110,7 @@ impl Reactor {
                 // The pool may have just died (its restart is then under way)
                 // or stopped listening: wait for it to answer a ping again
                 // instead of failing the call.
-                self.check_children();
+                self.with_pools(PoolSet::check_children);
                 let Some(call) = self.calls.get_mut(&id) else {
                     return;
                 };
@@ -136,18 +136,18 @@ impl Reactor {
                         log::warn(&format!(
                             "pool '{lang}' refused a connection ({e}); probing it again"
                         ));
-                        self.reprobe_pool(program, slot);
+                        self.pools.reprobe(program, slot);
                     }
                     return self.dispatch_waiting(program);
                 }
-                match self.ensure_pool(program, pool) {
+                match self.with_pools(|p, cx| p.ensure(cx, program, pool)) {
                     Ok(false) => {}
                     Ok(true) => {
                         // Alive but refusing: probe it again like a new pool.
                         log::warn(&format!(
                             "pool '{lang}' refused a connection ({e}); probing it again"
                         ));
-                        self.reprobe_pool(program, pool.primary());
+                        self.pools.reprobe(program, pool.primary());
                     }
                     Err(message) => return self.finish_call(id, Err(message)),
                 }
@@ -202,7 +202,7 @@ impl Reactor {
         let was_running = call.stage != CallStage::WaitingForPool;
         if was_running {
             // Restarted below: no waiting call may take its place on it.
-            self.withdraw_pool(program, slot);
+            self.pools.withdraw(program, slot);
         }
         self.fail_call(
             id,
@@ -211,7 +211,8 @@ impl Reactor {
         if was_running {
             // A stuck worker would hold up every later call (a Python pool
             // serves one call at a time), so the pool is restarted.
-            self.restart_pool(program, slot, &format!("a call timed out after {secs} s"));
+            let reason = format!("a call timed out after {secs} s");
+            self.with_pools(|p, cx| p.restart(cx, program, slot, &reason));
         }
     }
 }

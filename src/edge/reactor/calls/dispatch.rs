@@ -158,7 +158,7 @@ impl Reactor {
             self.connect_call(id);
         }
         for (base, waiting) in plan.demand {
-            self.scale_up(program, base, waiting);
+            self.with_pools(|p, cx| p.scale_up(cx, program, base, waiting));
         }
     }
 

@@ -2,7 +2,7 @@
 //! by [`split_lines`], pure), echoed on stderr through the logger (at
 //! `warn`: a program's own output, usually its errors), kept as the process's tail
 //! for error messages, and routed as MCP log messages by one router
-//! ([`Reactor::route_pool_line`]) to every audience that asked for them: the
+//! (`Reactor::route_pool_line`, which the lines reach as [`PoolNews::Printed`]) to every audience that asked for them: the
 //! stdio session, streaming HTTP requests of sessions with a log level, and
 //! the modern calls running on the process.
 
@@ -10,21 +10,16 @@ use std::ops::ControlFlow;
 use std::os::fd::AsRawFd;
 
 use mio::unix::SourceFd;
-use serde_json::Value as Json;
 
-use super::Proc;
+use super::{Cx, PoolNews, PoolSet, Proc};
 use crate::edge::log;
 use crate::edge::reactor::byteio;
-use crate::edge::reactor::{Client, Reactor};
 use crate::protocol::log::{Format, Level, Record, Value};
-use crate::protocol::mcp;
 
 /// Lines of pool output kept for error messages.
 const OUTPUT_TAIL: usize = 20;
 /// Pool output lines longer than this are split.
 const MAX_LOG_LINE: usize = 64 * 1024;
-/// MCP log level of forwarded pool output ("info").
-const POOL_LOG_LEVEL: usize = 1;
 
 /// Takes the complete lines out of `buf` (and pieces of [`MAX_LOG_LINE`]
 /// bytes of a longer one; the partial last line too if `flush_partial`),
@@ -48,41 +43,44 @@ fn split_lines(buf: &mut Vec<u8>, flush_partial: bool) -> Vec<String> {
     lines
 }
 
-impl Reactor {
-    pub(in crate::edge::reactor) fn read_pool_output(&mut self, program: usize, i: Proc) {
-        let Some((_, fd)) = self.pools[(program, i)].output.pipe.as_ref() else {
+impl PoolSet {
+    /// Reads what process `i` printed so far.
+    pub(in crate::edge::reactor) fn read_output(&mut self, cx: &mut Cx, program: usize, i: Proc) {
+        let Some((_, fd)) = self[(program, i)].output.pipe.as_ref() else {
             return;
         };
         // The pipe stays open while it is read: the pool's `output` owns it.
         let mut pipe = byteio::RawReader(fd.as_raw_fd());
         let mut buf = [0u8; 16 * 1024];
         let end = byteio::read_until(&mut pipe, &mut buf, |chunk| {
-            let out = &mut self.pools[(program, i)].output.buf;
+            let out = &mut self[(program, i)].output.buf;
             out.extend_from_slice(chunk);
             // Bound the buffer even if a pool writes without newlines.
             if out.len() > 4 * MAX_LOG_LINE {
-                self.emit_pool_lines(program, i, false);
+                self.emit_lines(cx, program, i, false);
             }
             ControlFlow::Continue(())
         });
         let closed = matches!(end, byteio::ReadEnd::Eof);
-        self.emit_pool_lines(program, i, closed);
+        self.emit_lines(cx, program, i, closed);
         if closed {
-            self.close_pool_output(program, i);
+            self.close_output(cx, program, i);
         }
     }
 
-    fn emit_pool_lines(&mut self, program: usize, i: Proc, flush_partial: bool) {
-        let lines = split_lines(&mut self.pools[(program, i)].output.buf, flush_partial);
+    /// Echoes the complete lines read on stderr, keeps them as the tail and
+    /// passes them on ([`PoolNews::Printed`]).
+    fn emit_lines(&mut self, cx: &mut Cx, program: usize, i: Proc, flush_partial: bool) {
+        let lines = split_lines(&mut self[(program, i)].output.buf, flush_partial);
         if lines.is_empty() {
             return;
         }
-        let label = self.pools[(program, i)].label();
+        let label = self[(program, i)].label();
         let logger = format!("pool:{label}");
         if log::enabled(Level::Warn) {
             // A replica's lines say which process printed them; in json
             // every line names its pool.
-            let prefix = if self.pools[(program, i)].replica > 0 {
+            let prefix = if self[(program, i)].replica > 0 {
                 format!("[{label}] ")
             } else {
                 String::new()
@@ -90,7 +88,7 @@ impl Reactor {
             // In json, a line printed while the process runs one traced
             // call names that call's trace.
             let trace_id = match log::format() {
-                Format::Json => self.running_trace(program, i),
+                Format::Json => (cx.traces)(program, i),
                 Format::Text => None,
             };
             for line in &lines {
@@ -110,48 +108,25 @@ impl Reactor {
                 });
             }
         }
-        for line in lines {
-            self.route_pool_line(program, i, &logger, &line);
-            let tail = &mut self.pools[(program, i)].output.tail;
+        let tail = &mut self[(program, i)].output.tail;
+        for line in &lines {
             if tail.len() == OUTPUT_TAIL {
                 tail.pop_front();
             }
-            tail.push_back(line);
+            tail.push_back(line.clone());
         }
+        self.news.push(PoolNews::Printed {
+            program,
+            proc: i,
+            logger,
+            lines,
+        });
     }
 
-    /// The one router of pool output: sends one line that process `proc` of
-    /// `program` printed as `notifications/message` to every audience that
-    /// asked for logs at its level: the stdio session, streaming HTTP
-    /// requests of sessions with a log level, and the modern calls running
-    /// on the process whose request asked for them.
-    fn route_pool_line(&mut self, program: usize, proc: Proc, logger: &str, line: &str) {
-        let mut targets: Vec<(Client, Json)> = Vec::new();
-        if let Some(stdio) = &self.stdio {
-            if let Some(note) = mcp::log_notification(stdio.session(), POOL_LOG_LEVEL, logger, line)
-            {
-                targets.push((Client::Stdio, note));
-            }
-        }
-        if self.http.is_some() {
-            for (conn, note) in self.http_log_targets(POOL_LOG_LEVEL, logger, line) {
-                let session = String::new();
-                targets.push((Client::Http { conn, session }, note));
-            }
-        }
-        targets.extend(self.call_log_targets(program, proc, POOL_LOG_LEVEL, logger, line));
-        for (client, note) in targets {
-            self.deliver(&client, &note, false);
-        }
-    }
-
-    pub(super) fn close_pool_output(&mut self, program: usize, i: Proc) {
-        if let Some((token, fd)) = self.pools[(program, i)].output.pipe.take() {
-            let _ = self
-                .poll
-                .registry()
-                .deregister(&mut SourceFd(&fd.as_raw_fd()));
-            self.sources.remove(&token);
+    pub(super) fn close_output(&mut self, cx: &mut Cx, program: usize, i: Proc) {
+        if let Some((token, fd)) = self[(program, i)].output.pipe.take() {
+            let _ = cx.registry.deregister(&mut SourceFd(&fd.as_raw_fd()));
+            cx.sources.remove(&token);
         }
     }
 }

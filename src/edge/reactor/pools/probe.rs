@@ -8,62 +8,65 @@ use std::time::Instant;
 use mio::net::UnixStream;
 use mio::Interest;
 
-use super::set::{Probe, PROBE_DELAY_MAX};
-use super::{PoolStatus, Proc};
-use crate::edge::reactor::{Reactor, Source};
+use super::set::PROBE_DELAY_MAX;
+use super::{Cx, PoolNews, PoolSet, PoolStatus, Probe, Proc};
+use crate::edge::reactor::Source;
 use crate::format::packet;
 
-impl Reactor {
-    pub(super) fn start_probe(&mut self, program: usize, i: Proc) {
-        let pool = &self.pools[(program, i)];
+impl PoolSet {
+    /// Pings starting process `i` on its socket, unless a ping is in flight.
+    pub(super) fn start_probe(&mut self, cx: &mut Cx, program: usize, i: Proc) {
+        let pool = &self[(program, i)];
         if !matches!(pool.status, PoolStatus::Starting) || pool.probing.probe.is_some() {
             return;
         }
-        if self.pools.rt(program).leases.exclusive(i) {
+        if self.rt(program).leases.exclusive(i) {
             // A ping would free the block of the result still being read.
             return self.schedule_probe(program, i);
         }
         match UnixStream::connect(&pool.socket_path) {
             Ok(mut stream) => {
-                let token = self.token(Source::Probe { program, pool: i });
-                if self
-                    .poll
-                    .registry()
+                let token = cx.sources.add(Source::Probe { program, pool: i });
+                if cx
+                    .registry
                     .register(&mut stream, token, Interest::READABLE | Interest::WRITABLE)
                     .is_err()
                 {
-                    self.sources.remove(&token);
+                    cx.sources.remove(&token);
                     return self.schedule_probe(program, i);
                 }
-                self.pools[(program, i)].probing.probe = Some(Probe {
+                self[(program, i)].probing.probe = Some(Probe {
                     stream,
                     token,
                     written: 0,
                     read: Vec::new(),
                 });
-                self.advance_probe(program, i);
+                self.advance_probe(cx, program, i);
             }
             // Not bound or not listening yet.
             Err(_) => self.schedule_probe(program, i),
         }
     }
 
+    /// The next ping to process `i` goes after a growing delay.
     pub(super) fn schedule_probe(&mut self, program: usize, i: Proc) {
-        let pool = &mut self.pools[(program, i)];
+        let pool = &mut self[(program, i)];
         pool.probing.next = Some(Instant::now() + pool.probing.delay);
         pool.probing.delay = (pool.probing.delay * 3 / 2).min(PROBE_DELAY_MAX);
     }
 
-    pub(super) fn end_probe(&mut self, program: usize, i: Proc) {
-        if let Some(mut probe) = self.pools[(program, i)].probing.probe.take() {
-            let _ = self.poll.registry().deregister(&mut probe.stream);
-            self.sources.remove(&probe.token);
+    pub(super) fn end_probe(&mut self, cx: &mut Cx, program: usize, i: Proc) {
+        if let Some(mut probe) = self[(program, i)].probing.probe.take() {
+            let _ = cx.registry.deregister(&mut probe.stream);
+            cx.sources.remove(&probe.token);
         }
     }
 
-    pub(in crate::edge::reactor) fn advance_probe(&mut self, program: usize, i: Proc) {
+    /// Moves process `i`'s ping along (its socket is ready): a pong makes
+    /// it *Ready*.
+    pub(in crate::edge::reactor) fn advance_probe(&mut self, cx: &mut Cx, program: usize, i: Proc) {
         let ping = packet::ping();
-        let Some(probe) = self.pools[(program, i)].probing.probe.as_mut() else {
+        let Some(probe) = self[(program, i)].probing.probe.as_mut() else {
             return;
         };
         let mut failed = false;
@@ -90,22 +93,22 @@ impl Reactor {
             }
         }
         let ok = !failed && packet::is_pong(&probe.read);
-        self.end_probe(program, i);
+        self.end_probe(cx, program, i);
         if !ok {
             return self.schedule_probe(program, i);
         }
-        self.pools[(program, i)].status = PoolStatus::Ready;
-        if let Some(failed) = self.pools[(program, i)].life.broken.take() {
-            let lang = self.pools[(program, i)].label();
-            self.say(
-                &format!("restart breaker closed: {lang}"),
-                &format!(
+        self[(program, i)].status = PoolStatus::Ready;
+        if let Some(failed) = self[(program, i)].life.broken.take() {
+            let lang = self[(program, i)].label();
+            self.news.push(PoolNews::Say(
+                format!("restart breaker closed: {lang}"),
+                format!(
                     "pool '{lang}' is ready again: restart breaker closed ({failed} call(s) failed at once while it was open)"
                 ),
-            );
+            ));
         }
         // Calls waiting for this pool go once every pool they need is ready
         // (and their lease is free).
-        self.dispatch_waiting(program);
+        self.news.push(PoolNews::Ready(program));
     }
 }

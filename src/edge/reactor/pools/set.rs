@@ -14,13 +14,11 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use mio::net::UnixStream;
-use mio::Token;
-
 use super::index::{BasePool, Proc};
 use super::leases::Leases;
 use super::routing::Routing;
 use super::stop::Stops;
+use super::{Life, Output, Pool, PoolSet, Probing, Runtime};
 use crate::edge::proc;
 use crate::edge::rundir;
 use crate::edge::shm;
@@ -51,32 +49,6 @@ pub(in crate::edge::reactor) enum PoolStatus {
     },
 }
 
-pub(super) struct Probe {
-    pub(super) stream: UnixStream,
-    pub(super) token: Token,
-    pub(super) written: usize,
-    pub(super) read: Vec<u8>,
-}
-
-/// A process's readiness probing: the probe in flight, when the next one
-/// goes, and the delay growing between them.
-pub(super) struct Probing {
-    pub(super) probe: Option<Probe>,
-    pub(super) next: Option<Instant>,
-    pub(super) delay: Duration,
-}
-
-/// A process's starts: when it last started, its recent starts (the
-/// crash-loop guard) and its restart breaker.
-pub(super) struct Life {
-    pub(super) started_at: Instant,
-    pub(super) starts: VecDeque<Instant>,
-    /// The restart breaker is open: the process is `Failed` (it kept dying
-    /// or could not start), and its calls fail at once until a call after
-    /// `RETRY_FAILED_AFTER` starts it again; how many failed so.
-    pub(super) broken: Option<u64>,
-}
-
 impl Life {
     /// Records a start at `now`, forgetting starts older than the window.
     pub(super) fn record_start(&mut self, now: Instant) {
@@ -101,55 +73,6 @@ impl Life {
             .count();
         (recent, recent >= MAX_RESTARTS)
     }
-}
-
-/// A process's output pipe, the partial line read from it, and its last
-/// lines (for error messages).
-pub(super) struct Output {
-    pub(super) pipe: Option<(Token, OwnedFd)>,
-    pub(super) buf: Vec<u8>,
-    pub(super) tail: VecDeque<String>,
-}
-
-/// One process of a pool: the primary or a replica (its fields are the
-/// pool lifecycle's).
-pub(in crate::edge::reactor) struct Pool {
-    pub(super) lang: String,
-    /// The manifest pool this process serves (its own index for a primary).
-    pub(super) base: BasePool,
-    /// 0 for the primary, else the replica's number (1, 2, ...).
-    pub(super) replica: usize,
-    /// When a call last started or ended on it (idle replicas stop).
-    pub(super) last_used: Instant,
-    /// A replica's own shared memory: its volume 0 and a reader of its
-    /// volumes (a primary uses the run's, in `Runtime`).
-    own_shm: Option<(Option<shm::Volume0>, shm::ShmReader)>,
-    pub(super) socket_path: PathBuf,
-    pub(super) spawn: proc::PoolSpawn,
-    pub(super) status: PoolStatus,
-    pub(super) pid: Option<i32>,
-    /// A socket made ahead of the next call to this process, not connected
-    /// yet (see `Reactor::end_turn`).
-    pub(super) spare: Option<OwnedFd>,
-    pub(super) life: Life,
-    pub(super) probing: Probing,
-    pub(super) output: Output,
-}
-
-/// The per-program run state.
-pub(in crate::edge::reactor) struct Runtime {
-    pub(super) pools: Vec<Pool>,
-    tmpdir: Option<PathBuf>,
-    /// Holds the run directory's lock; dropped once the directory is gone.
-    run_dir: Option<rundir::RunDir>,
-    basename: String,
-    volume0: Option<shm::Volume0>,
-    pub(super) shm_reader: shm::ShmReader,
-    /// How the pools route results: see [`Routing`].
-    pub(super) routing: Routing,
-    pub(super) leases: Leases,
-    /// Its program was replaced by a reload and its pools have been stopped.
-    pub(super) retired: bool,
 }
 
 impl Pool {
@@ -505,18 +428,6 @@ pub(in crate::edge::reactor) struct ProcState {
     pub(in crate::edge::reactor) ready: bool,
 }
 
-/// The pools of every program served (one [`Runtime`] per program of the
-/// catalog, retired ones included), and when eager pools start.
-pub(in crate::edge::reactor) struct PoolSet {
-    programs: Vec<Runtime>,
-    /// Eager pools not yet spawned (see `Reactor::new`).
-    pending: Option<Instant>,
-    /// Stale shared memory of dead runs has been removed.
-    swept: bool,
-    /// Process groups being stopped.
-    stops: Stops,
-}
-
 impl PoolSet {
     pub(in crate::edge::reactor) fn new(programs: Vec<Runtime>) -> PoolSet {
         PoolSet {
@@ -524,12 +435,8 @@ impl PoolSet {
             pending: None,
             swept: false,
             stops: Stops::default(),
+            news: Vec::new(),
         }
-    }
-
-    /// The process groups being stopped.
-    pub(super) fn stops(&mut self) -> &mut Stops {
-        &mut self.stops
     }
 
     /// Adds the runtime of a program just added to the catalog.

@@ -4,7 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::{BasePool, PoolSet, PoolStatus, Proc, RETRY_FAILED_AFTER};
+use crate::edge::reactor::pools::PoolSet;
+
+use super::{BasePool, PoolStatus, Proc, RETRY_FAILED_AFTER};
 
 impl PoolSet {
     /// Whether manifest pool `base` may get more processes: its primary is
