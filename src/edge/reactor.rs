@@ -367,7 +367,8 @@ impl Reactor {
                 return code;
             }
             let now = Instant::now();
-            if self.drained(now) {
+            let idle = || self.calls.values().all(|c| c.abandoned);
+            if self.http.as_ref().is_some_and(|h| h.drained(now, idle())) {
                 return 0;
             }
             if let Some(stdio) = &self.stdio {

@@ -41,8 +41,8 @@ use super::{Reactor, StartError, LISTENER};
 use crate::edge::cli::{HttpConfig, Settings};
 use crate::edge::proc;
 use crate::protocol::http::{
-    self, Budget, Gate, Headers, Notice, Notices, OriginPolicy, Request, Route, SessionLimits,
-    Sessions,
+    self, Answer, Budget, Gate, Headers, Notice, Notices, OriginPolicy, Request, Route,
+    SessionLimits, Sessions,
 };
 use crate::protocol::instance::InstanceId;
 use crate::protocol::mcp::Catalog;
@@ -65,9 +65,18 @@ use caps::connection_cap;
 use conn::Conn;
 use conns::Conns;
 
-/// What serves an endpoint: the connection, the request, and the CORS
-/// headers its response carries.
-type Handler = fn(&mut Reactor, Token, Request, Headers);
+/// What serves an endpoint (see [`Reactor::serve_endpoint`]).
+#[derive(Clone, Copy, Debug)]
+enum Handler {
+    /// The MCP endpoint (`requests`).
+    Mcp,
+    /// The Prometheus scrape (`metrics`).
+    Metrics,
+    /// The OAuth protected resource's metadata document (`oauth`).
+    OAuthMetadata,
+    /// The health check (`health`).
+    Health,
+}
 
 /// The endpoints. A guarded one is behind the Host, Origin and token
 /// checks; an open one is answered to anyone (load balancers probe
@@ -77,31 +86,31 @@ const ROUTES: &[Route<Handler>] = &[
         path: "/mcp",
         methods: &["POST", "DELETE"],
         guarded: true,
-        handler: Reactor::http_mcp,
+        handler: Handler::Mcp,
     },
     Route {
         path: metrics::PATH,
         methods: &["GET"],
         guarded: true,
-        handler: Reactor::http_metrics,
+        handler: Handler::Metrics,
     },
     Route {
         path: oauth::METADATA,
         methods: &["GET"],
         guarded: false,
-        handler: Reactor::http_oauth_metadata,
+        handler: Handler::OAuthMetadata,
     },
     Route {
         path: oauth::METADATA_MCP,
         methods: &["GET"],
         guarded: false,
-        handler: Reactor::http_oauth_metadata,
+        handler: Handler::OAuthMetadata,
     },
     Route {
         path: health::PATH,
         methods: &["GET", "HEAD"],
         guarded: false,
-        handler: Reactor::http_health,
+        handler: Handler::Health,
     },
 ];
 
@@ -139,8 +148,8 @@ pub(super) struct HttpFront {
     /// A request's head and body must arrive within this time of its first
     /// byte; an idle keep-alive connection is closed after the other.
     timeouts: conn::Timeouts,
-    token: Option<String>,
-    policy: OriginPolicy,
+    /// What the checks take: the Origin policy and the tokens.
+    checks: Checks,
     sessions: Sessions,
     conns: Conns,
     /// The connection cap: `MAX_CONNECTIONS` or what the fd limit allows.
@@ -156,16 +165,28 @@ pub(super) struct HttpFront {
     /// `--max-conns-per-peer`; 0 for no cap.
     max_per_peer: usize,
     notices: Notices,
-    /// When serving began (the uptime `/health` reports).
-    started: Instant,
-    /// Set by SIGTERM: the latest time to exit (see `health`).
-    draining: Option<Instant>,
+    /// Serving's start and its drain (`health`).
+    life: health::Life,
     /// The OAuth resource server (`--oauth-issuer`).
     oauth: Option<oauth::OAuthFront>,
     /// The open access record of each connection's request (`obs`).
-    pub(super) access: IdMap<Token, super::obs::Access>,
+    access: IdMap<Token, super::obs::Access>,
+}
+
+/// What the checks of guarded requests take.
+struct Checks {
+    /// `--auth-token`.
+    token: Option<String>,
+    policy: OriginPolicy,
     /// `--metrics-token`: what `GET /metrics` takes instead of `token`.
     metrics_token: Option<String>,
+}
+
+impl Checks {
+    /// `--auth-token`, if set.
+    fn token(&self) -> Option<&str> {
+        self.token.as_deref()
+    }
 }
 
 impl HttpFront {
@@ -257,8 +278,11 @@ impl HttpFront {
                 request: settings.request_timeout,
                 idle: settings.idle_timeout,
             },
-            token: config.auth_token,
-            policy,
+            checks: Checks {
+                token: config.auth_token,
+                policy,
+                metrics_token: None,
+            },
             sessions,
             conns: Conns::default(),
             max_conns,
@@ -267,25 +291,23 @@ impl HttpFront {
             peers: HashMap::new(),
             max_per_peer: settings.max_conns_per_peer,
             notices: Notices::new(http::NOTICE_PERIOD),
-            started: Instant::now(),
-            draining: None,
+            life: health::Life::new(),
             oauth,
             access: IdMap::default(),
-            metrics_token: None,
         })
     }
 
     /// Whether a drain has begun.
     pub(super) fn draining(&self) -> bool {
-        self.draining.is_some()
+        self.life.draining.is_some()
     }
 
     /// The checks' configuration, for `http::admit`.
     fn gate(&self) -> Gate<'_> {
         Gate {
-            policy: &self.policy,
+            policy: &self.checks.policy,
             // Under OAuth the token is checked by `oauth_guard`.
-            token: self.token.as_deref().filter(|_| self.oauth.is_none()),
+            token: self.checks.token().filter(|_| self.oauth.is_none()),
         }
     }
 
@@ -351,7 +373,7 @@ impl HttpFront {
         if let Some(principal) = principal {
             return principal.owner();
         }
-        match (&self.token, peer) {
+        match (&self.checks.token, peer) {
             (Some(_), _) => "token".to_string(),
             (None, Some(ip)) => format!("peer {ip}"),
             (None, None) => String::new(),
@@ -370,7 +392,7 @@ impl HttpFront {
         if let Some(principal) = conn.and_then(Conn::principal) {
             return principal.owner();
         }
-        match (&self.token, conn.map(Conn::peer)) {
+        match (&self.checks.token, conn.map(Conn::peer)) {
             (Some(_), _) => "token".to_string(),
             (None, _) if !session.is_empty() => format!("session {session}"),
             (None, Some(ip)) => format!("peer {ip}"),
@@ -382,7 +404,24 @@ impl HttpFront {
     pub(super) fn next_deadline(&mut self) -> Option<Instant> {
         let conns = self.conns.next_deadline(self.timeouts);
         let fetch = self.oauth.as_ref().and_then(oauth::OAuthFront::deadline);
-        conns.into_iter().chain(self.draining).chain(fetch).min()
+        let drain = self.life.draining;
+        conns.into_iter().chain(drain).chain(fetch).min()
+    }
+
+    /// Holds connection `token` busy while its request waits (its body
+    /// checked in slices, or the keys fetched), so no later request of it
+    /// is read meanwhile.
+    pub(super) fn hold(&mut self, token: Token, keep_alive: bool) {
+        if let Some(conn) = self.conns.get_mut(&token) {
+            conn.set_busy(conn::Busy {
+                session: String::new(),
+                sse: false,
+                keep_alive,
+                cors: Vec::new(),
+                modern: false,
+                listen: None,
+            });
+        }
     }
 
     /// A new session id. Session ids must not be guessable: without a
@@ -391,6 +430,62 @@ impl HttpFront {
         let mut bytes = [0u8; 16];
         proc::fill_random(&mut bytes)?;
         Ok(bytes)
+    }
+}
+
+impl Reactor {
+    /// Serves a request its route admitted, with the CORS headers `cors`:
+    /// `/mcp` goes to `requests`; the others' owners make the answer.
+    fn serve_endpoint(&mut self, handler: Handler, token: Token, req: Request, cors: Headers) {
+        let Some(front) = self.http.as_ref() else {
+            return;
+        };
+        let keep_alive = req.keep_alive;
+        let rows = || health::pool_rows(&self.pools, &self.catalog);
+        let (answer, content_type) = match handler {
+            Handler::Mcp => return self.http_mcp(token, req, cors),
+            Handler::Metrics => {
+                let answer = front.metrics(&self.calls, &self.tasks, rows(), cors, keep_alive);
+                (answer, Some(metrics::CONTENT_TYPE))
+            }
+            Handler::OAuthMetadata => (front.oauth_metadata(&self.catalog, keep_alive), None),
+            Handler::Health => {
+                let in_flight = self.calls.values().filter(|c| !c.abandoned).count();
+                let starting = self.pools.pending().is_some();
+                (front.health(rows(), starting, in_flight, keep_alive), None)
+            }
+        };
+        let Answer {
+            status,
+            headers,
+            body,
+            keep_alive,
+        } = answer;
+        let content_type = content_type.or((!body.is_empty()).then_some("application/json"));
+        self.respond_as(token, status, content_type, &headers, &body, keep_alive);
+    }
+
+    /// An event on the JWKS fetch's socket (`oauth`).
+    pub(in crate::edge::reactor) fn jwks_event(&mut self) {
+        let Some(front) = self.http.as_mut() else {
+            return;
+        };
+        let parked = front.jwks_event(self.poll.registry(), &mut self.sources);
+        self.serve_parked(parked);
+    }
+
+    /// Judges again the requests that waited for the keys, now that their
+    /// fetch has ended (without another fetch).
+    fn serve_parked(&mut self, parked: oauth::Parked) {
+        for (token, req) in parked {
+            let Some(conn) = self.conn_mut(token) else {
+                continue;
+            };
+            conn.take_busy();
+            self.serve_request(token, req, false);
+            self.flush_conn(token);
+            self.pump(token);
+        }
     }
 }
 

@@ -245,7 +245,7 @@ impl Reactor {
     pub(super) fn call_trace(&self, client: &Client, id: &RequestId) -> Option<Box<CallTrace>> {
         let access = match client {
             Client::Stdio => self.stdio.as_ref()?.access.0.get(id)?,
-            Client::Http { conn, .. } => self.http.as_ref()?.access.get(conn)?,
+            Client::Http { conn, .. } => self.http.as_ref()?.access_of(*conn)?,
         };
         Some(Box::new(CallTrace {
             span: access.span.child(log::random_id()),

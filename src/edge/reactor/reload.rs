@@ -173,7 +173,11 @@ impl Reactor {
                 ))
             }
         };
-        if let Some(why) = self.oauth_unbound(old, &program) {
+        let unbound = self
+            .http
+            .as_ref()
+            .and_then(|h| h.oauth_unbound(&self.catalog, old, &program));
+        if let Some(why) = unbound {
             return log::warn(&format!(
                 "{} changed but cannot be served ({why}); still serving the previous build",
                 path.display()

@@ -7,92 +7,83 @@
 use mio::Token;
 use serde_json::Value as Json;
 
+use super::HttpFront;
 use crate::edge::log;
 use crate::edge::reactor::obs::Access;
-use crate::edge::reactor::Reactor;
 use crate::protocol::http::Request;
 use crate::protocol::jsonrpc::Incoming;
 use crate::protocol::log::Level;
 use crate::protocol::trace;
 
 /// Replies longer than this are not parsed again for their outcome (see
-/// [`Reactor::http_access_end`]); a JSON-RPC error is always short.
+/// [`HttpFront::access_end`]); a JSON-RPC error is always short.
 const SNIFF_MAX: usize = 64 * 1024;
 
-impl Reactor {
+impl HttpFront {
     /// A request's head is complete: its record opens, with the context of
     /// its `traceparent` and `tracestate` headers. An `anonymous` request
     /// (refused, or on an open route such as `/health`) proved no token:
     /// its owner is its peer address.
-    pub(in crate::edge::reactor) fn http_access_open(
+    pub(in crate::edge::reactor) fn access_open(
         &mut self,
         token: Token,
         req: &Request,
         anonymous: bool,
     ) {
-        let Some(front) = self.http.as_mut() else {
-            return;
-        };
         let incoming =
             trace::Incoming::from_values(req.header("traceparent"), req.header("tracestate"));
-        let owner = match front.conns.get(&token) {
+        let owner = match self.conns.get(&token) {
             Some(conn) if anonymous => format!("peer {}", conn.peer()),
-            _ => front.owner_of(token),
+            _ => self.owner_of(token),
         };
         let http = Some((req.method.as_str(), req.path.as_str()));
         match Access::open(&owner, http, incoming) {
-            Some(access) => front.access.insert(token, access),
-            None => front.access.remove(&token),
+            Some(access) => self.access.insert(token, access),
+            None => self.access.remove(&token),
         };
     }
 
     /// The JSON-RPC message of the request on `token`.
-    pub(in crate::edge::reactor) fn http_access_message(&mut self, token: Token, msg: &Incoming) {
-        let Some(front) = self.http.as_mut() else {
-            return;
-        };
+    pub(in crate::edge::reactor) fn access_message(&mut self, token: Token, msg: &Incoming) {
         let (method, params) = match msg {
             Incoming::Request { method, params, .. }
             | Incoming::Notification { method, params } => (method.as_str(), params.as_ref()),
             _ => return,
         };
-        if !front.access.contains_key(&token) {
+        if !self.access.contains_key(&token) {
             // Access lines are off; a context in `_meta` still opens one.
             let incoming = trace::Incoming::from_params(params);
-            let owner = front.owner_of(token);
+            let owner = self.owner_of(token);
             let Some(access) = Access::open(&owner, None, incoming) else {
                 return;
             };
-            front.access.insert(token, access);
+            self.access.insert(token, access);
         }
-        if let Some(access) = front.access.get_mut(&token) {
+        if let Some(access) = self.access.get_mut(&token) {
             access.message(method, params);
         }
     }
 
     /// The JSON-RPC reply of the request on `token`.
-    pub(in crate::edge::reactor) fn http_access_reply(&mut self, token: Token, reply: &Json) {
-        if let Some(access) = self.http.as_mut().and_then(|f| f.access.get_mut(&token)) {
+    pub(in crate::edge::reactor) fn access_reply(&mut self, token: Token, reply: &Json) {
+        if let Some(access) = self.access.get_mut(&token) {
             access.reply(reply);
         }
     }
 
     /// The request on `token` was answered with `status` (`body`, when
     /// given, is read for a JSON-RPC outcome if none was noted).
-    pub(in crate::edge::reactor) fn http_access_end(
+    pub(in crate::edge::reactor) fn access_end(
         &mut self,
         token: Token,
         status: u16,
         body: Option<&[u8]>,
     ) {
-        let Some(front) = self.http.as_mut() else {
-            return;
-        };
-        let Some(mut access) = front.access.remove(&token) else {
+        let Some(mut access) = self.access.remove(&token) else {
             if log::enabled(Level::Info) {
                 // Refused before its head was read whole (unparseable, too
                 // big, too slow).
-                let owner = front.owner_of(token);
+                let owner = self.owner_of(token);
                 if let Some(access) = Access::open(&owner, None, trace::Incoming::default()) {
                     access.finish(Some(status), "rejected");
                 }
@@ -115,9 +106,14 @@ impl Reactor {
 
     /// The call of the request on `token` was cancelled: that is its
     /// outcome, whatever answer ends the exchange.
-    pub(in crate::edge::reactor) fn http_access_cancelled(&mut self, token: Token) {
-        if let Some(access) = self.http.as_mut().and_then(|f| f.access.get_mut(&token)) {
+    pub(in crate::edge::reactor) fn access_cancelled(&mut self, token: Token) {
+        if let Some(access) = self.access.get_mut(&token) {
             access.outcome = Some(("cancelled", None));
         }
+    }
+
+    /// The open access record of the request on `token` (for a call's trace).
+    pub(in crate::edge::reactor) fn access_of(&self, token: Token) -> Option<&Access> {
+        self.access.get(&token)
     }
 }

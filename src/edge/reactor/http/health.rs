@@ -20,15 +20,15 @@
 //! flight and every response has been written, or at the drain deadline.
 
 use crate::edge::log;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use mio::Token;
+use mio::Registry;
 
-use super::Conn;
-use crate::edge::reactor::pools::PoolStatus;
+use super::{Conn, HttpFront};
+use crate::edge::reactor::pools::{PoolSet, PoolStatus};
 use crate::edge::reactor::Reactor;
-use crate::protocol::http::{Headers, Request};
-use crate::protocol::mcp;
+use crate::protocol::http::Answer;
+use crate::protocol::mcp::{self, Catalog};
 
 /// The health check's path.
 pub(super) const PATH: &str = "/health";
@@ -41,57 +41,69 @@ pub(super) struct PoolRow<'a> {
     pub(super) replicas: usize,
 }
 
-impl Reactor {
-    /// The `/health` endpoint (`GET` or `HEAD`; no checks, no CORS).
-    pub(super) fn http_health(&mut self, token: Token, req: Request, _: Headers) {
-        let keep_alive = req.keep_alive;
-        let (ready, body) = self.health();
-        let headers = vec![("Cache-Control".to_string(), "no-store".to_string())];
-        let status = if ready { 200 } else { 503 };
-        self.respond(token, status, &headers, &body, keep_alive);
-    }
-
-    /// Each served pool's primary process: its program, language, state
-    /// (`idle`, `starting`, `ready` or `down`) and ready replicas. Shared by
-    /// `/health` and `/metrics`.
-    pub(super) fn pool_rows(&self) -> Vec<PoolRow<'_>> {
-        let mut rows = Vec::new();
-        for program in 0..self.pools.len() {
-            let Some(primaries) = self.pools.primaries(program) else {
-                continue;
-            };
-            let name = self
-                .catalog
-                .programs
-                .get(program)
-                .map_or("", |p| p.loaded.manifest.name.as_str());
-            for (lang, status, replicas) in primaries {
-                let state = match status {
-                    PoolStatus::Idle if self.pools.pending().is_some() => "starting",
-                    PoolStatus::Idle => "idle",
-                    PoolStatus::Starting => "starting",
-                    PoolStatus::Ready => "ready",
-                    PoolStatus::Failed { .. } => "down",
-                };
-                rows.push(PoolRow {
-                    program: name,
-                    lang,
-                    state,
-                    replicas,
-                });
-            }
-        }
-        rows
-    }
-
-    /// Whether the server is ready, and the body of `/health`.
-    fn health(&self) -> (bool, Vec<u8>) {
-        let Some(front) = self.http.as_ref() else {
-            return (false, Vec::new());
+/// Each served pool's primary process: its program, language, state
+/// (`idle`, `starting`, `ready` or `down`) and ready replicas. Shared by
+/// `/health` and `/metrics`.
+pub(super) fn pool_rows<'a>(pools: &'a PoolSet, catalog: &'a Catalog) -> Vec<PoolRow<'a>> {
+    let mut rows = Vec::new();
+    for program in 0..pools.len() {
+        let Some(primaries) = pools.primaries(program) else {
+            continue;
         };
-        let mut all_ready = self.pools.pending().is_none();
+        let name = catalog
+            .programs
+            .get(program)
+            .map_or("", |p| p.loaded.manifest.name.as_str());
+        for (lang, status, replicas) in primaries {
+            let state = match status {
+                PoolStatus::Idle if pools.pending().is_some() => "starting",
+                PoolStatus::Idle => "idle",
+                PoolStatus::Starting => "starting",
+                PoolStatus::Ready => "ready",
+                PoolStatus::Failed { .. } => "down",
+            };
+            rows.push(PoolRow {
+                program: name,
+                lang,
+                state,
+                replicas,
+            });
+        }
+    }
+    rows
+}
+
+/// When serving began and when its drain must end.
+pub(super) struct Life {
+    /// The uptime `/health` reports counts from here.
+    since: Instant,
+    /// Set by SIGTERM: the latest time to exit.
+    pub(super) draining: Option<Instant>,
+}
+
+impl Life {
+    pub(super) fn new() -> Life {
+        Life {
+            since: Instant::now(),
+            draining: None,
+        }
+    }
+}
+
+impl HttpFront {
+    /// The answer to `GET` or `HEAD /health` (no checks, no CORS): `rows`
+    /// are the pools' primaries, `starting` whether a program is still
+    /// starting, `in_flight` the calls running.
+    pub(super) fn health(
+        &self,
+        rows: Vec<PoolRow<'_>>,
+        starting: bool,
+        in_flight: usize,
+        keep_alive: bool,
+    ) -> Answer {
+        let mut all_ready = !starting;
         let mut pools = Vec::new();
-        for row in self.pool_rows() {
+        for row in rows {
             all_ready &= matches!(row.state, "idle" | "ready");
             // Replicas start and stop with demand; they are counted, but
             // only the primary decides readiness.
@@ -102,7 +114,7 @@ impl Reactor {
                 "replicas": row.replicas,
             }));
         }
-        let status = if front.draining() {
+        let status = if self.draining() {
             "draining"
         } else if all_ready {
             "ready"
@@ -113,51 +125,52 @@ impl Reactor {
         };
         let body = serde_json::json!({
             "status": status,
-            "uptimeSeconds": front.started.elapsed().as_secs(),
-            "callsInFlight": self.calls.values().filter(|c| !c.abandoned).count(),
+            "uptimeSeconds": self.life.since.elapsed().as_secs(),
+            "callsInFlight": in_flight,
             "pools": pools,
         });
-        (
-            status == "ready",
-            serde_json::to_vec(&body).unwrap_or_default(),
-        )
+        Answer {
+            status: if status == "ready" { 200 } else { 503 },
+            headers: vec![("Cache-Control".to_string(), "no-store".to_string())],
+            body: serde_json::to_vec(&body).unwrap_or_default(),
+            keep_alive,
+        }
     }
 
+    /// Starts the drain on the front's side: the listener closes and the
+    /// deadline is set (`in_flight` is for the log line).
+    fn close_for_drain(&mut self, registry: &Registry, timeout: Duration, in_flight: usize) {
+        if let Some(mut listener) = self.listener.take() {
+            let _ = registry.deregister(&mut listener);
+        }
+        self.life.draining = Some(Instant::now() + timeout);
+        log::info(&format!(
+            "SIGTERM: draining (no new connections; {in_flight} call(s) in flight get up to {:.1} s)",
+            timeout.as_secs_f64()
+        ));
+    }
+
+    /// During a drain: whether the server may exit now (`idle`: no call in
+    /// flight; and every response written), or the deadline passed.
+    pub(in crate::edge::reactor) fn drained(&self, now: Instant, idle: bool) -> bool {
+        let Some(deadline) = self.life.draining else {
+            return false;
+        };
+        now >= deadline || (idle && self.conns.values().all(Conn::is_quiet))
+    }
+}
+
+impl Reactor {
     /// Starts the graceful drain; see the module docs.
     pub(in crate::edge::reactor) fn start_drain(&mut self) {
+        let in_flight = self.calls.values().filter(|c| !c.abandoned).count();
         let Some(front) = self.http.as_mut() else {
             return;
         };
-        if let Some(mut listener) = front.listener.take() {
-            let _ = self.poll.registry().deregister(&mut listener);
-        }
-        let deadline = Instant::now() + self.options.drain_timeout;
-        front.draining = Some(deadline);
-        log::info(&format!(
-            "SIGTERM: draining (no new connections; {} call(s) in flight get up to {:.1} s)",
-            self.calls.values().filter(|c| !c.abandoned).count(),
-            self.options.drain_timeout.as_secs_f64()
-        ));
+        front.close_for_drain(self.poll.registry(), self.options.drain_timeout, in_flight);
         for listener in self.listeners.remove_where(|_| true) {
             let reply = mcp::subscriptions::closing_response(&self.catalog, &listener.id);
             self.deliver(&listener.client, &reply, true);
         }
-    }
-
-    /// During a drain: whether the server may exit now (nothing in flight,
-    /// every response written, or the deadline passed).
-    pub(in crate::edge::reactor) fn drained(&self, now: Instant) -> bool {
-        let Some(front) = self.http.as_ref() else {
-            return false;
-        };
-        let Some(deadline) = front.draining else {
-            return false;
-        };
-        if now >= deadline {
-            return true;
-        }
-        let written = front.conns.values().all(Conn::is_quiet);
-        // Work whose client cancelled it holds nothing up.
-        self.calls.values().all(|c| c.abandoned) && written
     }
 }

@@ -4,38 +4,38 @@
 //! bearer token), except that with `--metrics-token` it takes that token
 //! instead of the MCP one, so a scraper holds no right to call tools.
 
-use mio::Token;
-
+use super::health::PoolRow;
 use super::HttpFront;
-use crate::edge::reactor::Reactor;
-use crate::protocol::http::{Gate, Headers, Request};
+use crate::edge::reactor::calls::Calls;
+use crate::protocol::http::{Answer, Gate, Headers};
+use crate::protocol::mcp::tasks::Tasks;
 use crate::protocol::metrics::{self, Gauge};
 
 /// The endpoint's path.
 pub(super) const PATH: &str = "/metrics";
 
 /// The exposition format's content type.
-const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub(super) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 impl HttpFront {
     /// Sets `--metrics-token`.
     pub(in crate::edge::reactor) fn with_metrics_token(mut self, token: Option<String>) -> Self {
-        self.metrics_token = token;
+        self.checks.metrics_token = token;
         self
     }
 
     /// Whether `path` is guarded by a token of its own (`--metrics-token`
     /// for `/metrics`), so OAuth does not judge its requests.
     pub(super) fn own_gate(&self, path: &str) -> bool {
-        self.metrics_token.is_some() && path == PATH
+        self.checks.metrics_token.is_some() && path == PATH
     }
 
     /// The checks of a request for `path`: `/metrics` takes the metrics
     /// token when there is one, everything else the MCP one.
     pub(super) fn gate_for(&self, path: &str) -> Gate<'_> {
-        match &self.metrics_token {
+        match &self.checks.metrics_token {
             Some(token) if path == PATH => Gate {
-                policy: &self.policy,
+                policy: &self.checks.policy,
                 token: Some(token),
             },
             _ => self.gate(),
@@ -43,23 +43,29 @@ impl HttpFront {
     }
 }
 
-impl Reactor {
-    /// `GET /metrics` (checks passed).
-    pub(super) fn http_metrics(&mut self, token: Token, req: Request, mut headers: Headers) {
-        let body = metrics::render(self.calls.metrics(), &self.gauges());
+impl HttpFront {
+    /// The answer to `GET /metrics` (checks passed; its body is of
+    /// [`CONTENT_TYPE`]): the ended `calls` and the gauges read off `calls`,
+    /// `tasks`, the pools' `rows` and this front.
+    pub(super) fn metrics(
+        &self,
+        calls: &Calls,
+        tasks: &Tasks,
+        rows: Vec<PoolRow<'_>>,
+        mut headers: Headers,
+        keep_alive: bool,
+    ) -> Answer {
+        let body = metrics::render(calls.metrics(), &self.gauges(calls, tasks, rows));
         headers.push(("Cache-Control".to_string(), "no-store".to_string()));
-        let keep_alive = req.keep_alive;
-        self.respond_as(
-            token,
-            200,
-            Some(CONTENT_TYPE),
-            &headers,
-            body.as_bytes(),
+        Answer {
+            status: 200,
+            headers,
+            body: body.into_bytes(),
             keep_alive,
-        );
+        }
     }
 
-    fn gauges(&self) -> Vec<Gauge> {
+    fn gauges(&self, calls: &Calls, tasks: &Tasks, rows: Vec<PoolRow<'_>>) -> Vec<Gauge> {
         let one = |name: &'static str, help: &'static str, value: usize| Gauge {
             name,
             help,
@@ -69,57 +75,55 @@ impl Reactor {
             one(
                 "mcp_server_calls_in_flight",
                 "Tool calls in flight: waiting for a pool process, being prepared or running.",
-                self.calls.len(),
+                calls.len(),
             ),
             one(
                 "mcp_server_calls_queued",
                 "Tool calls waiting for a pool process.",
-                self.calls.queued(),
+                calls.queued(),
             ),
             one(
                 "mcp_server_tasks",
                 "Tasks held (working or settled, not yet expired).",
-                self.tasks.len(),
+                tasks.len(),
             ),
             one(
                 "mcp_server_result_bytes",
                 "Bytes of stored big results held (all owners).",
-                self.tasks.results.bytes(),
+                tasks.results.bytes(),
             ),
             one(
                 "mcp_server_owner_result_bytes_max",
                 "The most bytes of stored big results any one owner holds.",
-                self.tasks.results.most_owner_bytes(),
+                tasks.results.most_owner_bytes(),
             ),
             one(
                 "mcp_server_owner_result_bytes_cap",
                 "The cap on the bytes of stored big results of one owner (--max-owner-bytes).",
-                self.tasks.results.owner_bytes_cap(),
+                tasks.results.owner_bytes_cap(),
             ),
         ];
-        if let Some(front) = self.http.as_ref() {
-            gauges.push(one(
-                "mcp_server_http_connections",
-                "Open HTTP connections.",
-                front.conns.len(),
-            ));
-            gauges.push(one(
-                "mcp_server_http_sessions",
-                "Legacy HTTP sessions held.",
-                front.sessions.len(),
-            ));
-            gauges.push(one(
-                "mcp_server_buffered_bytes",
-                "Bytes buffered across HTTP connections and calls being prepared, counted against --max-buffered.",
-                front.budget.used(),
-            ));
-        }
+        gauges.push(one(
+            "mcp_server_http_connections",
+            "Open HTTP connections.",
+            self.conns.len(),
+        ));
+        gauges.push(one(
+            "mcp_server_http_sessions",
+            "Legacy HTTP sessions held.",
+            self.sessions.len(),
+        ));
+        gauges.push(one(
+            "mcp_server_buffered_bytes",
+            "Bytes buffered across HTTP connections and calls being prepared, counted against --max-buffered.",
+            self.budget.used(),
+        ));
         let mut pools = Gauge {
             name: "mcp_server_pool_processes",
             help: "Pool processes by program, language and state (a primary's state; its ready replicas as state=\"replica\").",
             values: Vec::new(),
         };
-        for row in self.pool_rows() {
+        for row in rows {
             let labels = |state: &str| {
                 vec![
                     ("program", row.program.to_string()),

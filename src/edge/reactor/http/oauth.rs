@@ -28,13 +28,13 @@ use std::io::{self, Read, Write};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use mio::net::TcpStream;
-use mio::{Interest, Token};
+use mio::{Interest, Registry, Token};
 
 use super::HttpFront;
 use crate::edge::cli::oauth::{JwksSource, OAuthConfig};
 use crate::edge::log;
-use crate::edge::reactor::{Reactor, Source, StartError};
-use crate::protocol::http::{bearer_ok, json_error, Answer, Headers, Request};
+use crate::edge::reactor::{Source, Sources, StartError};
+use crate::protocol::http::{bearer_ok, Answer, Headers, Request};
 use crate::protocol::log::Untrusted;
 use crate::protocol::mcp::{CallRequest, Catalog, Program};
 use crate::protocol::oauth::{self, fetch, CommandKey, Jwks, Refusal, Verdict};
@@ -234,9 +234,15 @@ fn unix_now() -> u64 {
 pub(super) enum Guard {
     Pass,
     Refuse(Answer),
-    /// Waiting for the keys.
-    Parked,
+    /// Waiting for the keys, its connection held; `fetch`: the caller
+    /// starts the fetch ([`HttpFront::start_fetch`]).
+    Parked {
+        fetch: bool,
+    },
 }
+
+/// Requests that waited for the keys, to be judged again now.
+pub(super) type Parked = Vec<(Token, Request)>;
 
 impl HttpFront {
     /// Under OAuth, the owner of the requests on `token` (a session made
@@ -255,9 +261,7 @@ impl HttpFront {
         }
         Some(oauth.refuse(&Refusal::Missing, cors, head.keep_alive))
     }
-}
 
-impl Reactor {
     /// Judges a complete request to a guarded route under OAuth. The
     /// static token (`--auth-token`), if set, is accepted too. `may_fetch`:
     /// a token naming a key not held may park the request for a fetch.
@@ -268,15 +272,12 @@ impl Reactor {
         cors: &Headers,
         may_fetch: bool,
     ) -> Guard {
-        let Some(front) = self.http.as_mut() else {
-            return Guard::Pass;
-        };
-        let Some(oauth) = front.oauth.as_mut() else {
+        let Some(oauth) = self.oauth.as_mut() else {
             return Guard::Pass;
         };
         let auth = req.header("authorization");
-        if front.token.as_deref().is_some_and(|t| bearer_ok(auth, t)) {
-            if let Some(conn) = front.conns.get_mut(&token) {
+        if self.checks.token().is_some_and(|t| bearer_ok(auth, t)) {
+            if let Some(conn) = self.conns.get_mut(&token) {
                 conn.set_principal(None);
             }
             return Guard::Pass;
@@ -313,7 +314,7 @@ impl Reactor {
                         *value = owner.clone();
                     }
                 }
-                if let Some(conn) = front.conns.get_mut(&token) {
+                if let Some(conn) = self.conns.get_mut(&token) {
                     conn.set_principal(Some(principal));
                 }
                 Guard::Pass
@@ -324,12 +325,9 @@ impl Reactor {
             Verdict::UnknownKey if by_url && (may_fetch && oauth.fetch.is_some() || fetch_due) => {
                 let keep_alive = req.keep_alive;
                 oauth.parked.push((token, std::mem::take(req)));
-                let start = oauth.fetch.is_none();
-                self.hold_conn(token, keep_alive);
-                if start {
-                    self.start_fetch(now);
-                }
-                Guard::Parked
+                let fetch = oauth.fetch.is_none();
+                self.hold(token, keep_alive);
+                Guard::Parked { fetch }
             }
             Verdict::UnknownKey => {
                 let why = if oauth.keys.is_none() {
@@ -343,19 +341,19 @@ impl Reactor {
         }
     }
 
-    /// The 403 for a tool call whose tool needs scopes the request's token
-    /// lacks (the global ones were checked by the guard).
+    /// The 403 for a tool call whose tool (of `catalog`) needs scopes the
+    /// request's token lacks (the global ones were checked by the guard).
     pub(super) fn oauth_tool_refusal(
         &self,
+        catalog: &Catalog,
         token: Token,
         call: &CallRequest,
         cors: &Headers,
         keep_alive: bool,
     ) -> Option<Answer> {
-        let front = self.http.as_ref()?;
-        let oauth = front.oauth.as_ref()?;
-        let principal = front.conns.get(&token)?.principal()?;
-        let program = self.catalog.programs.get(call.program)?;
+        let oauth = self.oauth.as_ref()?;
+        let principal = self.conns.get(&token)?.principal()?;
+        let program = catalog.programs.get(call.program)?;
         let tool = program.surface.tools.iter().find(|t| {
             t.command == call.command || t.renders.iter().any(|r| r.command == Some(call.command))
         })?;
@@ -373,15 +371,17 @@ impl Reactor {
         Some(oauth.refuse(&Refusal::Insufficient(all), cors.clone(), keep_alive))
     }
 
-    /// Starts fetching the keys from their URL; on failure to start, ends
-    /// the fetch at once (parked requests are refused).
-    fn start_fetch(&mut self, now: Instant) {
-        let Some(oauth) = self.http.as_mut().and_then(|f| f.oauth.as_mut()) else {
-            return;
+    /// Starts fetching the keys from their URL, its socket watched in
+    /// `registry` under a token of `sources`; on failure to start, ends the
+    /// fetch at once and returns the parked requests.
+    pub(super) fn start_fetch(&mut self, registry: &Registry, sources: &mut Sources) -> Parked {
+        let Some(oauth) = self.oauth.as_mut() else {
+            return Vec::new();
         };
         let JwksSource::Url(url) = &oauth.source else {
-            return;
+            return Vec::new();
         };
+        let now = Instant::now();
         if oauth.keys.is_some() {
             oauth.refetched = Some(now);
         }
@@ -389,133 +389,65 @@ impl Reactor {
         let url = url.clone();
         let mut stream = match TcpStream::connect(url.addr) {
             Ok(s) => s,
-            Err(e) => return self.end_fetch(Err(format!("cannot connect: {e}"))),
+            Err(e) => {
+                return oauth.end_fetch(Err(format!("cannot connect: {e}")), registry, sources)
+            }
         };
-        let token = self.token(Source::Jwks);
+        let token = sources.add(Source::Jwks);
         let interest = Interest::READABLE | Interest::WRITABLE;
-        if let Err(e) = self.poll.registry().register(&mut stream, token, interest) {
-            self.sources.remove(&token);
-            return self.end_fetch(Err(format!("cannot watch the socket: {e}")));
+        if let Err(e) = registry.register(&mut stream, token, interest) {
+            sources.remove(&token);
+            let why = format!("cannot watch the socket: {e}");
+            return oauth.end_fetch(Err(why), registry, sources);
         }
-        if let Some(oauth) = self.http.as_mut().and_then(|f| f.oauth.as_mut()) {
-            oauth.fetch = Some(Fetch {
-                stream,
-                token,
-                request: url.request(),
-                written: 0,
-                response: Vec::new(),
-                deadline: now + FETCH_TIMEOUT,
-            });
-        }
+        oauth.fetch = Some(Fetch {
+            stream,
+            token,
+            request: url.request(),
+            written: 0,
+            response: Vec::new(),
+            deadline: now + FETCH_TIMEOUT,
+        });
+        Vec::new()
     }
 
-    /// An event on the fetch's socket: write the request, read the answer,
-    /// and end the fetch once the server has closed.
-    pub(in crate::edge::reactor) fn jwks_event(&mut self) {
-        let Some(fetch) = self
-            .http
-            .as_mut()
-            .and_then(|f| f.oauth.as_mut()?.fetch.as_mut())
-        else {
-            return;
+    /// An event on the fetch's socket: write the request, read the answer;
+    /// once it is whole (or failed) the fetch ends, and the requests that
+    /// waited for it are returned.
+    pub(super) fn jwks_event(&mut self, registry: &Registry, sources: &mut Sources) -> Parked {
+        let Some(oauth) = self.oauth.as_mut() else {
+            return Vec::new();
         };
-        if let Ok(Some(e)) | Err(e) = fetch.stream.take_error() {
-            return self.end_fetch(Err(e.to_string()));
-        }
-        while fetch.written < fetch.request.len() {
-            match fetch.stream.write(&fetch.request[fetch.written..]) {
-                Ok(n) => fetch.written += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::NotConnected => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return self.end_fetch(Err(e.to_string())),
-            }
-        }
-        let mut buf = [0u8; 16 * 1024];
-        loop {
-            match fetch.stream.read(&mut buf) {
-                Ok(0) => {
-                    let result = answer(&fetch.response);
-                    return self.end_fetch(result);
-                }
-                Ok(n) => {
-                    fetch.response.extend_from_slice(&buf[..n]);
-                    if fetch.response.len() > fetch::MAX_RESPONSE {
-                        return self.end_fetch(Err("the response is too long".into()));
-                    }
-                    // Whole at the end of its body, though the server may
-                    // keep the connection open.
-                    if fetch::complete(&fetch.response) {
-                        let result = answer(&fetch.response);
-                        return self.end_fetch(result);
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return self.end_fetch(Err(e.to_string())),
-            }
+        match oauth.fetch.as_mut().and_then(Fetch::advance) {
+            Some(result) => oauth.end_fetch(result, registry, sources),
+            None => Vec::new(),
         }
     }
 
     /// A fetch past its deadline ends as failed.
-    pub(super) fn jwks_timers(&mut self, now: Instant) {
-        let oauth = self.http.as_ref().and_then(|f| f.oauth.as_ref());
-        if oauth
-            .and_then(OAuthFront::deadline)
-            .is_some_and(|d| d <= now)
-        {
-            self.end_fetch(Err("timed out".into()));
-        }
-    }
-
-    /// Ends the fetch: keeps the keys it brought (or says why not), then
-    /// judges the parked requests again.
-    fn end_fetch(&mut self, result: Result<Jwks, String>) {
-        let Some(oauth) = self.http.as_mut().and_then(|f| f.oauth.as_mut()) else {
-            return;
-        };
-        if let Some(mut fetch) = oauth.fetch.take() {
-            let _ = self.poll.registry().deregister(&mut fetch.stream);
-            self.sources.remove(&fetch.token);
-        }
-        let url = match &oauth.source {
-            JwksSource::Url(u) => format!("http://{}{}", u.host, u.path),
-            JwksSource::File(p) => p.display().to_string(),
-        };
-        match result {
-            Ok(keys) => oauth.take_keys(keys, Instant::now()),
-            Err(e) => {
-                oauth.failures = oauth.failures.saturating_add(1);
-                let wait = oauth.retry_wait().as_secs();
-                log::warn(&format!(
-                    "OAuth: cannot fetch the JWKS from {}: {e}; tokens it would verify are refused until it can be fetched (the next token tries again after {wait} s)",
-                    Untrusted(&url)
-                ))
+    pub(super) fn jwks_timers(
+        &mut self,
+        now: Instant,
+        registry: &Registry,
+        sources: &mut Sources,
+    ) -> Parked {
+        match self.oauth.as_mut() {
+            Some(oauth) if oauth.deadline().is_some_and(|d| d <= now) => {
+                oauth.end_fetch(Err("timed out".into()), registry, sources)
             }
-        }
-        let parked = std::mem::take(&mut oauth.parked);
-        for (token, req) in parked {
-            let Some(conn) = self.conn_mut(token) else {
-                continue;
-            };
-            conn.take_busy();
-            self.serve_request(token, req, false);
-            self.flush_conn(token);
-            self.pump(token);
+            _ => Vec::new(),
         }
     }
 
     /// `GET /.well-known/oauth-protected-resource[/mcp]`: the metadata
-    /// document, or 404 when OAuth is off.
-    pub(super) fn http_oauth_metadata(&mut self, token: Token, req: Request, _: Headers) {
-        let keep_alive = req.keep_alive;
-        let oauth = self.http.as_ref().and_then(|f| f.oauth.as_ref());
-        let Some(oauth) = oauth else {
-            return self.respond(token, 404, &[], &json_error("not found"), keep_alive);
+    /// document of the tools of `catalog`, or 404 when OAuth is off.
+    pub(super) fn oauth_metadata(&self, catalog: &Catalog, keep_alive: bool) -> Answer {
+        let Some(oauth) = self.oauth.as_ref() else {
+            return Answer::error(404, Vec::new(), "not found", keep_alive);
         };
         // Scopes named by the tools files are supported too.
         let mut config = oauth.config.clone();
-        for program in &self.catalog.programs {
+        for program in &catalog.programs {
             for tool in program
                 .surface
                 .tools
@@ -527,36 +459,30 @@ impl Reactor {
                     .push((command_key(program, tool.command), tool.scopes.clone()));
             }
         }
-        let doc = oauth::metadata(&config, &self.catalog.server_name);
-        let body = serde_json::to_vec(&doc).unwrap_or_default();
-        // Public, and read by browser-based clients from other origins.
-        let headers = [
-            ("Access-Control-Allow-Origin".to_string(), "*".to_string()),
-            ("Cache-Control".to_string(), "max-age=300".to_string()),
-        ];
-        self.respond(token, 200, &headers, &body, keep_alive);
+        let doc = oauth::metadata(&config, &catalog.server_name);
+        Answer {
+            status: 200,
+            // Public, and read by browser-based clients from other origins.
+            headers: vec![
+                ("Access-Control-Allow-Origin".to_string(), "*".to_string()),
+                ("Cache-Control".to_string(), "max-age=300".to_string()),
+            ],
+            body: serde_json::to_vec(&doc).unwrap_or_default(),
+            keep_alive,
+        }
     }
-}
 
-/// What scopes are bound to for command `index` of `program`.
-fn command_key(program: &Program, index: usize) -> CommandKey {
-    CommandKey {
-        module: program.loaded.manifest.name.clone(),
-        command: program.command(index).name.clone(),
-    }
-}
-
-impl Reactor {
-    /// Why `program` cannot replace the live program `old` (a reload): a
-    /// command `--oauth-tool-scopes` is bound to would be gone, and its
-    /// tool would answer without the scopes. `None` when it may.
+    /// Why `program` cannot replace the live program `old` of `catalog` (a
+    /// reload): a command `--oauth-tool-scopes` is bound to would be gone,
+    /// and its tool would answer without the scopes. `None` when it may.
     pub(in crate::edge::reactor) fn oauth_unbound(
         &self,
+        catalog: &Catalog,
         old: usize,
         program: &Program,
     ) -> Option<String> {
-        let oauth = self.http.as_ref()?.oauth.as_ref()?;
-        let old_module = &self.catalog.programs.get(old)?.loaded.manifest.name;
+        let oauth = self.oauth.as_ref()?;
+        let old_module = &catalog.programs.get(old)?.loaded.manifest.name;
         let manifest = &program.loaded.manifest;
         let lost = oauth.config.tool_scopes.iter().find(|(key, _)| {
             key.module == *old_module
@@ -570,6 +496,85 @@ impl Reactor {
             "--oauth-tool-scopes is bound to command '{}', which the new build lacks",
             lost.0
         ))
+    }
+}
+
+impl OAuthFront {
+    /// Ends the fetch: keeps the keys it brought (or says why not), and
+    /// returns the parked requests, to be judged again.
+    fn end_fetch(
+        &mut self,
+        result: Result<Jwks, String>,
+        registry: &Registry,
+        sources: &mut Sources,
+    ) -> Parked {
+        if let Some(mut fetch) = self.fetch.take() {
+            let _ = registry.deregister(&mut fetch.stream);
+            sources.remove(&fetch.token);
+        }
+        let url = match &self.source {
+            JwksSource::Url(u) => format!("http://{}{}", u.host, u.path),
+            JwksSource::File(p) => p.display().to_string(),
+        };
+        match result {
+            Ok(keys) => self.take_keys(keys, Instant::now()),
+            Err(e) => {
+                self.failures = self.failures.saturating_add(1);
+                let wait = self.retry_wait().as_secs();
+                log::warn(&format!(
+                    "OAuth: cannot fetch the JWKS from {}: {e}; tokens it would verify are refused until it can be fetched (the next token tries again after {wait} s)",
+                    Untrusted(&url)
+                ))
+            }
+        }
+        std::mem::take(&mut self.parked)
+    }
+}
+
+impl Fetch {
+    /// Writes the request and reads the answer as far as the socket
+    /// allows: `Some` once the fetch is over (the key set, or why not).
+    fn advance(&mut self) -> Option<Result<Jwks, String>> {
+        if let Ok(Some(e)) | Err(e) = self.stream.take_error() {
+            return Some(Err(e.to_string()));
+        }
+        while self.written < self.request.len() {
+            match self.stream.write(&self.request[self.written..]) {
+                Ok(n) => self.written += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
+                Err(e) if e.kind() == io::ErrorKind::NotConnected => return None,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Some(Err(e.to_string())),
+            }
+        }
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            match self.stream.read(&mut buf) {
+                Ok(0) => return Some(answer(&self.response)),
+                Ok(n) => {
+                    self.response.extend_from_slice(&buf[..n]);
+                    if self.response.len() > fetch::MAX_RESPONSE {
+                        return Some(Err("the response is too long".into()));
+                    }
+                    // Whole at the end of its body, though the server may
+                    // keep the connection open.
+                    if fetch::complete(&self.response) {
+                        return Some(answer(&self.response));
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Some(Err(e.to_string())),
+            }
+        }
+    }
+}
+
+/// What scopes are bound to for command `index` of `program`.
+fn command_key(program: &Program, index: usize) -> CommandKey {
+    CommandKey {
+        module: program.loaded.manifest.name.clone(),
+        command: program.command(index).name.clone(),
     }
 }
 

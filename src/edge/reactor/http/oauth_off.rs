@@ -6,12 +6,12 @@
 
 use std::time::Instant;
 
-use mio::Token;
+use mio::{Registry, Token};
 
 use super::HttpFront;
 use crate::edge::cli::oauth::OAuthConfig;
-use crate::edge::reactor::{Reactor, StartError};
-use crate::protocol::http::{json_error, Answer, Headers, Request};
+use crate::edge::reactor::{Sources, StartError};
+use crate::protocol::http::{Answer, Headers, Request};
 use crate::protocol::mcp::{CallRequest, Catalog, Program};
 
 pub(super) const METADATA: &str = "/.well-known/oauth-protected-resource";
@@ -38,8 +38,10 @@ impl OAuthFront {
 pub(super) enum Guard {
     Pass,
     Refuse(Answer),
-    Parked,
+    Parked { fetch: bool },
 }
+
+pub(super) type Parked = Vec<(Token, Request)>;
 
 impl HttpFront {
     pub(super) fn oauth_owner(&self, _: Token) -> Option<String> {
@@ -49,15 +51,14 @@ impl HttpFront {
     pub(super) fn oauth_head(&self, _: &Request, _: Headers) -> Option<Answer> {
         None
     }
-}
 
-impl Reactor {
     pub(super) fn oauth_guard(&mut self, _: Token, _: &mut Request, _: &Headers, _: bool) -> Guard {
         Guard::Pass
     }
 
     pub(super) fn oauth_tool_refusal(
         &self,
+        _: &Catalog,
         _: Token,
         _: &CallRequest,
         _: &Headers,
@@ -66,15 +67,28 @@ impl Reactor {
         None
     }
 
-    pub(in crate::edge::reactor) fn jwks_event(&mut self) {}
-
-    pub(in crate::edge::reactor) fn oauth_unbound(&self, _: usize, _: &Program) -> Option<String> {
-        None
+    pub(super) fn start_fetch(&mut self, _: &Registry, _: &mut Sources) -> Parked {
+        Vec::new()
     }
 
-    pub(super) fn jwks_timers(&mut self, _: Instant) {}
+    pub(super) fn jwks_event(&mut self, _: &Registry, _: &mut Sources) -> Parked {
+        Vec::new()
+    }
 
-    pub(super) fn http_oauth_metadata(&mut self, token: Token, req: Request, _: Headers) {
-        self.respond(token, 404, &[], &json_error("not found"), req.keep_alive);
+    pub(super) fn jwks_timers(&mut self, _: Instant, _: &Registry, _: &mut Sources) -> Parked {
+        Vec::new()
+    }
+
+    pub(super) fn oauth_metadata(&self, _: &Catalog, keep_alive: bool) -> Answer {
+        Answer::error(404, Vec::new(), "not found", keep_alive)
+    }
+
+    pub(in crate::edge::reactor) fn oauth_unbound(
+        &self,
+        _: &Catalog,
+        _: usize,
+        _: &Program,
+    ) -> Option<String> {
+        None
     }
 }

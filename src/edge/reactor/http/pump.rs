@@ -252,14 +252,18 @@ impl Reactor {
             match http::admit(ROUTES, &gate, head) {
                 Err(answer) => {
                     let head = head.clone();
-                    self.http_access_open(token, &head, true);
+                    if let Some(front) = self.http.as_mut() {
+                        front.access_open(token, &head, true);
+                    }
                     return Some(answer);
                 }
                 // A path with a token of its own is not OAuth's to judge.
                 Ok((route, cors)) if route.guarded && !front.own_gate(&head.path) => {
                     if let Some(answer) = front.oauth_head(head, cors) {
                         let head = head.clone();
-                        self.http_access_open(token, &head, true);
+                        if let Some(front) = self.http.as_mut() {
+                            front.access_open(token, &head, true);
+                        }
                         return Some(answer);
                     }
                 }
@@ -354,7 +358,11 @@ impl Reactor {
     }
 
     pub(in crate::edge::reactor) fn http_timers(&mut self, now: Instant) {
-        self.jwks_timers(now);
+        let Some(front) = self.http.as_mut() else {
+            return;
+        };
+        let parked = front.jwks_timers(now, self.poll.registry(), &mut self.sources);
+        self.serve_parked(parked);
         let Some(front) = self.http.as_mut() else {
             return;
         };

@@ -63,7 +63,9 @@ impl Reactor {
         if !keep_alive {
             conn.close_after_write();
         }
-        self.http_access_end(token, status, Some(body));
+        if let Some(front) = self.http.as_mut() {
+            front.access_end(token, status, Some(body));
+        }
         self.flush_conn(token);
     }
 
@@ -109,13 +111,17 @@ impl Reactor {
         // value (a small one).
         let mut sniff = before.to_vec();
         sniff.extend_from_slice(after);
-        self.http_access_end(token, status, Some(&sniff));
+        if let Some(front) = self.http.as_mut() {
+            front.access_end(token, status, Some(&sniff));
+        }
         self.flush_conn(token);
     }
 
     /// Completes the request waiting on `conn` with a JSON-RPC response.
     pub(in crate::edge::reactor) fn http_reply(&mut self, token: Token, msg: &Json) {
-        self.http_access_reply(token, msg);
+        if let Some(front) = self.http.as_mut() {
+            front.access_reply(token, msg);
+        }
         let Some(conn) = self.conn_mut(token) else {
             return;
         };
@@ -132,7 +138,9 @@ impl Reactor {
             if !busy.keep_alive {
                 conn.close_after_write();
             }
-            self.http_access_end(token, 200, None);
+            if let Some(front) = self.http.as_mut() {
+                front.access_end(token, 200, None);
+            }
             self.flush_conn(token);
         } else if status == 200 && !conn.is_head_request() {
             // Serialized straight into the connection's buffer, its length
@@ -156,7 +164,9 @@ impl Reactor {
             if !busy.keep_alive {
                 conn.close_after_write();
             }
-            self.http_access_end(token, 200, None);
+            if let Some(front) = self.http.as_mut() {
+                front.access_end(token, 200, None);
+            }
             self.flush_conn(token);
         } else {
             let text = mcp::structured::to_string(msg);
@@ -172,7 +182,9 @@ impl Reactor {
             return;
         };
         let Some(busy) = conn.take_busy() else { return };
-        self.http_access_cancelled(token);
+        if let Some(front) = self.http.as_mut() {
+            front.access_cancelled(token);
+        }
         let Some(conn) = self.conn_mut(token) else {
             return;
         };
@@ -181,7 +193,9 @@ impl Reactor {
             if !busy.keep_alive {
                 conn.close_after_write();
             }
-            self.http_access_end(token, 200, None);
+            if let Some(front) = self.http.as_mut() {
+                front.access_end(token, 200, None);
+            }
             self.flush_conn(token);
         } else {
             self.respond(token, 202, &busy.cors, &[], busy.keep_alive);

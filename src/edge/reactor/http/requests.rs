@@ -37,20 +37,33 @@ impl Reactor {
             // A path with a token of its own is not OAuth's to judge.
             Ok((route, cors)) if route.guarded && !front.own_gate(&req.path) => {
                 let handler = route.handler;
-                match self.oauth_guard(token, &mut req, &cors, may_fetch) {
+                let Some(front) = self.http.as_mut() else {
+                    return;
+                };
+                match front.oauth_guard(token, &mut req, &cors, may_fetch) {
                     Guard::Pass => {
-                        self.http_access_open(token, &req, false);
-                        handler(self, token, req, cors)
+                        if let Some(front) = self.http.as_mut() {
+                            front.access_open(token, &req, false);
+                        }
+                        self.serve_endpoint(handler, token, req, cors)
                     }
                     Guard::Refuse(a) => {
-                        self.http_access_open(token, &req, true);
+                        if let Some(front) = self.http.as_mut() {
+                            front.access_open(token, &req, true);
+                        }
                         self.respond(token, a.status, &a.headers, &a.body, a.keep_alive)
                     }
-                    Guard::Parked => {}
+                    Guard::Parked { fetch: false } => {}
+                    Guard::Parked { fetch: true } => {
+                        let parked = front.start_fetch(self.poll.registry(), &mut self.sources);
+                        self.serve_parked(parked);
+                    }
                 }
             }
             Err(answer) => {
-                self.http_access_open(token, &req, true);
+                if let Some(front) = self.http.as_mut() {
+                    front.access_open(token, &req, true);
+                }
                 self.respond(
                     token,
                     answer.status,
@@ -61,8 +74,10 @@ impl Reactor {
             }
             // Only a guarded route's request proved the token.
             Ok((route, cors)) => {
-                self.http_access_open(token, &req, !route.guarded);
-                (route.handler)(self, token, req, cors)
+                if let Some(front) = self.http.as_mut() {
+                    front.access_open(token, &req, !route.guarded);
+                }
+                self.serve_endpoint(route.handler, token, req, cors)
             }
         }
     }
@@ -125,15 +140,8 @@ impl Reactor {
     /// Marks connection `token` busy while its request's body is checked
     /// in slices, so no later request of it is read meanwhile.
     pub(in crate::edge::reactor) fn hold_conn(&mut self, token: Token, keep_alive: bool) {
-        if let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) {
-            conn.set_busy(Busy {
-                session: String::new(),
-                sse: false,
-                keep_alive,
-                cors: Vec::new(),
-                modern: false,
-                listen: None,
-            });
+        if let Some(front) = self.http.as_mut() {
+            front.hold(token, keep_alive);
         }
     }
 
@@ -172,7 +180,9 @@ impl Reactor {
             Some(c) => jsonrpc::decode_checked(&req.body, &c.verdict, c.span.clone(), &c.ends),
             None => jsonrpc::decode_lazy(&req.body),
         };
-        self.http_access_message(token, &msg);
+        if let Some(front) = self.http.as_mut() {
+            front.access_message(token, &msg);
+        }
         // The era is decided here, once; `mcp` is told, not asked again.
         let version = req.header("mcp-protocol-version");
         let in_session = req.header("mcp-session-id").is_some();
@@ -292,7 +302,8 @@ impl Reactor {
         stored.log_level = session.log_level;
         front.sessions.touch(&session_id, now);
         if let Step::Call(call) = &step {
-            if let Some(a) = self.oauth_tool_refusal(token, call, &cors, keep_alive) {
+            if let Some(a) = front.oauth_tool_refusal(&self.catalog, token, call, &cors, keep_alive)
+            {
                 return self.respond(token, a.status, &a.headers, &a.body, a.keep_alive);
             }
         }
@@ -404,7 +415,10 @@ impl Reactor {
             mcp::handle_in_era(&self.catalog, &mut stateless, msg, arguments, Some(true));
         step.hand_over(None, &req.body);
         if let Step::Call(call) = &step {
-            if let Some(a) = self.oauth_tool_refusal(token, call, &cors, keep_alive) {
+            let front = self.http.as_ref();
+            let refusal = front
+                .and_then(|f| f.oauth_tool_refusal(&self.catalog, token, call, &cors, keep_alive));
+            if let Some(a) = refusal {
                 return self.respond(token, a.status, &a.headers, &a.body, a.keep_alive);
             }
         }
