@@ -767,7 +767,7 @@ fn the_architecture_stays_within_its_word_budget() {
 /// FIXME(issue 31): the loop keeps the event dispatch and the one apply of
 /// what owners return; behaviour goes onto the owners. The bound only
 /// shrinks: lower it whenever the count drops.
-const REACTOR_METHODS: usize = 142;
+const REACTOR_METHODS: usize = 120;
 
 #[test]
 fn the_reactor_keeps_few_methods() {
@@ -814,7 +814,18 @@ fn the_reactor_keeps_few_methods() {
 
 /// The reactor's owners: each keeps its fields private and offers a few
 /// operations.
-const OWNERS: &[&str] = &["PoolSet", "Runtime", "Pool", "Calls", "Call"];
+const OWNERS: &[&str] = &[
+    "PoolSet",
+    "Runtime",
+    "Pool",
+    "Calls",
+    "Call",
+    "HttpFront",
+    "Conns",
+    "Conn",
+    "OAuthFront",
+    "Life",
+];
 
 /// Owners that still show fields to the rest of the reactor.
 /// FIXME(issue 31): each gets its behaviour and its fields back; the list

@@ -299,7 +299,7 @@ impl HttpFront {
 
     /// Whether a drain has begun.
     pub(super) fn draining(&self) -> bool {
-        self.life.draining.is_some()
+        self.life.deadline().is_some()
     }
 
     /// The checks' configuration, for `http::admit`.
@@ -404,8 +404,11 @@ impl HttpFront {
     pub(super) fn next_deadline(&mut self) -> Option<Instant> {
         let conns = self.conns.next_deadline(self.timeouts);
         let fetch = self.oauth.as_ref().and_then(oauth::OAuthFront::deadline);
-        let drain = self.life.draining;
-        conns.into_iter().chain(drain).chain(fetch).min()
+        conns
+            .into_iter()
+            .chain(self.life.deadline())
+            .chain(fetch)
+            .min()
     }
 
     /// Holds connection `token` busy while its request waits (its body

@@ -78,7 +78,7 @@ pub(super) struct Life {
     /// The uptime `/health` reports counts from here.
     since: Instant,
     /// Set by SIGTERM: the latest time to exit.
-    pub(super) draining: Option<Instant>,
+    draining: Option<Instant>,
 }
 
 impl Life {
@@ -87,6 +87,11 @@ impl Life {
             since: Instant::now(),
             draining: None,
         }
+    }
+
+    /// The drain's deadline, once one has begun.
+    pub(super) fn deadline(&self) -> Option<Instant> {
+        self.draining
     }
 }
 
