@@ -526,7 +526,9 @@ impl Reactor {
             return meta.log_level.is_some()
                 && match client {
                     Client::Stdio => true,
-                    Client::Http { conn, .. } => self.http_streaming(*conn),
+                    Client::Http { conn, .. } => {
+                        self.http.as_ref().is_some_and(|f| f.streaming(*conn))
+                    }
                 };
         }
         match client {
@@ -534,7 +536,7 @@ impl Reactor {
                 .stdio
                 .as_ref()
                 .is_some_and(|s| s.session().log_level.is_some()),
-            Client::Http { conn, .. } => self.http_streaming(*conn),
+            Client::Http { conn, .. } => self.http.as_ref().is_some_and(|f| f.streaming(*conn)),
         }
     }
 

@@ -20,6 +20,7 @@ use crate::protocol::mcp::bigresults::{self, ResourceMethod, ResourceRequest};
 use crate::protocol::mcp::call::Ending;
 use crate::protocol::mcp::{self, era, CallRequest};
 
+use super::http::{Content, Head};
 use super::timers::now_ms;
 use super::Reactor;
 
@@ -153,8 +154,14 @@ impl Reactor {
             (Some(value), Some(at)) => {
                 let open = at + b"\"text\":\"".len();
                 let close = at + bigresults::STREAMED_TEXT.len() - 1;
-                let parts = (&body[..open], value, &body[close..]);
-                self.respond_streamed(token, status, headers, parts, keep_alive);
+                let head = Head {
+                    status,
+                    content_type: Some("application/json"),
+                    headers,
+                    keep_alive,
+                };
+                let content = Content::Streamed(&body[..open], value, &body[close..]);
+                self.answer(token, head, content);
             }
             _ => self.respond(token, status, headers, &body, keep_alive),
         }

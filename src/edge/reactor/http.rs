@@ -64,6 +64,7 @@ mod requests;
 use caps::connection_cap;
 use conn::Conn;
 use conns::Conns;
+pub(super) use reply::{Content, Head};
 
 /// What serves an endpoint (see [`Reactor::serve_endpoint`]).
 #[derive(Clone, Copy, Debug)]
@@ -464,8 +465,13 @@ impl Reactor {
             body,
             keep_alive,
         } = answer;
-        let content_type = content_type.or((!body.is_empty()).then_some("application/json"));
-        self.respond_as(token, status, content_type, &headers, &body, keep_alive);
+        let head = Head {
+            status,
+            content_type: content_type.or((!body.is_empty()).then_some("application/json")),
+            headers: &headers,
+            keep_alive,
+        };
+        self.answer(token, head, Content::Body(&body));
     }
 
     /// An event on the JWKS fetch's socket (`oauth`).

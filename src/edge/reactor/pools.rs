@@ -245,8 +245,8 @@ impl Reactor {
                 targets.push((Client::Stdio, note));
             }
         }
-        if self.http.is_some() {
-            for (conn, note) in self.http_log_targets(POOL_LOG_LEVEL, logger, line) {
+        if let Some(front) = self.http.as_mut() {
+            for (conn, note) in front.log_targets(POOL_LOG_LEVEL, logger, line) {
                 let session = String::new();
                 targets.push((Client::Http { conn, session }, note));
             }

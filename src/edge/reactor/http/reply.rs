@@ -3,18 +3,148 @@
 //! its stream), the notifications a streaming request carries, and pool log
 //! lines for the sessions that asked for them.
 
-use std::io::{self, Write};
 use std::rc::Rc;
 use std::time::Instant;
 
 use mio::Token;
 use serde_json::Value as Json;
 
+use super::{Conn, HttpFront};
 use crate::edge::reactor::byteio::Streamed;
 use crate::edge::reactor::Reactor;
 use crate::format::json::{self, page::Paged};
 use crate::protocol::http;
 use crate::protocol::mcp::{self, era};
+
+/// The head of an answer: its status, content type, header fields and
+/// whether the connection stays open after it.
+pub(in crate::edge::reactor) struct Head<'a> {
+    pub(in crate::edge::reactor) status: u16,
+    pub(in crate::edge::reactor) content_type: Option<&'a str>,
+    pub(in crate::edge::reactor) headers: &'a [(String, String)],
+    pub(in crate::edge::reactor) keep_alive: bool,
+}
+
+/// What follows an answer's head.
+pub(in crate::edge::reactor) enum Content<'a> {
+    /// A body held whole.
+    Body(&'a [u8]),
+    /// A JSON-RPC message, serialized straight into the connection's
+    /// buffer, its length counted first: a large result is not held a
+    /// third time as an intermediate string.
+    Json(&'a Json),
+    /// A JSON body whose middle is the escaped text of a stored value
+    /// (before, the value, after): the head and the first part are
+    /// queued, the value's text is escaped into the queue a slice at a
+    /// time as the socket drains (`byteio::Streamed`), so the answer is
+    /// never held whole.
+    Streamed(&'a [u8], Rc<Paged>, &'a [u8]),
+    /// No head: the end of the event stream already open, after its last
+    /// event (if any).
+    StreamEnd(Option<&'a Json>),
+}
+
+impl HttpFront {
+    /// Queues an answer on connection `token` (a HEAD request gets the
+    /// same head and no content; see RFC 9110 section 9.3.2), closing it
+    /// after the answer unless `keep_alive`, and ends the request's access
+    /// record. Whether the connection is open (then the caller flushes).
+    fn queue_answer(&mut self, token: Token, head: Head<'_>, content: Content<'_>) -> bool {
+        let Some(conn) = self.conns.get_mut(&token) else {
+            return false;
+        };
+        let Head {
+            status,
+            content_type,
+            headers,
+            keep_alive,
+        } = head;
+        let refs: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let bare = conn.is_head_request();
+        let mut sniff = None;
+        match content {
+            Content::Body(body) => {
+                if bare {
+                    let length = Some(body.len());
+                    http::write_head(conn.out(), status, content_type, length, &refs, keep_alive);
+                } else {
+                    http::write_response(conn.out(), status, content_type, &refs, body, keep_alive);
+                }
+                sniff = Some(body.to_vec());
+            }
+            Content::Json(msg) => {
+                let length = Some(mcp::structured::length(msg));
+                http::write_head(conn.out(), status, content_type, length, &refs, keep_alive);
+                if !bare {
+                    let _ = mcp::structured::write(conn.out(), msg);
+                }
+            }
+            Content::Streamed(before, value, after) => {
+                let length = before.len() + json::str_body_len(value.text()) + after.len();
+                let length = Some(length);
+                http::write_head(conn.out(), status, content_type, length, &refs, keep_alive);
+                if !bare {
+                    conn.out().extend_from_slice(before);
+                    conn.stream_out(Streamed::new(value, after.to_vec()));
+                }
+                // The access line reads the outcome from the message
+                // without the value (a small one).
+                sniff = Some([before, after].concat());
+            }
+            Content::StreamEnd(last) => {
+                if let Some(msg) = last {
+                    let text = mcp::structured::to_string(msg);
+                    http::write_sse_message(conn.out(), &text);
+                }
+                http::write_last_chunk(conn.out());
+            }
+        }
+        if !keep_alive {
+            conn.close_after_write();
+        }
+        self.access_end(token, status, sniff.as_deref());
+        true
+    }
+
+    /// Whether the request waiting on `conn` is an event stream.
+    pub(in crate::edge::reactor) fn streaming(&self, token: Token) -> bool {
+        self.conns.get(&token).is_some_and(Conn::streaming)
+    }
+
+    /// Where pool output goes over HTTP: the streaming requests of sessions
+    /// that asked for logs, with the notification for each (sent by the pool
+    /// log router, `pools::output`).
+    pub(in crate::edge::reactor) fn log_targets(
+        &mut self,
+        level: usize,
+        logger: &str,
+        line: &str,
+    ) -> Vec<(Token, Json)> {
+        let now = Instant::now();
+        let mut targets = Vec::new();
+        let streaming: Vec<(Token, String)> = self
+            .conns
+            .iter()
+            .filter_map(|(t, c)| c.busy().filter(|b| b.sse).map(|b| (*t, b.session.clone())))
+            .collect();
+        for (token, session) in streaming {
+            let Some(stored) = self.sessions.get(&session, now) else {
+                continue;
+            };
+            let s = mcp::Session {
+                log_level: stored.log_level,
+                ..mcp::Session::default()
+            };
+            if let Some(note) = mcp::log_notification(&s, level, logger, line) {
+                targets.push((token, note));
+            }
+        }
+        targets
+    }
+}
 
 impl Reactor {
     /// Answers the request on `token` with a JSON body (or none).
@@ -26,180 +156,83 @@ impl Reactor {
         body: &[u8],
         keep_alive: bool,
     ) {
-        let content_type = (!body.is_empty()).then_some("application/json");
-        self.respond_as(token, status, content_type, headers, body, keep_alive);
-    }
-
-    /// [`Reactor::respond`] with a body of another `content_type`.
-    pub(in crate::edge::reactor) fn respond_as(
-        &mut self,
-        token: Token,
-        status: u16,
-        content_type: Option<&str>,
-        headers: &[(String, String)],
-        body: &[u8],
-        keep_alive: bool,
-    ) {
-        let Some(conn) = self.conn_mut(token) else {
-            return;
-        };
-        let refs: Vec<(&str, &str)> = headers
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        if conn.is_head_request() {
-            // RFC 9110 section 9.3.2: the same head as for GET, no content.
-            http::write_head(
-                conn.out(),
-                status,
-                content_type,
-                Some(body.len()),
-                &refs,
-                keep_alive,
-            );
-        } else {
-            http::write_response(conn.out(), status, content_type, &refs, body, keep_alive);
-        }
-        if !keep_alive {
-            conn.close_after_write();
-        }
-        if let Some(front) = self.http.as_mut() {
-            front.access_end(token, status, Some(body));
-        }
-        self.flush_conn(token);
-    }
-
-    /// [`Reactor::respond`] with a JSON body whose middle is the escaped
-    /// text of a stored value (`parts`: before, the value, after): the
-    /// head and the first part are queued, the value's text is escaped
-    /// into the queue a slice at a time as the socket drains
-    /// (`byteio::Streamed`), so the answer is never held whole.
-    pub(in crate::edge::reactor) fn respond_streamed(
-        &mut self,
-        token: Token,
-        status: u16,
-        headers: &[(String, String)],
-        parts: (&[u8], Rc<Paged>, &[u8]),
-        keep_alive: bool,
-    ) {
-        let (before, value, after) = parts;
-        let Some(conn) = self.conn_mut(token) else {
-            return;
-        };
-        let refs: Vec<(&str, &str)> = headers
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        let length = before.len() + json::str_body_len(value.text()) + after.len();
-        let content_type = Some("application/json");
-        http::write_head(
-            conn.out(),
+        let head = Head {
             status,
-            content_type,
-            Some(length),
-            &refs,
+            content_type: (!body.is_empty()).then_some("application/json"),
+            headers,
             keep_alive,
-        );
-        if !conn.is_head_request() {
-            conn.out().extend_from_slice(before);
-            conn.stream_out(Streamed::new(value, after.to_vec()));
+        };
+        self.answer(token, head, Content::Body(body));
+    }
+
+    /// Answers the request on `token` with `head` and `content`, and
+    /// writes what the socket takes.
+    pub(in crate::edge::reactor) fn answer(
+        &mut self,
+        token: Token,
+        head: Head<'_>,
+        content: Content<'_>,
+    ) {
+        if self
+            .http
+            .as_mut()
+            .is_some_and(|f| f.queue_answer(token, head, content))
+        {
+            self.flush_conn(token);
         }
-        if !keep_alive {
-            conn.close_after_write();
-        }
-        // The access line reads the outcome from the message without the
-        // value (a small one).
-        let mut sniff = before.to_vec();
-        sniff.extend_from_slice(after);
-        if let Some(front) = self.http.as_mut() {
-            front.access_end(token, status, Some(&sniff));
-        }
-        self.flush_conn(token);
     }
 
     /// Completes the request waiting on `conn` with a JSON-RPC response.
     pub(in crate::edge::reactor) fn http_reply(&mut self, token: Token, msg: &Json) {
-        if let Some(front) = self.http.as_mut() {
-            front.access_reply(token, msg);
-        }
-        let Some(conn) = self.conn_mut(token) else {
+        let Some(front) = self.http.as_mut() else {
             return;
         };
-        let Some(busy) = conn.take_busy() else { return };
+        front.access_reply(token, msg);
+        let Some(busy) = front.conns.get_mut(&token).and_then(Conn::take_busy) else {
+            return;
+        };
         let status = if busy.modern {
             era::http_status(msg)
         } else {
             200
         };
-        if busy.sse {
-            let text = mcp::structured::to_string(msg);
-            http::write_sse_message(conn.out(), &text);
-            http::write_last_chunk(conn.out());
-            if !busy.keep_alive {
-                conn.close_after_write();
-            }
-            if let Some(front) = self.http.as_mut() {
-                front.access_end(token, 200, None);
-            }
-            self.flush_conn(token);
-        } else if status == 200 && !conn.is_head_request() {
-            // Serialized straight into the connection's buffer, its length
-            // counted first: a large result is not held a third time as an
-            // intermediate string.
-            let length = json_length(msg);
-            let refs: Vec<(&str, &str)> = busy
-                .cors
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_str()))
-                .collect();
-            http::write_head(
-                conn.out(),
-                200,
-                Some("application/json"),
-                Some(length),
-                &refs,
-                busy.keep_alive,
-            );
-            let _ = mcp::structured::write(conn.out(), msg);
-            if !busy.keep_alive {
-                conn.close_after_write();
-            }
-            if let Some(front) = self.http.as_mut() {
-                front.access_end(token, 200, None);
-            }
-            self.flush_conn(token);
+        let head = Head {
+            status: if busy.sse { 200 } else { status },
+            content_type: Some("application/json"),
+            headers: &busy.cors,
+            keep_alive: busy.keep_alive,
+        };
+        let content = if busy.sse {
+            Content::StreamEnd(Some(msg))
         } else {
-            let text = mcp::structured::to_string(msg);
-            self.respond(token, status, &busy.cors, text.as_bytes(), busy.keep_alive);
-        }
+            Content::Json(msg)
+        };
+        self.answer(token, head, content);
         // Pipelined requests that waited behind this one.
         self.pump(token);
     }
 
     /// Completes the request waiting on `conn` without a JSON-RPC response.
     pub(super) fn http_abandon(&mut self, token: Token) {
-        let Some(conn) = self.conn_mut(token) else {
+        let Some(front) = self.http.as_mut() else {
             return;
         };
-        let Some(busy) = conn.take_busy() else { return };
-        if let Some(front) = self.http.as_mut() {
-            front.access_cancelled(token);
-        }
-        let Some(conn) = self.conn_mut(token) else {
+        let Some(busy) = front.conns.get_mut(&token).and_then(Conn::take_busy) else {
             return;
         };
-        if busy.sse {
-            http::write_last_chunk(conn.out());
-            if !busy.keep_alive {
-                conn.close_after_write();
-            }
-            if let Some(front) = self.http.as_mut() {
-                front.access_end(token, 200, None);
-            }
-            self.flush_conn(token);
+        front.access_cancelled(token);
+        let head = Head {
+            status: if busy.sse { 200 } else { 202 },
+            content_type: None,
+            headers: &busy.cors,
+            keep_alive: busy.keep_alive,
+        };
+        let content = if busy.sse {
+            Content::StreamEnd(None)
         } else {
-            self.respond(token, 202, &busy.cors, &[], busy.keep_alive);
-        }
+            Content::Body(&[])
+        };
+        self.answer(token, head, content);
         self.pump(token);
     }
 
@@ -215,63 +248,4 @@ impl Reactor {
         http::write_sse_message(conn.out(), &text);
         self.flush_conn(token);
     }
-
-    /// Whether the request waiting on `conn` is an event stream.
-    pub(in crate::edge::reactor) fn http_streaming(&self, token: Token) -> bool {
-        self.http
-            .as_ref()
-            .and_then(|f| f.conns.get(&token))
-            .is_some_and(super::Conn::streaming)
-    }
-
-    /// Where pool output goes over HTTP: the streaming requests of sessions
-    /// that asked for logs, with the notification for each (sent by the pool
-    /// log router, `pools::output`).
-    pub(in crate::edge::reactor) fn http_log_targets(
-        &mut self,
-        level: usize,
-        logger: &str,
-        line: &str,
-    ) -> Vec<(Token, Json)> {
-        let Some(front) = self.http.as_mut() else {
-            return Vec::new();
-        };
-        let now = Instant::now();
-        let mut targets = Vec::new();
-        let streaming: Vec<(Token, String)> = front
-            .conns
-            .iter()
-            .filter_map(|(t, c)| c.busy().filter(|b| b.sse).map(|b| (*t, b.session.clone())))
-            .collect();
-        for (token, session) in streaming {
-            let Some(stored) = front.sessions.get(&session, now) else {
-                continue;
-            };
-            let s = mcp::Session {
-                log_level: stored.log_level,
-                ..mcp::Session::default()
-            };
-            if let Some(note) = mcp::log_notification(&s, level, logger, line) {
-                targets.push((token, note));
-            }
-        }
-        targets
-    }
-}
-
-/// The length of `msg`'s compact JSON text, without building it.
-fn json_length(msg: &Json) -> usize {
-    struct Count(usize);
-    impl Write for Count {
-        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    let _ = mcp::structured::write(&mut count, msg);
-    count.0
 }
