@@ -17,6 +17,7 @@
 //! `Poll::poll`, and only it (with the OS helpers in `proc` and `shm`)
 //! touches file descriptors.
 
+mod apply;
 mod bigresults;
 mod byteio;
 mod calls;
@@ -421,7 +422,7 @@ impl Reactor {
                 }
             }
             if read_stdin_directly {
-                self.read_stdin();
+                self.read_stdin_until(true);
             }
             self.prepare_slice();
             if let Some(at) = self.pools.pending() {

@@ -22,6 +22,8 @@
 //! * `routes`: the route table (path, methods, guarded or open, handler),
 //!   the checks a request passes before its handler, and the answers that
 //!   refuse it (403, 401, 404, 405 with `Allow`, the preflight's 204).
+//! * `endpoint`: the `/mcp` endpoint's decisions (era, session, header
+//!   checks, statuses), returning the message's step and its framing.
 //! * `security`: the bearer-token check and the `Origin` / `Host` checks that
 //!   keep browsers on other sites (and DNS rebinding) away from a local
 //!   server.
@@ -33,6 +35,7 @@
 //! is no blanket `Access-Control-Allow-Origin: *`.
 
 mod budget;
+mod endpoint;
 mod error;
 mod parse;
 mod response;
@@ -42,6 +45,7 @@ mod session;
 mod syntax;
 
 pub use budget::{suppressed_suffix, Budget, Notice, Notices, DEFAULT_MAX_BUFFERED, NOTICE_PERIOD};
+pub use endpoint::{mcp_delete, mcp_post, Framing, Post, PostState};
 pub use error::HttpError;
 pub use parse::{
     Limits, Parser, Progress, Request, DEFAULT_MAX_BODY, DEFAULT_MAX_HEADERS, DEFAULT_MAX_LINE,

@@ -14,11 +14,12 @@ use serde_json::Value as Json;
 
 use crate::edge::{log, proc};
 use crate::format::json::page::Paged;
+use crate::protocol::http::Framing;
 use crate::protocol::jsonrpc;
 use crate::protocol::log::Untrusted;
 use crate::protocol::mcp::bigresults::{self, ResourceMethod, ResourceRequest};
 use crate::protocol::mcp::call::Ending;
-use crate::protocol::mcp::{self, era, CallRequest};
+use crate::protocol::mcp::{self, CallRequest};
 
 use super::http::{Content, Head};
 use super::timers::now_ms;
@@ -133,16 +134,11 @@ impl Reactor {
         token: Token,
         resource: ResourceRequest,
         owner: &str,
-        headers: &[(String, String)],
-        keep_alive: bool,
+        framing: &Framing,
     ) {
-        let modern = resource.modern;
         let (reply, streamed) = self.answer_resource_streamed(owner, resource, true);
-        let status = if modern {
-            era::http_status(&reply)
-        } else {
-            200
-        };
+        let status = framing.reply_status(&reply);
+        let (headers, keep_alive) = (&framing.headers, framing.keep_alive);
         let body = serde_json::to_vec(&reply).unwrap_or_default();
         let at = streamed.as_ref().and_then(|_| {
             let text = bigresults::STREAMED_TEXT;

@@ -29,7 +29,6 @@ use crate::edge::log;
 use crate::protocol::log::Untrusted;
 use std::collections::HashMap;
 use std::fs::File;
-use std::io;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
@@ -39,7 +38,6 @@ use mio::{Interest, Poll, Registry, Token};
 use super::idhash::IdMap;
 use super::{Reactor, StartError, LISTENER};
 use crate::edge::cli::{HttpConfig, Settings};
-use crate::edge::proc;
 use crate::protocol::http::{
     self, Answer, Budget, Gate, Headers, Notice, Notices, OriginPolicy, Request, Route,
     SessionLimits, Sessions,
@@ -426,14 +424,6 @@ impl HttpFront {
                 listen: None,
             });
         }
-    }
-
-    /// A new session id. Session ids must not be guessable: without a
-    /// random source, no session is made.
-    fn random_id(&mut self) -> io::Result<[u8; 16]> {
-        let mut bytes = [0u8; 16];
-        proc::fill_random(&mut bytes)?;
-        Ok(bytes)
     }
 }
 

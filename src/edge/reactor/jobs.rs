@@ -4,17 +4,16 @@
 //! task table under the caller's authorization. Their results and texts
 //! live in `protocol::mcp::jobs`; the task's life (its timer, settling,
 //! storage, expiry) is the one of every task (`tasks`). Over HTTP a modern
-//! job tool's call must mirror its job id in `Mcp-Param-Job-Id`.
+//! job tool's call must mirror its job id in `Mcp-Param-Job-Id`
+//! (`http::mcp_post` checks it).
 
 use serde_json::Value as Json;
 
-use crate::protocol::http::Request;
-use crate::protocol::jsonrpc::{self, ErrorCode};
 use crate::protocol::mcp::call;
 use crate::protocol::mcp::jobs::{self, JobMethod};
 use crate::protocol::mcp::structured;
 use crate::protocol::mcp::tasks::{Outcome, Status, Task};
-use crate::protocol::mcp::{Catalog, TaskMethod, TaskRequest};
+use crate::protocol::mcp::{Catalog, TaskRequest};
 
 use super::calls::Call;
 use super::timers::now_ms;
@@ -36,19 +35,6 @@ pub(super) fn handle(catalog: &Catalog, call: &Call, task: &Task, ttl: u64, now:
     let result = jobs::handle_result(task, tool, ttl, now);
     let modern = call.request.is_modern();
     call::call_response(catalog, &call.request.id, modern, result)
-}
-
-/// The `-32020` error of a modern job tool's call over HTTP whose
-/// `Mcp-Param-Job-Id` header (what balancers route on) is missing or does
-/// not match its body.
-pub(super) fn header_mismatch(req: &Request, task: &TaskRequest) -> Option<Json> {
-    let TaskMethod::Job { modern: true, .. } = task.method else {
-        return None;
-    };
-    let header = req.header("mcp-param-job-id");
-    let message = jobs::check_param_header(&task.task_id, header).err()?;
-    let refused = jsonrpc::error_response(Some(&task.id), ErrorCode::HeaderMismatch, &message);
-    Some(refused)
 }
 
 impl Reactor {

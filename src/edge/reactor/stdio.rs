@@ -17,11 +17,12 @@ use mio::unix::SourceFd;
 use mio::{Interest, Poll};
 use serde_json::Value as Json;
 
+use super::apply::Origin;
 use super::byteio::{read_until, Flushed, RawReader, ReadEnd, WriteQueue};
-use super::{Client, Reactor, STDIN, STDOUT};
+use super::{Reactor, STDIN, STDOUT};
 use crate::edge::{log, proc};
 use crate::protocol::jsonrpc::{self, Frame, LineFramer};
-use crate::protocol::mcp::{self, Session, Step};
+use crate::protocol::mcp::{self, Catalog, Session, Step};
 
 /// Stop reading stdin while this much output is queued (client not reading).
 const MAX_PENDING_OUTPUT: usize = 16 * 1024 * 1024;
@@ -121,13 +122,58 @@ impl Stdio {
     pub(super) fn finished(&self, all_abandoned: bool, now: Instant) -> bool {
         !self.stdin_open && (all_abandoned || self.eof_deadline.is_some_and(|d| now >= d))
     }
+
+    /// Whether stdin may be read now: it is open, the server is not
+    /// `exiting`, and the output queue is not over its bound (else input
+    /// pauses until `flush_stdout` drains it).
+    fn may_read(&mut self, exiting: bool) -> bool {
+        if self.queue.held() >= MAX_PENDING_OUTPUT {
+            self.stdin_paused = true;
+            return false;
+        }
+        !exiting && self.stdin_open
+    }
+
+    /// The step of the next complete stdin line, if any. A `tools/call`'s
+    /// arguments are read from the line in place (`decode_lazy`), so a large
+    /// one is encoded for its pool without a JSON tree.
+    fn next_step(&mut self, catalog: &Catalog) -> Option<Step> {
+        let frame = self.framer.next_line()?;
+        self.answered_any = true;
+        Some(match frame {
+            Frame::Line(line) => {
+                let (msg, arguments) = jsonrpc::decode_lazy(line);
+                self.access.open(&msg);
+                let mut step = mcp::handle_lazy(catalog, &mut self.session, msg, arguments);
+                step.hand_over(None, line);
+                step
+            }
+            Frame::TooLong => {
+                let msg = jsonrpc::Incoming::Invalid(jsonrpc::too_long_response());
+                mcp::handle(catalog, &mut self.session, msg)
+            }
+        })
+    }
+
+    /// Stdin ended (`eof`: at its end, else on a read error): calls still
+    /// running get their grace period. At the end, the step of a last line
+    /// without its newline, if any.
+    fn input_ended(&mut self, poll: &Poll, catalog: &Catalog, eof: bool) -> Option<Step> {
+        self.stdin_open = false;
+        self.eof_deadline = Some(Instant::now() + EOF_GRACE);
+        if !eof {
+            return None;
+        }
+        if self.stdin_pollable {
+            let _ = poll.registry().deregister(&mut SourceFd(&0));
+        }
+        let msg = frame_message(self.framer.finish()?);
+        self.answered_any = true;
+        Some(mcp::handle(catalog, &mut self.session, msg))
+    }
 }
 
 impl Reactor {
-    pub(super) fn read_stdin(&mut self) {
-        self.read_stdin_until(true);
-    }
-
     /// Reads stdin. `to_eagain` false allows stopping after a short read:
     /// the poller said no EOF came with this data, and further data brings
     /// a new event, so the read that would only say EAGAIN is skipped.
@@ -137,43 +183,34 @@ impl Reactor {
         self.scratch = buf;
     }
 
-    /// Whether stdin may be read now: it is open, the server is not
-    /// exiting, and the output queue is not over its bound (else input
-    /// pauses until `flush_stdout` drains it).
-    fn stdin_may_read(&mut self) -> bool {
+    fn read_stdin_into(&mut self, buf: &mut [u8], to_eagain: bool) {
         let exiting = self.exit_code.is_some();
         let Some(stdio) = self.stdio.as_mut() else {
-            return false;
+            return;
         };
-        if stdio.queue.held() >= MAX_PENDING_OUTPUT {
-            stdio.stdin_paused = true;
-            return false;
-        }
-        !exiting && stdio.stdin_open
-    }
-
-    fn read_stdin_into(&mut self, buf: &mut [u8], to_eagain: bool) {
-        if !self.stdin_may_read() {
+        if !stdio.may_read(exiting) {
             return;
         }
-        let pollable = self.stdio.as_ref().is_some_and(|s| s.stdin_pollable);
+        let pollable = stdio.stdin_pollable;
         let full = buf.len();
         let end = read_until(&mut RawReader(0), buf, |chunk| {
             let Some(stdio) = self.stdio.as_mut() else {
                 return ControlFlow::Break(());
             };
             stdio.framer.push(chunk);
-            while let Some(step) = self.next_stdio_step() {
-                self.run_stdio_step(step);
+            while let Some(step) = self.stdio.as_mut().and_then(|s| s.next_step(&self.catalog)) {
+                self.apply(Origin::Stdio, step);
             }
-            if let Some(stdio) = self.stdio.as_mut() {
-                stdio.framer.trim();
-            }
+            let exiting = self.exit_code.is_some();
+            let Some(stdio) = self.stdio.as_mut() else {
+                return ControlFlow::Break(());
+            };
+            stdio.framer.trim();
             // Regular file: one chunk per loop turn, so pool events
             // interleave with a long input file. A pipe may stop at a short
             // read unless the event also reported a closed writer: with
             // edge-triggered polling that EOF would otherwise never be seen.
-            if !pollable || (!to_eagain && chunk.len() < full) || !self.stdin_may_read() {
+            if !pollable || (!to_eagain && chunk.len() < full) || !stdio.may_read(exiting) {
                 return ControlFlow::Break(());
             }
             ControlFlow::Continue(())
@@ -181,84 +218,16 @@ impl Reactor {
         let Some(stdio) = self.stdio.as_mut() else {
             return;
         };
-        match end {
-            ReadEnd::Drained | ReadEnd::Stopped => {}
-            ReadEnd::Eof => {
-                stdio.stdin_open = false;
-                stdio.eof_deadline = Some(Instant::now() + EOF_GRACE);
-                if stdio.stdin_pollable {
-                    let _ = self.poll.registry().deregister(&mut SourceFd(&0));
-                }
-                if let Some(frame) = stdio.framer.finish() {
-                    let msg = frame_message(frame);
-                    self.dispatch_stdio(msg);
-                }
-            }
+        let last = match end {
+            ReadEnd::Drained | ReadEnd::Stopped => None,
+            ReadEnd::Eof => stdio.input_ended(&self.poll, &self.catalog, true),
             ReadEnd::Failed(e) => {
                 log::error(&format!("input read error: {e}"));
-                stdio.stdin_open = false;
-                stdio.eof_deadline = Some(Instant::now() + EOF_GRACE);
+                stdio.input_ended(&self.poll, &self.catalog, false)
             }
-        }
-    }
-
-    fn dispatch_stdio(&mut self, msg: jsonrpc::Incoming) {
-        let Some(stdio) = self.stdio.as_mut() else {
-            return;
         };
-        stdio.answered_any = true;
-        let step = mcp::handle(&self.catalog, &mut stdio.session, msg);
-        self.run_stdio_step(step);
-    }
-
-    /// Handles the next complete stdin line, if any. A `tools/call`'s
-    /// arguments are read from the line in place (`decode_lazy`), so a large
-    /// one is encoded for its pool without a JSON tree.
-    fn next_stdio_step(&mut self) -> Option<Step> {
-        let stdio = self.stdio.as_mut()?;
-        let frame = stdio.framer.next_line()?;
-        stdio.answered_any = true;
-        Some(match frame {
-            Frame::Line(line) => {
-                let (msg, arguments) = jsonrpc::decode_lazy(line);
-                stdio.access.open(&msg);
-                let mut step = mcp::handle_lazy(&self.catalog, &mut stdio.session, msg, arguments);
-                step.hand_over(None, line);
-                step
-            }
-            Frame::TooLong => {
-                let msg = jsonrpc::Incoming::Invalid(jsonrpc::too_long_response());
-                mcp::handle(&self.catalog, &mut stdio.session, msg)
-            }
-        })
-    }
-
-    fn run_stdio_step(&mut self, step: Step) {
-        match step {
-            Step::Nothing => {}
-            Step::Reply(reply) => self.send_stdio(&reply),
-            Step::Cancel(id) => {
-                self.stdio_access_cancelled(&id);
-                // A cancelled subscription simply ends: nothing more is sent
-                // for it, not even a response.
-                if !self.listeners.remove(&Client::Stdio, &id) {
-                    self.cancel(&Client::Stdio, &id);
-                }
-            }
-            Step::Call(request) => self.start_call(Client::Stdio, request),
-            Step::Task(request) => {
-                let reply = self.answer_task("", request);
-                self.send_stdio(&reply);
-            }
-            Step::Resource(request) => {
-                let reply = self.answer_resource("", request);
-                self.send_stdio(&reply);
-            }
-            Step::Listen(mut listen) => {
-                self.agreed_task_ids(&mut listen, "");
-                self.listeners.add(Client::Stdio, &listen);
-                self.send_stdio(&mcp::subscriptions::acknowledgement(&listen));
-            }
+        if let Some(step) = last {
+            self.apply(Origin::Stdio, step);
         }
     }
 
@@ -312,7 +281,7 @@ impl Reactor {
             let _ = self.poll.registry().deregister(&mut SourceFd(&fd));
         }
         if std::mem::take(&mut stdio.stdin_paused) {
-            self.read_stdin();
+            self.read_stdin_until(true);
         }
     }
 

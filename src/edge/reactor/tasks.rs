@@ -13,11 +13,7 @@ use crate::edge::log;
 
 use serde_json::Value as Json;
 
-use mio::Token;
-
 use crate::edge::proc;
-use crate::protocol::http::Request;
-use crate::protocol::mcp::era;
 use crate::protocol::mcp::tasks::{self, Outcome, Status};
 use crate::protocol::mcp::{ListenRequest, TaskMethod, TaskRequest};
 
@@ -142,26 +138,6 @@ impl Reactor {
             }
         };
         crate::protocol::jsonrpc::result_response(&req.id, result)
-    }
-
-    /// A `tasks/*` request over HTTP, answered for `owner`
-    /// (`HttpFront::call_owner`).
-    pub(super) fn http_task(
-        &mut self,
-        token: Token,
-        req: &Request,
-        task: TaskRequest,
-        owner: &str,
-        headers: &[(String, String)],
-        keep_alive: bool,
-    ) {
-        let reply = match super::jobs::header_mismatch(req, &task) {
-            Some(refused) => refused,
-            None => self.answer_task(owner, task),
-        };
-        let status = era::http_status(&reply);
-        let body = crate::protocol::mcp::structured::to_vec(&reply);
-        self.respond(token, status, headers, &body, keep_alive);
     }
 
     /// Settled tasks due to be freed (calls due to become tasks are the

@@ -14,7 +14,7 @@ use mio::{Interest, Registry, Token};
 
 use super::{KEEP_ALIVE, KEEP_CAPACITY, LINGER, LINGER_BYTES, MAX_BUFFERED};
 use crate::edge::reactor::byteio::{read_until, Flushed, ReadEnd, Streamed, WriteQueue};
-use crate::protocol::http::{self, HttpError, Parser, Progress, Request};
+use crate::protocol::http::{self, Framing, HttpError, Parser, Progress, Request};
 use crate::protocol::jsonrpc;
 
 /// A request waiting for its tool call, or a long-lived subscription.
@@ -71,7 +71,7 @@ impl Input {
     }
 }
 
-pub(super) struct Conn {
+pub(in crate::edge::reactor) struct Conn {
     stream: TcpStream,
     input: Input,
     /// `pump` is running for this connection; nested calls return at once.
@@ -414,6 +414,44 @@ impl Conn {
         self.busy = Some(busy);
     }
 
+    /// Holds this connection for the answer of a tool call framed so; an
+    /// event stream's head goes out first when the framing says so.
+    pub(in crate::edge::reactor) fn open_call(&mut self, framing: Framing) {
+        if framing.sse {
+            let refs = header_refs(&framing.headers);
+            http::write_sse_head(self.out(), &refs, framing.keep_alive);
+        }
+        self.set_busy(Busy {
+            session: framing.session,
+            sse: framing.sse,
+            keep_alive: framing.keep_alive,
+            cors: framing.headers,
+            modern: framing.modern,
+            listen: None,
+        });
+    }
+
+    /// Holds this connection for the event stream of `subscriptions/listen`
+    /// request `id`, its head and acknowledgement `ack` written.
+    pub(in crate::edge::reactor) fn open_listen(
+        &mut self,
+        framing: Framing,
+        id: &jsonrpc::RequestId,
+        ack: &serde_json::Value,
+    ) {
+        let refs = header_refs(&framing.headers);
+        http::write_sse_head(self.out(), &refs, framing.keep_alive);
+        http::write_sse_message(self.out(), &ack.to_string());
+        self.set_busy(Busy {
+            session: String::new(),
+            sse: true,
+            keep_alive: framing.keep_alive,
+            cors: framing.headers,
+            modern: true,
+            listen: Some((id.clone(), Instant::now() + KEEP_ALIVE)),
+        });
+    }
+
     /// Sets whom the request being served speaks for (under OAuth).
     #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
     pub(super) fn set_principal(&mut self, p: Option<crate::protocol::oauth::Principal>) {
@@ -514,3 +552,11 @@ impl Conn {
 
 #[cfg(test)]
 mod tests;
+
+/// Header fields as the response writers take them.
+fn header_refs(headers: &[(String, String)]) -> Vec<(&str, &str)> {
+    headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect()
+}

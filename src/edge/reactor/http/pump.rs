@@ -105,7 +105,7 @@ impl Reactor {
     }
 
     /// The connection `token`, if it is still open.
-    pub(super) fn conn_mut(&mut self, token: Token) -> Option<&mut Conn> {
+    pub(in crate::edge::reactor) fn conn_mut(&mut self, token: Token) -> Option<&mut Conn> {
         self.http.as_mut().and_then(|f| f.conns.get_mut(&token))
     }
 
@@ -322,7 +322,7 @@ impl Reactor {
         self.respond(token, answer.status, &answer.headers, &answer.body, false);
     }
 
-    pub(super) fn flush_conn(&mut self, token: Token) {
+    pub(in crate::edge::reactor) fn flush_conn(&mut self, token: Token) {
         // What was logged about a request is on stderr before its answer.
         log::flush();
         let Some(front) = self.http.as_mut() else {

@@ -213,7 +213,7 @@ impl Reactor {
     }
 
     /// Completes the request waiting on `conn` without a JSON-RPC response.
-    pub(super) fn http_abandon(&mut self, token: Token) {
+    pub(in crate::edge::reactor) fn http_abandon(&mut self, token: Token) {
         let Some(front) = self.http.as_mut() else {
             return;
         };
