@@ -222,7 +222,7 @@ impl Reactor {
                         request.keep_alive = false;
                     }
                     consumed = true;
-                    self.handle_request(token, request);
+                    self.serve_request(token, request, true);
                     self.flush_conn(token);
                 }
                 Parsed::Bad(e) => {

@@ -20,13 +20,8 @@ use crate::protocol::mcp;
 
 impl Reactor {
     /// Answers a complete request: the checks and the route table decide
-    /// which handler gets it, or the refusal.
-    pub(super) fn handle_request(&mut self, token: Token, req: Request) {
-        self.serve_request(token, req, true);
-    }
-
-    /// [`Reactor::handle_request`]; `may_fetch`: under OAuth, a token whose
-    /// key is not held may wait for the keys to be fetched.
+    /// which handler gets it, or the refusal. `may_fetch`: under OAuth, a
+    /// token whose key is not held may wait for the keys to be fetched.
     pub(super) fn serve_request(&mut self, token: Token, mut req: Request, may_fetch: bool) {
         let Some(front) = self.http.as_ref() else {
             return;
@@ -87,7 +82,10 @@ impl Reactor {
             "DELETE" => self.http_delete(token, &req, cors),
             // A long body is checked in slices first (`calls::prepare`).
             _ if req.body.len() > mcp::SLICE_ABOVE => {
-                self.hold_conn(token, req.keep_alive);
+                // No later request of the connection is read meanwhile.
+                if let Some(front) = self.http.as_mut() {
+                    front.hold(token, req.keep_alive);
+                }
                 self.check_body(token, req, cors);
             }
             _ => self.http_post(token, req, cors, None),
@@ -120,16 +118,8 @@ impl Reactor {
         self.respond(token, 200, &cors, br#"{"ok":true}"#, req.keep_alive);
     }
 
-    /// Marks connection `token` busy while its request's body is checked
-    /// in slices, so no later request of it is read meanwhile.
-    pub(in crate::edge::reactor) fn hold_conn(&mut self, token: Token, keep_alive: bool) {
-        if let Some(front) = self.http.as_mut() {
-            front.hold(token, keep_alive);
-        }
-    }
-
     /// Handles a request whose body was checked in slices, on the
-    /// connection [`Reactor::hold_conn`] held.
+    /// connection `HttpFront::hold` held.
     pub(in crate::edge::reactor) fn post_checked(
         &mut self,
         token: Token,
