@@ -5,15 +5,13 @@
 //! cancellation, progress, `subscriptions/listen`, and on HTTP the mirrored
 //! headers (`-32020`) and the statuses the revision prescribes.
 
-use std::time::Duration;
-
 use serde_json::{json, Value};
 
 use crate::support::http::{
     post_request, router, write_manifest, Client, Response, Server as HttpServer,
 };
 use crate::support::stdio::Lines;
-use crate::util::{self, wait_for, CallTrace, TempDir};
+use crate::util::{self, wait_for, CallTrace, Hold, TempDir};
 
 const MODERN: &str = "2026-07-28";
 const SCHEMA: &str = "https://json-schema.org/draft/2020-12/schema";
@@ -293,26 +291,70 @@ fn modern_log_messages_follow_each_requests_log_level() {
 
 #[test]
 fn a_cancelled_modern_call_gets_no_further_message() {
-    let mut s = Stdio::start();
+    // One pool process, and the call held in it: its progress flows for as
+    // long as the test needs, and the next call can only run once the
+    // cancelled one has ended there and the server has read its answer.
+    let dir = TempDir::new();
+    let manifest = util::shapes_manifest(&dir);
+    let trace = CallTrace::new();
+    let hold = Hold::new();
+    let mut s = Stdio(Lines::mcp(
+        &manifest,
+        &["--pool-replicas", "py=1"],
+        &[trace.env(), hold.env()],
+        Some(dir),
+    ));
+    hold.hold();
     s.send(&modern_request(
         json!("slow"),
         "tools/call",
-        json!({"name": "slowEcho", "arguments": {"_1": 1500}}),
+        json!({"name": "slowEcho", "arguments": {"_1": 1}}),
         json!({"progressToken": "p", "io.modelcontextprotocol/logLevel": "debug"}),
     ));
     // Its progress flows until it is cancelled…
     let first = s.next();
     assert_eq!(first["method"], "notifications/progress", "{first}");
     assert_eq!(first["params"]["progressToken"], "p");
+    trace.wait_started("slowEcho", 1);
     s.send(
         &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": "slow", "reason": "test"}}),
     );
-    s.quiet("after-cancel");
-    // …then nothing at all, well past its end.
-    if let Some(line) = s.proc.try_read_line(Duration::from_millis(2500)) {
-        panic!("unexpected output after cancellation: {line}");
+    // The cancellation is taken by the time the ping is answered (a
+    // progress notification sent before it may still precede the answer)…
+    s.send(&json!({"jsonrpc": "2.0", "id": "after-cancel", "method": "ping"}));
+    loop {
+        let line = s.next();
+        if line["method"] == "notifications/progress" {
+            continue;
+        }
+        assert_eq!(
+            line,
+            json!({"jsonrpc": "2.0", "id": "after-cancel", "result": {}})
+        );
+        break;
     }
+    // …then nothing at all: the call ends in its pool, and the next call,
+    // which waits for that process, is the next line.
+    hold.release();
+    let reply = s.ask(&modern_request(
+        json!("next"),
+        "tools/call",
+        json!({"name": "addOne", "arguments": {"_1": 1}}),
+        json!({}),
+    ));
+    assert_eq!(
+        reply["id"], "next",
+        "unexpected output after cancellation: {reply}"
+    );
+    assert_eq!(reply["result"]["content"][0]["text"], "2", "{reply}");
+    let calls = trace.calls();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(calls[0].pid, calls[1].pid, "{calls:?}");
+    assert!(
+        calls[0].end.expect("the cancelled call ended") <= calls[1].start,
+        "{calls:?}"
+    );
     s.quiet("end");
     s.finish();
 }
@@ -461,7 +503,8 @@ fn http_serves_modern_requests_without_a_session() {
 #[test]
 fn http_listen_streams_and_closing_the_stream_cancels() {
     let trace = CallTrace::new();
-    let server = HttpServer::start_traced(&[], &trace);
+    let hold = Hold::new();
+    let server = HttpServer::start_held(&[], &trace, &hold);
     let mut listener = server.connect();
     let listen = modern_request(
         json!(5),
@@ -495,12 +538,14 @@ fn http_listen_streams_and_closing_the_stream_cancels() {
         5
     );
     drop(listener);
-    // A modern call whose client goes away is dropped; the server goes on.
+    // A modern call whose client goes away is dropped; the server goes on
+    // (the call is held in its pool until another call has been answered).
+    hold.hold();
     let mut caller = server.connect();
     let slow = modern_request(
         json!(6),
         "tools/call",
-        json!({"name": "main__slowEcho", "arguments": {"_1": 1000}}),
+        json!({"name": "main__slowEcho", "arguments": {"_1": 1}}),
         json!({}),
     );
     let request = post_request(
@@ -525,6 +570,7 @@ fn http_listen_streams_and_closing_the_stream_cancels() {
     );
     let reply = modern_post(&mut client, &call, &[]).expect(200).json();
     assert_eq!(reply["result"]["content"][0]["text"], "10");
+    hold.release();
     let _ = &server.proc;
 }
 
@@ -599,7 +645,8 @@ fn a_rebuilt_program_is_reloaded_and_subscribers_are_told() {
     let dir = TempDir::new();
     let manifest = util::shapes_manifest(&dir);
     let trace = CallTrace::new();
-    let mut s = Stdio(Lines::mcp(&manifest, &[], &[trace.env()], None));
+    let hold = Hold::new();
+    let mut s = Stdio(Lines::mcp(&manifest, &[], &[trace.env(), hold.env()], None));
     // A legacy session and a modern subscription on the same process.
     let init = s.ask(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "l", "version": "1"}}}));
@@ -618,17 +665,18 @@ fn a_rebuilt_program_is_reloaded_and_subscribers_are_told() {
         json!({}),
     ));
     assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
-    // A call running during the rebuild finishes on the old pools.
+    // A call running during the rebuild (held in its pool until both
+    // notifications are out) finishes on the old pools.
+    hold.hold();
     s.send(
         &json!({"jsonrpc": "2.0", "id": "running", "method": "tools/call",
-        "params": {"name": "slowEcho", "arguments": {"_1": 1200}}}),
+        "params": {"name": "slowEcho", "arguments": {"_1": 1}}}),
     );
     trace.wait_started("slowEcho", 1);
     rebuild_without(&dir, "hello");
-    let mut got = Vec::new();
-    while got.len() < 3 {
-        got.push(s.next());
-    }
+    let mut got = vec![s.next(), s.next()];
+    hold.release();
+    got.push(s.next());
     let find = |pred: &dyn Fn(&Value) -> bool| got.iter().find(|m| pred(m)).cloned();
     let modern_note = find(&|m| {
         m["method"] == "notifications/tools/list_changed"
@@ -639,8 +687,11 @@ fn a_rebuilt_program_is_reloaded_and_subscribers_are_told() {
         m["method"] == "notifications/tools/list_changed" && m["params"].get("_meta").is_none()
     });
     assert!(legacy_note.is_some(), "{got:?}");
-    let answer = find(&|m| m["id"] == "running").expect("the running call is answered");
+    // Both notifications came while the call was held; its answer after.
+    let answer = &got[2];
+    assert_eq!(answer["id"], "running", "{got:?}");
     assert_eq!(answer["result"]["isError"], false, "{answer}");
+    assert_eq!(answer["result"]["content"][0]["text"], "1", "{answer}");
     // The new surface is served, to both eras; new calls reach fresh pools.
     let after = s.ask(&modern_request(
         json!(2),

@@ -518,26 +518,42 @@ fn with_one_process_the_next_call_waits_for_the_cancelled_job_and_gets_its_own_a
 
 #[test]
 fn a_burst_for_a_starting_pool_starts_its_replicas_beside_it() {
-    // Every process of the pool takes 3 s to start, and each call 1.5 s.
-    // The burst arrives while the primary starts: its replicas start at
-    // once too, so all 8 calls run side by side. Had they started only
-    // once the primary was ready, the primary's first call would end
-    // before any replica could take a call.
+    // Every process of the pool is held in its start (never ready) and each
+    // call in its pool. The burst arrives while the primary starts: its
+    // replicas start at once too, before any process is ready, and all 8
+    // calls then run side by side. Had the replicas started only once the
+    // primary was ready, fewer than 8 processes would exist while held.
     let trace = CallTrace::new();
-    let delay = (
-        "TESTPOOL_STARTUP_DELAY_MS",
-        std::ffi::OsString::from("3000"),
+    let calls = Hold::new();
+    let start = Hold::new();
+    start.hold();
+    calls.hold();
+    let mut s = Server::owning_env(
+        Program::shapes(),
+        &[],
+        &[trace.env(), calls.env(), start.start_env()],
     );
-    let mut s = Server::owning_env(Program::shapes(), &[], &[trace.env(), delay]);
-    let errors = round(&mut s, 8, 1500);
-    assert!(errors.is_empty(), "{errors:?}");
-    let calls = trace.calls_of("slowEcho");
-    assert_eq!(calls.len(), 8, "{calls:?}");
-    assert_eq!(processes(&calls).len(), 8, "{calls:?}");
+    let ids: Vec<u64> = (0..8u64)
+        .map(|i| s.call("slowEcho", json!({"_1": i})))
+        .collect();
+    wait_until("eight pool processes, none of them ready", || {
+        (pool_procs(&s).len() == 8).then_some(())
+    });
+    assert!(trace.calls().is_empty(), "{:?}", trace.calls());
+    start.release();
+    trace.wait_started("slowEcho", 8);
+    calls.release();
+    for (i, id) in ids.into_iter().enumerate() {
+        let result = s.result_within(id, TIMEOUT);
+        assert_eq!(text_of(&result), i.to_string(), "slowEcho {i}: {result}");
+    }
+    let traced = trace.calls_of("slowEcho");
+    assert_eq!(traced.len(), 8, "{traced:?}");
+    assert_eq!(processes(&traced).len(), 8, "{traced:?}");
     assert_eq!(
-        max_concurrency(&calls),
+        max_concurrency(&traced),
         8,
-        "the burst did not run at once: {calls:?}"
+        "the burst did not run at once: {traced:?}"
     );
     assert_eq!(s.finish(), 0);
 }

@@ -33,6 +33,10 @@ Environment (read once at start):
                               "bench" is bench/scale_bench.py's CPU-bound spin,
                               "words" the second example program's)
     TESTPOOL_STARTUP_DELAY_MS sleep this long before binding the socket
+    TESTPOOL_START_HOLD       a file: before binding the socket, wait until
+                              it exists (a test holds every process of the
+                              pool in its start, e.g. to see replicas start
+                              beside a primary that is not ready yet)
     TESTPOOL_NEVER_LISTEN=1   never bind; stay alive until signalled
     TESTPOOL_DIE_AFTER_MS     exit with status 3 after this long, without any
                               cleanup (like a crash)
@@ -2049,6 +2053,9 @@ class _Server:
         delay = _env_ms(environ, "TESTPOOL_STARTUP_DELAY_MS")
         if delay:
             time.sleep(delay)
+        start_hold = environ.get("TESTPOOL_START_HOLD")
+        while start_hold and not os.path.exists(start_hold):
+            time.sleep(0.005)
         if _env_truthy(environ.get("TESTPOOL_NEVER_LISTEN")):
             while True:
                 time.sleep(3600)

@@ -212,6 +212,13 @@ impl Hold {
         ("TESTPOOL_HOLD", self.path.clone().into_os_string())
     }
 
+    /// The environment variable that makes it hold the start of every
+    /// pool process instead (`TESTPOOL_START_HOLD`): while held, a process
+    /// that started does not bind its socket, so it is never ready.
+    pub fn start_env(&self) -> (&'static str, OsString) {
+        ("TESTPOOL_START_HOLD", self.path.clone().into_os_string())
+    }
+
     /// From now on, `slowEcho` calls stay in their pools until
     /// [`Hold::release`].
     pub fn hold(&self) {
