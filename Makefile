@@ -85,5 +85,5 @@ e2e: ## Real MCP clients and the conformance suite against the server (installs 
 e2e-static: static ## The same against the static binary (skipped when `make static` was)
 	@if [ -x target/static/morloc-mcp ]; then E2E_BIN=$(CURDIR)/target/static/morloc-mcp sh e2e/run.sh; fi
 
-static: ## Fully static musl binary: size budget, then the end-to-end tests against it (skips without musl-tools unless MORLOC_MCP_REQUIRE_STATIC=1)
+static: ## Fully static musl binary: size budget, then the end-to-end tests of what differs between the builds against it (bench/static.sh says which; STATIC_TESTS=all for every one; skips without musl-tools unless MORLOC_MCP_REQUIRE_STATIC=1)
 	sh bench/static.sh

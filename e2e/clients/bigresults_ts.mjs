@@ -61,6 +61,10 @@ const [n, command, ...args] = [Number(process.argv[2]), ...process.argv.slice(3)
 const transport = command.startsWith("http")
   ? new StreamableHTTPClientTransport(new URL(command))
   : new StdioClientTransport({ command, args, stderr: "inherit" });
+// The SDK gives up on a request after 60 s by default; a 5 M-element list
+// on a busy machine can take longer. The check is of the pages, not of
+// their speed: a wait no load reaches.
+const WAIT = { timeout: 600_000 };
 const client = new Client({ name: "morloc-mcp-e2e", version: "1.0.0" },
   { versionNegotiation: { mode: process.env.E2E_TS_NEGOTIATION ?? "auto" } });
 try {
@@ -69,10 +73,10 @@ try {
   const listed = (await client.listTools()).tools.map((t) => t.name);
   const name = (base) => listed.find((t) => t === base || t.endsWith(`__${base}`)) ?? base;
   let started = Date.now();
-  const result = await client.callTool({ name: name("bigList"), arguments: { _1: n } });
+  const result = await client.callTool({ name: name("bigList"), arguments: { _1: n } }, WAIT);
   const [uri, why] = linkOf(result, "list", n);
   step("link", why, `${name("bigList")}: ${uri} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-  const record = await client.callTool({ name: name("mkResult"), arguments: { _1: 7 } });
+  const record = await client.callTool({ name: name("mkResult"), arguments: { _1: 7 } }, WAIT);
   const [, whyRecord] = linkOf(record, "record", '{"status":"ok","value":7}'.length);
   step("record", whyRecord, "the link object validates against anyOf(record, link)");
   const templates = await client.listResourceTemplates();
@@ -86,7 +90,7 @@ try {
     let error = null;
     let pageUri = `${uri}?offset=0&limit=${PAGE}`;
     while (pageUri) {
-      const read = await client.readResource({ uri: pageUri });
+      const read = await client.readResource({ uri: pageUri }, WAIT);
       const content = read.contents[0];
       const items = JSON.parse(content.text);
       if (!items.every((v, i) => v === expected + i)) {
