@@ -5,6 +5,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod decimal;
 pub mod eval;
 pub mod json;
 pub mod lang;

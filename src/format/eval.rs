@@ -784,7 +784,7 @@ fn describe(value: &Value) -> String {
         Value::Bool(b) => format!("Bool {b}"),
         Value::Int(i) => format!("integer {i}"),
         Value::UInt(u) => format!("unsigned integer {u}"),
-        Value::Float(f) => format!("float {f}"),
+        Value::Float(f) => format!("float {}", super::decimal::shortest(*f)),
         Value::BigInt(_) => "Int".into(),
         Value::Str(_) => "Str".into(),
         Value::List(items) => format!("list of {}", items.len()),

@@ -135,7 +135,7 @@ fn number(value: f64) -> String {
     } else if value.is_nan() {
         "NaN".to_string()
     } else {
-        format!("{value}")
+        crate::format::decimal::shortest(value)
     }
 }
 

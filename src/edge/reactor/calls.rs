@@ -605,8 +605,8 @@ impl Reactor {
             now + PROGRESS_EVERY
         };
         self.calls.arm(id, CallTimer::Progress, Some(next));
-        let elapsed = since.as_secs_f64();
-        self.send_progress(id, &format!("still running after {elapsed:.0} s"));
+        let elapsed = crate::format::decimal::fixed(since.as_secs_f64(), 0);
+        self.send_progress(id, &format!("still running after {elapsed} s"));
     }
 }
 

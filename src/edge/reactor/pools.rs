@@ -477,7 +477,7 @@ impl PoolSet {
                     let message = format!(
                         "pool '{}' did not become ready within {} s{}",
                         pool.label(),
-                        limit.as_secs_f64(),
+                        crate::format::decimal::seconds(limit),
                         self.rt(program).tail_note(i)
                     );
                     log::error(&message);

@@ -194,7 +194,7 @@ fn with_status(text: String, status: Map<String, Json>) -> Json {
 
 /// How to get a job's result, in words an agent can follow.
 fn next_steps(id: &str) -> String {
-    let secs = POLL_INTERVAL_MS as f64 / 1000.0;
+    let secs = crate::format::decimal::seconds(std::time::Duration::from_millis(POLL_INTERVAL_MS));
     format!(
         "call the tool job_result with {{\"{ARG}\": \"{id}\"}} to get its result (while the job runs, job_result answers with its status instead; wait about {secs} s between calls); job_status reports its status, job_cancel stops it"
     )
@@ -207,7 +207,7 @@ pub fn handle_result(task: &Task, tool: &str, ttl_ms: u64, now: u64) -> Json {
         .get("statusMessage")
         .and_then(Json::as_str)
         .unwrap_or("running");
-    let kept = ttl_ms as f64 / 1000.0;
+    let kept = crate::format::decimal::seconds(std::time::Duration::from_millis(ttl_ms));
     let text = format!(
         "The call to '{tool}' takes longer than usual and goes on in the background as job {} ({message}). This is not its result: {}. A finished job's result is kept for {kept} s.",
         task.id,

@@ -412,8 +412,11 @@ pub fn task_json(task: &Task, ttl_ms: u64, now: u64) -> Map<String, Json> {
     let message = match (&task.message, task.status) {
         (Some(m), _) => m.clone(),
         (None, _) => {
-            let secs = now.saturating_sub(task.started_ms) as f64 / 1000.0;
-            format!("running for {secs:.1} s")
+            let secs = crate::format::decimal::fixed(
+                now.saturating_sub(task.started_ms) as f64 / 1000.0,
+                1,
+            );
+            format!("running for {secs} s")
         }
     };
     out.insert("statusMessage".into(), Json::String(message));

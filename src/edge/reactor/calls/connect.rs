@@ -197,7 +197,7 @@ impl Reactor {
             return;
         };
         let (program, slot) = (call.program, call.sched.slot);
-        let secs = self.options.call_timeout.map_or(0.0, |t| t.as_secs_f64());
+        let secs = crate::format::decimal::seconds(self.options.call_timeout.unwrap_or_default());
         let lang = self.pools.label(program, slot);
         let was_running = call.stage != CallStage::WaitingForPool;
         if was_running {

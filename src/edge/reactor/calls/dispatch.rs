@@ -166,7 +166,8 @@ impl Reactor {
     /// process, and tells of diagnostics held back by the rate limit.
     pub(super) fn queue_timers(&mut self, now: Instant) {
         if self.calls.queue.next_deadline().is_some_and(|d| d <= now) {
-            let secs = self.options.queue_timeout.map_or(0.0, |t| t.as_secs_f64());
+            let secs =
+                crate::format::decimal::seconds(self.options.queue_timeout.unwrap_or_default());
             let expired = self.calls.queue.expire(now);
             let count = expired.len();
             let mut last = String::new();

@@ -150,8 +150,8 @@ impl HttpFront {
         }
         self.life.draining = Some(Instant::now() + timeout);
         log::info(&format!(
-            "SIGTERM: draining (no new connections; {in_flight} call(s) in flight get up to {:.1} s)",
-            timeout.as_secs_f64()
+            "SIGTERM: draining (no new connections; {in_flight} call(s) in flight get up to {} s)",
+            crate::format::decimal::fixed(timeout.as_secs_f64(), 1)
         ));
     }
 
