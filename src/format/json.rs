@@ -76,6 +76,14 @@ pub fn str_body_len(s: &str) -> usize {
         .sum()
 }
 
+/// `value` as compact JSON text (for messages: `got {}`), as its
+/// `Display` prints it. Through the serializer the server's output
+/// already uses: `{}` on a `Value` would add two more (compact and pretty,
+/// writing to a `fmt::Write`), about 13 KB of code.
+pub fn text(value: &serde_json::Value) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}
+
 /// Appends a finite `f64` in shortest round-trip form (`2.0`, `0.1`,
 /// `1e+16`, `1e-6`, `-0.0`). Non-finite values must be handled by the
 /// caller (JSON has no literal for them); they print as `null` here.

@@ -658,7 +658,10 @@ impl<'a> Obj<'a> {
                 None => {
                     return Err(self.error(
                         &format!("{key}[{i}]"),
-                        format!("expected a non-negative integer, got {v}"),
+                        format!(
+                            "expected a non-negative integer, got {}",
+                            crate::format::json::text(v)
+                        ),
                     ))
                 }
             }

@@ -418,7 +418,7 @@ pub(crate) fn show_json(v: &serde_json::Value) -> String {
             out
         }
         other => {
-            let text = other.to_string();
+            let text = json::text(other);
             if text.len() > MAX {
                 format!("{}...", &text[..MAX])
             } else {

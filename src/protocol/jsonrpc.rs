@@ -302,7 +302,10 @@ pub fn classify(value: Value) -> Incoming {
             None => Incoming::Invalid(error_response(
                 None,
                 ErrorCode::InvalidRequest,
-                &format!("invalid request id {id}: MCP request ids must be strings or integers"),
+                &format!(
+                    "invalid request id {}: MCP request ids must be strings or integers",
+                    crate::format::json::text(&id)
+                ),
             )),
         },
     }

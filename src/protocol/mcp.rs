@@ -734,7 +734,10 @@ fn tools_call(
             return Step::Reply(jsonrpc::error_response(
                 Some(&id),
                 ErrorCode::InvalidParams,
-                &format!("'_meta.progressToken' must be a string or a number, got {other}"),
+                &format!(
+                    "'_meta.progressToken' must be a string or a number, got {}",
+                    crate::format::json::text(other)
+                ),
             ))
         }
     };

@@ -206,7 +206,7 @@ impl Reactor {
         }
         let path = dir.join(format!("{id}.json"));
         let tmp = dir.join(format!(".{id}.tmp"));
-        let text = tasks::to_stored(task).to_string();
+        let text = crate::format::json::text(&tasks::to_stored(task));
         if let Err(e) = write_private(&path, &tmp, &[text.as_bytes()]) {
             log::error(&format!("cannot store task {id} in {}: {e}", dir.display()));
         }

@@ -398,7 +398,9 @@ pub fn stored_head(stored: &Stored) -> String {
         "createdMs": stored.created_ms,
         "expiresMs": stored.expires_ms,
     });
-    format!("{head}\n")
+    let mut text = crate::format::json::text(&head);
+    text.push('\n');
+    text
 }
 
 /// Reads a stored result's file back (see [`stored_head`]), taking its
@@ -626,7 +628,7 @@ pub fn resource_request(
     let uri = match (method, params.and_then(|p| p.get("uri"))) {
         (ResourceMethod::Read, Some(Json::String(u))) => u.clone(),
         (ResourceMethod::Read, other) => {
-            let got = other.map_or("nothing".to_string(), Json::to_string);
+            let got = other.map_or("nothing".to_string(), crate::format::json::text);
             return Err(jsonrpc::error_response(
                 Some(&id),
                 ErrorCode::InvalidParams,

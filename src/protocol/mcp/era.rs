@@ -89,7 +89,7 @@ pub fn request_meta(id: &RequestId, params: Option<&Json>) -> Result<RequestMeta
         Some(Some(Json::Object(meta))) => meta,
         Some(Some(other)) => {
             return Err(invalid(format!(
-                "'params._meta' must be an object, got {other}"
+                "'params._meta' must be an object, got {}", crate::format::json::text(other)
             )))
         }
         _ => {
@@ -104,7 +104,8 @@ pub fn request_meta(id: &RequestId, params: Option<&Json>) -> Result<RequestMeta
         None => return Err(invalid(format!("missing '_meta.{VERSION_KEY}'"))),
         Some(other) => {
             return Err(invalid(format!(
-                "'_meta.{VERSION_KEY}' must be a string, got {other}"
+                "'_meta.{VERSION_KEY}' must be a string, got {}",
+                crate::format::json::text(other)
             )))
         }
     };
@@ -113,14 +114,16 @@ pub fn request_meta(id: &RequestId, params: Option<&Json>) -> Result<RequestMeta
         None => return Err(invalid(format!("missing '_meta.{CAPABILITIES_KEY}'"))),
         Some(other) => {
             return Err(invalid(format!(
-                "'_meta.{CAPABILITIES_KEY}' must be an object, got {other}"
+                "'_meta.{CAPABILITIES_KEY}' must be an object, got {}",
+                crate::format::json::text(other)
             )))
         }
     }
     if let Some(info) = meta.get(CLIENT_INFO_KEY) {
         if !info.is_object() {
             return Err(invalid(format!(
-                "'_meta.{CLIENT_INFO_KEY}' must be an object, got {info}"
+                "'_meta.{CLIENT_INFO_KEY}' must be an object, got {}",
+                crate::format::json::text(info)
             )));
         }
     }
@@ -133,7 +136,8 @@ pub fn request_meta(id: &RequestId, params: Option<&Json>) -> Result<RequestMeta
             Some(i) => Some(i),
             None => {
                 return Err(invalid(format!(
-                    "invalid '_meta.{LOG_LEVEL_KEY}' {level}: expected one of {}",
+                    "invalid '_meta.{LOG_LEVEL_KEY}' {}: expected one of {}",
+                    crate::format::json::text(level),
                     LOG_LEVELS.join(", ")
                 )))
             }

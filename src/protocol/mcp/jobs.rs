@@ -142,7 +142,8 @@ pub fn job_id(method: JobMethod, arguments: Option<&Json>) -> Result<String, Str
         Some(Json::Object(args)) => args,
         Some(other) => {
             return Err(format!(
-                "the arguments of '{tool}' must be an object, got {other}"
+                "the arguments of '{tool}' must be an object, got {}",
+                crate::format::json::text(other)
             ))
         }
     };
@@ -155,7 +156,8 @@ pub fn job_id(method: JobMethod, arguments: Option<&Json>) -> Result<String, Str
         None => Err(missing()),
         Some(Json::String(id)) if !id.is_empty() => Ok(id.clone()),
         Some(other) => Err(format!(
-            "argument '{ARG}' must be a job id (a non-empty string), got {other}"
+            "argument '{ARG}' must be a job id (a non-empty string), got {}",
+            crate::format::json::text(other)
         )),
     }
 }

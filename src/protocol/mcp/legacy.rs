@@ -64,7 +64,7 @@ pub(super) fn request(
                         match level {
                             None => "(missing)".to_string(),
                             Some(Json::String(l)) => format!("'{l}'"),
-                            Some(other) => other.to_string(),
+                            Some(other) => crate::format::json::text(other),
                         },
                         LOG_LEVELS.join(", ")
                     ),

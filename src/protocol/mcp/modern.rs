@@ -141,7 +141,7 @@ fn task_request(
 fn name_of(params: Option<&Json>, key: &str) -> String {
     match params.and_then(|p| p.get(key)) {
         Some(Json::String(s)) => format!("'{s}'"),
-        Some(other) => other.to_string(),
+        Some(other) => crate::format::json::text(other),
         None => "(none given)".into(),
     }
 }

@@ -143,7 +143,7 @@ pub fn listen_request(id: RequestId, params: Option<&Json>) -> Result<ListenRequ
         Some(Json::Object(f)) => f,
         Some(other) => {
             return invalid(&format!(
-                "'params.notifications' must be an object, got {other}"
+                "'params.notifications' must be an object, got {}", crate::format::json::text(other)
             ))
         }
     };
@@ -155,7 +155,8 @@ pub fn listen_request(id: RequestId, params: Option<&Json>) -> Result<ListenRequ
         if let Some(v) = filter.get(flag) {
             if !v.is_boolean() {
                 return invalid(&format!(
-                    "'params.notifications.{flag}' must be a boolean, got {v}"
+                    "'params.notifications.{flag}' must be a boolean, got {}",
+                    crate::format::json::text(v)
                 ));
             }
         }
@@ -166,7 +167,8 @@ pub fn listen_request(id: RequestId, params: Option<&Json>) -> Result<ListenRequ
             .is_some_and(|a| a.iter().all(Json::is_string))
         {
             return invalid(&format!(
-                "'params.notifications.resourceSubscriptions' must be an array of strings, got {uris}"
+                "'params.notifications.resourceSubscriptions' must be an array of strings, got {}",
+                crate::format::json::text(uris)
             ));
         }
     }
@@ -178,7 +180,8 @@ pub fn listen_request(id: RequestId, params: Option<&Json>) -> Result<ListenRequ
             .collect(),
         Some(other) => {
             return invalid(&format!(
-                "'params.notifications.taskIds' must be an array of strings, got {other}"
+                "'params.notifications.taskIds' must be an array of strings, got {}",
+                crate::format::json::text(other)
             ))
         }
     };
@@ -266,7 +269,7 @@ mod tests {
         .unwrap();
         assert!(got.filter.tools_list_changed);
         assert_eq!(
-            acknowledgement(&got).to_string(),
+            crate::format::json::text(&acknowledgement(&got)),
             r#"{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":1},"notifications":{"toolsListChanged":true}}}"#
         );
         let narrow = listen(json!({"notifications": {"promptsListChanged": true}})).unwrap();

@@ -349,17 +349,22 @@ pub fn from_stored(bytes: &[u8]) -> Result<Task, String> {
     let text = |key: &str| -> Result<String, String> {
         match o.get(key) {
             Some(Json::String(s)) => Ok(s.clone()),
-            Some(other) => Err(format!("'{key}' must be a string, got {other}")),
+            Some(other) => Err(format!(
+                "'{key}' must be a string, got {}",
+                crate::format::json::text(other)
+            )),
             None => Err(format!("missing '{key}'")),
         }
     };
     let ms = |key: &str| -> Result<Option<u64>, String> {
         match o.get(key) {
             None => Ok(None),
-            Some(v) => v
-                .as_u64()
-                .map(Some)
-                .ok_or_else(|| format!("'{key}' must be a non-negative integer, got {v}")),
+            Some(v) => v.as_u64().map(Some).ok_or_else(|| {
+                format!(
+                    "'{key}' must be a non-negative integer, got {}",
+                    crate::format::json::text(v)
+                )
+            }),
         }
     };
     let id = text("taskId")?;
@@ -372,7 +377,12 @@ pub fn from_stored(bytes: &[u8]) -> Result<Task, String> {
     let message = match o.get("statusMessage") {
         None => None,
         Some(Json::String(m)) => Some(m.clone()),
-        Some(other) => return Err(format!("'statusMessage' must be a string, got {other}")),
+        Some(other) => {
+            return Err(format!(
+                "'statusMessage' must be a string, got {}",
+                crate::format::json::text(other)
+            ))
+        }
     };
     let created_ms = ms("createdMs")?.ok_or("missing 'createdMs'")?;
     let updated_ms = ms("updatedMs")?.ok_or("missing 'updatedMs'")?;
@@ -507,7 +517,10 @@ pub fn task_id_param(params: Option<&Json>) -> Result<String, String> {
     match params.and_then(|p| p.get("taskId")) {
         Some(Json::String(id)) => Ok(id.clone()),
         None => Err("missing 'params.taskId'".into()),
-        Some(other) => Err(format!("'params.taskId' must be a string, got {other}")),
+        Some(other) => Err(format!(
+            "'params.taskId' must be a string, got {}",
+            crate::format::json::text(other)
+        )),
     }
 }
 
