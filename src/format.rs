@@ -11,6 +11,7 @@ pub mod json;
 pub mod lang;
 pub mod manifest;
 pub mod msgpack;
+pub mod order;
 pub mod packet;
 pub mod schema;
 pub mod value;

@@ -79,6 +79,9 @@ enum Route {
     Mapped(usize),
 }
 
+// Inlined: at opt-level 2 (the static build) it was otherwise a call of
+// its own on every allocation and free.
+#[inline]
 fn route(layout: Layout) -> Route {
     let (size, align) = (layout.size().max(1), layout.align());
     if align <= MIN_ALIGN && size <= SMALL_MAX {

@@ -275,20 +275,20 @@ impl Verified {
     /// Makes room for an entry of `size` bytes: the earliest to expire go
     /// first (the expired among them).
     fn trim(&mut self, size: usize) {
-        let mut by_expiry: Vec<(u64, String)> = self
+        let held: Vec<(u64, String)> = self
             .map
             .iter()
             .map(|(token, p)| (p.expires, token.clone()))
             .collect();
-        by_expiry.sort_unstable();
         // Down to three quarters, so a full cache is not sorted per insert.
         let (entries, bytes) = (MAX_VERIFIED / 4 * 3, MAX_VERIFIED_BYTES / 4 * 3);
-        for (_, token) in by_expiry {
+        for i in crate::format::order::order_by(&held, |(expires, _)| *expires) {
             if self.map.len() < entries && self.bytes + size <= bytes {
                 break;
             }
-            if let Some(p) = self.map.remove(&token) {
-                self.bytes -= Verified::size(&token, &p);
+            let token = &held[i].1;
+            if let Some(p) = self.map.remove(token) {
+                self.bytes -= Verified::size(token, &p);
             }
         }
     }

@@ -24,7 +24,7 @@
 //! calls waiting (0: no cap), and a deadline per call (the queue timeout),
 //! kept in a set ordered by time.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::hash::Hash;
 use std::time::{Duration, Instant};
 
@@ -304,26 +304,30 @@ pub(super) const LOG_EVERY: Duration = Duration::from_secs(10);
 /// has passed, on their own (`Throttle::flush`).
 #[derive(Debug, Default)]
 pub(super) struct Throttle {
-    kinds: HashMap<String, (Instant, u64)>,
+    /// Per kind (a few names the server uses), in the kinds' order: when
+    /// its last line went out and how many were held back since.
+    kinds: Vec<(String, Instant, u64)>,
 }
 
 impl Throttle {
     /// Whether a line of `kind` may go out at `now`; if so, how many were
     /// held back since the last one.
     pub(super) fn allow(&mut self, kind: &str, now: Instant) -> Option<u64> {
-        match self.kinds.get_mut(kind) {
-            Some((last, held)) if now.duration_since(*last) < LOG_EVERY => {
-                *held += 1;
-                None
+        match self.kinds.binary_search_by(|(k, ..)| k.as_str().cmp(kind)) {
+            Ok(i) => {
+                let (_, last, held) = &mut self.kinds[i];
+                if now.duration_since(*last) < LOG_EVERY {
+                    *held += 1;
+                    None
+                } else {
+                    let told = *held;
+                    *last = now;
+                    *held = 0;
+                    Some(told)
+                }
             }
-            Some((last, held)) => {
-                let told = *held;
-                *last = now;
-                *held = 0;
-                Some(told)
-            }
-            None => {
-                self.kinds.insert(kind.to_string(), (now, 0));
+            Err(i) => {
+                self.kinds.insert(i, (kind.to_string(), now, 0));
                 Some(0)
             }
         }
@@ -332,9 +336,9 @@ impl Throttle {
     /// When lines held back are due to be counted.
     pub(super) fn next_flush(&self) -> Option<Instant> {
         self.kinds
-            .values()
-            .filter(|(_, held)| *held > 0)
-            .map(|(last, _)| *last + LOG_EVERY)
+            .iter()
+            .filter(|(_, _, held)| *held > 0)
+            .map(|(_, last, _)| *last + LOG_EVERY)
             .min()
     }
 
@@ -342,14 +346,13 @@ impl Throttle {
     /// many; their count starts again (a new window begins now).
     pub(super) fn flush(&mut self, now: Instant) -> Vec<(String, u64)> {
         let mut due = Vec::new();
-        for (kind, (last, held)) in &mut self.kinds {
+        for (kind, last, held) in &mut self.kinds {
             if *held > 0 && now.duration_since(*last) >= LOG_EVERY {
                 due.push((kind.clone(), *held));
                 *held = 0;
                 *last = now;
             }
         }
-        due.sort();
         due
     }
 }

@@ -347,13 +347,15 @@ impl ResultStore {
 
     /// `owner`'s live results, oldest first.
     pub fn of_owner(&self, owner: &str, now: u64) -> Vec<&Stored> {
-        let mut all: Vec<&Stored> = self
+        let all: Vec<&Stored> = self
             .map
             .values()
             .filter(|r| r.owner == owner && r.expires_ms > now)
             .collect();
-        all.sort_by_key(|r| r.seq);
-        all
+        crate::format::order::order_by(&all, |r| r.seq)
+            .into_iter()
+            .map(|i| all[i])
+            .collect()
     }
 
     /// Frees the results whose time is up; returns their ids.

@@ -144,9 +144,11 @@ impl Calls {
     /// The timers due at `now`, disarmed, in the order [`CallTimer::ALL`]
     /// lists their kinds.
     pub(super) fn due(&mut self, now: Instant) -> Vec<(CallId, CallTimer)> {
-        let mut due: Vec<_> = std::iter::from_fn(|| self.timers.pop_due(now)).collect();
-        due.sort_by_key(|(_, kind)| *kind);
-        due
+        let due: Vec<_> = std::iter::from_fn(|| self.timers.pop_due(now)).collect();
+        crate::format::order::order_by(&due, |(_, kind)| *kind as u64)
+            .into_iter()
+            .map(|i| due[i])
+            .collect()
     }
 
     /// Closes the connections of the calls finished this turn.
