@@ -441,7 +441,7 @@ impl Conn {
     ) {
         let refs = header_refs(&framing.headers);
         http::write_sse_head(self.out(), &refs, framing.keep_alive);
-        http::write_sse_message(self.out(), &crate::format::json::text(&ack));
+        http::write_sse_message(self.out(), &crate::format::json::text(ack));
         self.set_busy(Busy {
             session: String::new(),
             sse: true,
