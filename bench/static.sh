@@ -35,8 +35,8 @@
 # the one `cargo test` makes: same features, so nothing is built again).
 #
 # What differs: the static binary is the release build's code, features and
-# profile (but opt-level 2); only the C library (musl: processes, signals, sockets, files,
-# shared memory, clocks), the allocator and memcpy (src/musl, under every
+# profile (but at opt-level 2); only the C library (musl: processes, signals,
+# sockets, files, shared memory, clocks), the allocator and memcpy (src/musl, under every
 # buffer; their unit tests run in `cargo test`) and ring's C and assembly
 # (compiled against musl's headers) are others. So these modules run against
 # it: stdio and scale (signals, exit statuses, stdin and stdout, drains),
