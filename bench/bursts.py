@@ -3,7 +3,7 @@
 concurrent 0.5 s calls take, the first round and the rounds after.
 
     python3 bench/bursts.py target/release/morloc-mcp [--trials N] [--rounds N] [--out FILE]
-                            [--only LANG] [--before OLD]
+                            [--only LANG] [--before OLD] [--server NAME] [--log DIR]
 
 For each real pool language (Python: `workbench` `slowEcho 500`; R:
 `rbench` `rSleep 0.5`; C++: `cppbench` `cppSleep 0.5`, the suite's own
@@ -14,9 +14,15 @@ is up, as it is on a server that has served anything), then sends 8 calls
 at once and waits for all 8 (the first round), then `--rounds` more rounds
 the same way. Every result is checked (exactly the argument back). The
 servers: morloc-mcp with its defaults, morloc-mcp with `--pool-min LANG=8`
-(8 processes kept ready from the start), an older morloc-mcp with its
-defaults (`--before`), and the reference `morloc-nexus mcp` where it is
-installed; trials take turns between them.
+(8 processes kept ready from the start), for R the same with R's JIT off
+(`R_ENABLE_JIT=0` in the pools' environment: R compiles a closure on its
+second call, in every process, so a burst's second round pays that
+compile in 8 processes at once), an older morloc-mcp with its defaults
+(`--before`), and the reference `morloc-nexus mcp` where it is installed;
+trials take turns between them. `--server` keeps the servers whose name
+contains it; `--log DIR` runs morloc-mcp at `--log-level debug`, keeps each
+trial's stderr (which process took which call, when each process started
+and was ready) and prints every round.
 
 Reported: the median over trials of the first round and of the later
 rounds, with the smallest and largest beside them (seconds), and the load
@@ -54,9 +60,10 @@ POOLS = {
 
 
 class Server:
-    def __init__(self, argv: list[str], env: dict[str, str]):
+    def __init__(self, argv: list[str], env: dict[str, str], log: str | None = None):
+        self.log = open(log, "wb") if log else None
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, env=env)
+                                     stderr=self.log or subprocess.DEVNULL, env=env)
         self.next_id = 1
         rid = self.send("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                                        "clientInfo": {"name": "bursts-bench", "version": "1"}})
@@ -105,6 +112,8 @@ class Server:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        if self.log:
+            self.log.close()
 
 
 def check(msg: dict, tool: str, want: str) -> None:
@@ -144,6 +153,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--before", help="an older morloc-mcp binary, measured with its defaults beside")
     parser.add_argument("--cold", action="store_true",
                         help="send the burst at once after initialize, while the pool starts (its own section)")
+    parser.add_argument("--server", action="append", default=[],
+                        help="measure only the servers whose name contains this (repeatable)")
+    parser.add_argument("--log", metavar="DIR",
+                        help="run morloc-mcp with --log-level debug and keep each trial's stderr in DIR "
+                        "(which process took which call, when each started and was ready); print each round")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "RESULTS.md"))
     args = parser.parse_args(argv)
     real = real_runtime()
@@ -160,27 +174,48 @@ def main(argv: list[str]) -> int:
             if manifest is None:
                 print("bursts: %s skipped: %s is not compiled (make test-real compiles it)" % (lang, program))
                 continue
-            servers = [("morloc-mcp", real.argv(args.binary, manifest, [])),
-                       ("morloc-mcp --pool-min %s=8" % short_name,
-                        real.argv(args.binary, manifest, ["--pool-min", "%s=8" % short_name]))]
+            env = real.env()
+            pool_min = ["--pool-min", "%s=8" % short_name]
+            servers = [("morloc-mcp", real.argv(args.binary, manifest, []), env),
+                       ("morloc-mcp " + " ".join(pool_min), real.argv(args.binary, manifest, pool_min), env)]
+            if lang == "R":
+                # R compiles a closure on its second call (its JIT), in every
+                # process: the same servers with R's JIT off show that cost.
+                no_jit = {"R_ENABLE_JIT": "0"}
+                servers.append(("morloc-mcp %s, R_ENABLE_JIT=0" % " ".join(pool_min),
+                                real.argv(args.binary, manifest, pool_min, no_jit), real.env(no_jit)))
             if args.before:
-                servers.append(("morloc-mcp before", real.argv(args.before, manifest, [])))
+                servers.append(("morloc-mcp before", real.argv(args.before, manifest, []), env))
             ref = real.reference_argv(manifest)
             if ref is not None:
-                servers.append(("morloc-nexus", ref))
-            got = {name: ([], []) for name, _ in servers}
-            for _ in range(args.trials):
-                for name, server_argv in servers:
-                    server = Server(server_argv, real.env())
+                servers.append(("morloc-nexus", ref, env))
+            if args.server:
+                servers = [s for s in servers if any(want in s[0] for want in args.server)]
+            got = {name: ([], []) for name, _, _ in servers}
+            for trial in range(args.trials):
+                for name, server_argv, server_env in servers:
+                    log = None
+                    if args.log and name.startswith("morloc-mcp"):
+                        os.makedirs(args.log, exist_ok=True)
+                        log = os.path.join(args.log, "%s-%s-%d.log" % (
+                            short_name, name.replace(" ", "_").replace("=", ""), trial))
+                        server_argv = server_argv + ["--log-level", "debug"]
+                    server = Server(server_argv, server_env, log)
                     try:
                         if not args.cold:
                             server.call(small[0], small[1], small[2])
-                        got[name][0].append(server.burst(tool, {"_1": arg}, want, BURST))
+                        rounds = [server.burst(tool, {"_1": arg}, want, BURST)]
                         for _ in range(args.rounds):
-                            got[name][1].append(server.burst(tool, {"_1": arg}, want, BURST))
+                            rounds.append(server.burst(tool, {"_1": arg}, want, BURST))
+                        got[name][0].append(rounds[0])
+                        got[name][1].extend(rounds[1:])
+                        if args.log:
+                            print("%s, %s, trial %d: %s (load %.2f)%s" % (
+                                lang, name, trial, " ".join("%.2f" % r for r in rounds), os.getloadavg()[0],
+                                " " + log if log else ""), flush=True)
                     finally:
                         server.close()
-            for name, _ in servers:
+            for name, _, _ in servers:
                 first, later = got[name]
                 print("%s, %s: first round %s s, later rounds %s s" % (lang, name, spread(first), spread(later)),
                       flush=True)

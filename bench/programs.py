@@ -103,11 +103,13 @@ class RealRuntime:
         path = os.path.join(self.programs, name, "nexus-build", "manifest.json")
         return path if os.path.isfile(path) else None
 
-    def argv(self, binary: str, manifest: str, args: list[str]) -> list[str]:
+    def argv(self, binary: str, manifest: str, args: list[str],
+             extra_env: dict[str, str] | None = None) -> list[str]:
         """`binary mcp manifest args` run where the installation is (the
-        binary is copied into a root)."""
+        binary is copied into a root), with `extra_env` added to its
+        environment (give the same to `env`)."""
         p = self.place
-        return p.argv([p.inside(p.install_binary(binary)), "mcp", p.inside(manifest), *args])
+        return p.argv([p.inside(p.install_binary(binary)), "mcp", p.inside(manifest), *args], extra_env)
 
     def reference_argv(self, manifest: str) -> list[str] | None:
         ref = self.place.reference()
@@ -116,8 +118,8 @@ class RealRuntime:
         p = self.place
         return p.argv([p.inside(ref), "mcp", p.inside(manifest)])
 
-    def env(self) -> dict[str, str]:
-        return self.place.popen_env()
+    def env(self, extra_env: dict[str, str] | None = None) -> dict[str, str]:
+        return self.place.popen_env(extra_env)
 
     def mounted(self):
         return _place().mounted(self.place)

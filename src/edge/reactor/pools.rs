@@ -424,6 +424,13 @@ impl PoolSet {
         pool.output.tail.clear();
         match proc::spawn_pool(&pool.spawn) {
             Ok(spawned) => {
+                if log::enabled(crate::protocol::log::Level::Debug) {
+                    log::debug(&format!(
+                        "pool '{}' started (pid {})",
+                        pool.label(),
+                        spawned.pid
+                    ));
+                }
                 pool.pid = Some(spawned.pid);
                 pool.status = PoolStatus::Starting;
                 // A pool crashing right away leaves its old socket file; the

@@ -10,6 +10,7 @@ use mio::Interest;
 
 use super::set::PROBE_DELAY_MAX;
 use super::{Cx, PoolNews, PoolSet, PoolStatus, Probe, Proc};
+use crate::edge::log;
 use crate::edge::reactor::Source;
 use crate::format::packet;
 
@@ -98,6 +99,14 @@ impl PoolSet {
             return self.schedule_probe(program, i);
         }
         self[(program, i)].status = PoolStatus::Ready;
+        if log::enabled(crate::protocol::log::Level::Debug) {
+            let pool = &self[(program, i)];
+            log::debug(&format!(
+                "pool '{}' ready after {:.1} ms",
+                pool.label(),
+                pool.life.started_at.elapsed().as_secs_f64() * 1000.0
+            ));
+        }
         if let Some(failed) = self[(program, i)].life.broken.take() {
             let lang = self[(program, i)].label();
             self.news.push(PoolNews::Say(
