@@ -20,6 +20,11 @@ says it was skipped. `--reference` adds a `morloc-nexus` binary (the
 reference server, `morloc-nexus mcp`), measured the same way, in the same
 rounds, interleaved with ours.
 
+Beside them, bench/idealproxy.c (built the same way) serves the same
+calls on the same pool socket with blocking reads and fixed bytes: the
+least any stdio server adds (two pipe hops and wake-ups), so each server's
+time over it is its own work.
+
 Every reply is checked (the JSON text, and the raw reply byte for byte).
 The section between the `latency` markers of bench/RESULTS.md is replaced
 (or written to --out). No figure is asserted.
@@ -113,6 +118,19 @@ class Server:
             self.proc.wait()
 
 
+class Proxy(Server):
+    """bench/idealproxy.c on the pool socket of a running server: the least
+    a stdio server can do for the call (no parsing, no encoding, blocking
+    I/O), so its time over the raw floor is what the two extra hops cost."""
+
+    def __init__(self, exe: str, socket_path: str, target: Target):
+        line = '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text",%s}]}}' % target.expect
+        self.proc = subprocess.Popen([exe, socket_path, target.request, line], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, bufsize=0)
+        self.target = target
+        self.socket = socket_path
+
+
 def pool_socket(pid: int, host=lambda p: p) -> str:
     """The Unix socket named on the command line of one of `pid`'s children
     (a pool is started as `<exec> <socket> <tmpdir> <shm basename>`)."""
@@ -142,12 +160,13 @@ def pool_socket(pid: int, host=lambda p: p) -> str:
     raise RuntimeError("no pool socket found among the children of pid %d" % pid)
 
 
-def build_client(directory: str) -> str | None:
+def build_client(directory: str, name: str = "callfloor") -> str | None:
+    """bench/<name>.c built into `directory` (None without a C compiler)."""
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         return None
-    exe = os.path.join(directory, "callfloor")
-    subprocess.run([cc, "-O2", "-o", exe, os.path.join(ROOT, "bench", "callfloor.c")], check=True)
+    exe = os.path.join(directory, name)
+    subprocess.run([cc, "-O2", "-o", exe, os.path.join(ROOT, "bench", name + ".c")], check=True)
     return exe
 
 
@@ -269,7 +288,20 @@ def render(rows, runs: int, rounds: int, binary: str, reference: str | None) -> 
         by_pool.setdefault((pool, kind), {})[name] = added
         totals.setdefault((pool, kind), {})[name] = calls
     for (pool, kind), names in by_pool.items():
-        if len(names) == 2:
+        if "ideal proxy" in names:
+            ideal = statistics.median(names["ideal proxy"])
+            said = ", ".join("%s %.4f ms (%.4f over it)" % (n, statistics.median(a) / 1e6,
+                                                           (statistics.median(a) - ideal) / 1e6)
+                             for n, a in names.items() if n != "ideal proxy")
+            lines.append("")
+            lines.append("%s, %s client: the least a stdio server adds (ideal proxy, bench/idealproxy.c: "
+                         "two pipe hops and wake-ups, nothing else) %.4f ms; added by %s." % (
+                             pool, kind, ideal / 1e6, said))
+            if "morloc-nexus" in names:
+                lines.append("Half the reference's added latency is %.4f ms, %s the ideal proxy's." % (
+                    statistics.median(names["morloc-nexus"]) / 2e6,
+                    "below" if statistics.median(names["morloc-nexus"]) / 2 < ideal else "above"))
+        if "morloc-mcp" in names and "morloc-nexus" in names:
             ours, ref = names["morloc-mcp"], names["morloc-nexus"]
             paired = sorted(a / b for a, b in zip(ours, ref) if b > 0)
             lines.append("")
@@ -368,6 +400,7 @@ def main(argv: list[str]) -> int:
     if client is None:
         print("latency: skipped: no C compiler (cc, gcc or $CC) to build bench/callfloor.c")
         return 0
+    proxy = build_client(tmp.name, "idealproxy")
     # Each pool: label, the servers (name, argv), environment, target, host-path map.
     pools = []
     test_manifest = test_pool_manifest(tmp.name)
@@ -402,6 +435,9 @@ def main(argv: list[str]) -> int:
             if args.only and pool not in args.only:
                 continue
             started = [(name, Server(server_argv, pool_env, target, host)) for name, server_argv in servers]
+            if proxy is not None:
+                # On the pool our server started (the same process as its floor).
+                started.insert(1, ("ideal proxy", Proxy(proxy, started[0][1].socket, target)))
             try:
                 kinds = (("C", lambda server: measure(client, server, runs)),
                          ("Python", lambda server: measure_python(server, runs)))

@@ -273,7 +273,9 @@ impl Reactor {
         let Some(call) = self.calls.get_mut(&id) else {
             return;
         };
-        let lang = self.pools.label(call.program, call.sched.slot);
+        // Named only in messages: a label is a new string.
+        let (program, slot) = (call.program, call.sched.slot);
+        let lang = || self.pools.label(program, slot);
         let wire = &mut call.wire;
         let Some((_, stream)) = wire.stream.as_mut() else {
             return;
@@ -304,7 +306,7 @@ impl Reactor {
                     }
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(e) => {
-                        let message = format!("cannot send the call to pool '{lang}': {e}");
+                        let message = format!("cannot send the call to pool '{}': {e}", lang());
                         return self.lost_connection(id, message);
                     }
                 }
@@ -342,10 +344,11 @@ impl Reactor {
                 Ok(0) => {
                     let message = match wire.expected {
                         None if wire.reply.is_empty() => {
-                            format!("pool '{lang}' closed the connection without replying")
+                            format!("pool '{}' closed the connection without replying", lang())
                         }
                         _ => format!(
-                            "pool '{lang}' closed the connection in the middle of its reply ({} of {} bytes received)",
+                            "pool '{}' closed the connection in the middle of its reply ({} of {} bytes received)",
+                            lang(),
                             wire.reply.len(),
                             wire.expected
                                 .map_or_else(|| "at least 32".to_string(), |t| t.to_string())
@@ -361,20 +364,23 @@ impl Reactor {
                             Ok(total) if total <= MAX_REPLY => {
                                 let total = total as usize;
                                 if wire.reply.len() > total {
-                                    let message =
-                                        format!("pool '{lang}' sent bytes after its reply packet");
+                                    let message = format!(
+                                        "pool '{}' sent bytes after its reply packet",
+                                        lang()
+                                    );
                                     return self.finish_call(id, Err(message));
                                 }
                                 wire.expected = Some(total);
                             }
                             Ok(total) => {
                                 let message = format!(
-                                    "pool '{lang}' announced a {total}-byte reply, over the {MAX_REPLY}-byte limit"
+                                    "pool '{}' announced a {total}-byte reply, over the {MAX_REPLY}-byte limit",
+                                    lang()
                                 );
                                 return self.finish_call(id, Err(message));
                             }
                             Err(e) => {
-                                let message = format!("{e} (pool '{lang}')");
+                                let message = format!("{e} (pool '{}')", lang());
                                 return self.finish_call(id, Err(message));
                             }
                         }
@@ -383,7 +389,7 @@ impl Reactor {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    let message = format!("cannot read the reply of pool '{lang}': {e}");
+                    let message = format!("cannot read the reply of pool '{}': {e}", lang());
                     return self.lost_connection(id, message);
                 }
             }

@@ -88,8 +88,8 @@ pub fn result_is_json_text(command: &Command) -> bool {
 /// raw value written from the text for modern ones).
 pub fn text_result(command: &Command, text: String) -> Json {
     let ret_schema = command.ret.schema.schema();
-    let mut result = Map::new();
-    let mut block = Map::new();
+    let mut result = Map::with_capacity(3);
+    let mut block = Map::with_capacity(2);
     block.insert("type".into(), Json::String("text".into()));
     block.insert("text".into(), Json::String(text));
     result.insert("content".into(), Json::Array(vec![Json::Object(block)]));
