@@ -298,9 +298,9 @@ def render(rows, runs: int, rounds: int, binary: str, reference: str | None) -> 
                          "two pipe hops and wake-ups, nothing else) %.4f ms; added by %s." % (
                              pool, kind, ideal / 1e6, said))
             if "morloc-nexus" in names:
-                lines.append("Half the reference's added latency is %.4f ms, %s the ideal proxy's." % (
+                lines[-1] += " Half the reference's added latency is %.4f ms, %s the ideal proxy's." % (
                     statistics.median(names["morloc-nexus"]) / 2e6,
-                    "below" if statistics.median(names["morloc-nexus"]) / 2 < ideal else "above"))
+                    "below" if statistics.median(names["morloc-nexus"]) / 2 < ideal else "above")
         if "morloc-mcp" in names and "morloc-nexus" in names:
             ours, ref = names["morloc-mcp"], names["morloc-nexus"]
             paired = sorted(a / b for a, b in zip(ours, ref) if b > 0)
