@@ -520,6 +520,18 @@ def read_reply(s: socket.socket) -> bytes:
         chunks.append(chunk)
 
 
+def wait_catches(pid: int, signum: int, timeout: float = 120.0) -> None:
+    """Waits until process `pid` has a handler for `signum` (SigCgt in /proc)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("SigCgt:") and int(line.split()[1], 16) >> (signum - 1) & 1:
+                    return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} never caught signal {signum}")
+
+
 class PoolProcess:
     def __init__(self, env: dict[str, str] | None = None, args: list[str] | None = None):
         self.dir = tempfile.mkdtemp(prefix="tp-")
@@ -733,6 +745,9 @@ class TestProcess(unittest.TestCase):
             self.assertEqual(dying.proc.wait(timeout=5), 3)
             self.assertIsNone(quiet.proc.poll())
             self.assertEqual(Path(quiet.socket).read_bytes(), b"")
+            # A loaded machine may not have run the pool's start far enough to
+            # catch SIGTERM yet: wait until the kernel says it does.
+            wait_catches(quiet.proc.pid, signal.SIGTERM)
             quiet.proc.send_signal(signal.SIGTERM)
             self.assertEqual(quiet.proc.wait(timeout=5), 0)
         finally:
