@@ -1,5 +1,6 @@
 //! Issue 34: limits that keep one client or one file from locking others
-//! out. Clients that stop reading big answers hold no copy of them, so
+//! out. Clients that stop reading big answers hold no copy of stored ones,
+//! and are paused past their bound of unread ones (their address too), so
 //! another address still gets in; a tools file past its cap (4 MiB) is
 //! refused by name, at start and on reload (the previous configuration
 //! keeps serving).
@@ -8,7 +9,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::support::http::{post_request, request, tool_call, write_manifest, Client, Server};
+use crate::support::http::{
+    post_request, request, simple_request, tool_call, write_manifest, Client, Server,
+};
 use crate::util::{cmd, wait_for, Proc, TempDir};
 
 /// A tools file just over the cap: valid JSON, so only its size refuses it.
@@ -129,4 +132,142 @@ fn sixty_unread_big_answers_leave_room_for_another_address() {
         let response = reader.read_response().expect(200);
         assert!(response.body == first.body, "a reader got another answer");
     }
+}
+
+/// A gauge's value in `/metrics`, scraped from address 127.0.0.`from`.
+fn metric(server: &Server, from: u8, name: &str) -> f64 {
+    let mut scraper = Client::connect_from(server.addr, from);
+    let reply = scraper
+        .roundtrip(&simple_request("GET", "/metrics", server.addr, ""))
+        .expect(200);
+    let text = reply.text();
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {text}"))
+}
+
+/// Row 10 for answers not in the result table: 60 connections call a tool
+/// whose 8 MB result is answered inline (no `--max-result-chars`) and read
+/// nothing. Queued and counted whole, 480 MB of answers would fill the
+/// default `--max-buffered` (256 MiB) and any request body from anywhere
+/// would get 503. Once their address is past `--max-unread-per-peer` none
+/// of its connections is read (their calls wait unstarted in their
+/// sockets), only its bound counts in the budget, and another address
+/// initializes and calls a tool. The slow readers then read, and every one
+/// gets its whole answer: the paused ones are read again as the address's
+/// queue drains.
+#[test]
+fn sixty_unread_big_call_answers_pause_their_address_not_another() {
+    const CHARS: u64 = 8_000_000;
+    const READERS: usize = 60;
+    let server = Server::start(&["--plain-tool-names"]);
+    let (_owner, sid) = server.session();
+    let call = tool_call(2, "bigText", json!({"_1": CHARS}));
+    let bytes = post_request(server.addr, Some(&sid), call.to_string().as_bytes(), &[]);
+    let readers: Vec<Client> = (0..READERS)
+        .map(|_| {
+            let mut c = Client::connect_from(server.addr, 1);
+            c.send(&bytes);
+            c
+        })
+        .collect();
+    // The address goes past its bound of unread answers.
+    wait_for("the address past its bound", || {
+        metric(&server, 2, "mcp_server_http_unread_bytes_peer_max") > 64.0 * 1024.0 * 1024.0
+            && metric(&server, 2, "mcp_server_http_connections_paused") >= 1.0
+    });
+    assert!(metric(&server, 2, "mcp_server_buffered_bytes") <= 128.0 * 1024.0 * 1024.0);
+    let mut other = Client::connect_from(server.addr, 2);
+    let other_sid = other.initialize();
+    let reply = other
+        .post(Some(&other_sid), &tool_call(3, "addOne", json!({"_1": 1})))
+        .expect(200);
+    assert_eq!(reply.json()["result"]["content"][0]["text"], "2");
+    // Nothing is lost for the slow readers, all reading at once (a paused
+    // one is answered only once the others have taken enough).
+    let reading: Vec<_> = readers
+        .into_iter()
+        .map(|mut reader| {
+            std::thread::spawn(move || {
+                let body = reader.read_response().expect(200).body;
+                (reader, body)
+            })
+        })
+        .collect();
+    let mut readers = Vec::new();
+    for thread in reading {
+        let (reader, body) = thread.join().expect("a reader");
+        let answer: Value = serde_json::from_slice(&body).expect("a JSON answer");
+        let text = answer["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("");
+        assert_eq!(
+            text.len() as u64,
+            CHARS + 2,
+            "{}",
+            &text[..text.len().min(200)]
+        );
+        assert!(text.starts_with("\"xxx") && text.ends_with("xxx\""));
+        readers.push(reader);
+    }
+    // Every answer taken: nothing is paused, and a connection that was is
+    // read again.
+    wait_for("no paused connection", || {
+        metric(&server, 2, "mcp_server_http_connections_paused") == 0.0
+    });
+    let again = post_request(
+        server.addr,
+        Some(&sid),
+        tool_call(4, "addOne", json!({"_1": 41}))
+            .to_string()
+            .as_bytes(),
+        &[],
+    );
+    let reply = readers[0].roundtrip(&again).expect(200);
+    assert_eq!(reply.json()["result"]["content"][0]["text"], "42");
+    assert!(metric(&server, 2, "mcp_server_http_pauses_total") >= 1.0);
+}
+
+/// One connection pipelines many calls with big answers and reads none:
+/// it is paused past `--max-unread-per-conn` (its later requests wait in
+/// its socket, no new work starts), another address is served meanwhile,
+/// and once the client reads it gets every answer, in order.
+#[test]
+fn a_pipelining_client_that_does_not_read_is_paused_and_loses_nothing() {
+    const CHARS: u64 = 6_000_000;
+    const CALLS: u64 = 12;
+    let server = Server::start(&["--plain-tool-names"]);
+    let (_owner, sid) = server.session();
+    let mut piped = Client::connect_from(server.addr, 1);
+    let mut bytes = Vec::new();
+    for id in 0..CALLS {
+        let call = tool_call(10 + id, "bigText", json!({"_1": CHARS + id}));
+        bytes.extend(post_request(
+            server.addr,
+            Some(&sid),
+            call.to_string().as_bytes(),
+            &[],
+        ));
+    }
+    piped.send(&bytes);
+    wait_for("the pipelining connection paused", || {
+        metric(&server, 2, "mcp_server_http_connections_paused") >= 1.0
+    });
+    let mut other = Client::connect_from(server.addr, 2);
+    let other_sid = other.initialize();
+    let reply = other
+        .post(Some(&other_sid), &tool_call(3, "addOne", json!({"_1": 1})))
+        .expect(200);
+    assert_eq!(reply.json()["result"]["content"][0]["text"], "2");
+    for id in 0..CALLS {
+        let answer = piped.read_response().expect(200).json();
+        assert_eq!(answer["id"], 10 + id, "answers in order");
+        let text = answer["result"]["content"][0]["text"]
+            .as_str()
+            .map(str::len);
+        assert_eq!(text, Some((CHARS + id + 2) as usize));
+    }
+    wait_for("no paused connection", || {
+        metric(&server, 2, "mcp_server_http_connections_paused") == 0.0
+    });
 }

@@ -92,7 +92,8 @@ impl CallMetrics {
     }
 }
 
-/// One gauge read off the server's state: its name, help text, and a value
+/// One gauge read off the server's state (a counter when its name ends in
+/// `_total`): its name, help text, and a value
 /// per label set (label name and value pairs).
 pub struct Gauge {
     pub name: &'static str,
@@ -190,7 +191,13 @@ pub fn render(calls: &CallMetrics, gauges: &[Gauge]) -> String {
     }
     for gauge in gauges {
         let _ = writeln!(out, "# HELP {} {}", gauge.name, gauge.help);
-        let _ = writeln!(out, "# TYPE {} gauge", gauge.name);
+        // A count that only grows is a counter, by its name.
+        let kind = if gauge.name.ends_with("_total") {
+            "counter"
+        } else {
+            "gauge"
+        };
+        let _ = writeln!(out, "# TYPE {} {kind}", gauge.name);
         for (pairs, value) in &gauge.values {
             out.push_str(gauge.name);
             let pairs: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();

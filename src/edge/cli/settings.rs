@@ -264,6 +264,19 @@ settings! {
     max_conns_per_peer: usize = 256,
         "max-conns-per-peer" "<n>" Typed("256"), Everyone,
         |s, v| s.max_conns_per_peer = count(v, 0)?;
+    /// over HTTP, most answer bytes queued unread on one connection; past
+    /// it the connection is not read (no new request starts) until its
+    /// client reads, and its event stream's notifications are dropped
+    /// (suffix k, m or g)
+    max_unread_per_conn: usize = 4 * 1024 * 1024,
+        "max-unread-per-conn" "<bytes>" Typed("4m"), Everyone,
+        |s, v| s.max_unread_per_conn = byte_size(v)?;
+    /// over HTTP, most answer bytes queued unread on the connections of one
+    /// address; past it none of them is read until the address reads, and
+    /// only this much of them counts in --max-buffered (suffix k, m or g)
+    max_unread_per_peer: usize = 64 * 1024 * 1024,
+        "max-unread-per-peer" "<bytes>" Typed("64m"), Everyone,
+        |s, v| s.max_unread_per_peer = byte_size(v)?;
     /// most legacy HTTP sessions of one owner (the bearer token, else the
     /// peer address); its next one drops its least recently used
     max_sessions_per_owner: usize = DEFAULT_MAX_SESSIONS_PER_OWNER,

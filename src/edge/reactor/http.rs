@@ -27,7 +27,6 @@
 
 use crate::edge::log;
 use crate::protocol::log::Untrusted;
-use std::collections::HashMap;
 use std::fs::File;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
@@ -56,12 +55,14 @@ mod oauth;
 #[cfg(not(feature = "oauth"))]
 #[path = "http/oauth_off.rs"]
 mod oauth;
+mod peers;
 mod pump;
 mod reply;
 mod requests;
 use caps::connection_cap;
 use conn::Conn;
 use conns::Conns;
+use peers::Peers;
 pub(super) use reply::{Content, Head};
 
 /// What serves an endpoint (see [`Reactor::serve_endpoint`]).
@@ -159,10 +160,8 @@ pub(super) struct HttpFront {
     spare_fd: Option<File>,
     /// Bytes held by all connections (`--max-buffered`).
     budget: Budget,
-    /// Open connections per peer address.
-    peers: HashMap<IpAddr, usize>,
-    /// `--max-conns-per-peer`; 0 for no cap.
-    max_per_peer: usize,
+    /// Connections and unread answers per peer address (backpressure).
+    peers: Peers,
     notices: Notices,
     /// Serving's start and its drain (`health`).
     life: health::Life,
@@ -287,8 +286,11 @@ impl HttpFront {
             max_conns,
             spare_fd: File::open("/dev/null").ok(),
             budget: Budget::new(settings.max_buffered),
-            peers: HashMap::new(),
-            max_per_peer: settings.max_conns_per_peer,
+            peers: Peers::new(
+                settings.max_conns_per_peer,
+                settings.max_unread_per_conn,
+                settings.max_unread_per_peer,
+            ),
             notices: Notices::new(http::NOTICE_PERIOD),
             life: health::Life::new(),
             oauth,
@@ -319,14 +321,11 @@ impl HttpFront {
         if let Some(access) = self.access.remove(&token) {
             access.finish(None, "closed");
         }
-        self.budget.update(conn.held(), 0);
-        let peer = conn.peer();
-        if let Some(n) = self.peers.get_mut(&peer) {
-            *n -= 1;
-            if *n == 0 {
-                self.peers.remove(&peer);
-            }
-        }
+        let held = conn.held();
+        self.budget.update(held.input, 0);
+        let (peer, paused) = (conn.peer(), conn.is_paused());
+        self.peers
+            .close(peer, held.output, paused, &mut self.budget);
     }
 
     /// Counts `new` bytes instead of `old` against the budget for a call
@@ -341,13 +340,32 @@ impl HttpFront {
     }
 
     /// Counts again what connection `token` holds against the budget: its
-    /// input and output buffers, and its request body (at least the length
-    /// admitted for it).
+    /// input buffer and its request body (at least the length admitted for
+    /// it), and its output, as part of its address's (see `peers`).
     fn recount(&mut self, token: Token) {
         if let Some(conn) = self.conns.get_mut(&token) {
             let (old, new) = conn.recount();
-            self.budget.update(old, new);
+            self.budget.update(old.input, new.input);
+            let peer = conn.peer();
+            self.peers
+                .unread(peer, old.output, new.output, &mut self.budget);
         }
+    }
+
+    /// Whether connection `token` is paused for backpressure now (its own
+    /// unread answers or its address's past their bound); notes a change.
+    fn paused(&mut self, token: Token) -> bool {
+        let Some(conn) = self.conns.get_mut(&token) else {
+            return false;
+        };
+        let over = self.peers.over(conn.peer(), conn.unread());
+        let changed = conn.set_paused(over);
+        if over {
+            self.peers.paused(conn.peer(), token, changed);
+        } else if changed {
+            self.peers.resumed();
+        }
+        over
     }
 
     /// Prints `message()` as a diagnostic, unless a line of this kind was

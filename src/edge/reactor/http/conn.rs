@@ -88,13 +88,24 @@ pub(in crate::edge::reactor) struct Conn {
     head_request: bool,
     /// The peer's address (IPv4-mapped IPv6 as IPv4).
     peer: IpAddr,
-    /// What this connection was last counted for in the budget.
-    held: usize,
+    /// What this connection was last counted for: its input (in the
+    /// budget) and its unread answers (its address's, see `peers`).
+    held: Held,
+    /// Not read, for backpressure (see `peers`).
+    paused: bool,
     /// Lingering after a refusal: until when, and the bytes dropped so far.
     linger: Option<(Instant, usize)>,
     /// Under OAuth, whom the request being served speaks for (`None` for
     /// the static token's holders).
     principal: Option<crate::protocol::oauth::Principal>,
+}
+
+/// What a connection holds: its input (buffered, and its request body) and
+/// its answers not yet written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Held {
+    pub(super) input: usize,
+    pub(super) output: usize,
 }
 
 /// What the next buffered bytes of a connection gave.
@@ -171,7 +182,8 @@ impl Conn {
             peer_closed: false,
             head_request: false,
             peer,
-            held: 0,
+            held: Held::default(),
+            paused: false,
             linger: None,
             principal: None,
         }
@@ -183,7 +195,7 @@ impl Conn {
 
     /// Counts again what the connection holds (its buffers and its request
     /// body, at least the length admitted for it); returns (before, now).
-    pub(super) fn recount(&mut self) -> (usize, usize) {
+    pub(super) fn recount(&mut self) -> (Held, Held) {
         let input = &self.input;
         // Body bytes still waiting in the input buffer are counted there,
         // not twice.
@@ -192,13 +204,30 @@ impl Conn {
         let waiting = input
             .unparsed()
             .min(input.reserved.saturating_sub(body_len));
-        let held = input.buf.len() + self.out.held() + body - waiting;
+        let held = Held {
+            input: input.buf.len() + body - waiting,
+            output: self.out.held(),
+        };
         (std::mem::replace(&mut self.held, held), held)
     }
 
     /// What the connection was last counted for.
-    pub(super) fn held(&self) -> usize {
+    pub(super) fn held(&self) -> Held {
         self.held
+    }
+
+    /// Answer bytes queued now.
+    pub(super) fn unread(&self) -> usize {
+        self.out.held()
+    }
+
+    /// Marks the connection paused or not; true when that changed.
+    pub(super) fn set_paused(&mut self, paused: bool) -> bool {
+        std::mem::replace(&mut self.paused, paused) != paused
+    }
+
+    pub(super) fn is_paused(&self) -> bool {
+        self.paused
     }
 
     pub(super) fn deregister(&mut self, registry: &Registry) {

@@ -118,6 +118,32 @@ impl HttpFront {
             "Bytes buffered across HTTP connections and calls being prepared, counted against --max-buffered.",
             self.budget.used(),
         ));
+        let pressure = self.peers.pressure();
+        gauges.push(one(
+            "mcp_server_http_unread_bytes",
+            "Answer bytes queued on HTTP connections, not yet taken by their clients.",
+            pressure.unread,
+        ));
+        gauges.push(one(
+            "mcp_server_http_unread_bytes_peer_max",
+            "The most answer bytes queued unread on the connections of one address (bound: --max-unread-per-peer).",
+            pressure.unread_peer_max,
+        ));
+        gauges.push(one(
+            "mcp_server_http_connections_paused",
+            "HTTP connections not read because their client (or its address) is past its bound of unread answers.",
+            pressure.paused,
+        ));
+        gauges.push(one(
+            "mcp_server_http_pauses_total",
+            "Times an HTTP connection was paused for backpressure.",
+            pressure.pauses as usize,
+        ));
+        gauges.push(one(
+            "mcp_server_http_notifications_dropped_total",
+            "Notifications not queued on an event stream whose client was past its bound of unread answers.",
+            pressure.dropped as usize,
+        ));
         let mut pools = Gauge {
             name: "mcp_server_pool_processes",
             help: "Pool processes by program, language and state (a primary's state; its ready replicas as state=\"replica\").",

@@ -38,10 +38,9 @@ impl Reactor {
                         });
                         continue;
                     }
-                    let from_peer = front.peers.get(&peer).copied().unwrap_or(0);
-                    if front.max_per_peer > 0 && from_peer >= front.max_per_peer {
+                    if front.peers.at_cap(peer) {
                         refuse(stream, "too many connections from your address");
-                        let max = front.max_per_peer;
+                        let max = front.peers.max_conns();
                         front.notice(Notice::PeerCap, || {
                             format!("{peer} holds {max} connections, its cap (--max-conns-per-peer); its new connection got 503")
                         });
@@ -61,7 +60,7 @@ impl Reactor {
                     }
                     if let Some(front) = self.http.as_mut() {
                         front.conns.insert(token, Conn::new(stream, peer));
-                        *front.peers.entry(peer).or_insert(0) += 1;
+                        front.peers.open(peer);
                     }
                     // Edge-triggered: data may already be waiting.
                     self.pump(token);
@@ -129,6 +128,11 @@ impl Reactor {
         }
         let mut reads = 0;
         loop {
+            // A client not reading its answers starts nothing new (see
+            // `peers`): its requests wait in its socket.
+            if self.http.as_mut().is_some_and(|f| f.paused(token)) {
+                break;
+            }
             let read = self.read_conn(token);
             let handled = self.process_conn(token);
             if !read && !handled {
@@ -146,6 +150,12 @@ impl Reactor {
             return;
         };
         front.recount(token);
+        // A connection not paused before its answer was queued is now.
+        front.paused(token);
+        self.wake_paused();
+        let Some(front) = self.http.as_mut() else {
+            return;
+        };
         let Some(conn) = front.conns.get_mut(&token) else {
             return;
         };
@@ -157,6 +167,17 @@ impl Reactor {
                 self.cancel_conn(token);
                 self.close_conn(token);
             }
+        }
+    }
+
+    /// Pumps again, in a later turn, the paused connections whose address
+    /// dropped below its bound of unread answers.
+    fn wake_paused(&mut self) {
+        let Some(front) = self.http.as_mut() else {
+            return;
+        };
+        for token in front.peers.take_woken() {
+            self.preparing.pump_later(token);
         }
     }
 
@@ -332,12 +353,15 @@ impl Reactor {
             return;
         };
         match conn.flush(self.poll.registry(), token) {
-            Flush::Pending => {}
+            Flush::Pending => front.recount(token),
             Flush::Failed => {
                 self.cancel_conn(token);
                 self.close_conn(token);
             }
-            Flush::Open => front.recount(token),
+            Flush::Open => {
+                front.recount(token);
+                self.wake_paused();
+            }
             Flush::Close => self.close_conn(token),
             Flush::Lingering => {
                 front.recount(token);
@@ -352,6 +376,7 @@ impl Reactor {
             return;
         };
         front.remove_conn(token, self.poll.registry());
+        self.wake_paused();
         self.sources.remove(&token);
         self.listeners
             .remove_where(|c| matches!(c, Client::Http { conn, .. } if *conn == token));

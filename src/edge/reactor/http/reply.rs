@@ -237,11 +237,20 @@ impl Reactor {
     }
 
     /// A notification for the request waiting on `conn`, if it streams.
+    /// A client past its bound of unread answers (see `peers`) misses it:
+    /// its queue does not grow while it does not read.
     pub(in crate::edge::reactor) fn http_notify(&mut self, token: Token, msg: &Json) {
-        let Some(conn) = self.conn_mut(token) else {
+        let Some(front) = self.http.as_mut() else {
+            return;
+        };
+        let Some(conn) = front.conns.get_mut(&token) else {
             return;
         };
         if !conn.streaming() {
+            return;
+        }
+        if front.peers.over(conn.peer(), conn.unread()) {
+            front.peers.dropped();
             return;
         }
         let text = mcp::structured::to_string(msg);

@@ -105,7 +105,8 @@ fn a_head_is_reported_before_its_body_and_its_body_is_counted_once() {
     c.reserve_body();
     let (_, held) = c.recount();
     // The whole declared body is counted from now on, not only what came.
-    assert_eq!(held, head.len() + 10);
+    assert_eq!(held.input, head.len() + 10);
+    assert_eq!(held.output, 0);
     feed(&mut c, b"0123");
     assert_eq!(c.body_due(), 6);
     let (before, after) = c.recount();

@@ -1,0 +1,214 @@
+//! The client addresses of the open connections: how many connections each
+//! holds (`--max-conns-per-peer`) and how many answer bytes wait unread on
+//! them (`--max-unread-per-conn`, `--max-unread-per-peer`).
+//!
+//! Backpressure: a connection whose own unread answers, or whose address's,
+//! are past their bound is paused: it is not read and none of its buffered
+//! requests is started, so a client that stops reading starts no new work
+//! and its kernel buffers fill. It resumes once below (its own output
+//! draining wakes it; the address dropping below its bound wakes every
+//! paused connection of that address). The shared budget (`--max-buffered`)
+//! counts an address's unread answers up to its bound only: past it the
+//! address can start nothing new, and what its running calls still answer
+//! cannot lock other addresses out.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+use mio::Token;
+
+use crate::protocol::http::Budget;
+
+/// One client address.
+#[derive(Default)]
+struct Peer {
+    conns: usize,
+    /// Answer bytes queued on its connections (as last counted).
+    unread: usize,
+    /// Its connections paused since it last dropped below its bound.
+    paused: Vec<Token>,
+}
+
+/// The addresses, their bounds, and what backpressure did (for `/metrics`).
+pub(super) struct Peers {
+    map: HashMap<IpAddr, Peer>,
+    /// `--max-conns-per-peer`; 0 for no cap.
+    max_conns: usize,
+    /// `--max-unread-per-conn`.
+    per_conn: usize,
+    /// `--max-unread-per-peer`.
+    per_peer: usize,
+    /// Connections paused now.
+    paused_now: usize,
+    /// Times a connection was paused, and notifications dropped.
+    pauses: u64,
+    dropped: u64,
+    /// Paused connections whose address dropped below its bound, to pump.
+    woken: Vec<Token>,
+}
+
+/// Backpressure's figures for `/metrics`.
+pub(super) struct Pressure {
+    pub(super) paused: usize,
+    pub(super) pauses: u64,
+    pub(super) dropped: u64,
+    pub(super) unread: usize,
+    pub(super) unread_peer_max: usize,
+}
+
+impl Peers {
+    pub(super) fn new(max_conns: usize, per_conn: usize, per_peer: usize) -> Peers {
+        Peers {
+            map: HashMap::new(),
+            max_conns,
+            per_conn: per_conn.max(1),
+            per_peer: per_peer.max(1),
+            paused_now: 0,
+            pauses: 0,
+            dropped: 0,
+            woken: Vec::new(),
+        }
+    }
+
+    /// `--max-conns-per-peer` (0: none).
+    pub(super) fn max_conns(&self) -> usize {
+        self.max_conns
+    }
+
+    /// Whether `ip` holds its cap of connections already.
+    pub(super) fn at_cap(&self, ip: IpAddr) -> bool {
+        let conns = self.map.get(&ip).map_or(0, |p| p.conns);
+        self.max_conns > 0 && conns >= self.max_conns
+    }
+
+    /// A connection from `ip` opened.
+    pub(super) fn open(&mut self, ip: IpAddr) {
+        self.map.entry(ip).or_default().conns += 1;
+    }
+
+    /// A connection from `ip` closed, holding `unread` answer bytes as last
+    /// counted; `paused` if it was.
+    pub(super) fn close(&mut self, ip: IpAddr, unread: usize, paused: bool, budget: &mut Budget) {
+        if paused {
+            self.paused_now -= 1;
+        }
+        self.unread(ip, unread, 0, budget);
+        if let Some(peer) = self.map.get_mut(&ip) {
+            peer.conns -= 1;
+            if peer.conns == 0 {
+                self.map.remove(&ip);
+            }
+        }
+    }
+
+    /// A connection of `ip` now holds `new` unread answer bytes instead of
+    /// `old`: its address's count and the budget's share of it follow.
+    /// When the address drops below its bound, its paused connections are
+    /// to be woken (`take_woken`).
+    pub(super) fn unread(&mut self, ip: IpAddr, old: usize, new: usize, budget: &mut Budget) {
+        let cap = self.per_peer;
+        let Some(peer) = self.map.get_mut(&ip) else {
+            return;
+        };
+        let before = peer.unread;
+        peer.unread = before.saturating_sub(old).saturating_add(new);
+        budget.update(before.min(cap), peer.unread.min(cap));
+        if peer.unread <= cap && !peer.paused.is_empty() {
+            self.woken.append(&mut peer.paused);
+        }
+    }
+
+    /// The paused connections to pump again.
+    pub(super) fn take_woken(&mut self) -> Vec<Token> {
+        std::mem::take(&mut self.woken)
+    }
+
+    /// Whether a connection of `ip` holding `unread` answer bytes is to be
+    /// paused.
+    pub(super) fn over(&self, ip: IpAddr, unread: usize) -> bool {
+        unread > self.per_conn || self.map.get(&ip).is_some_and(|p| p.unread > self.per_peer)
+    }
+
+    /// Connection `token` of `ip` is paused (`newly`: it was not). While
+    /// its address is over its bound it is listed, to be woken when the
+    /// address drops below (its own output draining wakes it otherwise).
+    pub(super) fn paused(&mut self, ip: IpAddr, token: Token, newly: bool) {
+        if newly {
+            self.paused_now += 1;
+            self.pauses += 1;
+        }
+        let per_peer = self.per_peer;
+        if let Some(peer) = self.map.get_mut(&ip) {
+            if peer.unread > per_peer && !peer.paused.contains(&token) {
+                peer.paused.push(token);
+            }
+        }
+    }
+
+    /// A paused connection resumed.
+    pub(super) fn resumed(&mut self) {
+        self.paused_now -= 1;
+    }
+
+    /// A notification for a paused connection's stream was dropped.
+    pub(super) fn dropped(&mut self) {
+        self.dropped += 1;
+    }
+
+    pub(super) fn pressure(&self) -> Pressure {
+        Pressure {
+            paused: self.paused_now,
+            pauses: self.pauses,
+            dropped: self.dropped,
+            unread: self.map.values().map(|p| p.unread).sum(),
+            unread_peer_max: self.map.values().map(|p| p.unread).max().unwrap_or(0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(last: u8) -> IpAddr {
+        IpAddr::from([127, 0, 0, last])
+    }
+
+    #[test]
+    fn the_budget_counts_an_address_up_to_its_bound() {
+        let mut budget = Budget::new(1000);
+        let mut peers = Peers::new(0, 100, 300);
+        peers.open(ip(1));
+        peers.open(ip(1));
+        peers.unread(ip(1), 0, 250, &mut budget);
+        assert_eq!(budget.used(), 250);
+        peers.unread(ip(1), 0, 250, &mut budget);
+        assert_eq!(budget.used(), 300, "only the bound counts");
+        assert!(peers.over(ip(1), 0), "the address is over");
+        assert!(peers.over(ip(2), 101), "one connection is over");
+        assert!(!peers.over(ip(2), 100));
+        peers.paused(ip(1), Token(7), true);
+        peers.paused(ip(1), Token(7), false);
+        assert_eq!(peers.pressure().paused, 1);
+        // Below the bound again: the paused connection is woken.
+        peers.unread(ip(1), 250, 0, &mut budget);
+        assert_eq!(peers.take_woken(), vec![Token(7)]);
+        assert_eq!(budget.used(), 250);
+        peers.resumed();
+        peers.close(ip(1), 250, false, &mut budget);
+        peers.close(ip(1), 0, false, &mut budget);
+        assert_eq!(budget.used(), 0);
+        assert_eq!(peers.pressure().unread, 0);
+        assert!(!peers.at_cap(ip(1)));
+    }
+
+    #[test]
+    fn the_connection_cap_counts_open_connections() {
+        let mut peers = Peers::new(2, 100, 100);
+        peers.open(ip(1));
+        assert!(!peers.at_cap(ip(1)));
+        peers.open(ip(1));
+        assert!(peers.at_cap(ip(1)));
+        assert!(!peers.at_cap(ip(2)));
+    }
+}
