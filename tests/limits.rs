@@ -148,9 +148,11 @@ fn metric(server: &Server, from: u8, name: &str) -> f64 {
 
 /// Row 10 for answers not in the result table: 60 connections call a tool
 /// whose 8 MB result is answered inline (no `--max-result-chars`) and read
-/// nothing. Queued and counted whole, 480 MB of answers would fill the
-/// default `--max-buffered` (256 MiB) and any request body from anywhere
-/// would get 503. Once their address is past `--max-unread-per-peer` none
+/// nothing (8 MB: more than the kernel's socket buffers take). Queued and
+/// counted whole, 480 MB of answers would fill the default `--max-buffered`
+/// (256 MiB) and any request body from anywhere would get 503 (it does
+/// without backpressure). Once their address is past its bound
+/// (`--max-unread-per-peer`, 64 MiB) none
 /// of its connections is read (their calls wait unstarted in their
 /// sockets), only its bound counts in the budget, and another address
 /// initializes and calls a tool. The slow readers then read, and every one
@@ -160,6 +162,7 @@ fn metric(server: &Server, from: u8, name: &str) -> f64 {
 fn sixty_unread_big_call_answers_pause_their_address_not_another() {
     const CHARS: u64 = 8_000_000;
     const READERS: usize = 60;
+    const BOUND: f64 = 64.0 * 1024.0 * 1024.0;
     let server = Server::start(&["--plain-tool-names"]);
     let (_owner, sid) = server.session();
     let call = tool_call(2, "bigText", json!({"_1": CHARS}));
@@ -173,10 +176,10 @@ fn sixty_unread_big_call_answers_pause_their_address_not_another() {
         .collect();
     // The address goes past its bound of unread answers.
     wait_for("the address past its bound", || {
-        metric(&server, 2, "mcp_server_http_unread_bytes_peer_max") > 64.0 * 1024.0 * 1024.0
+        metric(&server, 2, "mcp_server_http_unread_bytes_peer_max") > BOUND
             && metric(&server, 2, "mcp_server_http_connections_paused") >= 1.0
     });
-    assert!(metric(&server, 2, "mcp_server_buffered_bytes") <= 128.0 * 1024.0 * 1024.0);
+    assert!(metric(&server, 2, "mcp_server_buffered_bytes") <= 2.0 * BOUND);
     let mut other = Client::connect_from(server.addr, 2);
     let other_sid = other.initialize();
     let reply = other
@@ -234,8 +237,9 @@ fn sixty_unread_big_call_answers_pause_their_address_not_another() {
 /// and once the client reads it gets every answer, in order.
 #[test]
 fn a_pipelining_client_that_does_not_read_is_paused_and_loses_nothing() {
-    const CHARS: u64 = 6_000_000;
-    const CALLS: u64 = 12;
+    // More than the kernel's socket buffers take, and than the bound.
+    const CHARS: u64 = 8_000_000;
+    const CALLS: u64 = 8;
     let server = Server::start(&["--plain-tool-names"]);
     let (_owner, sid) = server.session();
     let mut piped = Client::connect_from(server.addr, 1);

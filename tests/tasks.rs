@@ -491,3 +491,39 @@ fn task_dir_and_its_files_are_private_whatever_the_umask() {
     assert_eq!(got["result"]["status"], "completed", "{got}");
     again.finish();
 }
+
+/// Issue 34, bytes per owner: a finished task's result counts toward its
+/// owner's bytes (`--max-owner-bytes`, with stored results): past the cap,
+/// the owner's task that finished first is freed; a single result over the
+/// cap ends its task with a tool error naming the cap.
+#[test]
+fn stdio_finished_tasks_results_count_toward_the_owners_bytes() {
+    const CHARS: u64 = 1_200_000;
+    let mut s = start(&["--task-after", "0", "--max-owner-bytes", "3m"]);
+    let mut tasks = Vec::new();
+    for id in 1..=3 {
+        let created = s.ask_json(&call(id, "bigText", CHARS, true));
+        assert_eq!(created["result"]["resultType"], "task", "{created}");
+        let task = created["result"]["taskId"].as_str().expect("taskId");
+        let task = task.to_string();
+        let done = settle(&mut |m| s.ask_json(m), &task);
+        assert_eq!(done["status"], "completed");
+        tasks.push(task);
+    }
+    // Three results of 1.2 MB pass 3 MiB: the first finished is freed.
+    let gone = s.ask_json(&task_req(10, "tasks/get", &tasks[0]));
+    assert!(gone.get("error").is_some(), "{gone}");
+    for task in &tasks[1..] {
+        let kept = s.ask_json(&task_req(11, "tasks/get", task));
+        assert_eq!(kept["result"]["status"], "completed", "{kept}");
+    }
+    let created = s.ask_json(&call(4, "bigText", 4_000_000, true));
+    let task = created["result"]["taskId"].as_str().expect("taskId");
+    let task = task.to_string();
+    let done = settle(&mut |m| s.ask_json(m), &task);
+    assert_eq!(done["result"]["isError"], true, "{done}");
+    let text = done["result"]["content"][0]["text"].as_str().unwrap_or("");
+    assert!(text.contains("--max-owner-bytes"), "{text}");
+    s.proc.close_stdin();
+    s.proc.wait(TIMEOUT);
+}

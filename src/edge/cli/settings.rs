@@ -215,9 +215,10 @@ settings! {
     max_result_chars: Option<usize> = None,
         "max-result-chars" "<n>" Typed("0"), Everyone,
         |s, v| s.max_result_chars = Some(count(v, 0)?).filter(|&n| n > 0);
-    /// most bytes of stored results (--max-result-chars) one caller holds;
-    /// past it that caller's oldest are freed, never another's, and a
-    /// single result over it is refused (suffix k, m or g)
+    /// most bytes of stored results (--max-result-chars) and finished
+    /// tasks' results one caller holds; past it that caller's oldest are
+    /// freed, never another's, and a single result over it is refused
+    /// (suffix k, m or g)
     max_owner_bytes: usize = crate::protocol::mcp::bigresults::MAX_OWNER_BYTES,
         "max-owner-bytes" "<bytes>" Typed("512m"), Everyone,
         |s, v| s.max_owner_bytes = byte_size(v)?;

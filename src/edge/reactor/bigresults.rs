@@ -67,9 +67,9 @@ impl Reactor {
         let now = now_ms();
         let freed = self
             .tasks
-            .results
-            .insert(id.clone(), &request.owner, &tool, value, now);
+            .insert_result(id.clone(), &request.owner, &tool, value, now);
         self.unstore_results(&freed);
+        self.unstore_freed();
         self.store_result(&id);
         Ending::Result(linked)
     }
@@ -191,7 +191,7 @@ impl Reactor {
         }
     }
 
-    fn unstore_results(&self, ids: &[String]) {
+    pub(super) fn unstore_results(&self, ids: &[String]) {
         if let Some(dir) = &self.options.task_dir {
             for id in ids {
                 let _ = std::fs::remove_file(dir.join(format!("{id}.{RESULT_EXT}")));

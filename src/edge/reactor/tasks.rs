@@ -85,9 +85,19 @@ impl Reactor {
         };
         let shown = tasks::task_json(task, ttl, now);
         self.store_task(task_id);
+        self.unstore_freed();
         for (client, note) in self.listeners.task_changed(task_id, &shown) {
             self.deliver(&client, &note, false);
         }
+    }
+
+    /// Removes the files of the tasks and results the caps on bytes freed.
+    pub(super) fn unstore_freed(&mut self) {
+        let freed = self.tasks.take_freed();
+        for id in &freed.tasks {
+            self.unstore_task(id);
+        }
+        self.unstore_results(&freed.results);
     }
 
     /// Keeps, of a `subscriptions/listen` request's `taskIds`, those the

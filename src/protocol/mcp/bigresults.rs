@@ -202,6 +202,25 @@ impl ResultStore {
             .sum()
     }
 
+    /// The cap on the bytes of all owners.
+    pub fn max_bytes(&self) -> usize {
+        self.max_bytes
+    }
+
+    /// Bytes of result text by owner.
+    pub fn owners_bytes(&self) -> impl Iterator<Item = (&str, usize)> {
+        self.map
+            .values()
+            .map(|r| (r.owner.as_str(), r.value.bytes()))
+    }
+
+    /// Frees the oldest result of `owner`; its id.
+    pub fn free_oldest_of(&mut self, owner: &str) -> Option<String> {
+        let old = self.oldest(|r| r.owner == owner)?;
+        self.remove(&old);
+        Some(old)
+    }
+
     /// The most bytes of result text any one owner holds.
     pub fn most_owner_bytes(&self) -> usize {
         let mut held: HashMap<&str, usize> = HashMap::new();

@@ -94,6 +94,26 @@ pub struct Task {
     /// The `CallToolResult` of a completed task, the JSON-RPC error object
     /// of a failed one.
     pub payload: Option<Json>,
+    /// The length of the payload's JSON text: counted with the stored
+    /// results, per owner (`--max-owner-bytes`) and in all.
+    pub payload_bytes: usize,
+}
+
+/// The length of `value`'s compact JSON text, without building it.
+pub fn json_bytes(value: &Json) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 /// How a running task ends.
@@ -123,6 +143,18 @@ pub struct Tasks {
     per_owner: usize,
     /// Big results stored as resources (`bigresults`), under the same TTL.
     pub results: super::bigresults::ResultStore,
+    /// Bytes of the settled tasks' payloads, in all.
+    payload_bytes: usize,
+    /// Tasks and stored results freed to keep an owner's bytes within its
+    /// cap, not yet taken (`take_freed`): their files go too.
+    freed: Freed,
+}
+
+/// Ids freed by a cap on bytes: tasks, and stored results.
+#[derive(Debug, Default, PartialEq)]
+pub struct Freed {
+    pub tasks: Vec<String>,
+    pub results: Vec<String>,
 }
 
 impl Tasks {
@@ -135,6 +167,8 @@ impl Tasks {
             cap: cap.max(1),
             per_owner: MAX_TASKS_PER_OWNER.clamp(1, cap.max(1)),
             results: super::bigresults::ResultStore::new(ttl_ms),
+            payload_bytes: 0,
+            freed: Freed::default(),
         }
     }
 
@@ -203,7 +237,7 @@ impl Tasks {
             None
         };
         if let Some(old) = victim {
-            self.map.remove(&old);
+            self.remove(&old);
             freed.push(old);
         }
         let task = Task {
@@ -216,6 +250,7 @@ impl Tasks {
             updated_ms: now,
             expires_ms: None,
             payload: None,
+            payload_bytes: 0,
         };
         Ok((self.map.entry(id).or_insert(task), freed))
     }
@@ -233,8 +268,97 @@ impl Tasks {
         if task.expires_ms.is_some_and(|e| e <= now) || self.map.len() >= self.cap {
             return false;
         }
+        task.payload_bytes = task.payload.as_ref().map_or(0, json_bytes);
+        let owner_bytes = self.bytes_of(&task.owner) + task.payload_bytes;
+        let total = self.payload_bytes + self.results.bytes() + task.payload_bytes;
+        if owner_bytes > self.results.owner_bytes_cap() || total > self.results.max_bytes() {
+            return false;
+        }
+        self.payload_bytes += task.payload_bytes;
         self.map.insert(task.id.clone(), task);
         true
+    }
+
+    /// Bytes `owner` holds in settled tasks' payloads and stored results.
+    pub fn bytes_of(&self, owner: &str) -> usize {
+        let tasks: usize = self
+            .map
+            .values()
+            .filter(|t| t.owner == owner)
+            .map(|t| t.payload_bytes)
+            .sum();
+        tasks + self.results.bytes_of(owner)
+    }
+
+    /// Bytes of settled tasks' payloads and stored results, in all.
+    pub fn bytes(&self) -> usize {
+        self.payload_bytes + self.results.bytes()
+    }
+
+    /// The most bytes any one owner holds in payloads and stored results.
+    pub fn most_owner_bytes(&self) -> usize {
+        let mut held: HashMap<&str, usize> = HashMap::new();
+        for t in self.map.values() {
+            *held.entry(t.owner.as_str()).or_default() += t.payload_bytes;
+        }
+        for (owner, bytes) in self.results.owners_bytes() {
+            *held.entry(owner).or_default() += bytes;
+        }
+        held.values().copied().max().unwrap_or(0)
+    }
+
+    fn remove(&mut self, id: &str) {
+        if let Some(t) = self.map.remove(id) {
+            self.payload_bytes -= t.payload_bytes;
+        }
+    }
+
+    /// Stores a big result (see [`ResultStore::insert`]), after freeing
+    /// the oldest settled tasks of `owner` while its tasks' payloads and
+    /// results with the new one would pass its cap on bytes, and the
+    /// oldest settled tasks of all while everything would pass the total.
+    /// Returns the results freed; the tasks freed are in `take_freed`.
+    pub fn insert_result(
+        &mut self,
+        id: String,
+        owner: &str,
+        tool: &str,
+        value: crate::format::json::page::Paged,
+        now: u64,
+    ) -> Vec<String> {
+        self.make_room(owner, value.bytes(), None);
+        self.results.insert(id, owner, tool, value, now)
+    }
+
+    /// Frees settled tasks (never `keep`) so that `owner` holding `more`
+    /// bytes stays within its cap and everything within the total: the
+    /// owner's oldest first; for the total, the oldest of all. Noted in
+    /// `freed`.
+    fn make_room(&mut self, owner: &str, more: usize, keep: Option<&str>) {
+        let cap = self.results.owner_bytes_cap();
+        let max = self.results.max_bytes();
+        loop {
+            let own_over = self.bytes_of(owner) + more > cap;
+            let all_over = self.bytes() + more > max;
+            if !own_over && !all_over {
+                return;
+            }
+            let victim = self
+                .map
+                .values()
+                .filter(|t| t.payload_bytes > 0 && Some(t.id.as_str()) != keep)
+                .filter(|t| !own_over || t.owner == owner)
+                .min_by_key(|t| (t.updated_ms, t.id.clone()))
+                .map(|t| t.id.clone());
+            let Some(victim) = victim else { return };
+            self.remove(&victim);
+            self.freed.tasks.push(victim);
+        }
+    }
+
+    /// The tasks and results freed by the caps on bytes since last time.
+    pub fn take_freed(&mut self) -> Freed {
+        std::mem::take(&mut self.freed)
     }
 
     /// A task by id, whoever owns it (for storage).
@@ -260,6 +384,7 @@ impl Tasks {
         }
         let (status, message, payload) = match outcome {
             Outcome::Completed(result) => {
+                let result = within_cap(result, self.results.owner_bytes_cap());
                 let failed = result.get("isError") == Some(&Json::Bool(true));
                 let message = if failed {
                     "the tool reported an error"
@@ -276,10 +401,24 @@ impl Tasks {
         };
         task.status = status;
         task.message = Some(message);
+        task.payload_bytes = payload.as_ref().map_or(0, json_bytes);
         task.payload = payload;
         task.updated_ms = now.max(task.created_ms);
         task.expires_ms = Some(task.updated_ms + ttl);
-        Some(task)
+        let (owner, bytes) = (task.owner.clone(), task.payload_bytes);
+        // Counted as held from now on; room is made around it.
+        self.payload_bytes += bytes;
+        self.make_room(&owner, 0, Some(id));
+        if self.bytes_of(&owner) > self.results.owner_bytes_cap() {
+            // The owner's stored results go next, oldest first.
+            while self.bytes_of(&owner) > self.results.owner_bytes_cap() {
+                let Some(old) = self.results.free_oldest_of(&owner) else {
+                    break;
+                };
+                self.freed.results.push(old);
+            }
+        }
+        self.map.get(id)
     }
 
     /// Frees the tasks whose time is up; returns their ids.
@@ -291,7 +430,7 @@ impl Tasks {
             .map(|t| t.id.clone())
             .collect();
         for id in &gone {
-            self.map.remove(id);
+            self.remove(id);
         }
         gone
     }
@@ -399,8 +538,23 @@ pub fn from_stored(bytes: &[u8]) -> Result<Task, String> {
         started_ms: created_ms,
         updated_ms,
         expires_ms: ms("expiresMs")?,
+        payload_bytes: payload.as_ref().map_or(0, json_bytes),
         payload,
     })
+}
+
+/// A completed call's `result`, or, when its JSON text alone is over the
+/// cap on one owner's bytes, a tool error saying so (nothing is freed for
+/// it).
+fn within_cap(result: Json, cap: usize) -> Json {
+    let bytes = json_bytes(&result);
+    if bytes <= cap {
+        return result;
+    }
+    let text = format!(
+        "the result is {bytes} bytes of JSON, more than one caller may hold in finished tasks and stored results ({cap} bytes, --max-owner-bytes); ask for less"
+    );
+    serde_json::json!({"content": [{"type": "text", "text": text}], "isError": true})
 }
 
 /// `{"code": …, "message": …}`.

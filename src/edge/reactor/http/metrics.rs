@@ -89,17 +89,17 @@ impl HttpFront {
             ),
             one(
                 "mcp_server_result_bytes",
-                "Bytes of stored big results held (all owners).",
-                tasks.results.bytes(),
+                "Bytes of stored big results and finished tasks' results held (all owners).",
+                tasks.bytes(),
             ),
             one(
                 "mcp_server_owner_result_bytes_max",
-                "The most bytes of stored big results any one owner holds.",
-                tasks.results.most_owner_bytes(),
+                "The most bytes of stored big results and finished tasks' results any one owner holds.",
+                tasks.most_owner_bytes(),
             ),
             one(
                 "mcp_server_owner_result_bytes_cap",
-                "The cap on the bytes of stored big results of one owner (--max-owner-bytes).",
+                "The cap on the bytes of stored big results and finished tasks' results of one owner (--max-owner-bytes).",
                 tasks.results.owner_bytes_cap(),
             ),
         ];

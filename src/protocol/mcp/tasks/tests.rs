@@ -172,6 +172,7 @@ fn a_restored_running_task_is_failed() {
         updated_ms: 0,
         expires_ms: None,
         payload: None,
+        payload_bytes: 0,
     };
     t.restore(task, 100);
     let j = task_json(t.get("r", "", 100).unwrap(), HOUR, 100);
@@ -251,4 +252,53 @@ fn a_working_task_counts_its_time_from_the_call_start() {
     // A start in the future (clock skew) counts as the creation.
     let (task, _) = t.create("b".into(), "", 10_000, 12_000).unwrap();
     assert_eq!(task.started_ms, 10_000);
+}
+
+/// A finished task's result of `chars` characters of text.
+fn text_result(chars: usize) -> Json {
+    json!({"content": [{"type": "text", "text": "x".repeat(chars)}], "isError": false})
+}
+
+fn settled(t: &mut Tasks, id: &str, owner: &str, chars: usize, at: u64) {
+    t.create(id.into(), owner, at, at).unwrap();
+    t.settle(id, Outcome::Completed(text_result(chars)), at);
+}
+
+#[test]
+fn finished_tasks_results_count_toward_their_owners_bytes() {
+    let mut t = Tasks::new(HOUR, 64).with_owner_bytes(2_000);
+    settled(&mut t, "a1", "a", 800, 1);
+    settled(&mut t, "b1", "b", 800, 2);
+    let one = json_bytes(&text_result(800));
+    assert_eq!(t.bytes_of("a"), one);
+    assert_eq!(t.bytes(), 2 * one);
+    assert_eq!(t.take_freed(), Freed::default());
+    // A second result fits; a third passes a's cap: a's oldest goes, never b's.
+    settled(&mut t, "a2", "a", 800, 3);
+    settled(&mut t, "a3", "a", 800, 4);
+    let freed = t.take_freed();
+    assert_eq!(freed.tasks, vec!["a1".to_string()]);
+    assert!(t.get("a1", "a", 5).is_err());
+    assert!(t.get("b1", "b", 5).is_ok());
+    assert_eq!(t.bytes_of("a"), 2 * one);
+    assert_eq!(t.most_owner_bytes(), 2 * one);
+    // Stored results count with them: storing one frees a's oldest task.
+    let value = crate::format::json::page::Paged::new("y".repeat(900));
+    t.insert_result("r1".into(), "a", "tool", value, 6);
+    assert_eq!(t.take_freed().tasks, vec!["a2".to_string()]);
+    assert!(t.bytes_of("a") <= 2_000);
+}
+
+#[test]
+fn a_finished_result_over_the_owner_cap_alone_is_a_tool_error() {
+    let mut t = Tasks::new(HOUR, 8).with_owner_bytes(500);
+    settled(&mut t, "a1", "a", 100, 1);
+    settled(&mut t, "a2", "a", 5_000, 2);
+    let j = task_json(t.get("a2", "a", 3).unwrap(), HOUR, 3);
+    assert_eq!(j["result"]["isError"], true);
+    let text = j["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("--max-owner-bytes"), "{text}");
+    // The refusal is small: the owner's other result stays.
+    assert!(t.get("a1", "a", 3).is_ok());
+    assert!(t.bytes_of("a") <= 500);
 }
