@@ -381,6 +381,15 @@ impl Reactor {
                 .next_deadline()
                 .map(|d| d.saturating_duration_since(now));
             let read_stdin_directly = self.stdio.as_ref().is_some_and(Stdio::reads_directly);
+            // Connections paused for backpressure whose address drained.
+            for token in self
+                .http
+                .as_mut()
+                .map(HttpFront::take_woken)
+                .unwrap_or_default()
+            {
+                self.preparing.pump_later(token);
+            }
             if read_stdin_directly || self.preparing.pending() {
                 timeout = Some(Duration::ZERO);
             }

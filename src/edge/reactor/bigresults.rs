@@ -25,8 +25,7 @@ use super::http::{Content, Head};
 use super::timers::now_ms;
 use super::Reactor;
 
-/// The extension of a stored result's file in `--task-dir`.
-const RESULT_EXT: &str = "result";
+use super::tasks::RESULT_EXT;
 
 impl Reactor {
     /// With big results on, a long successful result of `request` is
@@ -69,7 +68,8 @@ impl Reactor {
             .tasks
             .insert_result(id.clone(), &request.owner, &tool, value, now);
         self.unstore_results(&freed);
-        self.unstore_freed();
+        let freed = self.tasks.take_freed();
+        super::tasks::unstore_freed(self.options.task_dir.as_deref(), freed);
         self.store_result(&id);
         Ending::Result(linked)
     }
@@ -191,7 +191,7 @@ impl Reactor {
         }
     }
 
-    pub(super) fn unstore_results(&self, ids: &[String]) {
+    fn unstore_results(&self, ids: &[String]) {
         if let Some(dir) = &self.options.task_dir {
             for id in ids {
                 let _ = std::fs::remove_file(dir.join(format!("{id}.{RESULT_EXT}")));

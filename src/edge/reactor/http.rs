@@ -352,6 +352,12 @@ impl HttpFront {
         }
     }
 
+    /// The paused connections whose address dropped below its bound of
+    /// unread answers: to pump again.
+    pub(super) fn take_woken(&mut self) -> Vec<Token> {
+        self.peers.take_woken()
+    }
+
     /// Whether connection `token` is paused for backpressure now (its own
     /// unread answers or its address's past their bound); notes a change.
     fn paused(&mut self, token: Token) -> bool {

@@ -85,19 +85,10 @@ impl Reactor {
         };
         let shown = tasks::task_json(task, ttl, now);
         self.store_task(task_id);
-        self.unstore_freed();
+        unstore_freed(self.options.task_dir.as_deref(), self.tasks.take_freed());
         for (client, note) in self.listeners.task_changed(task_id, &shown) {
             self.deliver(&client, &note, false);
         }
-    }
-
-    /// Removes the files of the tasks and results the caps on bytes freed.
-    pub(super) fn unstore_freed(&mut self) {
-        let freed = self.tasks.take_freed();
-        for id in &freed.tasks {
-            self.unstore_task(id);
-        }
-        self.unstore_results(&freed.results);
     }
 
     /// Keeps, of a `subscriptions/listen` request's `taskIds`, those the
@@ -235,6 +226,21 @@ impl Reactor {
         let at = self.tasks.next_expiry()?;
         let wait = at.saturating_sub(now_ms());
         Some(Instant::now() + Duration::from_millis(wait))
+    }
+}
+
+/// The extension of a stored result's file in `--task-dir`.
+pub(super) const RESULT_EXT: &str = "result";
+
+/// Removes the files (in `--task-dir`, if any) of the tasks and results
+/// the caps on bytes freed.
+pub(super) fn unstore_freed(dir: Option<&Path>, freed: tasks::Freed) {
+    let Some(dir) = dir else { return };
+    for id in freed.tasks.iter().filter(|id| tasks::storable_id(id)) {
+        let _ = std::fs::remove_file(dir.join(format!("{id}.json")));
+    }
+    for id in &freed.results {
+        let _ = std::fs::remove_file(dir.join(format!("{id}.{RESULT_EXT}")));
     }
 }
 

@@ -152,10 +152,6 @@ impl Reactor {
         front.recount(token);
         // A connection not paused before its answer was queued is now.
         front.paused(token);
-        self.wake_paused();
-        let Some(front) = self.http.as_mut() else {
-            return;
-        };
         let Some(conn) = front.conns.get_mut(&token) else {
             return;
         };
@@ -167,17 +163,6 @@ impl Reactor {
                 self.cancel_conn(token);
                 self.close_conn(token);
             }
-        }
-    }
-
-    /// Pumps again, in a later turn, the paused connections whose address
-    /// dropped below its bound of unread answers.
-    fn wake_paused(&mut self) {
-        let Some(front) = self.http.as_mut() else {
-            return;
-        };
-        for token in front.peers.take_woken() {
-            self.preparing.pump_later(token);
         }
     }
 
@@ -358,10 +343,7 @@ impl Reactor {
                 self.cancel_conn(token);
                 self.close_conn(token);
             }
-            Flush::Open => {
-                front.recount(token);
-                self.wake_paused();
-            }
+            Flush::Open => front.recount(token),
             Flush::Close => self.close_conn(token),
             Flush::Lingering => {
                 front.recount(token);
@@ -376,7 +358,6 @@ impl Reactor {
             return;
         };
         front.remove_conn(token, self.poll.registry());
-        self.wake_paused();
         self.sources.remove(&token);
         self.listeners
             .remove_where(|c| matches!(c, Client::Http { conn, .. } if *conn == token));
