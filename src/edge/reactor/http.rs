@@ -45,6 +45,7 @@ use crate::protocol::instance::InstanceId;
 use crate::protocol::mcp::Catalog;
 
 mod access;
+mod admission;
 mod caps;
 mod conn;
 mod conns;

@@ -11,7 +11,7 @@ use mio::{Interest, Token};
 
 use super::caps::refuse;
 use super::conn::{AfterPump, Conn, Due, Flush, Parsed};
-use super::{HttpFront, ROUTES};
+use super::HttpFront;
 use crate::edge::reactor::{Client, Reactor, Source};
 use crate::protocol::http::{self, Answer, Notice};
 
@@ -191,7 +191,8 @@ impl Reactor {
                     // budget, it is refused (a declared length is admitted
                     // whole when the head is checked, and never refused).
                     if chunked {
-                        if let Some(answer) = self.over_budget(token, 0) {
+                        let over = self.http.as_mut().and_then(|f| f.over_budget(token, 0));
+                        if let Some(answer) = over {
                             self.refuse_request(token, answer);
                             return true;
                         }
@@ -202,11 +203,13 @@ impl Reactor {
                     consumed = true;
                     // Refuse before any of the body is taken, if the head
                     // alone decides or the body does not fit the budget.
-                    match self.admit(token) {
+                    match self.http.as_mut().and_then(|f| f.admit(token)) {
                         // A small request refused with keep-alive whose body
                         // is already here: take it, and answer as usual
                         // (the checks run again on the whole request).
-                        Some(answer) if answer.keep_alive && self.body_is_here(token) => {}
+                        Some(answer)
+                            if answer.keep_alive
+                                && self.http.as_ref().is_some_and(|f| f.body_is_here(token)) => {}
                         Some(answer) => {
                             self.refuse_request(token, answer);
                             return true;
@@ -242,79 +245,6 @@ impl Reactor {
             conn.compact_input();
         }
         consumed
-    }
-
-    /// Judges the request whose head just completed on `token`, before any
-    /// of its body is taken: the checks of its route (none for an open
-    /// one), then the budget for its declared body. `Some` is the refusal.
-    fn admit(&mut self, token: Token) -> Option<Answer> {
-        let front = self.http.as_mut()?;
-        front.recount(token);
-        let conn = front.conns.get(&token)?;
-        let head = conn.head()?;
-        let open = http::find(ROUTES, &head.path).is_some_and(|r| !r.guarded);
-        if !open {
-            let gate = front.gate_for(&head.path);
-            match http::admit(ROUTES, &gate, head) {
-                Err(answer) => {
-                    let head = head.clone();
-                    if let Some(front) = self.http.as_mut() {
-                        front.access_open(token, &head, true);
-                    }
-                    return Some(answer);
-                }
-                // A path with a token of its own is not OAuth's to judge.
-                Ok((route, cors)) if route.guarded && !front.own_gate(&head.path) => {
-                    if let Some(answer) = front.oauth_head(head, cors) {
-                        let head = head.clone();
-                        if let Some(front) = self.http.as_mut() {
-                            front.access_open(token, &head, true);
-                        }
-                        return Some(answer);
-                    }
-                }
-                Ok(_) => {}
-            }
-        }
-        // What of the body already sits in the input buffer is counted.
-        let more = conn.body_due();
-        let refused = self.over_budget(token, more);
-        if refused.is_none() {
-            let front = self.http.as_mut()?;
-            front.conns.get_mut(&token)?.reserve_body();
-            front.recount(token);
-        }
-        refused
-    }
-
-    /// Whether the whole declared body of the request on `token` is
-    /// already in its input buffer.
-    fn body_is_here(&self, token: Token) -> bool {
-        let conn = self.http.as_ref().and_then(|f| f.conns.get(&token));
-        conn.is_some_and(Conn::body_is_here)
-    }
-
-    /// The 503 for a body of `length` more bytes on `token` when the budget
-    /// has no room for it (for a chunked body, `length` 0: when the total is
-    /// already past the limit).
-    fn over_budget(&mut self, token: Token, length: u64) -> Option<Answer> {
-        let front = self.http.as_mut()?;
-        front.recount(token);
-        let fits = if length == 0 {
-            !front.budget.exceeded()
-        } else {
-            front.budget.admits(length)
-        };
-        if fits {
-            return None;
-        }
-        let (used, limit) = (front.budget.used(), front.budget.limit());
-        front.notice(Notice::Budget, || {
-            format!("the buffer budget is reached ({used} of {limit} bytes held, --max-buffered); a request body got 503")
-        });
-        let headers = vec![("Retry-After".into(), "1".into())];
-        let message = "server busy: too much request data buffered; retry later";
-        Some(Answer::error(503, headers, message, false))
     }
 
     /// Answers the request on `token` with `answer` and `Connection: close`,
