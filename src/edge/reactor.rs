@@ -18,12 +18,10 @@
 //! touches file descriptors.
 
 mod apply;
-mod bigresults;
 mod byteio;
 mod calls;
 mod http;
 mod idhash;
-mod jobs;
 mod obs;
 mod pools;
 mod queue;
@@ -52,6 +50,7 @@ use self::calls::{CallId, Calls};
 use self::http::HttpFront;
 use self::pools::{PoolSet, Proc, Runtime};
 use self::stdio::Stdio;
+use self::tasks::TaskStore;
 
 const STDIN: Token = Token(0);
 const STDOUT: Token = Token(1);
@@ -237,8 +236,6 @@ struct Reactor {
     catalog: Catalog,
     /// Every serving option (`cli::settings`).
     options: Settings,
-    /// The prefix of every session (and task) id this server mints.
-    instance: InstanceId,
     /// `None` when serving HTTP.
     stdio: Option<Stdio>,
     http: Option<HttpFront>,
@@ -257,8 +254,9 @@ struct Reactor {
     listeners: mcp::Listeners<Client>,
     /// The served manifests, watched for rebuilds.
     watches: Vec<reload::Watch>,
-    /// Calls that became tasks (Tasks extension), and their outcomes.
-    tasks: mcp::tasks::Tasks,
+    /// Calls that became tasks (Tasks extension), their outcomes, and the
+    /// stored big results.
+    tasks: TaskStore,
     /// See `take_scratch`.
     scratch: Vec<u8>,
 }
@@ -294,9 +292,6 @@ impl Reactor {
             drop(protocol_out);
             None
         };
-        let tasks =
-            mcp::tasks::Tasks::new(options.task_ttl.as_millis() as u64, mcp::tasks::MAX_TASKS)
-                .with_owner_bytes(options.max_owner_bytes);
         let http = match http {
             None => None,
             Some(config) => Some(
@@ -313,11 +308,13 @@ impl Reactor {
             );
         }
         let queue = queue::FairQueue::new(options.max_queued_per_owner, options.max_queued);
+        // `--task-dir`'s tasks and results are read back here.
+        let tasks = TaskStore::new(&options, serving.instance);
         let mut reactor = Reactor {
             poll,
             catalog,
             options,
-            instance: serving.instance,
+            tasks,
             stdio,
             http,
             signals,
@@ -328,12 +325,9 @@ impl Reactor {
             exit_code: None,
             listeners: mcp::Listeners::default(),
             watches: Vec::new(),
-            tasks,
             scratch: Vec::new(),
         };
         reactor.watches = reload::watches(&reactor.catalog);
-        reactor.load_tasks();
-        reactor.load_results();
         // Pools are spawned once the client's first message has been
         // answered (or after a few milliseconds without one): a client's
         // `initialize` is not held up by forking interpreters.
@@ -470,8 +464,7 @@ impl Reactor {
             &mut consider,
         );
         self.calls.deadlines(&mut consider);
-        consider(self.next_task_expiry());
-        consider(self.next_result_expiry());
+        consider(self.tasks.next_expiry());
         if let Some(http) = &mut self.http {
             consider(http.next_deadline());
         }
@@ -486,8 +479,7 @@ impl Reactor {
         let now = Instant::now();
         self.with_pools(|p, cx| p.timers(cx, now));
         self.call_timers(now);
-        self.task_timers();
-        self.result_timers();
+        self.tasks.expire();
         self.http_timers(now);
         self.reload_timers(now);
     }

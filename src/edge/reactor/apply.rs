@@ -91,7 +91,10 @@ impl Reactor {
                 let owner = origin.owner(self.http.as_ref());
                 match origin {
                     Origin::Stdio => {
-                        let reply = self.answer_resource(&owner, request);
+                        let reply = self
+                            .tasks
+                            .answer_resource(&self.catalog, &owner, request, false)
+                            .0;
                         self.send_stdio(&reply);
                     }
                     Origin::Http { conn, framing } => {
@@ -101,7 +104,7 @@ impl Reactor {
             }
             Step::Listen(mut listen) => {
                 let owner = origin.owner(self.http.as_ref());
-                self.agreed_task_ids(&mut listen, &owner);
+                self.tasks.agreed_ids(&mut listen, &owner);
                 let ack = mcp::subscriptions::acknowledgement(&listen);
                 let client = origin.client();
                 match origin {

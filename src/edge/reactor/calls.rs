@@ -165,7 +165,7 @@ impl Reactor {
             // without a packet yet, until `prepare` has built it.
             Prepared::Building(job) => (Vec::new(), Some(job)),
             Prepared::Answered(ending) => {
-                let ending = self.link_big(&request, ending);
+                let ending = self.tasks.link_big(&self.catalog, &request, ending);
                 let outcome = ending.outcome();
                 self.count_call(request.program, request.command, outcome, Instant::now());
                 let reply = call::respond(&self.catalog, &request.id, request.is_modern(), ending);
@@ -248,7 +248,8 @@ impl Reactor {
         if let Err(refused) = self.calls.queue.push(id, owner.clone(), class, deadline) {
             return self.refuse_call(id, &owner, refused);
         }
-        let task_at = self.task_deadline(self.calls[&id].request.wants_tasks(), now);
+        let wants = self.calls[&id].request.wants_tasks();
+        let task_at = self.tasks.deadline(wants, self.catalog.job_tools(), now);
         self.calls.arm(id, CallTimer::Task, task_at);
         if task_at.is_some_and(|t| t <= now) {
             // `--task-after 0`: the task exists before its handle is sent.
@@ -490,7 +491,7 @@ impl Reactor {
             ending.outcome(),
             call.started,
         );
-        let ending = self.link_big(&call.request, ending);
+        let ending = self.tasks.link_big(&self.catalog, &call.request, ending);
         if let Some(task) = &call.task {
             return self.settle_task(task, ending.into_task_outcome());
         }
@@ -617,6 +618,13 @@ impl Reactor {
 }
 
 impl Calls {
+    /// The call that became task `task_id`, if it still runs.
+    pub(super) fn with_task(&self, task_id: &str) -> Option<CallId> {
+        self.iter()
+            .find(|(_, c)| c.task.as_deref() == Some(task_id))
+            .map(|(id, _)| *id)
+    }
+
     /// The trace of the one call running on process `proc` of `program`,
     /// if exactly one runs there and it is traced.
     pub(super) fn running_trace(&self, program: usize, proc: Proc) -> Option<String> {

@@ -464,7 +464,8 @@ impl Reactor {
         let (answer, content_type) = match handler {
             Handler::Mcp => return self.http_mcp(token, req, cors),
             Handler::Metrics => {
-                let answer = front.metrics(&self.calls, &self.tasks, rows(), cors, keep_alive);
+                let answer =
+                    front.metrics(&self.calls, self.tasks.table(), rows(), cors, keep_alive);
                 (answer, Some(metrics::CONTENT_TYPE))
             }
             Handler::OAuthMetadata => (front.oauth_metadata(&self.catalog, keep_alive), None),

@@ -1,162 +1,196 @@
-//! The Tasks extension on the reactor's side: turning a long remote call into
-//! a task (`--task-after`), settling it when the call ends, answering
-//! `tasks/get`, `tasks/update` and `tasks/cancel`, and freeing settled tasks
-//! after their TTL. The table and every message live in
-//! `protocol::mcp::tasks`; this file adds the clock and the random ids.
+//! The Tasks extension on the reactor's side: the [`TaskStore`] owns the
+//! task table and the stored big results (`bigresults`), their files in
+//! `--task-dir`, and the ids it mints. It turns a long remote call into a
+//! task (`--task-after`), settles it when the call ends, answers
+//! `tasks/get`, `tasks/update` and `tasks/cancel` (and the job tools,
+//! `jobs`), and frees settled tasks after their TTL. The table and every
+//! message live in `protocol::mcp::tasks`; this file adds the clock, the
+//! random ids and the files. What spans owners (a call to abandon, the
+//! subscribers to tell, the reply to deliver) the reactor does with what
+//! these methods return.
 
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::edge::log;
 
-use serde_json::Value as Json;
+use serde_json::{Map, Value as Json};
 
+use crate::edge::cli::Settings;
 use crate::edge::proc;
-use crate::protocol::mcp::tasks::{self, Outcome, Status};
-use crate::protocol::mcp::{ListenRequest, TaskMethod, TaskRequest};
+use crate::protocol::instance::InstanceId;
+use crate::protocol::mcp::jobs::JobMethod;
+use crate::protocol::mcp::tasks::{self, Outcome, Status, Tasks};
+use crate::protocol::mcp::{Catalog, ListenRequest, TaskMethod, TaskRequest};
 
-use super::calls::{CallId, CallTimer};
+use super::calls::{Call, CallTimer};
 use super::timers::now_ms;
 use super::Reactor;
 
-impl Reactor {
+mod bigresults;
+mod jobs;
+
+/// The tasks and stored results, with their files (`--task-dir`).
+pub(in crate::edge::reactor) struct TaskStore {
+    table: Tasks,
+    /// `--task-dir`, if set and usable.
+    dir: Option<PathBuf>,
+    /// `--task-after`.
+    after: Duration,
+    /// The prefix of every id minted here.
+    instance: InstanceId,
+}
+
+impl TaskStore {
+    /// The store of `settings`, with what `--task-dir` holds read back.
+    pub(in crate::edge::reactor) fn new(settings: &Settings, instance: InstanceId) -> TaskStore {
+        let table = Tasks::new(settings.task_ttl.as_millis() as u64, tasks::MAX_TASKS)
+            .with_owner_bytes(settings.max_owner_bytes);
+        let mut store = TaskStore {
+            table,
+            dir: settings.task_dir.clone(),
+            after: settings.task_after,
+            instance,
+        };
+        store.load_tasks();
+        store.load_results();
+        store
+    }
+
+    /// The table, for `/metrics`.
+    pub(in crate::edge::reactor) fn table(&self) -> &Tasks {
+        &self.table
+    }
+
+    /// A fresh unguessable id: `<instance id>.<128 random bits>`, so a
+    /// balancer can route on its prefix.
+    fn mint(&self) -> Option<String> {
+        let mut bytes = [0u8; 16];
+        proc::fill_random(&mut bytes).ok()?;
+        Some(self.instance.mint(&bytes))
+    }
+
     /// When a call just started should become a task: `None` for a client
     /// that did not declare the extension, unless it becomes a job
     /// (`--job-tools`).
-    pub(super) fn task_deadline(&self, wants_tasks: bool, now: Instant) -> Option<Instant> {
-        let job = self.catalog.job_tools();
-        (wants_tasks || job).then(|| now + self.options.task_after)
+    pub(super) fn deadline(&self, wants_tasks: bool, jobs: bool, now: Instant) -> Option<Instant> {
+        (wants_tasks || jobs).then(|| now + self.after)
     }
 
-    /// Answers the call with a task handle and lets it run on. At the cap
-    /// (every slot holds a running task) the call simply stays synchronous.
-    pub(super) fn make_task(&mut self, id: CallId) {
-        if self.calls.get(&id).is_none() {
-            return;
-        }
-        self.calls.arm(id, CallTimer::Task, None);
-        // Unguessable: `<instance id>.<128 random bits>`, so a balancer can
-        // route `tasks/*` on the prefix of `Mcp-Name`.
-        let mut bytes = [0u8; 16];
-        if proc::fill_random(&mut bytes).is_err() {
-            return;
-        }
-        let task_id = self.instance.mint(&bytes);
-        let Some(call) = self.calls.get_mut(&id) else {
-            return;
-        };
+    /// Makes `call` a task: its id and the handle that answers the call
+    /// (`None` at the cap, when every slot holds a running task: the call
+    /// then simply stays synchronous).
+    pub(super) fn create(&mut self, catalog: &Catalog, call: &Call) -> Option<(String, Json)> {
+        let task_id = self.mint()?;
         let now = now_ms();
-        let ttl = self.tasks.ttl_ms();
-        let owner = call.request.owner.clone();
+        let ttl = self.table.ttl_ms();
+        let owner = &call.request.owner;
         let started = now.saturating_sub(call.started.elapsed().as_millis() as u64);
-        let Ok((task, freed)) = self.tasks.create(task_id.clone(), &owner, now, started) else {
-            return;
-        };
+        let (task, freed) = self
+            .table
+            .create(task_id.clone(), owner, now, started)
+            .ok()?;
         let reply = match call.request.wants_tasks() {
             true => {
-                let result = tasks::create_result(task, ttl, now, &self.catalog);
+                let result = tasks::create_result(task, ttl, now, catalog);
                 crate::protocol::jsonrpc::result_response(&call.request.id, result)
             }
             // A client without the extension gets a job handle (`--job-tools`).
-            false => super::jobs::handle(&self.catalog, call, task, ttl, now),
+            false => jobs::handle(catalog, call, task, ttl, now),
         };
-        let client = call.client.clone();
-        // From now on nothing of the call goes to its client: progress and
-        // log messages are not part of a task.
-        call.task = Some(task_id.clone());
-        self.calls.arm(id, CallTimer::Progress, None);
         for gone in freed {
             self.unstore_task(&gone);
         }
         // Stored before the handle goes out: after a restart it reads as
         // failed rather than unknown.
         self.store_task(&task_id);
-        self.deliver(&client, &reply, true);
+        Some((task_id, reply))
     }
 
-    /// Settles the task a call became, and tells its subscribers.
-    pub(super) fn settle_task(&mut self, task_id: &str, outcome: Outcome) {
+    /// Settles a task; what its subscribers are shown, if it was running.
+    pub(super) fn settle(&mut self, task_id: &str, outcome: Outcome) -> Option<Map<String, Json>> {
         let now = now_ms();
-        let ttl = self.tasks.ttl_ms();
-        let Some(task) = self.tasks.settle(task_id, outcome, now) else {
-            return;
-        };
+        let ttl = self.table.ttl_ms();
+        let task = self.table.settle(task_id, outcome, now)?;
         let shown = tasks::task_json(task, ttl, now);
         self.store_task(task_id);
-        unstore_freed(self.options.task_dir.as_deref(), self.tasks.take_freed());
-        for (client, note) in self.listeners.task_changed(task_id, &shown) {
-            self.deliver(&client, &note, false);
-        }
+        self.unstore_freed();
+        Some(shown)
     }
 
     /// Keeps, of a `subscriptions/listen` request's `taskIds`, those the
     /// caller may see (the acknowledgement lists only these).
-    pub(super) fn agreed_task_ids(&self, listen: &mut ListenRequest, owner: &str) {
+    pub(super) fn agreed_ids(&self, listen: &mut ListenRequest, owner: &str) {
         let now = now_ms();
         listen
             .filter
             .task_ids
-            .retain(|id| self.tasks.get(id, owner, now).is_ok());
+            .retain(|id| self.table.get(id, owner, now).is_ok());
     }
 
-    /// Answers a `tasks/*` request from a caller with authorization `owner`.
-    pub(super) fn answer_task(&mut self, owner: &str, req: TaskRequest) -> Json {
+    /// The task a `tasks/cancel` or `job_cancel` from `owner` stops: one of
+    /// theirs still working.
+    fn to_cancel(&self, owner: &str, req: &TaskRequest) -> Option<String> {
+        let cancel = match &req.method {
+            TaskMethod::Cancel => true,
+            TaskMethod::Job { method, .. } => *method == JobMethod::Cancel,
+            _ => false,
+        };
+        let task = self.table.get(&req.task_id, owner, now_ms()).ok()?;
+        (cancel && task.status == Status::Working).then(|| req.task_id.clone())
+    }
+
+    /// Answers a `tasks/*` request (or a job tool's call) from a caller
+    /// with authorization `owner`, once a cancelled task is settled.
+    fn answer(&self, catalog: &Catalog, owner: &str, req: TaskRequest) -> Json {
         if let TaskMethod::Job { method, modern } = req.method {
-            return self.answer_job(owner, req, method, modern);
+            return self.answer_job(catalog, owner, req, method, modern);
         }
         let now = now_ms();
-        let ttl = self.tasks.ttl_ms();
-        let status = match self.tasks.get(&req.task_id, owner, now) {
-            Ok(task) => task.status,
+        let ttl = self.table.ttl_ms();
+        let result = match self.table.get(&req.task_id, owner, now) {
             Err(_) => return tasks::unknown_task(&req.id, &req.task_id),
-        };
-        let result = match req.method {
-            TaskMethod::Get => match self.tasks.get(&req.task_id, owner, now) {
-                Ok(task) => tasks::get_result(task, ttl, now, &self.catalog),
-                Err(_) => return tasks::unknown_task(&req.id, &req.task_id),
-            },
-            // Nothing in a Morloc call asks for input: the keys are ignored.
-            TaskMethod::Update => tasks::ack(&self.catalog),
-            // Answered above.
-            TaskMethod::Job { .. } => tasks::ack(&self.catalog),
-            TaskMethod::Cancel => {
-                if status == Status::Working {
-                    let call = self
-                        .calls
-                        .iter()
-                        .find(|(_, c)| c.task.as_deref() == Some(req.task_id.as_str()))
-                        .map(|(id, _)| *id);
-                    if let Some(call) = call {
-                        // As for `notifications/cancelled`: the worker runs
-                        // to its end, and its answer is dropped.
-                        self.abandon_call(call);
-                    }
-                    self.settle_task(&req.task_id, Outcome::Cancelled);
+            Ok(task) => match req.method {
+                TaskMethod::Get => tasks::get_result(task, ttl, now, catalog),
+                // Nothing in a Morloc call asks for input: the keys are
+                // ignored; a cancel was done before.
+                TaskMethod::Update | TaskMethod::Cancel | TaskMethod::Job { .. } => {
+                    tasks::ack(catalog)
                 }
-                tasks::ack(&self.catalog)
-            }
+            },
         };
         crate::protocol::jsonrpc::result_response(&req.id, result)
     }
 
-    /// Settled tasks due to be freed (calls due to become tasks are the
-    /// calls' timers).
-    pub(super) fn task_timers(&mut self) {
-        if self.tasks.next_expiry().is_some_and(|e| e <= now_ms()) {
-            for id in self.tasks.expire(now_ms()) {
+    /// Frees the settled tasks and stored results whose time is up.
+    pub(super) fn expire(&mut self) {
+        let now = now_ms();
+        if self.table.next_expiry().is_some_and(|e| e <= now) {
+            for id in self.table.expire(now) {
                 self.unstore_task(&id);
             }
         }
+        self.expire_results(now);
+    }
+
+    /// When the next settled task or stored result is freed.
+    pub(super) fn next_expiry(&self) -> Option<Instant> {
+        let at = match (self.table.next_expiry(), self.table.results.next_expiry()) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b)?,
+        };
+        let wait = at.saturating_sub(now_ms());
+        Some(Instant::now() + Duration::from_millis(wait))
     }
 
     /// `--task-dir`: reads the stored tasks back. A task that was running
     /// when the server stopped is failed (its work is gone) and stored so;
     /// files of expired tasks are removed; unreadable ones are reported and
     /// left alone.
-    pub(super) fn load_tasks(&mut self) {
-        let Some(dir) = self.options.task_dir.clone() else {
+    fn load_tasks(&mut self) {
+        let Some(dir) = self.dir.clone() else {
             return;
         };
         if let Err(e) = private_dir(&dir) {
@@ -164,7 +198,7 @@ impl Reactor {
                 "cannot create the task directory {}: {e}; tasks live in memory",
                 dir.display()
             ));
-            self.options.task_dir = None;
+            self.dir = None;
             return;
         }
         let Ok(entries) = std::fs::read_dir(&dir) else {
@@ -183,7 +217,7 @@ impl Reactor {
             match parsed {
                 Ok(task) => {
                     let id = task.id.clone();
-                    if self.tasks.restore(task, now) {
+                    if self.table.restore(task, now) {
                         kept.push(id);
                     } else {
                         let _ = std::fs::remove_file(&path);
@@ -199,7 +233,7 @@ impl Reactor {
 
     /// Writes a task's file (a temporary file renamed over it).
     fn store_task(&self, id: &str) {
-        let (Some(dir), Some(task)) = (&self.options.task_dir, self.tasks.by_id(id)) else {
+        let (Some(dir), Some(task)) = (&self.dir, self.table.by_id(id)) else {
             return;
         };
         if !tasks::storable_id(id) {
@@ -214,33 +248,65 @@ impl Reactor {
     }
 
     fn unstore_task(&self, id: &str) {
-        if let Some(dir) = &self.options.task_dir {
+        if let Some(dir) = &self.dir {
             if tasks::storable_id(id) {
                 let _ = std::fs::remove_file(dir.join(format!("{id}.json")));
             }
         }
     }
 
-    /// When the next settled task is freed, as an `Instant`.
-    pub(super) fn next_task_expiry(&self) -> Option<Instant> {
-        let at = self.tasks.next_expiry()?;
-        let wait = at.saturating_sub(now_ms());
-        Some(Instant::now() + Duration::from_millis(wait))
+    /// Removes the files of the tasks and results the caps on bytes freed.
+    fn unstore_freed(&mut self) {
+        let freed = self.table.take_freed();
+        for id in &freed.tasks {
+            self.unstore_task(id);
+        }
+        self.unstore_results(&freed.results);
     }
 }
 
-/// The extension of a stored result's file in `--task-dir`.
-pub(super) const RESULT_EXT: &str = "result";
-
-/// Removes the files (in `--task-dir`, if any) of the tasks and results
-/// the caps on bytes freed.
-pub(super) fn unstore_freed(dir: Option<&Path>, freed: tasks::Freed) {
-    let Some(dir) = dir else { return };
-    for id in freed.tasks.iter().filter(|id| tasks::storable_id(id)) {
-        let _ = std::fs::remove_file(dir.join(format!("{id}.json")));
+impl Reactor {
+    /// Answers call `id` with a task handle and lets it run on.
+    pub(super) fn make_task(&mut self, id: super::calls::CallId) {
+        self.calls.arm(id, CallTimer::Task, None);
+        let Some(call) = self.calls.get(&id) else {
+            return;
+        };
+        let Some((task_id, reply)) = self.tasks.create(&self.catalog, call) else {
+            return;
+        };
+        // From now on nothing of the call goes to its client: progress and
+        // log messages are not part of a task.
+        let client = call.client.clone();
+        if let Some(call) = self.calls.get_mut(&id) {
+            call.task = Some(task_id);
+        }
+        self.calls.arm(id, CallTimer::Progress, None);
+        self.deliver(&client, &reply, true);
     }
-    for id in &freed.results {
-        let _ = std::fs::remove_file(dir.join(format!("{id}.{RESULT_EXT}")));
+
+    /// Settles the task a call became, and tells its subscribers.
+    pub(super) fn settle_task(&mut self, task_id: &str, outcome: Outcome) {
+        let Some(shown) = self.tasks.settle(task_id, outcome) else {
+            return;
+        };
+        for (client, note) in self.listeners.task_changed(task_id, &shown) {
+            self.deliver(&client, &note, false);
+        }
+    }
+
+    /// Answers a `tasks/*` request (or a job tool's call) from a caller
+    /// with authorization `owner`; a cancel abandons the task's call first
+    /// (as for `notifications/cancelled`: the worker runs to its end, and
+    /// its answer is dropped).
+    pub(super) fn answer_task(&mut self, owner: &str, req: TaskRequest) -> Json {
+        if let Some(task_id) = self.tasks.to_cancel(owner, &req) {
+            if let Some(call) = self.calls.with_task(&task_id) {
+                self.abandon_call(call);
+            }
+            self.settle_task(&task_id, Outcome::Cancelled);
+        }
+        self.tasks.answer(&self.catalog, owner, req)
     }
 }
 

@@ -12,12 +12,12 @@ use serde_json::Value as Json;
 use crate::protocol::mcp::call;
 use crate::protocol::mcp::jobs::{self, JobMethod};
 use crate::protocol::mcp::structured;
-use crate::protocol::mcp::tasks::{Outcome, Status, Task};
+use crate::protocol::mcp::tasks::Task;
 use crate::protocol::mcp::{Catalog, TaskRequest};
 
-use super::calls::Call;
-use super::timers::now_ms;
-use super::Reactor;
+use super::TaskStore;
+use crate::edge::reactor::calls::Call;
+use crate::edge::reactor::timers::now_ms;
 
 /// The response answering `call`, which became the job `task`.
 pub(super) fn handle(catalog: &Catalog, call: &Call, task: &Task, ttl: u64, now: u64) -> Json {
@@ -37,40 +37,22 @@ pub(super) fn handle(catalog: &Catalog, call: &Call, task: &Task, ttl: u64, now:
     call::call_response(catalog, &call.request.id, modern, result)
 }
 
-impl Reactor {
-    /// Answers a job tool's call from a caller with authorization `owner`:
-    /// a job this caller may not see (another authorization's, expired,
-    /// unknown) is an `isError` result, as is any refusal of a tool.
+impl TaskStore {
+    /// Answers a job tool's call from a caller with authorization `owner`
+    /// (a cancel was done before): a job this caller may not see (another
+    /// authorization's, expired, unknown) is an `isError` result, as is any
+    /// refusal of a tool.
     pub(super) fn answer_job(
-        &mut self,
+        &self,
+        catalog: &Catalog,
         owner: &str,
         req: TaskRequest,
         method: JobMethod,
         modern: bool,
     ) -> Json {
         let now = now_ms();
-        let ttl = self.tasks.ttl_ms();
-        let status = match self.tasks.get(&req.task_id, owner, now) {
-            Ok(task) => task.status,
-            Err(_) => {
-                let result = jobs::unknown_job(&req.task_id);
-                return call::call_response(&self.catalog, &req.id, modern, result);
-            }
-        };
-        if method == JobMethod::Cancel && status == Status::Working {
-            let running = self
-                .calls
-                .iter()
-                .find(|(_, c)| c.task.as_deref() == Some(req.task_id.as_str()))
-                .map(|(id, _)| *id);
-            if let Some(id) = running {
-                // As for `tasks/cancel`: the worker runs to its end, and
-                // its answer is dropped.
-                self.abandon_call(id);
-            }
-            self.settle_task(&req.task_id, Outcome::Cancelled);
-        }
-        let result = match self.tasks.get(&req.task_id, owner, now) {
+        let ttl = self.table.ttl_ms();
+        let result = match self.table.get(&req.task_id, owner, now) {
             Ok(task) if method == JobMethod::Result => {
                 // A task's result is kept in the modern shape; a legacy
                 // caller gets the reference's (`structured::for_era`).
@@ -81,6 +63,6 @@ impl Reactor {
             Ok(task) => jobs::status_result(task, ttl, now),
             Err(_) => jobs::unknown_job(&req.task_id),
         };
-        call::call_response(&self.catalog, &req.id, modern, result)
+        call::call_response(catalog, &req.id, modern, result)
     }
 }

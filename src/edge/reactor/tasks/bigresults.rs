@@ -1,44 +1,50 @@
 //! Big results as resources on the reactor's side (`--max-result-chars`):
-//! a call's long result is stored in the result table (kept with the tasks)
-//! and replaced by its link, and `resources/*` are answered from the table
-//! under the caller's authorization. With `--task-dir` each result is also
+//! a call's long result is stored in the result table (the [`TaskStore`]'s,
+//! kept with the tasks) and replaced by its link, and `resources/*` are
+//! answered from the table under the caller's authorization. With `--task-dir` each result is also
 //! a file there, read back at start. The table and every message live in
 //! `protocol::mcp::bigresults`; this file adds the clock, the ids and the
 //! files.
 
 use std::rc::Rc;
-use std::time::{Duration, Instant};
 
 use mio::Token;
 use serde_json::Value as Json;
 
-use crate::edge::{log, proc};
+use crate::edge::log;
 use crate::format::json::page::Paged;
 use crate::protocol::http::Framing;
 use crate::protocol::jsonrpc;
 use crate::protocol::log::Untrusted;
 use crate::protocol::mcp::bigresults::{self, ResourceMethod, ResourceRequest};
 use crate::protocol::mcp::call::Ending;
-use crate::protocol::mcp::{self, CallRequest};
+use crate::protocol::mcp::{self, CallRequest, Catalog};
 
-use super::http::{Content, Head};
-use super::timers::now_ms;
-use super::Reactor;
+use super::TaskStore;
+use crate::edge::reactor::http::{Content, Head};
+use crate::edge::reactor::timers::now_ms;
+use crate::edge::reactor::Reactor;
 
-use super::tasks::RESULT_EXT;
+/// The extension of a stored result's file in `--task-dir`.
+const RESULT_EXT: &str = "result";
 
-impl Reactor {
+impl TaskStore {
     /// With big results on, a long successful result of `request` is
     /// stored (its text moved, not copied) and the call ends with its link
     /// instead; anything else passes unchanged.
-    pub(super) fn link_big(&mut self, request: &CallRequest, ending: Ending) -> Ending {
-        let Some(limit) = self.catalog.result_limit else {
+    pub(in crate::edge::reactor) fn link_big(
+        &mut self,
+        catalog: &Catalog,
+        request: &CallRequest,
+        ending: Ending,
+    ) -> Ending {
+        let Some(limit) = catalog.result_limit else {
             return ending;
         };
         let Ending::Result(mut result) = ending else {
             return ending;
         };
-        let program = &self.catalog.programs[request.program];
+        let program = &catalog.programs[request.program];
         let command = program.command(request.command);
         if !mcp::result_is_json_text(command) {
             return Ending::Result(result);
@@ -52,39 +58,32 @@ impl Reactor {
             .iter()
             .find(|t| t.command == request.command)
             .map_or_else(|| command.name.clone(), |t| t.name.clone());
-        if let Some(why) = self.tasks.results.refuses(text.len()) {
+        if let Some(why) = self.table.results.refuses(text.len()) {
             return Ending::Error(why);
         }
-        let mut random = [0u8; 16];
-        if proc::fill_random(&mut random).is_err() {
+        let Some(id) = self.mint() else {
             return Ending::Error("cannot store the long result: no random source".into());
-        }
-        let id = self.instance.mint(&random);
+        };
         drop(result);
         let value = Paged::new(text);
         let linked = bigresults::link_result(&id, &tool, &value, limit);
         let now = now_ms();
         let freed = self
-            .tasks
+            .table
             .insert_result(id.clone(), &request.owner, &tool, value, now);
         self.unstore_results(&freed);
-        let freed = self.tasks.take_freed();
-        super::tasks::unstore_freed(self.options.task_dir.as_deref(), freed);
+        self.unstore_freed();
         self.store_result(&id);
         Ending::Result(linked)
     }
 
     /// Answers a `resources/*` request from a caller with authorization
-    /// `owner`.
-    pub(super) fn answer_resource(&mut self, owner: &str, req: ResourceRequest) -> Json {
-        self.answer_resource_streamed(owner, req, false).0
-    }
-
-    /// [`Reactor::answer_resource`]; with `stream`, a read of a whole value
-    /// answers with its text left out ([`bigresults::TEXT_PLACEHOLDER`])
-    /// and the stored value, to be written from the store.
-    fn answer_resource_streamed(
-        &mut self,
+    /// `owner`; with `stream`, a read of a whole value answers with its
+    /// text left out ([`bigresults::TEXT_PLACEHOLDER`]) and the stored
+    /// value, to be written from the store.
+    pub(in crate::edge::reactor) fn answer_resource(
+        &self,
+        catalog: &Catalog,
         owner: &str,
         req: ResourceRequest,
         stream: bool,
@@ -94,14 +93,14 @@ impl Reactor {
         let result = match req.method {
             ResourceMethod::Templates => bigresults::templates_result(),
             ResourceMethod::List => {
-                bigresults::list_result(&self.tasks.results.of_owner(owner, now))
+                bigresults::list_result(&self.table.results.of_owner(owner, now))
             }
             ResourceMethod::Read => {
                 let asked = match bigresults::parse_uri(&req.uri) {
                     Ok(asked) => asked,
                     Err(why) => return (bigresults::not_found(&req.id, &req.uri, &why), None),
                 };
-                match self.tasks.results.get(&asked.id, owner, now) {
+                match self.table.results.get(&asked.id, owner, now) {
                     Some(stored) => {
                         let stream = stream && !asked.is_page();
                         if stream {
@@ -120,23 +119,94 @@ impl Reactor {
         let result = if req.modern {
             let mut result = result;
             bigresults::cache_hints(req.method, &mut result);
-            mcp::complete(result, &self.catalog)
+            mcp::complete(result, catalog)
         } else {
             result
         };
         (jsonrpc::result_response(&req.id, result), streamed)
     }
 
+    /// Frees the stored results whose time is up at `now`.
+    pub(super) fn expire_results(&mut self, now: u64) {
+        if self.table.results.next_expiry().is_some_and(|e| e <= now) {
+            let gone = self.table.results.expire(now);
+            self.unstore_results(&gone);
+        }
+    }
+
+    /// `--task-dir`: writes a stored result's file, `<id>.result` (its head
+    /// line, then the value's text; a temporary file renamed over it).
+    fn store_result(&self, id: &str) {
+        let (Some(dir), Some(stored)) = (&self.dir, self.table.results.by_id(id)) else {
+            return;
+        };
+        let path = dir.join(format!("{id}.{RESULT_EXT}"));
+        let tmp = dir.join(format!(".{id}.{RESULT_EXT}.tmp"));
+        let head = bigresults::stored_head(stored);
+        let parts = [head.as_bytes(), stored.value.text().as_bytes()];
+        if let Err(e) = super::write_private(&path, &tmp, &parts) {
+            log::error(&format!(
+                "cannot store result {id} in {}: {e}",
+                Untrusted(&dir.to_string_lossy())
+            ));
+        }
+    }
+
+    pub(super) fn unstore_results(&self, ids: &[String]) {
+        if let Some(dir) = &self.dir {
+            for id in ids {
+                let _ = std::fs::remove_file(dir.join(format!("{id}.{RESULT_EXT}")));
+            }
+        }
+    }
+
+    /// `--task-dir`: reads the stored results back (after the tasks, which
+    /// made the directory); files of expired ones are removed, unreadable
+    /// ones reported and left alone.
+    pub(super) fn load_results(&mut self) {
+        let Some(dir) = self.dir.clone() else {
+            return;
+        };
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return;
+        };
+        let now = now_ms();
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.extension().is_none_or(|x| x != RESULT_EXT) {
+                continue;
+            }
+            let parsed = std::fs::read(&path)
+                .map_err(|e| e.to_string())
+                .and_then(bigresults::from_stored);
+            match parsed {
+                Ok((head, text)) => {
+                    if !self.table.results.restore(head, Paged::new(text), now) {
+                        let _ = std::fs::remove_file(&path);
+                    }
+                }
+                Err(why) => log::warn(&format!(
+                    "ignoring result file {}: {why}",
+                    Untrusted(&path.to_string_lossy())
+                )),
+            }
+        }
+    }
+}
+
+impl Reactor {
     /// A `resources/*` request over HTTP, answered for `owner`
     /// (`HttpFront::call_owner`).
-    pub(super) fn http_resource(
+    pub(in crate::edge::reactor) fn http_resource(
         &mut self,
         token: Token,
         resource: ResourceRequest,
         owner: &str,
         framing: &Framing,
     ) {
-        let (reply, streamed) = self.answer_resource_streamed(owner, resource, true);
+        let (reply, streamed) = self
+            .tasks
+            .answer_resource(&self.catalog, owner, resource, true);
         let status = framing.reply_status(&reply);
         let (headers, keep_alive) = (&framing.headers, framing.keep_alive);
         let body = serde_json::to_vec(&reply).unwrap_or_default();
@@ -161,81 +231,5 @@ impl Reactor {
             }
             _ => self.respond(token, status, headers, &body, keep_alive),
         }
-    }
-
-    /// Frees the stored results whose time is up.
-    pub(super) fn result_timers(&mut self) {
-        let now = now_ms();
-        if self.tasks.results.next_expiry().is_some_and(|e| e <= now) {
-            let gone = self.tasks.results.expire(now);
-            self.unstore_results(&gone);
-        }
-    }
-
-    /// `--task-dir`: writes a stored result's file, `<id>.result` (its head
-    /// line, then the value's text; a temporary file renamed over it).
-    fn store_result(&self, id: &str) {
-        let (Some(dir), Some(stored)) = (&self.options.task_dir, self.tasks.results.by_id(id))
-        else {
-            return;
-        };
-        let path = dir.join(format!("{id}.{RESULT_EXT}"));
-        let tmp = dir.join(format!(".{id}.{RESULT_EXT}.tmp"));
-        let head = bigresults::stored_head(stored);
-        let parts = [head.as_bytes(), stored.value.text().as_bytes()];
-        if let Err(e) = super::tasks::write_private(&path, &tmp, &parts) {
-            log::error(&format!(
-                "cannot store result {id} in {}: {e}",
-                Untrusted(&dir.to_string_lossy())
-            ));
-        }
-    }
-
-    fn unstore_results(&self, ids: &[String]) {
-        if let Some(dir) = &self.options.task_dir {
-            for id in ids {
-                let _ = std::fs::remove_file(dir.join(format!("{id}.{RESULT_EXT}")));
-            }
-        }
-    }
-
-    /// `--task-dir`: reads the stored results back (after the tasks, which
-    /// made the directory); files of expired ones are removed, unreadable
-    /// ones reported and left alone.
-    pub(super) fn load_results(&mut self) {
-        let Some(dir) = self.options.task_dir.clone() else {
-            return;
-        };
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            return;
-        };
-        let now = now_ms();
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.extension().is_none_or(|x| x != RESULT_EXT) {
-                continue;
-            }
-            let parsed = std::fs::read(&path)
-                .map_err(|e| e.to_string())
-                .and_then(bigresults::from_stored);
-            match parsed {
-                Ok((head, text)) => {
-                    if !self.tasks.results.restore(head, Paged::new(text), now) {
-                        let _ = std::fs::remove_file(&path);
-                    }
-                }
-                Err(why) => log::warn(&format!(
-                    "ignoring result file {}: {why}",
-                    Untrusted(&path.to_string_lossy())
-                )),
-            }
-        }
-    }
-
-    /// When the next stored result is freed, as an `Instant`.
-    pub(super) fn next_result_expiry(&self) -> Option<Instant> {
-        let at = self.tasks.results.next_expiry()?;
-        let wait = at.saturating_sub(now_ms());
-        Some(Instant::now() + Duration::from_millis(wait))
     }
 }
