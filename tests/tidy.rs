@@ -764,7 +764,7 @@ fn the_architecture_stays_within_its_word_budget() {
 /// FIXME(issue 31): the loop keeps the event dispatch and the one apply of
 /// what owners return; behaviour goes onto the owners. The bound only
 /// shrinks: lower it whenever the count drops.
-const REACTOR_METHODS: usize = 91;
+const REACTOR_METHODS: usize = 84;
 
 #[test]
 fn the_reactor_keeps_few_methods() {
@@ -816,6 +816,7 @@ const OWNERS: &[&str] = &[
     "Runtime",
     "Pool",
     "TaskStore",
+    "Watches",
     "Calls",
     "Call",
     "HttpFront",
@@ -828,7 +829,7 @@ const OWNERS: &[&str] = &[
 /// Owners that still show fields to the rest of the reactor.
 /// FIXME(issue 31): each gets its behaviour and its fields back; the list
 /// only shrinks.
-const OPEN_OWNERS: &[&str] = &["Calls", "Call"];
+const OPEN_OWNERS: &[&str] = &["Call"];
 
 #[test]
 fn owners_keep_their_fields_private() {

@@ -253,7 +253,7 @@ struct Reactor {
     /// changes.
     listeners: mcp::Listeners<Client>,
     /// The served manifests, watched for rebuilds.
-    watches: Vec<reload::Watch>,
+    watches: reload::Watches,
     /// Calls that became tasks (Tasks extension), their outcomes, and the
     /// stored big results.
     tasks: TaskStore,
@@ -310,6 +310,7 @@ impl Reactor {
         let queue = queue::FairQueue::new(options.max_queued_per_owner, options.max_queued);
         // `--task-dir`'s tasks and results are read back here.
         let tasks = TaskStore::new(&options, serving.instance);
+        let watches = reload::Watches::new(&catalog);
         let mut reactor = Reactor {
             poll,
             catalog,
@@ -324,10 +325,9 @@ impl Reactor {
             preparing: calls::Preparing::default(),
             exit_code: None,
             listeners: mcp::Listeners::default(),
-            watches: Vec::new(),
+            watches,
             scratch: Vec::new(),
         };
-        reactor.watches = reload::watches(&reactor.catalog);
         // Pools are spawned once the client's first message has been
         // answered (or after a few milliseconds without one): a client's
         // `initialize` is not held up by forking interpreters.
@@ -471,7 +471,7 @@ impl Reactor {
         if let Some(stdio) = &self.stdio {
             consider(stdio.eof_deadline());
         }
-        consider(self.next_reload_check());
+        consider(self.watches.next_check());
         best
     }
 

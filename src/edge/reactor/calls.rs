@@ -23,15 +23,20 @@ use mio::net::UnixStream;
 use mio::{Interest, Token};
 use serde_json::Value as Json;
 
+use super::idhash::IdMap;
 use super::obs::CallTrace;
 use super::pools::{BasePool, LeaseMode, PoolSet, Proc};
 use super::queue;
+use super::queue::Throttle;
 use super::schedule::Class;
+use super::timers::Timers;
 use super::{Client, Reactor};
 use crate::format::packet;
 use crate::protocol::mcp::call::{self, Ending, Prepared};
-use crate::protocol::mcp::{self, CallRequest};
+use crate::protocol::mcp::{self, CallRequest, Catalog};
+use crate::protocol::metrics::CallMetrics;
 use crate::protocol::metrics::Outcome;
+use table::ClientKey;
 
 /// Progress heartbeats for calls that carry a progress token: after 1 s and
 /// 2 s (so short calls show life), then every 5 s.
@@ -55,7 +60,27 @@ pub(super) use dispatch::Queue;
 pub(super) use prepare::{Checked, Preparing};
 use socket::new_connection;
 pub(super) use socket::unix_socket;
-pub(super) use table::Calls;
+
+/// The calls in flight (see `table`): its fields are the calls module's.
+pub(in crate::edge::reactor) struct Calls {
+    map: IdMap<CallId, Call>,
+    /// The calls of each client (stdio, an HTTP session, an HTTP
+    /// connection), so cancelling looks at a client's calls only.
+    by_client: IdMap<ClientKey, Vec<CallId>>,
+    /// The calls waiting for a pool process, served round-robin across
+    /// their owners (`queue`).
+    queue: Queue,
+    /// The calls' timers (a deadline, progress, a task deadline, a lost
+    /// connection): a turn touches only those due.
+    timers: Timers<(CallId, CallTimer)>,
+    next: u64,
+    /// Pool connections whose call is over, closed by `end_turn`.
+    closing: Vec<UnixStream>,
+    /// Rate limit of the diagnostics about the queue and the pools.
+    throttle: Throttle,
+    /// Calls that ended, by tool and outcome (`/metrics`).
+    metrics: CallMetrics,
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(super) struct CallId(u64);
@@ -167,7 +192,9 @@ impl Reactor {
             Prepared::Answered(ending) => {
                 let ending = self.tasks.link_big(&self.catalog, &request, ending);
                 let outcome = ending.outcome();
-                self.count_call(request.program, request.command, outcome, Instant::now());
+                let what = (request.program, request.command);
+                self.calls
+                    .count(&self.catalog, what, outcome, Instant::now());
                 let reply = call::respond(&self.catalog, &request.id, request.is_modern(), ending);
                 return self.deliver(&client, reply.message(), true);
             }
@@ -255,15 +282,21 @@ impl Reactor {
             // `--task-after 0`: the task exists before its handle is sent.
             self.make_task(id);
         }
-        let lang = self.pools.lang(program, pool).to_string();
         match self.ensure_needed_pools(id) {
-            Ok(true) => {
-                self.send_progress(id, &format!("running in pool '{lang}'"));
-                self.dispatch_waiting(program);
-            }
-            Ok(false) => {
-                self.send_progress(id, &format!("waiting for pool '{lang}' to start"));
-                // Nothing goes yet, but a burst asks for its replicas now.
+            Ok(ready) => {
+                let pools = &self.pools;
+                let message = || {
+                    let lang = pools.lang(program, pool);
+                    match ready {
+                        true => format!("running in pool '{lang}'"),
+                        false => format!("waiting for pool '{lang}' to start"),
+                    }
+                };
+                if let Some((client, note)) = self.calls.progress(id, message) {
+                    self.deliver(&client, &note, false);
+                }
+                // It goes now if it can; if not, a burst asks for its
+                // replicas now.
                 self.dispatch_waiting(program);
             }
             Err(message) => self.finish_call(id, Err(message)),
@@ -446,25 +479,6 @@ impl Reactor {
         self.end_call(id, Ending::from(outcome));
     }
 
-    /// Counts a call that ended (`/metrics`), under the name its tool has.
-    pub(super) fn count_call(
-        &mut self,
-        program: usize,
-        command: usize,
-        outcome: Outcome,
-        started: Instant,
-    ) {
-        let prog = &self.catalog.programs[program];
-        let tool = prog
-            .surface
-            .tools
-            .iter()
-            .find(|t| t.command == command)
-            .map_or_else(|| prog.command(command).name.as_str(), |t| t.name.as_str());
-        let seconds = started.elapsed().as_secs_f64();
-        self.calls.metrics.record(tool, outcome, seconds);
-    }
-
     fn end_call(&mut self, id: CallId, ending: Ending) {
         let Some(call) = self.calls.get(&id) else {
             return;
@@ -485,12 +499,9 @@ impl Reactor {
         let Some(call) = self.take_call(id) else {
             return;
         };
-        self.count_call(
-            call.program,
-            call.request.command,
-            ending.outcome(),
-            call.started,
-        );
+        let what = (call.program, call.request.command);
+        self.calls
+            .count(&self.catalog, what, ending.outcome(), call.started);
         let ending = self.tasks.link_big(&self.catalog, &call.request, ending);
         if let Some(task) = &call.task {
             return self.settle_task(task, ending.into_task_outcome());
@@ -513,35 +524,14 @@ impl Reactor {
             Some(task) => {
                 if let Some(call) = self.take_call(id) {
                     let (program, command) = (call.program, call.request.command);
-                    self.count_call(program, command, Outcome::Failed, call.started);
+                    let what = (program, command);
+                    self.calls
+                        .count(&self.catalog, what, Outcome::Failed, call.started);
                 }
                 self.settle_task(&task, Ending::Failed(message).into_task_outcome());
             }
             None => self.end_call(id, Ending::Failed(message)),
         }
-    }
-
-    /// Sends `notifications/progress` for a call that carries a progress
-    /// token: elapsed seconds as the (strictly increasing) progress, no total.
-    fn send_progress(&mut self, id: CallId, message: &str) {
-        let Some(call) = self.calls.get_mut(&id) else {
-            return;
-        };
-        let Some(token) = call.request.progress_token.clone() else {
-            return;
-        };
-        if call.task.is_some() {
-            return;
-        }
-        let elapsed = (call.started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
-        let progress = match call.last_progress {
-            Some(last) if elapsed <= last => last + 0.001,
-            _ => elapsed,
-        };
-        call.last_progress = Some(progress);
-        let client = call.client.clone();
-        let note = mcp::progress_notification(&token, progress, message);
-        self.deliver(&client, &note, false);
     }
 
     /// Removes a call and closes its connection, sending nothing.
@@ -585,7 +575,11 @@ impl Reactor {
         for (id, kind) in due {
             match kind {
                 CallTimer::Deadline => self.time_out(id),
-                CallTimer::Progress => self.progress_due(id, now),
+                CallTimer::Progress => {
+                    if let Some((client, note)) = self.calls.progress_due(id, now) {
+                        self.deliver(&client, &note, false);
+                    }
+                }
                 CallTimer::Lost => {
                     let Some(call) = self.calls.get(&id) else {
                         continue;
@@ -599,25 +593,66 @@ impl Reactor {
             }
         }
     }
+}
 
-    /// Sends call `id` a progress notification and arms the next one.
-    fn progress_due(&mut self, id: CallId, now: Instant) {
-        let Some(call) = self.calls.get(&id) else {
-            return;
+impl Calls {
+    /// `notifications/progress` for call `id`, if it carries a progress
+    /// token, and its client: elapsed seconds as the (strictly increasing)
+    /// progress, no total.
+    fn progress(&mut self, id: CallId, message: impl FnOnce() -> String) -> Option<(Client, Json)> {
+        let call = self.get_mut(&id)?;
+        let token = call.request.progress_token.as_ref()?;
+        if call.task.is_some() {
+            return None;
+        }
+        let elapsed = (call.started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
+        let progress = match call.last_progress {
+            Some(last) if elapsed <= last => last + 0.001,
+            _ => elapsed,
         };
+        call.last_progress = Some(progress);
+        let note = mcp::progress_notification(token, progress, &message());
+        Some((call.client.clone(), note))
+    }
+
+    /// Call `id`'s progress timer went off at `now`: arms the next one, and
+    /// gives the notification to send.
+    fn progress_due(&mut self, id: CallId, now: Instant) -> Option<(Client, Json)> {
+        let call = self.get(&id)?;
         let since = now.duration_since(call.started);
         let next = if since < 2 * PROGRESS_FIRST {
             call.started + 2 * PROGRESS_FIRST
         } else {
             now + PROGRESS_EVERY
         };
-        self.calls.arm(id, CallTimer::Progress, Some(next));
-        let elapsed = crate::format::decimal::fixed(since.as_secs_f64(), 0);
-        self.send_progress(id, &format!("still running after {elapsed} s"));
+        self.arm(id, CallTimer::Progress, Some(next));
+        let elapsed = since.as_secs_f64();
+        self.progress(id, || {
+            let elapsed = crate::format::decimal::fixed(elapsed, 0);
+            format!("still running after {elapsed} s")
+        })
     }
-}
 
-impl Calls {
+    /// Counts a call of `catalog` that ended (`/metrics`), under the name
+    /// its tool has.
+    pub(super) fn count(
+        &mut self,
+        catalog: &Catalog,
+        (program, command): (usize, usize),
+        outcome: Outcome,
+        started: Instant,
+    ) {
+        let prog = &catalog.programs[program];
+        let tool = prog
+            .surface
+            .tools
+            .iter()
+            .find(|t| t.command == command)
+            .map_or_else(|| prog.command(command).name.as_str(), |t| t.name.as_str());
+        let seconds = started.elapsed().as_secs_f64();
+        self.metrics.record(tool, outcome, seconds);
+    }
+
     /// The call that became task `task_id`, if it still runs.
     pub(super) fn with_task(&self, task_id: &str) -> Option<CallId> {
         self.iter()

@@ -216,7 +216,7 @@ impl Reactor {
                     waiting,
                 } => self.fail_pool_calls(program, proc, &message, waiting),
                 PoolNews::Ready(program) => self.dispatch_waiting(program),
-                PoolNews::Say(kind, line) => self.say(&kind, &line),
+                PoolNews::Say(kind, line) => self.calls.say(&kind, &line, None),
                 PoolNews::Printed {
                     program,
                     proc,

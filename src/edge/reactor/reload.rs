@@ -64,37 +64,47 @@ pub(super) struct Watch {
     next_check: Instant,
 }
 
-/// Watches for every live program of the catalog.
-pub(super) fn watches(catalog: &Catalog) -> Vec<Watch> {
-    let now = Instant::now();
-    catalog
-        .live()
-        .iter()
-        .enumerate()
-        .map(|(slot, &index)| {
-            let loaded = &catalog.programs[index].loaded;
-            let mut watch = Watch {
-                slot,
-                path: loaded.path.clone(),
-                tools_file: loaded.tools_file.clone(),
-                served: (None, None),
-                seen: None,
-                next_check: now + CHECK_EVERY,
-            };
-            watch.served = stamp(&watch);
-            watch
-        })
-        .collect()
+/// The watched programs (the owner of the watches).
+pub(super) struct Watches {
+    list: Vec<Watch>,
 }
 
-impl Reactor {
-    pub(super) fn next_reload_check(&self) -> Option<Instant> {
-        self.watches.iter().map(|w| w.next_check).min()
+impl Watches {
+    /// Watches for every live program of the catalog.
+    pub(super) fn new(catalog: &Catalog) -> Watches {
+        let now = Instant::now();
+        let list = catalog
+            .live()
+            .iter()
+            .enumerate()
+            .map(|(slot, &index)| {
+                let loaded = &catalog.programs[index].loaded;
+                let mut watch = Watch {
+                    slot,
+                    path: loaded.path.clone(),
+                    tools_file: loaded.tools_file.clone(),
+                    served: (None, None),
+                    seen: None,
+                    next_check: now + CHECK_EVERY,
+                };
+                watch.served = stamp(&watch);
+                watch
+            })
+            .collect();
+        Watches { list }
     }
 
-    pub(super) fn reload_timers(&mut self, now: Instant) {
+    /// When the next look is due.
+    pub(super) fn next_check(&self) -> Option<Instant> {
+        self.list.iter().map(|w| w.next_check).min()
+    }
+
+    /// Looks at the watches due at `now`: the live slots whose files
+    /// changed and then held still, each with whether its manifest changed
+    /// (else only its tools file).
+    fn due(&mut self, now: Instant) -> Vec<(usize, bool)> {
         let mut due = Vec::new();
-        for w in &mut self.watches {
+        for w in &mut self.list {
             if now < w.next_check {
                 continue;
             }
@@ -114,10 +124,32 @@ impl Reactor {
                 w.seen = Some(current);
             }
         }
-        for (slot, manifest_changed) in due {
+        due
+    }
+}
+
+impl Reactor {
+    /// Reloads the programs whose files changed, and stops the pools of
+    /// retired programs once no call runs on them.
+    pub(super) fn reload_timers(&mut self, now: Instant) {
+        for (slot, manifest_changed) in self.watches.due(now) {
             self.reload(slot, manifest_changed);
         }
-        self.retire_idle_programs();
+        for index in 0..self.pools.len() {
+            if self.catalog.is_live(index) || self.pools.retired(index) {
+                continue;
+            }
+            if self.calls.values().any(|c| c.program == index) {
+                continue;
+            }
+            for pool in self.pools.procs(index).collect::<Vec<_>>() {
+                self.with_pools(|p, cx| p.stop(cx, index, pool));
+            }
+            self.pools.retire(index);
+            // Nothing refers to its commands any more: a server rebuilt a
+            // thousand times keeps only what it serves.
+            self.catalog.release(index);
+        }
     }
 
     /// Loads the manifest of live slot `slot` again and, if it loads, serves
@@ -220,25 +252,6 @@ impl Reactor {
                 serde_json::Value::Object(serde_json::Map::new()),
             );
             self.deliver(&Client::Stdio, &note, false);
-        }
-    }
-
-    /// Stops the pools of retired programs once no call runs on them.
-    fn retire_idle_programs(&mut self) {
-        for index in 0..self.pools.len() {
-            if self.catalog.is_live(index) || self.pools.retired(index) {
-                continue;
-            }
-            if self.calls.values().any(|c| c.program == index) {
-                continue;
-            }
-            for pool in self.pools.procs(index).collect::<Vec<_>>() {
-                self.with_pools(|p, cx| p.stop(cx, index, pool));
-            }
-            self.pools.retire(index);
-            // Nothing refers to its commands any more: a server rebuilt a
-            // thousand times keeps only what it serves.
-            self.catalog.release(index);
         }
     }
 }

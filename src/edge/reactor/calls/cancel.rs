@@ -15,7 +15,9 @@ impl Reactor {
     pub(in crate::edge::reactor) fn drop_call(&mut self, id: CallId) {
         if let Some(call) = self.take_call(id) {
             let (program, command) = (call.program, call.request.command);
-            self.count_call(program, command, Outcome::Cancelled, call.started);
+            let (what, started) = ((program, command), call.started);
+            self.calls
+                .count(&self.catalog, what, Outcome::Cancelled, started);
         }
     }
 
@@ -31,13 +33,18 @@ impl Reactor {
         let (program, command, started) = (call.program, call.request.command, call.started);
         if call.wire.stream.is_none() {
             self.take_call(id);
-            return self.count_call(program, command, Outcome::Cancelled, started);
+            let what = (program, command);
+            return self
+                .calls
+                .count(&self.catalog, what, Outcome::Cancelled, started);
         }
         call.abandoned = true;
         call.task = None;
         self.calls.arm(id, CallTimer::Task, None);
         self.calls.arm(id, CallTimer::Progress, None);
-        self.count_call(program, command, Outcome::Cancelled, started);
+        let what = (program, command);
+        self.calls
+            .count(&self.catalog, what, Outcome::Cancelled, started);
     }
 
     /// `notifications/cancelled`: close the connection and never answer.

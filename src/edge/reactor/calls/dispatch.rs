@@ -7,7 +7,7 @@
 use crate::edge::log;
 use std::time::Instant;
 
-use super::CallId;
+use super::{CallId, Calls};
 use crate::edge::reactor::queue::{self, FairQueue, Refused};
 use crate::edge::reactor::schedule::{self, Class, Need};
 use crate::edge::reactor::{Client, Reactor};
@@ -94,29 +94,9 @@ impl Reactor {
         };
         let trace = self.calls.get(&id).and_then(|c| c.trace.as_ref());
         let trace_id = trace.map(|t| t.trace_id());
-        self.say_traced(kind, &note, trace_id.as_deref());
+        self.calls.say(kind, &note, trace_id.as_deref());
         // The server refused it, not the tool: counted as a failed call.
         self.end_call(id, Ending::Failed(message));
-    }
-
-    /// Prints one diagnostic line on stderr, at most one of each `kind`
-    /// every 10 s; it tells how many were held back since the last one.
-    pub(in crate::edge::reactor) fn say(&mut self, kind: &str, line: &str) {
-        self.say_traced(kind, line, None);
-    }
-
-    /// [`Reactor::say`] about one request, naming its trace.
-    fn say_traced(&mut self, kind: &str, line: &str, trace_id: Option<&str>) {
-        if let Some(held) = self.calls.throttle.allow(kind, Instant::now()) {
-            let trace = trace_id.map(|t| ("trace_id", Value::Str(t)));
-            let fields: Vec<_> = trace.into_iter().collect();
-            if held > 0 {
-                let line = format!("{line} ({held} more like this not shown)");
-                log::with(Level::Warn, &line, &fields);
-            } else {
-                log::with(Level::Warn, line, &fields);
-            }
-        }
     }
 
     /// Connects the waiting calls of `program` that can run now, where the
@@ -184,11 +164,12 @@ impl Reactor {
                 last = lang;
             }
             if count > 0 {
-                self.say(
+                self.calls.say(
                     "queue timeout",
                     &format!(
                         "{count} call(s) waited {secs} s for a process of pool '{last}' (--queue-timeout) and failed"
                     ),
+                    None,
                 );
             }
         }
@@ -198,6 +179,24 @@ impl Reactor {
                     "{held} more '{kind}' event(s) in the last {} s",
                     queue::LOG_EVERY.as_secs()
                 ));
+            }
+        }
+    }
+}
+
+impl Calls {
+    /// Prints one diagnostic line on stderr (naming a request's trace, if
+    /// given), at most one of each `kind` every 10 s; it tells how many
+    /// were held back since the last one.
+    pub(in crate::edge::reactor) fn say(&mut self, kind: &str, line: &str, trace_id: Option<&str>) {
+        if let Some(held) = self.throttle.allow(kind, Instant::now()) {
+            let trace = trace_id.map(|t| ("trace_id", Value::Str(t)));
+            let fields: Vec<_> = trace.into_iter().collect();
+            if held > 0 {
+                let line = format!("{line} ({held} more like this not shown)");
+                log::with(Level::Warn, &line, &fields);
+            } else {
+                log::with(Level::Warn, line, &fields);
             }
         }
     }

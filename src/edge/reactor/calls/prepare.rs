@@ -159,7 +159,12 @@ impl Reactor {
                         Err(message) => {
                             let (program, command) = (call.program, call.request.command);
                             let outcome = crate::protocol::metrics::Outcome::ToolError;
-                            self.count_call(program, command, outcome, call.started);
+                            self.calls.count(
+                                &self.catalog,
+                                (program, command),
+                                outcome,
+                                call.started,
+                            );
                             let reply = mcp::call_response(
                                 &self.catalog,
                                 &call.request.id,

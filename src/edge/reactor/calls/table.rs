@@ -5,35 +5,14 @@
 use std::ops::Index;
 use std::time::Instant;
 
-use mio::net::UnixStream;
 use mio::Token;
 
-use super::{Call, CallId, CallTimer, Queue};
+use super::{Call, CallId, CallTimer, Calls, Queue};
 use crate::edge::reactor::idhash::IdMap;
 use crate::edge::reactor::queue::Throttle;
 use crate::edge::reactor::timers::Timers;
 use crate::edge::reactor::Client;
 use crate::protocol::metrics::CallMetrics;
-
-pub(in crate::edge::reactor) struct Calls {
-    map: IdMap<CallId, Call>,
-    /// The calls of each client (stdio, an HTTP session, an HTTP
-    /// connection), so cancelling looks at a client's calls only.
-    by_client: IdMap<ClientKey, Vec<CallId>>,
-    /// The calls waiting for a pool process, served round-robin across
-    /// their owners (`queue`).
-    pub(super) queue: Queue,
-    /// The calls' timers (a deadline, progress, a task deadline, a lost
-    /// connection): a turn touches only those due.
-    timers: Timers<(CallId, CallTimer)>,
-    next: u64,
-    /// Pool connections whose call is over, closed by `end_turn`.
-    pub(super) closing: Vec<UnixStream>,
-    /// Rate limit of the diagnostics about the queue and the pools.
-    pub(super) throttle: Throttle,
-    /// Calls that ended, by tool and outcome (`/metrics`).
-    pub(super) metrics: CallMetrics,
-}
 
 impl Calls {
     pub(in crate::edge::reactor) fn new(queue: Queue) -> Calls {
