@@ -407,7 +407,9 @@ impl Reactor {
                     }
                     STDOUT => self.flush_stdout(),
                     SIGNALS => self.handle_signals(),
-                    LISTENER => self.accept_http(),
+                    LISTENER => {
+                        self.with_http(HttpFront::accept);
+                    }
                     token => match self.sources.get(&token).copied() {
                         Some(Source::PoolOutput { program, pool }) => {
                             self.with_pools(|p, cx| p.read_output(cx, program, pool))
@@ -417,9 +419,12 @@ impl Reactor {
                         }
                         Some(Source::Call(id)) => self.advance_call(id),
                         Some(Source::Conn) => {
-                            self.http_event(token, event.is_readable(), event.is_writable())
+                            let (readable, writable) = (event.is_readable(), event.is_writable());
+                            self.with_http(|f, cx| f.event(cx, token, readable, writable));
                         }
-                        Some(Source::Jwks) => self.jwks_event(),
+                        Some(Source::Jwks) => {
+                            self.with_http(HttpFront::keys_event);
+                        }
                         None => {}
                     },
                 }
@@ -480,7 +485,7 @@ impl Reactor {
         self.with_pools(|p, cx| p.timers(cx, now));
         self.call_timers(now);
         self.tasks.expire();
-        self.http_timers(now);
+        self.with_http(|f, cx| f.timers(cx, now));
         self.reload_timers(now);
     }
 
@@ -512,9 +517,9 @@ impl Reactor {
             Client::Http { conn, .. } => {
                 let conn = *conn;
                 if is_reply {
-                    self.http_reply(conn, msg);
+                    self.with_http(|f, cx| f.reply(cx, conn, msg));
                 } else {
-                    self.http_notify(conn, msg);
+                    self.with_http(|f, cx| f.notify(cx, conn, msg));
                 }
             }
         }

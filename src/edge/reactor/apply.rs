@@ -9,7 +9,7 @@
 use mio::Token;
 use serde_json::Value as Json;
 
-use super::http::HttpFront;
+use super::http::{waiting_requests, HttpFront};
 use super::{Client, Reactor};
 use crate::protocol::http::Framing;
 use crate::protocol::jsonrpc::RequestId;
@@ -67,18 +67,19 @@ impl Reactor {
                         f.oauth_tool_refusal(&self.catalog, *conn, &request, cors, keep_alive)
                     });
                     if let Some(a) = refusal {
-                        return self.respond(*conn, a.status, &a.headers, &a.body, a.keep_alive);
+                        let conn = *conn;
+                        self.with_http(|f, cx| f.send(cx, conn, a, None));
+                        return;
                     }
                     request.owner = origin.owner(self.http.as_ref());
                 }
                 let client = origin.client();
                 if let Origin::Http { conn, framing } = origin {
                     // A connection that went away has no call to start.
-                    let Some(open) = self.conn_mut(conn) else {
+                    let open = self.with_http(|f, cx| f.open_call(cx, conn, framing));
+                    if open != Some(true) {
                         return;
-                    };
-                    open.open_call(framing);
-                    self.flush_conn(conn);
+                    }
                 }
                 self.start_call(client, request);
             }
@@ -113,12 +114,13 @@ impl Reactor {
                         self.send_stdio(&ack);
                     }
                     Origin::Http { conn, framing } => {
-                        let Some(open) = self.conn_mut(conn) else {
+                        let id = &listen.id;
+                        let open = self.with_http(|f, _| f.open_listen(conn, framing, id, &ack));
+                        if open != Some(true) {
                             return;
-                        };
-                        open.open_listen(framing, &listen.id, &ack);
+                        }
                         self.listeners.add(client, &listen);
-                        self.flush_conn(conn);
+                        self.with_http(|f, cx| f.flush(cx, conn));
                     }
                 }
             }
@@ -133,7 +135,8 @@ impl Reactor {
             Origin::Http { conn, framing } => {
                 let body = mcp::structured::to_vec(reply);
                 let status = status(framing, reply);
-                self.respond(*conn, status, &framing.headers, &body, framing.keep_alive);
+                let (headers, keep_alive) = (&framing.headers, framing.keep_alive);
+                self.with_http(|f, cx| f.respond(cx, *conn, status, headers, &body, keep_alive));
             }
         }
     }
@@ -142,7 +145,8 @@ impl Reactor {
     /// empty `202` over HTTP (else that connection would wait forever).
     fn accepted(&mut self, origin: &Origin) {
         if let Origin::Http { conn, framing } = origin {
-            self.respond(*conn, 202, &framing.headers, &[], framing.keep_alive);
+            let (headers, keep_alive) = (&framing.headers, framing.keep_alive);
+            self.with_http(|f, cx| f.respond(cx, *conn, 202, headers, &[], keep_alive));
         }
     }
 
@@ -161,11 +165,11 @@ impl Reactor {
         }
         let waiting = match &client {
             Client::Stdio => Vec::new(),
-            Client::Http { session, .. } => self.waiting_requests(session, Some(id)),
+            Client::Http { session, .. } => waiting_requests(&self.calls, session, Some(id)),
         };
         self.cancel(&client, id);
         for (conn, _) in waiting {
-            self.http_abandon(conn);
+            self.with_http(|f, cx| f.abandon(cx, conn));
         }
     }
 }

@@ -22,8 +22,9 @@
 //! checks. The pieces: this file has the front (listener, sessions, budget,
 //! caps, routes); `conn` one connection's state and its small API; `pump`
 //! accepting, reading, parsing and writing; `reply` the answers to requests
-//! and their notifications; `requests` the `/mcp` endpoint; `health` the
-//! `/health` endpoint and the drain; `caps` the connection caps.
+//! and their notifications; `requests` the routes and the `/mcp` endpoint;
+//! `health` the `/health` endpoint and the drain; `caps` the connection
+//! caps; `news` what the front is handed and what it leaves to the reactor.
 
 use crate::edge::log;
 use crate::protocol::log::Untrusted;
@@ -35,11 +36,10 @@ use mio::net::TcpListener;
 use mio::{Interest, Poll, Registry, Token};
 
 use super::idhash::IdMap;
-use super::{Reactor, StartError, LISTENER};
+use super::{StartError, LISTENER};
 use crate::edge::cli::{HttpConfig, Settings};
 use crate::protocol::http::{
-    self, Answer, Budget, Gate, Headers, Notice, Notices, OriginPolicy, Request, Route,
-    SessionLimits, Sessions,
+    self, Budget, Gate, Notice, Notices, OriginPolicy, Route, SessionLimits, Sessions,
 };
 use crate::protocol::instance::InstanceId;
 use crate::protocol::mcp::Catalog;
@@ -51,6 +51,7 @@ mod conn;
 mod conns;
 mod health;
 mod metrics;
+mod news;
 #[cfg(feature = "oauth")]
 mod oauth;
 #[cfg(not(feature = "oauth"))]
@@ -63,10 +64,11 @@ mod requests;
 use caps::connection_cap;
 use conn::Conn;
 use conns::Conns;
+pub(super) use news::waiting_requests;
 use peers::Peers;
 pub(super) use reply::{Content, Head};
 
-/// What serves an endpoint (see [`Reactor::serve_endpoint`]).
+/// What serves an endpoint (see `HttpFront::serve_endpoint`).
 #[derive(Clone, Copy, Debug)]
 enum Handler {
     /// The MCP endpoint (`requests`).
@@ -313,10 +315,11 @@ impl HttpFront {
         }
     }
 
-    /// Removes connection `token`, releasing what it held.
-    fn remove_conn(&mut self, token: Token, registry: &Registry) {
+    /// Removes connection `token`, releasing what it held; false if it
+    /// was gone.
+    fn remove_conn(&mut self, token: Token, registry: &Registry) -> bool {
         let Some(mut conn) = self.conns.remove(&token) else {
-            return;
+            return false;
         };
         conn.deregister(registry);
         if let Some(access) = self.access.remove(&token) {
@@ -327,6 +330,7 @@ impl HttpFront {
         let (peer, paused) = (conn.peer(), conn.is_paused());
         self.peers
             .close(peer, held.output, paused, &mut self.budget);
+        true
     }
 
     /// Counts `new` bytes instead of `old` against the budget for a call
@@ -448,68 +452,6 @@ impl HttpFront {
                 modern: false,
                 listen: None,
             });
-        }
-    }
-}
-
-impl Reactor {
-    /// Serves a request its route admitted, with the CORS headers `cors`:
-    /// `/mcp` goes to `requests`; the others' owners make the answer.
-    fn serve_endpoint(&mut self, handler: Handler, token: Token, req: Request, cors: Headers) {
-        let Some(front) = self.http.as_ref() else {
-            return;
-        };
-        let keep_alive = req.keep_alive;
-        let rows = || health::pool_rows(&self.pools, &self.catalog);
-        let (answer, content_type) = match handler {
-            Handler::Mcp => return self.http_mcp(token, req, cors),
-            Handler::Metrics => {
-                let answer =
-                    front.metrics(&self.calls, self.tasks.table(), rows(), cors, keep_alive);
-                (answer, Some(metrics::CONTENT_TYPE))
-            }
-            Handler::OAuthMetadata => (front.oauth_metadata(&self.catalog, keep_alive), None),
-            Handler::Health => {
-                let in_flight = self.calls.values().filter(|c| !c.abandoned).count();
-                let starting = self.pools.pending().is_some();
-                (front.health(rows(), starting, in_flight, keep_alive), None)
-            }
-        };
-        let Answer {
-            status,
-            headers,
-            body,
-            keep_alive,
-        } = answer;
-        let head = Head {
-            status,
-            content_type: content_type.or((!body.is_empty()).then_some("application/json")),
-            headers: &headers,
-            keep_alive,
-        };
-        self.answer(token, head, Content::Body(&body));
-    }
-
-    /// An event on the JWKS fetch's socket (`oauth`).
-    pub(in crate::edge::reactor) fn jwks_event(&mut self) {
-        let Some(front) = self.http.as_mut() else {
-            return;
-        };
-        let parked = front.jwks_event(self.poll.registry(), &mut self.sources);
-        self.serve_parked(parked);
-    }
-
-    /// Judges again the requests that waited for the keys, now that their
-    /// fetch has ended (without another fetch).
-    fn serve_parked(&mut self, parked: oauth::Parked) {
-        for (token, req) in parked {
-            let Some(conn) = self.conn_mut(token) else {
-                continue;
-            };
-            conn.take_busy();
-            self.serve_request(token, req, false);
-            self.flush_conn(token);
-            self.pump(token);
         }
     }
 }

@@ -445,7 +445,7 @@ impl Conn {
 
     /// Holds this connection for the answer of a tool call framed so; an
     /// event stream's head goes out first when the framing says so.
-    pub(in crate::edge::reactor) fn open_call(&mut self, framing: Framing) {
+    pub(super) fn open_call(&mut self, framing: Framing) {
         if framing.sse {
             let refs = header_refs(&framing.headers);
             http::write_sse_head(self.out(), &refs, framing.keep_alive);
@@ -462,7 +462,7 @@ impl Conn {
 
     /// Holds this connection for the event stream of `subscriptions/listen`
     /// request `id`, its head and acknowledgement `ack` written.
-    pub(in crate::edge::reactor) fn open_listen(
+    pub(super) fn open_listen(
         &mut self,
         framing: Framing,
         id: &jsonrpc::RequestId,

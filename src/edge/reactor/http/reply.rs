@@ -9,11 +9,12 @@ use std::time::Instant;
 use mio::Token;
 use serde_json::Value as Json;
 
+use super::news::Cx;
 use super::{Conn, HttpFront};
 use crate::edge::reactor::byteio::Streamed;
-use crate::edge::reactor::Reactor;
 use crate::format::json::{self, page::Paged};
-use crate::protocol::http;
+use crate::protocol::http::{self, Framing};
+use crate::protocol::jsonrpc::RequestId;
 use crate::protocol::mcp::{self, era};
 
 /// The head of an answer: its status, content type, header fields and
@@ -146,10 +147,11 @@ impl HttpFront {
     }
 }
 
-impl Reactor {
+impl HttpFront {
     /// Answers the request on `token` with a JSON body (or none).
     pub(in crate::edge::reactor) fn respond(
         &mut self,
+        cx: &mut Cx,
         token: Token,
         status: u16,
         headers: &[(String, String)],
@@ -162,33 +164,27 @@ impl Reactor {
             headers,
             keep_alive,
         };
-        self.answer(token, head, Content::Body(body));
+        self.answer(cx, token, head, Content::Body(body));
     }
 
     /// Answers the request on `token` with `head` and `content`, and
     /// writes what the socket takes.
     pub(in crate::edge::reactor) fn answer(
         &mut self,
+        cx: &mut Cx,
         token: Token,
         head: Head<'_>,
         content: Content<'_>,
     ) {
-        if self
-            .http
-            .as_mut()
-            .is_some_and(|f| f.queue_answer(token, head, content))
-        {
-            self.flush_conn(token);
+        if self.queue_answer(token, head, content) {
+            self.flush(cx, token);
         }
     }
 
     /// Completes the request waiting on `conn` with a JSON-RPC response.
-    pub(in crate::edge::reactor) fn http_reply(&mut self, token: Token, msg: &Json) {
-        let Some(front) = self.http.as_mut() else {
-            return;
-        };
-        front.access_reply(token, msg);
-        let Some(busy) = front.conns.get_mut(&token).and_then(Conn::take_busy) else {
+    pub(in crate::edge::reactor) fn reply(&mut self, cx: &mut Cx, token: Token, msg: &Json) {
+        self.access_reply(token, msg);
+        let Some(busy) = self.conns.get_mut(&token).and_then(Conn::take_busy) else {
             return;
         };
         let status = if busy.modern {
@@ -207,20 +203,17 @@ impl Reactor {
         } else {
             Content::Json(msg)
         };
-        self.answer(token, head, content);
+        self.answer(cx, token, head, content);
         // Pipelined requests that waited behind this one.
-        self.pump(token);
+        self.pump(cx, token);
     }
 
     /// Completes the request waiting on `conn` without a JSON-RPC response.
-    pub(in crate::edge::reactor) fn http_abandon(&mut self, token: Token) {
-        let Some(front) = self.http.as_mut() else {
+    pub(in crate::edge::reactor) fn abandon(&mut self, cx: &mut Cx, token: Token) {
+        let Some(busy) = self.conns.get_mut(&token).and_then(Conn::take_busy) else {
             return;
         };
-        let Some(busy) = front.conns.get_mut(&token).and_then(Conn::take_busy) else {
-            return;
-        };
-        front.access_cancelled(token);
+        self.access_cancelled(token);
         let head = Head {
             status: if busy.sse { 200 } else { 202 },
             content_type: None,
@@ -232,29 +225,59 @@ impl Reactor {
         } else {
             Content::Body(&[])
         };
-        self.answer(token, head, content);
-        self.pump(token);
+        self.answer(cx, token, head, content);
+        self.pump(cx, token);
     }
 
     /// A notification for the request waiting on `conn`, if it streams.
     /// A client past its bound of unread answers (see `peers`) misses it:
     /// its queue does not grow while it does not read.
-    pub(in crate::edge::reactor) fn http_notify(&mut self, token: Token, msg: &Json) {
-        let Some(front) = self.http.as_mut() else {
-            return;
-        };
-        let Some(conn) = front.conns.get_mut(&token) else {
+    pub(in crate::edge::reactor) fn notify(&mut self, cx: &mut Cx, token: Token, msg: &Json) {
+        let Some(conn) = self.conns.get_mut(&token) else {
             return;
         };
         if !conn.streaming() {
             return;
         }
-        if front.peers.over(conn.peer(), conn.unread()) {
-            front.peers.dropped();
+        if self.peers.over(conn.peer(), conn.unread()) {
+            self.peers.dropped();
             return;
         }
         let text = mcp::structured::to_string(msg);
         http::write_sse_message(conn.out(), &text);
-        self.flush_conn(token);
+        self.flush(cx, token);
+    }
+
+    /// Holds connection `token` for the answer of a tool call framed so,
+    /// and writes what is queued; false if it went away.
+    pub(in crate::edge::reactor) fn open_call(
+        &mut self,
+        cx: &mut Cx,
+        token: Token,
+        framing: Framing,
+    ) -> bool {
+        let Some(conn) = self.conns.get_mut(&token) else {
+            return false;
+        };
+        conn.open_call(framing);
+        self.flush(cx, token);
+        true
+    }
+
+    /// Holds connection `token` for the event stream of
+    /// `subscriptions/listen` request `id`, its head and acknowledgement
+    /// `ack` queued (the caller flushes); false if it went away.
+    pub(in crate::edge::reactor) fn open_listen(
+        &mut self,
+        token: Token,
+        framing: Framing,
+        id: &RequestId,
+        ack: &Json,
+    ) -> bool {
+        let Some(conn) = self.conns.get_mut(&token) else {
+            return false;
+        };
+        conn.open_listen(framing, id, ack);
+        true
     }
 }

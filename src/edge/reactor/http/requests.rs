@@ -1,148 +1,206 @@
 //! Routing a complete HTTP request through [`ROUTES`], and the `/mcp`
 //! endpoint: `DELETE` of a legacy session, and `POST`s of JSON-RPC messages
-//! in either era (decided once per request), routed into `mcp`.
-//! A long body is checked in slices first (`calls::prepare`), its
-//! connection held busy.
+//! in either era (decided once per request by the pure `http::mcp_post`),
+//! whose steps go to the reactor's `apply`. A long body is checked in
+//! slices first (`calls::prepare`), its connection held busy.
 
 use std::time::Instant;
 
 use mio::Token;
 
-use super::oauth::Guard;
-use super::ROUTES;
+use super::news::{Cx, HttpNews};
+use super::oauth::{Guard, Parked};
+use super::reply::{Content, Head};
+use super::{Handler, HttpFront, ROUTES};
 use crate::edge::proc;
 use crate::edge::reactor::apply::Origin;
 use crate::edge::reactor::calls::Checked;
-use crate::edge::reactor::{Client, Reactor};
-use crate::protocol::http::{self, Headers, Notice, Post, Request};
+use crate::protocol::http::{self, Answer, Headers, Notice, Post, Request};
 use crate::protocol::jsonrpc;
 use crate::protocol::mcp;
 
-impl Reactor {
+impl HttpFront {
     /// Answers a complete request: the checks and the route table decide
     /// which handler gets it, or the refusal. `may_fetch`: under OAuth, a
     /// token whose key is not held may wait for the keys to be fetched.
-    pub(super) fn serve_request(&mut self, token: Token, mut req: Request, may_fetch: bool) {
-        let Some(front) = self.http.as_ref() else {
-            return;
-        };
-        let admitted = http::admit(ROUTES, &front.gate_for(&req.path), &req);
+    pub(super) fn serve_request(
+        &mut self,
+        cx: &mut Cx,
+        token: Token,
+        mut req: Request,
+        may_fetch: bool,
+    ) {
+        let admitted = http::admit(ROUTES, &self.gate_for(&req.path), &req);
         match admitted {
             // A path with a token of its own is not OAuth's to judge.
-            Ok((route, cors)) if route.guarded && !front.own_gate(&req.path) => {
+            Ok((route, cors)) if route.guarded && !self.own_gate(&req.path) => {
                 let handler = route.handler;
-                let Some(front) = self.http.as_mut() else {
-                    return;
-                };
-                match front.oauth_guard(token, &mut req, &cors, may_fetch) {
+                match self.oauth_guard(token, &mut req, &cors, may_fetch) {
                     Guard::Pass => {
-                        if let Some(front) = self.http.as_mut() {
-                            front.access_open(token, &req, false);
-                        }
-                        self.serve_endpoint(handler, token, req, cors)
+                        self.access_open(token, &req, false);
+                        self.serve_endpoint(cx, handler, token, req, cors)
                     }
                     Guard::Refuse(a) => {
-                        if let Some(front) = self.http.as_mut() {
-                            front.access_open(token, &req, true);
-                        }
-                        self.respond(token, a.status, &a.headers, &a.body, a.keep_alive)
+                        self.access_open(token, &req, true);
+                        self.respond(cx, token, a.status, &a.headers, &a.body, a.keep_alive)
                     }
                     Guard::Parked { fetch: false } => {}
                     Guard::Parked { fetch: true } => {
-                        let parked = front.start_fetch(self.poll.registry(), &mut self.sources);
-                        self.serve_parked(parked);
+                        let parked = self.start_fetch(cx.registry, cx.sources);
+                        self.serve_parked(cx, parked);
                     }
                 }
             }
             Err(answer) => {
-                if let Some(front) = self.http.as_mut() {
-                    front.access_open(token, &req, true);
-                }
-                self.respond(
-                    token,
-                    answer.status,
-                    &answer.headers,
-                    &answer.body,
-                    answer.keep_alive,
-                )
+                self.access_open(token, &req, true);
+                let Answer {
+                    status,
+                    headers,
+                    body,
+                    keep_alive,
+                } = answer;
+                self.respond(cx, token, status, &headers, &body, keep_alive)
             }
             // Only a guarded route's request proved the token.
             Ok((route, cors)) => {
-                if let Some(front) = self.http.as_mut() {
-                    front.access_open(token, &req, !route.guarded);
-                }
-                self.serve_endpoint(route.handler, token, req, cors)
+                self.access_open(token, &req, !route.guarded);
+                self.serve_endpoint(cx, route.handler, token, req, cors)
             }
         }
+    }
+
+    /// Serves a request its route admitted, with the CORS headers `cors`:
+    /// `/mcp` here; the counts of `/metrics` and `/health` are the
+    /// reactor's (`HttpNews`).
+    fn serve_endpoint(
+        &mut self,
+        cx: &mut Cx,
+        handler: Handler,
+        token: Token,
+        req: Request,
+        cors: Headers,
+    ) {
+        let keep_alive = req.keep_alive;
+        match handler {
+            Handler::Mcp => self.mcp(cx, token, req, cors),
+            Handler::Metrics => cx.news.push(HttpNews::Metrics {
+                token,
+                cors,
+                keep_alive,
+            }),
+            Handler::Health => cx.news.push(HttpNews::Health { token, keep_alive }),
+            Handler::OAuthMetadata => {
+                let answer = self.oauth_metadata(cx.catalog, keep_alive);
+                self.send(cx, token, answer, None);
+            }
+        }
+    }
+
+    /// Answers the request on `token` with `answer` (a JSON body unless
+    /// `content_type` says otherwise).
+    pub(in crate::edge::reactor) fn send(
+        &mut self,
+        cx: &mut Cx,
+        token: Token,
+        answer: Answer,
+        content_type: Option<&str>,
+    ) {
+        let Answer {
+            status,
+            headers,
+            body,
+            keep_alive,
+        } = answer;
+        let head = Head {
+            status,
+            content_type: content_type.or((!body.is_empty()).then_some("application/json")),
+            headers: &headers,
+            keep_alive,
+        };
+        self.answer(cx, token, head, Content::Body(&body));
+    }
+
+    /// Judges again the requests that waited for the keys, now that their
+    /// fetch has ended (without another fetch).
+    pub(super) fn serve_parked(&mut self, cx: &mut Cx, parked: Parked) {
+        for (token, req) in parked {
+            let Some(conn) = self.conns.get_mut(&token) else {
+                continue;
+            };
+            conn.take_busy();
+            let before = cx.news.len();
+            self.serve_request(cx, token, req, false);
+            if cx.news.len() > before {
+                // The reactor has a part in it: the rest after.
+                cx.news.push(HttpNews::Continue(token));
+                continue;
+            }
+            self.flush(cx, token);
+            self.pump(cx, token);
+        }
+    }
+
+    /// An event on the key fetch's socket (`oauth`).
+    pub(in crate::edge::reactor) fn keys_event(&mut self, cx: &mut Cx) {
+        let parked = self.jwks_event(cx.registry, cx.sources);
+        self.serve_parked(cx, parked);
     }
 
     /// The `/mcp` endpoint (`POST` or `DELETE`, checks passed).
-    pub(super) fn http_mcp(&mut self, token: Token, req: Request, cors: Headers) {
+    fn mcp(&mut self, cx: &mut Cx, token: Token, req: Request, cors: Headers) {
         match req.method.as_str() {
-            "DELETE" => self.http_delete(token, &req, cors),
+            "DELETE" => self.mcp_delete(cx, token, &req, cors),
             // A long body is checked in slices first (`calls::prepare`).
             _ if req.body.len() > mcp::SLICE_ABOVE => {
                 // No later request of the connection is read meanwhile.
-                if let Some(front) = self.http.as_mut() {
-                    front.hold(token, req.keep_alive);
-                }
-                self.check_body(token, req, cors);
+                self.hold(token, req.keep_alive);
+                cx.news.push(HttpNews::CheckBody { token, req, cors });
             }
-            _ => self.http_post(token, req, cors, None),
+            _ => self.mcp_post(cx, token, req, cors, None),
         }
     }
 
-    fn http_delete(&mut self, token: Token, req: &Request, cors: Vec<(String, String)>) {
-        let Some(front) = self.http.as_mut() else {
-            return;
-        };
-        let owner = front.oauth_owner(token);
+    /// `DELETE` of a legacy session: the session goes here, its calls in
+    /// the reactor (`HttpNews::SessionEnded`), which then answers.
+    fn mcp_delete(&mut self, cx: &mut Cx, token: Token, req: &Request, cors: Headers) {
+        let owner = self.oauth_owner(token);
         let now = Instant::now();
-        let id = match http::mcp_delete(&mut front.sessions, req, owner.as_deref(), &cors, now) {
-            Ok(id) => id,
-            Err(a) => return self.respond(token, a.status, &a.headers, &a.body, a.keep_alive),
-        };
-        // The session's running calls are cancelled; their requests are
-        // answered with an error (naming the request, so the client can match
-        // it) so no client waits forever.
-        let waiting = self.waiting_requests(&id, None);
-        self.cancel_session(&id);
-        for (conn, request_id) in waiting {
-            let msg = jsonrpc::error_response(
-                Some(&request_id),
-                jsonrpc::ErrorCode::InvalidRequest,
-                "session terminated by DELETE",
-            );
-            self.http_reply(conn, &msg);
+        match http::mcp_delete(&mut self.sessions, req, owner.as_deref(), &cors, now) {
+            Ok(session) => cx.news.push(HttpNews::SessionEnded {
+                token,
+                session,
+                cors,
+                keep_alive: req.keep_alive,
+            }),
+            Err(a) => self.respond(cx, token, a.status, &a.headers, &a.body, a.keep_alive),
         }
-        self.respond(token, 200, &cors, br#"{"ok":true}"#, req.keep_alive);
     }
 
     /// Handles a request whose body was checked in slices, on the
-    /// connection `HttpFront::hold` held.
+    /// connection `hold` held; then the requests pipelined behind it.
     pub(in crate::edge::reactor) fn post_checked(
         &mut self,
+        cx: &mut Cx,
         token: Token,
         req: Request,
-        cors: Vec<(String, String)>,
+        cors: Headers,
         checked: &Checked,
     ) {
-        if let Some(conn) = self.http.as_mut().and_then(|f| f.conns.get_mut(&token)) {
+        if let Some(conn) = self.conns.get_mut(&token) {
             conn.take_busy();
         }
-        self.http_post(token, req, cors, Some(checked));
-        self.flush_conn(token);
-        // Pipelined requests that waited behind this one.
-        self.pump(token);
+        self.mcp_post(cx, token, req, cors, Some(checked));
+        cx.news.push(HttpNews::Continue(token));
     }
 
     /// A `POST` to `/mcp`: its body decoded, its decisions taken by the
-    /// pure `http::mcp_post`, its step applied.
-    fn http_post(
+    /// pure `http::mcp_post`; its step goes to the reactor.
+    fn mcp_post(
         &mut self,
+        cx: &mut Cx,
         token: Token,
         mut req: Request,
-        cors: Vec<(String, String)>,
+        cors: Headers,
         checked: Option<&Checked>,
     ) {
         // A `tools/call`'s arguments stay text (`decode_lazy`): a remote
@@ -151,12 +209,9 @@ impl Reactor {
             Some(c) => jsonrpc::decode_checked(&req.body, &c.verdict, c.span.clone(), &c.ends),
             None => jsonrpc::decode_lazy(&req.body),
         };
-        let Some(front) = self.http.as_mut() else {
-            return;
-        };
-        front.access_message(token, &msg);
-        let creator = front.owner_of(token);
-        let oauth = front.oauth_owner(token).is_some();
+        self.access_message(token, &msg);
+        let creator = self.owner_of(token);
+        let oauth = self.oauth_owner(token).is_some();
         // Session ids must not be guessable: without a random source, no
         // session is made.
         let mut random = || {
@@ -165,18 +220,18 @@ impl Reactor {
             Ok(bytes)
         };
         let state = http::PostState {
-            catalog: &self.catalog,
-            sessions: &mut front.sessions,
+            catalog: cx.catalog,
+            sessions: &mut self.sessions,
             creator,
             oauth,
             now: Instant::now(),
             random: &mut random,
         };
         match http::mcp_post(state, &req, msg, arguments, cors) {
-            Post::Answer(a) => self.respond(token, a.status, &a.headers, &a.body, a.keep_alive),
+            Post::Answer(a) => self.respond(cx, token, a.status, &a.headers, &a.body, a.keep_alive),
             Post::Apply(mut step, mut framing) => {
                 if let Some(notice) = framing.notice.take() {
-                    front.notice(Notice::SessionCap, || notice);
+                    self.notice(Notice::SessionCap, || notice);
                 }
                 // A call's long arguments take the body they were read from.
                 step.hand_over(Some(&mut req.body), &[]);
@@ -184,27 +239,8 @@ impl Reactor {
                     conn: token,
                     framing,
                 };
-                self.apply(origin, step);
+                cx.news.push(HttpNews::Apply(origin, step));
             }
         }
-    }
-
-    /// The connections waiting for running calls of `session` (only the call
-    /// with request id `only`, if given), with the request ids.
-    pub(in crate::edge::reactor) fn waiting_requests(
-        &self,
-        session: &str,
-        only: Option<&jsonrpc::RequestId>,
-    ) -> Vec<(Token, jsonrpc::RequestId)> {
-        self.calls
-            .values()
-            .filter(|c| only.is_none_or(|id| &c.request.id == id))
-            .filter_map(|c| match &c.client {
-                Client::Http { conn, session: s } if s == session => {
-                    Some((*conn, c.request.id.clone()))
-                }
-                _ => None,
-            })
-            .collect()
     }
 }

@@ -227,9 +227,11 @@ impl Reactor {
                     keep_alive,
                 };
                 let content = Content::Streamed(&body[..open], value, &body[close..]);
-                self.answer(token, head, content);
+                self.with_http(|f, cx| f.answer(cx, token, head, content));
             }
-            _ => self.respond(token, status, headers, &body, keep_alive),
+            _ => {
+                self.with_http(|f, cx| f.respond(cx, token, status, headers, &body, keep_alive));
+            }
         }
     }
 }

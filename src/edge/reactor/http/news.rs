@@ -1,0 +1,234 @@
+//! What the HTTP front is handed, and what it hands back.
+//!
+//! `HttpFront`'s operations take a [`Cx`] (the registry, the token table,
+//! the read buffer, the catalog) and queue [`HttpNews`] for what only the
+//! reactor can do: apply a step, count the calls for `/metrics` or
+//! `/health`, cancel a connection's calls, forget its listeners.
+//! [`Reactor::with_http`] runs an operation and then its news, in order.
+//! A request handed to the reactor stops its connection's pump; the news
+//! after it (`Resume`) carries the pump on, so requests are served in
+//! order and the stack stays flat however many are pipelined.
+
+use std::collections::VecDeque;
+
+use mio::{Registry, Token};
+
+use super::health::pool_rows;
+use super::{metrics, HttpFront};
+use crate::edge::reactor::apply::Origin;
+use crate::edge::reactor::calls::{Calls, Checked};
+use crate::edge::reactor::{Client, Reactor, Sources};
+use crate::protocol::http::{Headers, Request};
+use crate::protocol::jsonrpc::{self, RequestId};
+use crate::protocol::mcp::{Catalog, Step};
+
+/// What an operation of the HTTP front is handed.
+pub(in crate::edge::reactor) struct Cx<'a> {
+    pub(super) registry: &'a Registry,
+    pub(super) sources: &'a mut Sources,
+    /// The read buffer (see `Reactor::take_scratch`).
+    pub(super) scratch: &'a mut Vec<u8>,
+    pub(super) catalog: &'a Catalog,
+    pub(super) news: Vec<HttpNews>,
+}
+
+/// A pump of one connection, stopped at a request handed to the reactor:
+/// `HttpFront::resume` carries it on from there.
+pub(in crate::edge::reactor) struct Pumping {
+    pub(super) token: Token,
+    /// Reads so far.
+    pub(super) reads: usize,
+    /// Whether this round's read took anything.
+    pub(super) read: bool,
+    /// Stopped inside a round, after a request was taken.
+    pub(super) serving: bool,
+}
+
+/// What the HTTP front leaves to the reactor, in order.
+pub(in crate::edge::reactor) enum HttpNews {
+    /// A `/mcp` request's step, to apply.
+    Apply(Origin, Step),
+    /// `GET /metrics`: the calls, tasks and pools are the reactor's.
+    Metrics {
+        token: Token,
+        cors: Headers,
+        keep_alive: bool,
+    },
+    /// `GET` or `HEAD /health`.
+    Health { token: Token, keep_alive: bool },
+    /// A legacy session ended by `DELETE`: its calls are cancelled, the
+    /// requests waiting for them answered, then the `DELETE` (`200`).
+    SessionEnded {
+        token: Token,
+        session: String,
+        cors: Headers,
+        keep_alive: bool,
+    },
+    /// A long `/mcp` body, to check in slices (`calls::prepare`), its
+    /// connection held.
+    CheckBody {
+        token: Token,
+        req: Request,
+        cors: Headers,
+    },
+    /// The client of connection `token` gave up: its calls are cancelled.
+    Cancel(Token),
+    /// Connection `token` closed: its subscriptions end.
+    Closed(Token),
+    /// Connection `token` is read again on a later turn.
+    PumpLater(Token),
+    /// A pump stopped at a request handed to the reactor, to carry on.
+    Resume(Pumping),
+    /// Connection `token`'s answer is written, and its pump runs.
+    Continue(Token),
+    /// The listener stopped at a connection with news; it accepts on.
+    Accept,
+}
+
+impl Reactor {
+    /// Runs `op` on the HTTP front (none: `None`) with what it is handed,
+    /// then its news, in order; what further operations add comes before
+    /// the rest, as if each had run where it was queued.
+    pub(in crate::edge::reactor) fn with_http<R>(
+        &mut self,
+        op: impl FnOnce(&mut HttpFront, &mut Cx) -> R,
+    ) -> Option<R> {
+        let mut queue = VecDeque::new();
+        let out = self.http_op(&mut queue, op)?;
+        while let Some(news) = queue.pop_front() {
+            match news {
+                HttpNews::Apply(origin, step) => self.apply(origin, step),
+                HttpNews::Metrics {
+                    token,
+                    cors,
+                    keep_alive,
+                } => {
+                    let Some(front) = self.http.as_ref() else {
+                        continue;
+                    };
+                    let rows = pool_rows(&self.pools, &self.catalog);
+                    let answer =
+                        front.metrics(&self.calls, self.tasks.table(), rows, cors, keep_alive);
+                    self.http_op(&mut queue, |f, cx| {
+                        f.send(cx, token, answer, Some(metrics::CONTENT_TYPE))
+                    });
+                }
+                HttpNews::Health { token, keep_alive } => {
+                    let Some(front) = self.http.as_ref() else {
+                        continue;
+                    };
+                    let rows = pool_rows(&self.pools, &self.catalog);
+                    let in_flight = self.calls.values().filter(|c| !c.abandoned).count();
+                    let starting = self.pools.pending().is_some();
+                    let answer = front.health(rows, starting, in_flight, keep_alive);
+                    self.http_op(&mut queue, |f, cx| f.send(cx, token, answer, None));
+                }
+                HttpNews::SessionEnded {
+                    token,
+                    session,
+                    cors,
+                    keep_alive,
+                } => {
+                    self.end_session(&session);
+                    let ok = br#"{"ok":true}"#;
+                    self.http_op(&mut queue, |f, cx| {
+                        f.respond(cx, token, 200, &cors, ok, keep_alive)
+                    });
+                }
+                HttpNews::CheckBody { token, req, cors } => self.check_body(token, req, cors),
+                HttpNews::Cancel(token) => self.cancel_conn(token),
+                HttpNews::Closed(token) => {
+                    self.listeners
+                        .remove_where(|c| matches!(c, Client::Http { conn, .. } if *conn == token));
+                }
+                HttpNews::PumpLater(token) => self.preparing.pump_later(token),
+                HttpNews::Resume(pumping) => {
+                    self.http_op(&mut queue, |f, cx| f.resume(cx, pumping));
+                }
+                HttpNews::Continue(token) => {
+                    self.http_op(&mut queue, |f, cx| {
+                        f.flush(cx, token);
+                        f.pump(cx, token);
+                    });
+                }
+                HttpNews::Accept => {
+                    self.http_op(&mut queue, HttpFront::accept);
+                }
+            }
+        }
+        Some(out)
+    }
+
+    /// Runs `op`, its news put at the front of `queue`.
+    fn http_op<R>(
+        &mut self,
+        queue: &mut VecDeque<HttpNews>,
+        op: impl FnOnce(&mut HttpFront, &mut Cx) -> R,
+    ) -> Option<R> {
+        let front = self.http.as_mut()?;
+        let mut cx = Cx {
+            registry: self.poll.registry(),
+            sources: &mut self.sources,
+            scratch: &mut self.scratch,
+            catalog: &self.catalog,
+            news: Vec::new(),
+        };
+        let out = op(front, &mut cx);
+        for news in cx.news.into_iter().rev() {
+            queue.push_front(news);
+        }
+        Some(out)
+    }
+
+    /// Reads, parses and answers on connection `token` (`HttpFront::pump`).
+    pub(in crate::edge::reactor) fn pump(&mut self, token: Token) {
+        self.with_http(|f, cx| f.pump(cx, token));
+    }
+
+    /// Handles a request whose body was checked in slices, on the
+    /// connection `HttpFront::hold` held.
+    pub(in crate::edge::reactor) fn post_checked(
+        &mut self,
+        token: Token,
+        req: Request,
+        cors: Headers,
+        checked: &Checked,
+    ) {
+        self.with_http(|f, cx| f.post_checked(cx, token, req, cors, checked));
+    }
+
+    /// Cancels the running calls of legacy session `session` (ended by
+    /// `DELETE`), answering their requests with an error (naming the
+    /// request, so the client can match it): no client waits forever.
+    fn end_session(&mut self, session: &str) {
+        let waiting = waiting_requests(&self.calls, session, None);
+        self.cancel_session(session);
+        for (conn, request_id) in waiting {
+            let msg = jsonrpc::error_response(
+                Some(&request_id),
+                jsonrpc::ErrorCode::InvalidRequest,
+                "session terminated by DELETE",
+            );
+            self.with_http(|f, cx| f.reply(cx, conn, &msg));
+        }
+    }
+}
+
+/// The connections waiting for running calls of `session` (only the call
+/// with request id `only`, if given), with the request ids.
+pub(in crate::edge::reactor) fn waiting_requests(
+    calls: &Calls,
+    session: &str,
+    only: Option<&RequestId>,
+) -> Vec<(Token, RequestId)> {
+    calls
+        .values()
+        .filter(|c| only.is_none_or(|id| &c.request.id == id))
+        .filter_map(|c| match &c.client {
+            Client::Http { conn, session: s } if s == session => {
+                Some((*conn, c.request.id.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
