@@ -257,7 +257,8 @@ struct Reactor {
     /// Calls that became tasks (Tasks extension), their outcomes, and the
     /// stored big results.
     tasks: TaskStore,
-    /// See `take_scratch`.
+    /// The read buffer of stdin, HTTP connections and pool output,
+    /// allocated and zeroed once, not per wake-up (`SCRATCH_LEN`).
     scratch: Vec<u8>,
 }
 
@@ -547,17 +548,6 @@ impl Reactor {
         }
     }
 
-    /// A read buffer allocated and zeroed once, not per wake-up (put it
-    /// back in `scratch` when done; a nested reader gets a fresh one).
-    pub(super) fn take_scratch(&mut self) -> Vec<u8> {
-        let buf = std::mem::take(&mut self.scratch);
-        if buf.len() == SCRATCH_LEN {
-            buf
-        } else {
-            vec![0u8; SCRATCH_LEN]
-        }
-    }
-
     /// Tells every subscriber that the tool list changed: modern
     /// `subscriptions/listen` requests that asked for it, on their stream.
     pub(crate) fn notify_tools_changed(&mut self) {
@@ -622,6 +612,8 @@ impl Reactor {
             drop(http);
         }
         // Deliver what is still queued, blocking if necessary.
-        self.finish_stdout();
+        if self.stdio.as_mut().is_some_and(Stdio::block_for_exit) {
+            self.flush_stdout();
+        }
     }
 }

@@ -157,8 +157,8 @@ impl Reactor {
     /// event stream just ends).
     fn cancel_request(&mut self, origin: &Origin, id: &RequestId) {
         let client = origin.client();
-        if matches!(origin, Origin::Stdio) {
-            self.stdio_access_cancelled(id);
+        if let (Origin::Stdio, Some(stdio)) = (origin, self.stdio.as_mut()) {
+            stdio.cancelled(id);
         }
         if self.listeners.remove(&client, id) {
             return;

@@ -203,48 +203,44 @@ impl StdioAccess {
             self.0.insert(id.clone(), access);
         }
     }
-}
 
-impl Reactor {
-    // ---- stdio ------------------------------------------------------------
-
-    /// A message going to the stdio client: a response closes its request's
-    /// record.
-    pub(super) fn stdio_access_reply(&mut self, msg: &Json) {
-        let Some(stdio) = self.stdio.as_mut() else {
-            return;
-        };
-        let open = &mut stdio.access.0;
+    /// A message going to the stdio client: a response closes its
+    /// request's record.
+    pub(super) fn reply(&mut self, msg: &Json) {
         // Only responses carry the id of an open request.
-        if open.is_empty() {
+        if self.0.is_empty() {
             return;
         }
         let Some(id) = msg.get("id").and_then(RequestId::from_json) else {
             return;
         };
-        if let Some(mut access) = open.remove(&id) {
+        if let Some(mut access) = self.0.remove(&id) {
             access.reply(msg);
             access.finish(None, "ok");
         }
     }
 
     /// The stdio request `id` was cancelled by its client.
-    pub(super) fn stdio_access_cancelled(&mut self, id: &RequestId) {
-        let Some(stdio) = self.stdio.as_mut() else {
-            return;
-        };
-        if let Some(access) = stdio.access.0.remove(id) {
+    pub(super) fn cancelled(&mut self, id: &RequestId) {
+        if let Some(access) = self.0.remove(id) {
             access.finish(None, "cancelled");
         }
     }
 
+    /// The open record of request `id`.
+    pub(super) fn get(&self, id: &RequestId) -> Option<&Access> {
+        self.0.get(id)
+    }
+}
+
+impl Reactor {
     // ---- calls ------------------------------------------------------------
 
     /// The trace of a call starting for `client`'s request `id`: a child of
     /// the request's span, if the request has an open record.
     pub(super) fn call_trace(&self, client: &Client, id: &RequestId) -> Option<Box<CallTrace>> {
         let access = match client {
-            Client::Stdio => self.stdio.as_ref()?.access.0.get(id)?,
+            Client::Stdio => self.stdio.as_ref()?.access_of(id)?,
             Client::Http { conn, .. } => self.http.as_ref()?.access_of(*conn)?,
         };
         Some(Box::new(CallTrace {

@@ -19,9 +19,10 @@ use serde_json::Value as Json;
 
 use super::apply::Origin;
 use super::byteio::{read_until, Flushed, RawReader, ReadEnd, WriteQueue};
-use super::{Reactor, STDIN, STDOUT};
+use super::obs::{Access, StdioAccess};
+use super::{Reactor, SCRATCH_LEN, STDIN, STDOUT};
 use crate::edge::{log, proc};
-use crate::protocol::jsonrpc::{self, Frame, LineFramer};
+use crate::protocol::jsonrpc::{self, Frame, LineFramer, RequestId};
 use crate::protocol::mcp::{self, Catalog, Session, Step};
 
 /// Stop reading stdin while this much output is queued (client not reading).
@@ -47,7 +48,7 @@ pub(super) struct Stdio {
     stdin_paused: bool,
     framer: LineFramer,
     /// The open access records of requests (`obs`).
-    pub(super) access: super::obs::StdioAccess,
+    access: StdioAccess,
 }
 
 impl Stdio {
@@ -173,70 +174,158 @@ impl Stdio {
     }
 }
 
-impl Reactor {
-    /// Reads stdin. `to_eagain` false allows stopping after a short read:
+impl Stdio {
+    /// Reads one chunk of stdin into the framer, the read buffer `scratch`
+    /// sized first. `to_eagain` false allows stopping after a short read:
     /// the poller said no EOF came with this data, and further data brings
     /// a new event, so the read that would only say EAGAIN is skipped.
-    pub(super) fn read_stdin_until(&mut self, to_eagain: bool) {
-        let mut buf = self.take_scratch();
-        self.read_stdin_into(&mut buf, to_eagain);
-        self.scratch = buf;
-    }
-
-    fn read_stdin_into(&mut self, buf: &mut [u8], to_eagain: bool) {
-        let exiting = self.exit_code.is_some();
-        let Some(stdio) = self.stdio.as_mut() else {
-            return;
-        };
-        if !stdio.may_read(exiting) {
-            return;
+    fn read(&mut self, scratch: &mut Vec<u8>, to_eagain: bool) -> StdinRead {
+        if scratch.len() != SCRATCH_LEN {
+            *scratch = vec![0u8; SCRATCH_LEN];
         }
-        let pollable = stdio.stdin_pollable;
-        let full = buf.len();
-        let end = read_until(&mut RawReader(0), buf, |chunk| {
-            let Some(stdio) = self.stdio.as_mut() else {
-                return ControlFlow::Break(());
-            };
-            stdio.framer.push(chunk);
-            while let Some(step) = self.stdio.as_mut().and_then(|s| s.next_step(&self.catalog)) {
-                self.apply(Origin::Stdio, step);
-            }
-            let exiting = self.exit_code.is_some();
-            let Some(stdio) = self.stdio.as_mut() else {
-                return ControlFlow::Break(());
-            };
-            stdio.framer.trim();
+        let mut short = false;
+        let framer = &mut self.framer;
+        let end = read_until(&mut RawReader(0), scratch, |chunk| {
+            framer.push(chunk);
+            short = chunk.len() < SCRATCH_LEN;
+            ControlFlow::Break(())
+        });
+        match end {
             // Regular file: one chunk per loop turn, so pool events
             // interleave with a long input file. A pipe may stop at a short
             // read unless the event also reported a closed writer: with
             // edge-triggered polling that EOF would otherwise never be seen.
-            if !pollable || (!to_eagain && chunk.len() < full) || !stdio.may_read(exiting) {
-                return ControlFlow::Break(());
-            }
-            ControlFlow::Continue(())
-        });
-        let Some(stdio) = self.stdio.as_mut() else {
-            return;
-        };
-        let last = match end {
-            ReadEnd::Drained | ReadEnd::Stopped => None,
-            ReadEnd::Eof => stdio.input_ended(&self.poll, &self.catalog, true),
+            ReadEnd::Stopped => StdinRead::Chunk {
+                more: self.stdin_pollable && (to_eagain || !short),
+            },
+            ReadEnd::Drained => StdinRead::Drained,
+            ReadEnd::Eof => StdinRead::Ended { eof: true },
             ReadEnd::Failed(e) => {
                 log::error(&format!("input read error: {e}"));
-                stdio.input_ended(&self.poll, &self.catalog, false)
+                StdinRead::Ended { eof: false }
             }
-        };
-        if let Some(step) = last {
-            self.apply(Origin::Stdio, step);
+        }
+    }
+
+    /// Queues `msg` for the client (a response closes its request's
+    /// access record).
+    fn queue(&mut self, msg: &Json) {
+        self.access.reply(msg);
+        mcp::structured::write_line(self.queue.buf(), msg);
+    }
+
+    /// Writes what the protocol stream takes, watching it for writability
+    /// while output waits.
+    fn flush(&mut self, poll: &Poll) -> StdoutFlush {
+        let fd = self.out.as_raw_fd();
+        match self.queue.flush(&mut self.out) {
+            Flushed::Done => {}
+            Flushed::Blocked => {
+                if self.out_pollable && self.queue.arm() {
+                    let _ =
+                        poll.registry()
+                            .register(&mut SourceFd(&fd), STDOUT, Interest::WRITABLE);
+                }
+                return StdoutFlush::Pending;
+            }
+            // The client went away: nothing more can be delivered.
+            Flushed::Closed => return StdoutFlush::Gone(None),
+            Flushed::Failed(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                return StdoutFlush::Gone(None)
+            }
+            Flushed::Failed(e) => return StdoutFlush::Gone(Some(e)),
+        }
+        if self.queue.disarm() {
+            let _ = poll.registry().deregister(&mut SourceFd(&fd));
+        }
+        StdoutFlush::Done {
+            resume: std::mem::take(&mut self.stdin_paused),
+        }
+    }
+
+    /// At shutdown: whether output is still queued; if so, writes block
+    /// from now on, so the flush that follows delivers it all.
+    pub(super) fn block_for_exit(&mut self) -> bool {
+        if self.queue.is_drained() {
+            return false;
+        }
+        let _ = set_blocking(self.out.as_raw_fd());
+        true
+    }
+
+    /// The open access record of request `id`, if any (`obs`).
+    pub(super) fn access_of(&self, id: &RequestId) -> Option<&Access> {
+        self.access.get(id)
+    }
+
+    /// The client cancelled request `id`: its access record ends.
+    pub(super) fn cancelled(&mut self, id: &RequestId) {
+        self.access.cancelled(id);
+    }
+}
+
+/// What a read of stdin gave.
+enum StdinRead {
+    /// A chunk went into the framer; `more`: stdin may be read on once its
+    /// lines are handled.
+    Chunk { more: bool },
+    /// Nothing more for now.
+    Drained,
+    /// Stdin ended (`eof`: at its end, else on a read error).
+    Ended { eof: bool },
+}
+
+/// How a flush of the protocol stream left it.
+enum StdoutFlush {
+    /// Output still waits.
+    Pending,
+    /// Everything is written; `resume`: stdin was paused for it.
+    Done { resume: bool },
+    /// The stream is closed (the client went away) or failed.
+    Gone(Option<io::Error>),
+}
+
+impl Reactor {
+    /// Reads stdin and applies its messages' steps, a chunk at a time,
+    /// while it may (see `Stdio::read`, `Stdio::may_read`).
+    pub(super) fn read_stdin_until(&mut self, to_eagain: bool) {
+        loop {
+            let exiting = self.exit_code.is_some();
+            let Some(stdio) = self.stdio.as_mut() else {
+                return;
+            };
+            if !stdio.may_read(exiting) {
+                return;
+            }
+            let read = stdio.read(&mut self.scratch, to_eagain);
+            let more = match read {
+                StdinRead::Chunk { more } => more,
+                StdinRead::Drained => return,
+                StdinRead::Ended { eof } => {
+                    if let Some(step) = stdio.input_ended(&self.poll, &self.catalog, eof) {
+                        self.apply(Origin::Stdio, step);
+                    }
+                    return;
+                }
+            };
+            while let Some(step) = self.stdio.as_mut().and_then(|s| s.next_step(&self.catalog)) {
+                self.apply(Origin::Stdio, step);
+            }
+            let Some(stdio) = self.stdio.as_mut() else {
+                return;
+            };
+            stdio.framer.trim();
+            if !more {
+                return;
+            }
         }
     }
 
     pub(super) fn send_stdio(&mut self, msg: &Json) {
-        self.stdio_access_reply(msg);
         let Some(stdio) = self.stdio.as_mut() else {
             return;
         };
-        mcp::structured::write_line(stdio.queue.buf(), msg);
+        stdio.queue(msg);
         self.flush_stdout();
     }
 
@@ -246,51 +335,20 @@ impl Reactor {
         let Some(stdio) = self.stdio.as_mut() else {
             return;
         };
-        let fd = stdio.out.as_raw_fd();
-        let failure = match stdio.queue.flush(&mut stdio.out) {
-            Flushed::Done => None,
-            Flushed::Blocked => {
-                if stdio.out_pollable && stdio.queue.arm() {
-                    let _ = self.poll.registry().register(
-                        &mut SourceFd(&fd),
-                        STDOUT,
-                        Interest::WRITABLE,
-                    );
+        match stdio.flush(&self.poll) {
+            StdoutFlush::Pending => {}
+            StdoutFlush::Done { resume } => {
+                if resume {
+                    self.read_stdin_until(true);
                 }
-                return;
             }
-            Flushed::Closed => Some(None),
-            Flushed::Failed(e) if e.kind() == io::ErrorKind::BrokenPipe => Some(None),
-            Flushed::Failed(e) => Some(Some(e)),
-        };
-        match failure {
-            None => {}
-            // The client went away: nothing more can be delivered.
-            Some(None) => {
+            StdoutFlush::Gone(None) => {
                 log::info("protocol stream closed");
                 self.exit_code.get_or_insert(0);
-                return;
             }
-            Some(Some(err)) => {
+            StdoutFlush::Gone(Some(err)) => {
                 log::error(&format!("protocol write failed: {err}"));
                 self.exit_code.get_or_insert(1);
-                return;
-            }
-        }
-        if stdio.queue.disarm() {
-            let _ = self.poll.registry().deregister(&mut SourceFd(&fd));
-        }
-        if std::mem::take(&mut stdio.stdin_paused) {
-            self.read_stdin_until(true);
-        }
-    }
-
-    /// At shutdown: delivers what is still queued, blocking if necessary.
-    pub(super) fn finish_stdout(&mut self) {
-        if let Some(stdio) = self.stdio.as_ref() {
-            if !stdio.queue.is_drained() {
-                let _ = set_blocking(stdio.out.as_raw_fd());
-                self.flush_stdout();
             }
         }
     }
