@@ -496,6 +496,30 @@ pub fn reap(pid: i32) -> Option<ExitDesc> {
     }
 }
 
+/// Whether process `pid` is on its way out: inside exit (the kernel's
+/// `PF_EXITING`, set before the process closes its descriptors) or a zombie
+/// not reaped yet. A connection that breaks while its peer process is
+/// exiting was broken by that exit, and SIGCHLD follows. `false` when it
+/// runs on, is gone, or `/proc` cannot say.
+pub fn is_exiting(pid: i32) -> bool {
+    pid > 0 && fs::read(format!("/proc/{pid}/stat")).is_ok_and(|stat| stat_says_exiting(&stat))
+}
+
+/// The reading of a `/proc/<pid>/stat` line for [`is_exiting`]: `pid
+/// (comm) state ppid pgrp session tty_nr tpgid flags ...`, counted from
+/// the last `)` (the command may hold spaces and parentheses).
+fn stat_says_exiting(stat: &[u8]) -> bool {
+    const PF_EXITING: u64 = 0x4;
+    let Some(close) = stat.iter().rposition(|&b| b == b')') else {
+        return false;
+    };
+    let rest = String::from_utf8_lossy(&stat[close + 1..]);
+    let mut fields = rest.split_ascii_whitespace();
+    let state = fields.next();
+    let flags = fields.nth(5).and_then(|f| f.parse::<u64>().ok());
+    matches!(state, Some("Z" | "X" | "x")) || flags.is_some_and(|f| f & PF_EXITING != 0)
+}
+
 /// Reaps every child that has ended, without blocking.
 ///
 /// As a subreaper ([`set_child_subreaper`]) we also inherit orphaned pool

@@ -421,3 +421,59 @@ fn random_bytes_come_from_the_kernel() {
         "a 1 MiB draw is mostly zeros"
     );
 }
+
+#[test]
+fn a_stat_line_says_exiting_by_its_flags_or_a_zombie_state() {
+    // Fields after the command: state ppid pgrp session tty_nr tpgid flags.
+    let line = |comm: &str, state: &str, flags: u64| {
+        format!("4242 ({comm}) {state} 1 4242 4242 0 -1 {flags} 120 0 0 0 3 1 0 0 20 0 1 0\n")
+    };
+    assert!(!stat_says_exiting(
+        line("python3", "S", 0x0040_0000).as_bytes()
+    ));
+    assert!(!stat_says_exiting(
+        line("python3", "R", 0x0040_0100).as_bytes()
+    ));
+    // PF_EXITING, in any state.
+    assert!(stat_says_exiting(
+        line("python3", "R", 0x0040_0104).as_bytes()
+    ));
+    assert!(stat_says_exiting(line("python3", "D", 0x4).as_bytes()));
+    assert!(stat_says_exiting(line("python3", "Z", 0).as_bytes()));
+    assert!(stat_says_exiting(line("python3", "X", 0).as_bytes()));
+    // A command with spaces and parentheses is skipped whole.
+    assert!(!stat_says_exiting(line("a) Z 1 (b", "S", 0).as_bytes()));
+    assert!(stat_says_exiting(line("x) S 1 (y", "Z", 0).as_bytes()));
+    assert!(!stat_says_exiting(b""));
+    assert!(!stat_says_exiting(b"4242 (truncated"));
+}
+
+#[test]
+fn a_running_child_is_not_exiting_and_an_unreaped_one_is() {
+    assert!(!is_exiting(std::process::id() as i32));
+    assert!(!is_exiting(0) && !is_exiting(-1));
+    // The child prints its line, then sleeps: it runs.
+    let spawned = spawn_pool(&sh("echo up; exec sleep 30")).expect("spawn");
+    assert!(wait_readable(
+        spawned.output.as_raw_fd(),
+        Instant::now() + TIMEOUT
+    ));
+    assert!(!is_exiting(spawned.pid));
+    // A zombie until reaped (`reap` by pid: no other test reaps it).
+    // SAFETY: kill(2) has no memory-safety preconditions.
+    syscall!(kill(spawned.pid, libc::SIGKILL)).expect("kill");
+    let _ = read_to_eof(&spawned.output);
+    let deadline = Instant::now() + TIMEOUT;
+    while !is_exiting(spawned.pid) {
+        assert!(
+            Instant::now() < deadline,
+            "pid {} never seen exiting",
+            spawned.pid
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(
+        reap_blocking(spawned.pid).to_string(),
+        "killed by signal 9 (SIGKILL)"
+    );
+}

@@ -48,6 +48,11 @@ const MAX_REPLY: u64 = 4 << 30;
 /// this long for its exit to be noticed, so the error can say how it died
 /// and the next call already goes to the restarted pool.
 const LOST_GRACE: Duration = Duration::from_millis(50);
+/// When the pool's process is already on its way out (`proc::is_exiting`),
+/// its SIGCHLD is awaited this long instead: on a loaded machine a dying
+/// process may need far more than [`LOST_GRACE`] to finish exiting after
+/// its descriptors closed, and only its exit says how it died.
+const EXITING_GRACE: Duration = Duration::from_secs(10);
 
 mod cancel;
 mod connect;
@@ -113,11 +118,12 @@ pub(super) enum CallStage {
     WaitingForPool,
     Sending,
     Receiving,
-    /// The connection broke; the call fails with `message` at `until`
-    /// unless the pool's death is noticed first.
+    /// The connection broke; the call fails with `message` at the `Lost`
+    /// timer unless the pool's death is noticed first (`exiting`: its
+    /// process was seen on its way out, and the longer grace runs).
     Lost {
         message: String,
-        until: Instant,
+        exiting: bool,
     },
 }
 
@@ -460,7 +466,8 @@ impl Reactor {
 
     /// The connection failed mid-call. If the pool died, the child handler
     /// fails the call with how it died; otherwise `message` is used after a
-    /// short grace (see [`LOST_GRACE`]).
+    /// grace: [`EXITING_GRACE`] for a process on its way out, whose SIGCHLD
+    /// will come, else the short [`LOST_GRACE`].
     fn lost_connection(&mut self, id: CallId, message: String) {
         self.with_pools(PoolSet::check_children);
         let Some(call) = self.calls.get_mut(&id) else {
@@ -470,9 +477,11 @@ impl Reactor {
             let _ = self.poll.registry().deregister(&mut stream);
             self.sources.remove(&token);
         }
-        let until = Instant::now() + LOST_GRACE;
-        call.stage = CallStage::Lost { message, until };
-        self.calls.arm(id, CallTimer::Lost, Some(until));
+        let exiting = self.pools.exiting(call.program, call.sched.slot);
+        call.stage = CallStage::Lost { message, exiting };
+        let grace = if exiting { EXITING_GRACE } else { LOST_GRACE };
+        self.calls
+            .arm(id, CallTimer::Lost, Some(Instant::now() + grace));
     }
 
     pub(super) fn finish_call(&mut self, id: CallId, outcome: Result<Json, String>) {
@@ -581,11 +590,7 @@ impl Reactor {
                     }
                 }
                 CallTimer::Lost => {
-                    let Some(call) = self.calls.get(&id) else {
-                        continue;
-                    };
-                    if let CallStage::Lost { message, .. } = &call.stage {
-                        let message = message.clone();
+                    if let Some(message) = self.calls.lost_grace_over(id, now, &self.pools) {
                         self.fail_call(id, message);
                     }
                 }
@@ -596,6 +601,23 @@ impl Reactor {
 }
 
 impl Calls {
+    /// The grace of call `id`'s broken connection is over and its process
+    /// was not reaped: the message the call fails with, unless the process
+    /// has since been seen on its way out (it began exiting after the short
+    /// grace started), when its exit is awaited longer.
+    fn lost_grace_over(&mut self, id: CallId, now: Instant, pools: &PoolSet) -> Option<String> {
+        let call = self.get_mut(&id)?;
+        let CallStage::Lost { message, exiting } = &mut call.stage else {
+            return None;
+        };
+        if !*exiting && pools.exiting(call.program, call.sched.slot) {
+            *exiting = true;
+            self.arm(id, CallTimer::Lost, Some(now + EXITING_GRACE));
+            return None;
+        }
+        Some(std::mem::take(message))
+    }
+
     /// `notifications/progress` for call `id`, if it carries a progress
     /// token, and its client: elapsed seconds as the (strictly increasing)
     /// progress, no total.

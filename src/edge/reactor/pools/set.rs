@@ -480,6 +480,16 @@ impl PoolSet {
             .is_some_and(|p| matches!(p.status, PoolStatus::Ready))
     }
 
+    /// Whether process `proc` of `program` is on its way out (exiting or a
+    /// zombie, not reaped yet): its SIGCHLD will come (`proc::is_exiting`).
+    pub(in crate::edge::reactor) fn exiting(&self, program: usize, proc: Proc) -> bool {
+        self.programs[program]
+            .pools
+            .get(proc.0)
+            .and_then(|p| p.pid)
+            .is_some_and(proc::is_exiting)
+    }
+
     /// How messages name a process: `py`, or `py#2` for a replica.
     pub(in crate::edge::reactor) fn label(&self, program: usize, proc: Proc) -> String {
         self.programs[program].pools[proc.0].label()
