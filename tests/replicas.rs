@@ -163,6 +163,22 @@ fn warm(s: &mut Server, trace: &Traced, n: usize) {
     overlap(s, trace, n);
 }
 
+/// Waits until the server has exactly `n` pool processes and each accepts
+/// connections on its socket (the pool takes the empty connection as a
+/// client that went away), so that no call held next waits in one process
+/// while another starts.
+fn wait_listening(s: &Server, n: usize) {
+    let tmpdir = tmpdir_of(s);
+    wait_until(format!("{n} pool processes listening"), || {
+        let procs = pool_procs(s);
+        let up = procs.len() == n
+            && procs
+                .iter()
+                .all(|p| std::os::unix::net::UnixStream::connect(tmpdir.join(&p.socket)).is_ok());
+        up.then_some(())
+    });
+}
+
 #[test]
 fn sleeping_calls_overlap_on_replicas_and_queue_on_one_process() {
     let (mut s, trace) = traced(Program::shapes(), &[]);
@@ -409,10 +425,22 @@ fn idle_replicas_stop_and_output_names_the_replica() {
 
 #[test]
 fn a_call_that_times_out_on_a_replica_restarts_only_that_process() {
+    // Both processes start with the first call (`--pool-min`) and are
+    // listening before any call is held, so no held call counts its
+    // 3-s deadline while a process starts.
     let (mut s, trace) = traced(
         Program::shapes(),
-        &["--pool-replicas", "py=2", "--call-timeout", "3"],
+        &[
+            "--pool-replicas",
+            "py=2",
+            "--pool-min",
+            "py=2",
+            "--call-timeout",
+            "3",
+        ],
     );
+    assert_eq!(s.call_ok("addOne", json!({"_1": 1})), "2");
+    wait_listening(&s, 2);
     warm(&mut s, &trace, 2);
     let before = pool_procs(&s);
     assert_eq!(before.len(), 2, "{before:?}");
@@ -439,6 +467,8 @@ fn a_call_that_times_out_on_a_replica_restarts_only_that_process() {
         primary(&after),
         "the primary was restarted"
     );
+    // The replica came back (as `--pool-min` wants), and serves.
+    wait_listening(&s, 2);
     warm(&mut s, &trace, 2);
     assert_eq!(s.finish(), 0);
 }

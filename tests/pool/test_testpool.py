@@ -13,6 +13,7 @@ import glob
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import socket
@@ -33,6 +34,10 @@ POOL_SCRIPT = HERE / "testpool.py"
 SHAPES = tp.PROGRAMS["shapes"]
 SNAPSHOT_BASENAME = "morloc-14877-e8d392d64dfa1a2f"
 J = tp.parse_schema("j")
+# How long a wait for the pool (its start, a reply, its exit) may take before
+# the test fails: long, since a loaded machine only makes things slower. No
+# test asserts that something happens within a time.
+WAIT = 60.0
 
 
 def wire(name: str) -> bytes:
@@ -495,7 +500,7 @@ class TestRequestErrors(PoolCase):
 
 # --- the real process -------------------------------------------------------
 
-def roundtrip(path: str, request: bytes, timeout: float = 5.0) -> bytes:
+def roundtrip(path: str, request: bytes, timeout: float = WAIT) -> bytes:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(timeout)
         s.connect(path)
@@ -510,7 +515,7 @@ def roundtrip(path: str, request: bytes, timeout: float = 5.0) -> bytes:
 
 def read_reply(s: socket.socket) -> bytes:
     """Everything the pool sends on `s` until it closes."""
-    s.settimeout(5.0)
+    s.settimeout(WAIT)
     chunks = []
     while True:
         chunk = s.recv(1 << 16)
@@ -542,8 +547,24 @@ class PoolProcess:
         argv = args if args is not None else [self.socket, self.dir, self.basename]
         self.proc = subprocess.Popen([sys.executable, str(POOL_SCRIPT), *argv], env=full_env,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        # What wait_stderr read of the pool's stderr (finish adds the rest).
+        self.err = b""
 
-    def wait_ready(self, timeout: float = 5.0) -> None:
+    def wait_stderr(self, needle: bytes, timeout: float = WAIT) -> None:
+        """Reads the pool's stderr until `needle` has appeared."""
+        fd = self.proc.stderr.fileno()
+        deadline = time.monotonic() + timeout
+        while needle not in self.err:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"{needle!r} not on the pool's stderr: {self.err!r}")
+            if select.select([fd], [], [], left)[0]:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    raise AssertionError(f"the pool closed stderr without {needle!r}: {self.err!r}")
+                self.err += chunk
+
+    def wait_ready(self, timeout: float = WAIT) -> None:
         deadline = time.monotonic() + timeout
         ping = wire("startup_ping.req.bin")
         while time.monotonic() < deadline:
@@ -561,11 +582,11 @@ class PoolProcess:
     def finish(self) -> tuple[int, bytes, bytes]:
         if self.proc.poll() is None:
             self.proc.kill()
-        out, err = self.proc.communicate(timeout=5)
+        out, err = self.proc.communicate(timeout=WAIT)
         for f in self.shm_files():
             os.unlink(f)
         shutil.rmtree(self.dir, ignore_errors=True)
-        return self.proc.returncode, out, err
+        return self.proc.returncode, out, self.err + err
 
 
 class TestProcess(unittest.TestCase):
@@ -618,7 +639,7 @@ class TestProcess(unittest.TestCase):
                     hung.recv(1)
 
                 p.proc.send_signal(signal.SIGTERM)
-                self.assertEqual(p.proc.wait(timeout=5), 0)
+                self.assertEqual(p.proc.wait(timeout=WAIT), 0)
             self.assertFalse(os.path.exists(p.socket))
             self.assertEqual(p.shm_files(), [])
         finally:
@@ -682,7 +703,8 @@ class TestProcess(unittest.TestCase):
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
                 s.connect(p.socket)
                 s.sendall(call(16, int_arg(30000)))
-                time.sleep(0.5)
+                # Not read until the pool has given up on the full buffer.
+                p.wait_stderr(b"job failed: IPC error: Failed to send over client")
                 got = read_reply(s)
             self.assertEqual(len(got) < 480087, True, len(got))
             self.assertEqual(got[:4], struct.pack("<I", tp.PACKET_MAGIC))
@@ -696,12 +718,13 @@ class TestProcess(unittest.TestCase):
         p = PoolProcess({"TESTPOOL_RACE_MS": "300"})
         try:
             p.wait_ready()
+            # The second connection waits in the backlog before the call is
+            # sent, so it is there however late the pool gets to its wait.
             first = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             first.connect(p.socket)
-            first.sendall(call(16, int_arg(5000)))
-            time.sleep(0.1)
             second = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             second.connect(p.socket)
+            first.sendall(call(16, int_arg(5000)))
             reply = read_reply(first)
             relptr = struct.unpack("<q", reply[64:72])[0]
             mem = tp.ShmMemory(p.basename, p.dir)
@@ -725,14 +748,14 @@ class TestProcess(unittest.TestCase):
         try:
             p.wait_ready()
             self.assertEqual(roundtrip(p.socket, call(92, int_arg(1))), b"")
-            self.assertEqual(p.proc.wait(timeout=5), 3)
+            self.assertEqual(p.proc.wait(timeout=WAIT), 3)
         finally:
             p.finish()
 
     def test_health_and_usage(self) -> None:
-        ok = subprocess.run([sys.executable, str(POOL_SCRIPT), "--health"], capture_output=True, timeout=5)
+        ok = subprocess.run([sys.executable, str(POOL_SCRIPT), "--health"], capture_output=True, timeout=WAIT)
         self.assertEqual((ok.returncode, ok.stdout), (0, b'{"status":"ok","version":"0.98.2"}\n'))
-        bad = subprocess.run([sys.executable, str(POOL_SCRIPT), "a", "b"], capture_output=True, timeout=5)
+        bad = subprocess.run([sys.executable, str(POOL_SCRIPT), "a", "b"], capture_output=True, timeout=WAIT)
         self.assertEqual((bad.returncode, bad.stdout), (1, b""))
         self.assertTrue(bad.stderr.startswith(b"Usage: testpool.py <socket_path> <tmpdir> <shm_basename>"))
 
@@ -742,14 +765,14 @@ class TestProcess(unittest.TestCase):
         try:
             Path(quiet.socket).write_bytes(b"")  # a stale file is left alone when never listening
             dying.wait_ready()
-            self.assertEqual(dying.proc.wait(timeout=5), 3)
+            self.assertEqual(dying.proc.wait(timeout=WAIT), 3)
             self.assertIsNone(quiet.proc.poll())
             self.assertEqual(Path(quiet.socket).read_bytes(), b"")
             # A loaded machine may not have run the pool's start far enough to
             # catch SIGTERM yet: wait until the kernel says it does.
             wait_catches(quiet.proc.pid, signal.SIGTERM)
             quiet.proc.send_signal(signal.SIGTERM)
-            self.assertEqual(quiet.proc.wait(timeout=5), 0)
+            self.assertEqual(quiet.proc.wait(timeout=WAIT), 0)
         finally:
             quiet.finish()
             dying.finish()
@@ -760,14 +783,14 @@ class TestProcess(unittest.TestCase):
         launcher = (
             "import subprocess, sys, time, os\n"
             "p = subprocess.Popen([sys.executable] + sys.argv[1:])\n"
-            "deadline = time.monotonic() + 5\n"
+            "deadline = time.monotonic() + 60\n"
             "while not os.path.exists(sys.argv[2]) and time.monotonic() < deadline:\n"
             "    time.sleep(0.01)\n"
         )
         try:
             subprocess.run([sys.executable, "-c", launcher, str(POOL_SCRIPT), sock, d,
-                            unique_basename("d")], timeout=10, check=True)
-            deadline = time.monotonic() + 5
+                            unique_basename("d")], timeout=2 * WAIT, check=True)
+            deadline = time.monotonic() + WAIT
             while os.path.exists(sock) and time.monotonic() < deadline:
                 time.sleep(0.01)
             self.assertFalse(os.path.exists(sock))
@@ -937,13 +960,13 @@ class TestJobStack(unittest.TestCase):
         a, b = socket.socketpair()
         got: list = []
         try:
-            racer = threading.Thread(target=lambda: got.append(stack.pop_racing(5.0)))
+            racer = threading.Thread(target=lambda: got.append(stack.pop_racing(WAIT)))
             racer.start()
-            deadline = time.monotonic() + 5
+            deadline = time.monotonic() + WAIT
             while not stack.racers and time.monotonic() < deadline:
                 time.sleep(0.001)
             stack.push(a)
-            racer.join(5)
+            racer.join(WAIT)
             self.assertEqual(got, [a])
             self.assertIsNone(stack.pop(0.01))
             # Without a connection in time, nothing; a later one goes on the stack.
@@ -960,7 +983,8 @@ class TestCppProcess(unittest.TestCase):
     def test_cpp_mode_runs_calls_on_threads_at_once(self) -> None:
         d = tempfile.mkdtemp(prefix="tp-trace-")
         trace = os.path.join(d, "calls.trace")
-        p = PoolProcess({"TESTPOOL_WORKERS": "cpp", "TESTPOOL_TRACE": trace})
+        release = os.path.join(d, "release")
+        p = PoolProcess({"TESTPOOL_WORKERS": "cpp", "TESTPOOL_TRACE": trace, "TESTPOOL_HOLD": release})
         try:
             p.wait_ready()
             socks = []
@@ -969,6 +993,12 @@ class TestCppProcess(unittest.TestCase):
                 s.connect(p.socket)
                 s.sendall(call(19, int_arg(300)))
                 socks.append(s)
+            # Each call is held in the pool until all six have started.
+            deadline = time.monotonic() + WAIT
+            while not os.path.exists(trace) or Path(trace).read_text().count("start ") < 6:
+                self.assertLess(time.monotonic(), deadline, "six calls never ran at once")
+                time.sleep(0.005)
+            Path(release).write_text("")
             expected = tp.make_data_packet(tp.SOURCE_MESG, tp.FORMAT_VOIDSTAR, tp.encode_flat(J, 300), J)
             self.assertEqual([read_reply(s) for s in socks], [expected] * 6)
             lines = [line.split(" ") for line in Path(trace).read_text().splitlines()]

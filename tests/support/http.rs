@@ -22,8 +22,9 @@ use super::time::{wait_until, Stopwatch};
 
 /// The protocol revision the tests negotiate.
 pub const PROTOCOL: &str = "2025-06-18";
-/// The longest any single read from the server may take.
-pub const IO_TIMEOUT: Duration = Duration::from_secs(20);
+/// The longest any single read from the server may take (see
+/// `time::TIMEOUT`: only a failing test waits this long).
+pub const IO_TIMEOUT: Duration = Duration::from_secs(60);
 /// The server's connection cap (`MAX_CONNECTIONS` in the reactor).
 pub const MAX_CONNECTIONS: usize = 1024;
 
