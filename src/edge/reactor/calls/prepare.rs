@@ -116,7 +116,10 @@ impl Reactor {
             let id = match work {
                 Work::Call(id) => id,
                 Work::Send(id) => return self.advance_call(id),
-                Work::Pump(token) => return self.pump(token),
+                Work::Pump(token) => {
+                    self.with_http(|f, cx| f.pump(cx, token));
+                    return;
+                }
                 Work::Body(token) => {
                     if self.check_slice(token) {
                         return;
@@ -208,7 +211,8 @@ impl Reactor {
             span: check.checker.span(),
             ends: check.checker.ends(),
         };
-        self.post_checked(token, check.req, check.cors, &checked);
+        let (req, cors) = (check.req, check.cors);
+        self.with_http(|f, cx| f.post_checked(cx, token, req, cors, &checked));
         true
     }
 }

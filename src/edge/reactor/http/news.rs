@@ -16,7 +16,7 @@ use mio::{Registry, Token};
 use super::health::pool_rows;
 use super::{metrics, HttpFront};
 use crate::edge::reactor::apply::Origin;
-use crate::edge::reactor::calls::{Calls, Checked};
+use crate::edge::reactor::calls::Calls;
 use crate::edge::reactor::{Client, Reactor, Sources};
 use crate::protocol::http::{Headers, Request};
 use crate::protocol::jsonrpc::{self, RequestId};
@@ -95,6 +95,13 @@ impl Reactor {
     ) -> Option<R> {
         let mut queue = VecDeque::new();
         let out = self.http_op(&mut queue, op)?;
+        self.http_news(queue);
+        Some(out)
+    }
+
+    /// Applies `queue`, in order (not generic: an arm may start an
+    /// operation of its own with `with_http`).
+    fn http_news(&mut self, mut queue: VecDeque<HttpNews>) {
         while let Some(news) = queue.pop_front() {
             match news {
                 HttpNews::Apply(origin, step) => self.apply(origin, step),
@@ -129,7 +136,20 @@ impl Reactor {
                     cors,
                     keep_alive,
                 } => {
-                    self.end_session(&session);
+                    // Its running calls are cancelled; their requests are
+                    // answered with an error (naming the request, so the
+                    // client can match it): no client waits forever.
+                    let waiting = waiting_requests(&self.calls, &session, None);
+                    self.cancel_session(&session);
+                    for (conn, request_id) in waiting {
+                        let msg = jsonrpc::error_response(
+                            Some(&request_id),
+                            jsonrpc::ErrorCode::InvalidRequest,
+                            "session terminated by DELETE",
+                        );
+                        // Each in full before the next (and the `200`).
+                        self.with_http(|f, cx| f.reply(cx, conn, &msg));
+                    }
                     let ok = br#"{"ok":true}"#;
                     self.http_op(&mut queue, |f, cx| {
                         f.respond(cx, token, 200, &cors, ok, keep_alive)
@@ -156,7 +176,6 @@ impl Reactor {
                 }
             }
         }
-        Some(out)
     }
 
     /// Runs `op`, its news put at the front of `queue`.
@@ -178,39 +197,6 @@ impl Reactor {
             queue.push_front(news);
         }
         Some(out)
-    }
-
-    /// Reads, parses and answers on connection `token` (`HttpFront::pump`).
-    pub(in crate::edge::reactor) fn pump(&mut self, token: Token) {
-        self.with_http(|f, cx| f.pump(cx, token));
-    }
-
-    /// Handles a request whose body was checked in slices, on the
-    /// connection `HttpFront::hold` held.
-    pub(in crate::edge::reactor) fn post_checked(
-        &mut self,
-        token: Token,
-        req: Request,
-        cors: Headers,
-        checked: &Checked,
-    ) {
-        self.with_http(|f, cx| f.post_checked(cx, token, req, cors, checked));
-    }
-
-    /// Cancels the running calls of legacy session `session` (ended by
-    /// `DELETE`), answering their requests with an error (naming the
-    /// request, so the client can match it): no client waits forever.
-    fn end_session(&mut self, session: &str) {
-        let waiting = waiting_requests(&self.calls, session, None);
-        self.cancel_session(session);
-        for (conn, request_id) in waiting {
-            let msg = jsonrpc::error_response(
-                Some(&request_id),
-                jsonrpc::ErrorCode::InvalidRequest,
-                "session terminated by DELETE",
-            );
-            self.with_http(|f, cx| f.reply(cx, conn, &msg));
-        }
     }
 }
 

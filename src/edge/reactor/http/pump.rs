@@ -279,13 +279,11 @@ impl HttpFront {
             return;
         };
         conn.refuse();
-        let Answer {
-            status,
-            headers,
-            body,
-            ..
-        } = answer;
-        self.respond(cx, token, status, &headers, &body, false);
+        let answer = Answer {
+            keep_alive: false,
+            ..answer
+        };
+        self.send(cx, token, answer, None);
     }
 
     /// Writes what connection `token`'s socket takes of its output.

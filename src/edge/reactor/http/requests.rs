@@ -42,7 +42,7 @@ impl HttpFront {
                     }
                     Guard::Refuse(a) => {
                         self.access_open(token, &req, true);
-                        self.respond(cx, token, a.status, &a.headers, &a.body, a.keep_alive)
+                        self.send(cx, token, a, None)
                     }
                     Guard::Parked { fetch: false } => {}
                     Guard::Parked { fetch: true } => {
@@ -53,13 +53,7 @@ impl HttpFront {
             }
             Err(answer) => {
                 self.access_open(token, &req, true);
-                let Answer {
-                    status,
-                    headers,
-                    body,
-                    keep_alive,
-                } = answer;
-                self.respond(cx, token, status, &headers, &body, keep_alive)
+                self.send(cx, token, answer, None)
             }
             // Only a guarded route's request proved the token.
             Ok((route, cors)) => {
@@ -172,7 +166,7 @@ impl HttpFront {
                 cors,
                 keep_alive: req.keep_alive,
             }),
-            Err(a) => self.respond(cx, token, a.status, &a.headers, &a.body, a.keep_alive),
+            Err(a) => self.send(cx, token, a, None),
         }
     }
 
@@ -228,7 +222,7 @@ impl HttpFront {
             random: &mut random,
         };
         match http::mcp_post(state, &req, msg, arguments, cors) {
-            Post::Answer(a) => self.respond(cx, token, a.status, &a.headers, &a.body, a.keep_alive),
+            Post::Answer(a) => self.send(cx, token, a, None),
             Post::Apply(mut step, mut framing) => {
                 if let Some(notice) = framing.notice.take() {
                     self.notice(Notice::SessionCap, || notice);
