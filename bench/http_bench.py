@@ -112,8 +112,9 @@ class Client:
             raise BenchError(f"notifications/initialized: status {status}")
 
 
-def start_server(binary: str, manifest: str) -> tuple[subprocess.Popen, str, int]:
-    proc = subprocess.Popen([binary, "mcp", manifest, "--http-port", "0"],
+def start_server(binary: str, manifest: str,
+                 extra: list[str] | tuple[str, ...] = ()) -> tuple[subprocess.Popen, str, int]:
+    proc = subprocess.Popen([binary, "mcp", manifest, "--http-port", "0", *extra],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     assert proc.stderr is not None
@@ -229,7 +230,10 @@ def percentile(sorted_values: list[float], p: float) -> float:
 
 
 def run_level(host: str, port: int, name: str, tool: str, clients: int, seconds: float,
-              warmup: int) -> dict:
+              warmup: int, probe=None) -> dict:
+    """Runs `clients` for `seconds` after their warm-up. With `probe` (a
+    function giving a number, e.g. the server's CPU seconds), the result's
+    `probed` is how much it grew over the timed window."""
     procs = max(1, min(clients, os.cpu_count() or 1))
     per = [clients // procs + (1 if k < clients % procs else 0) for k in range(procs)]
     ctx = mp.get_context("fork")
@@ -245,6 +249,7 @@ def run_level(host: str, port: int, name: str, tool: str, clients: int, seconds:
     # The barrier opens once every client has connected, initialized and
     # warmed up, so the timed window starts with everyone in it.
     ready.wait()
+    first = probe() if probe else 0.0
     began = time.perf_counter()
     stop_at.value = began + seconds
     start.set()
@@ -254,6 +259,7 @@ def run_level(host: str, port: int, name: str, tool: str, clients: int, seconds:
         lat, err = results.get()
         latencies.extend(lat)
         errors.extend(err)
+    probed = probe() - first if probe else 0.0
     for w in workers:
         w.join()
     if errors:
@@ -265,6 +271,7 @@ def run_level(host: str, port: int, name: str, tool: str, clients: int, seconds:
         "rate": len(latencies) / seconds,
         "p50": percentile(latencies, 50) * 1000,
         "p99": percentile(latencies, 99) * 1000,
+        "probed": probed,
     }
 
 

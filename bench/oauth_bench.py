@@ -16,6 +16,13 @@ checks of every reply are `http_bench.py`'s; every request carries the mode's
 change in the machine's load touches them alike; the load average is printed
 with each run. `pureAnswer` (evaluated inside the server) shows the cost of
 the check best; `addOne` adds a pool round trip. Standard library and openssl.
+
+Besides calls per second (which follow the machine's load), each run reports
+the server's CPU time per call: its user + system time (`/proc/<pid>/stat`)
+over the timed window, divided by the calls answered in it. That is the
+figure to compare on a busy machine: what a call costs the server's one
+thread, whoever else runs. The summary gives each mode's median against
+`--auth-token`'s.
 """
 
 from __future__ import annotations
@@ -91,18 +98,16 @@ def with_auth(original):
     return request_bytes
 
 
-def start(binary: str, extra: list[str]):
-    """`http_bench.start_server` with `extra` options."""
-    real = http_bench.subprocess.Popen
+def cpu_seconds(pid: int) -> float:
+    """The user + system CPU time of process `pid` so far, in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    # After "pid (comm)": state is field 3, utime 14 and stime 15.
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    def popen(args, **kwargs):
-        return real(list(args) + extra, **kwargs)
 
-    http_bench.subprocess.Popen = popen
-    try:
-        return http_bench.start_server(binary, http_bench.SHAPES)
-    finally:
-        http_bench.subprocess.Popen = real
+def median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
 
 
 def main() -> int:
@@ -133,29 +138,34 @@ def main() -> int:
     print()
     print(f"- binary: `{args.binary}`; {os.cpu_count()} CPUs")
     print()
-    print("| round | mode | calls/s | p50 (ms) | p99 (ms) | load average |")
-    print("|--:|--|--:|--:|--:|--:|")
+    print("| round | mode | calls/s | p50 (ms) | p99 (ms) | server CPU per call (µs) "
+          "| load average |")
+    print("|--:|--|--:|--:|--:|--:|--:|")
     rates: dict[str, list[float]] = {m: [] for m in modes}
+    cpu: dict[str, list[float]] = {m: [] for m in modes}
     for round_no in range(1, args.rounds + 1):
         for mode, (extra, auth) in modes.items():
             AUTH["value"] = auth
-            proc, host, port = start(args.binary, extra)
+            proc, host, port = http_bench.start_server(args.binary, http_bench.SHAPES, extra)
             try:
                 name = http_bench.served_name(host, port, args.tool)
                 r = http_bench.run_level(host, port, name, args.tool, args.clients, args.seconds,
-                                         args.warmup)
+                                         args.warmup, probe=lambda: cpu_seconds(proc.pid))
             finally:
                 proc.terminate()
                 proc.wait()
             rates[mode].append(r["rate"])
+            per_call = 1e6 * r["probed"] / max(r["calls"], 1)
+            cpu[mode].append(per_call)
             print(f"| {round_no} | {mode} | {r['rate']:.0f} | {r['p50']:.3f} | {r['p99']:.3f} "
-                  f"| {os.getloadavg()[0]:.2f} |", flush=True)
+                  f"| {per_call:.1f} | {os.getloadavg()[0]:.2f} |", flush=True)
     print()
-    base = sorted(rates["token"])[len(rates["token"]) // 2]
+    base, base_cpu = median(rates["token"]), median(cpu["token"])
     for mode in ("rs256", "es256"):
-        median = sorted(rates[mode])[len(rates[mode]) // 2]
-        print(f"- {mode}: median {median:.0f} calls/s, {100 * (median / base - 1):+.1f} % against "
-              f"--auth-token ({base:.0f})")
+        rate, used = median(rates[mode]), median(cpu[mode])
+        print(f"- {mode}: median {rate:.0f} calls/s, {100 * (rate / base - 1):+.1f} % against "
+              f"--auth-token ({base:.0f}); server CPU per call {used:.1f} µs, "
+              f"{100 * (used / base_cpu - 1):+.1f} % against --auth-token ({base_cpu:.1f} µs)")
     return 0
 
 

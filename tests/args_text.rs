@@ -2,10 +2,9 @@
 //! request's text into the pool's format, with the typed path's results and
 //! errors, and a memory cost of about the line plus the packet.
 
-use std::path::Path;
-
 use serde_json::{json, Value};
 
+use crate::support::procfs;
 use crate::util::{self, Proc, TempDir, TIMEOUT};
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}"#;
@@ -50,21 +49,6 @@ fn call(proc: &mut Proc, id: u64, tool: &str, arguments: &str) -> Value {
 
 fn text(result: &Value) -> &str {
     result["content"][0]["text"].as_str().unwrap_or_default()
-}
-
-/// A field of /proc/<pid>/status, in bytes.
-fn status(pid: u32, field: &str) -> u64 {
-    let text = util::read(Path::new(&format!("/proc/{pid}/status")));
-    let line = text
-        .lines()
-        .find(|l| l.starts_with(&format!("{field}:")))
-        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"));
-    let kib: u64 = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
-    kib * 1024
 }
 
 #[test]
@@ -191,8 +175,8 @@ fn a_big_call_costs_about_its_line_and_its_packet() {
         "the pool did not get the call: {result}"
     );
     let pid = proc.pid();
-    let peak = status(pid, "VmHWM");
-    let kept = status(pid, "VmRSS");
+    let peak = procfs::status(pid, "VmHWM");
+    let kept = procfs::status(pid, "VmRSS");
     assert!(peak < 150 << 20, "peak resident set {} MiB", peak >> 20);
     assert!(
         kept < 64 << 20,
@@ -237,6 +221,6 @@ fn a_big_call_over_http_costs_about_its_body_and_its_packet() {
         text(result).contains("70"),
         "the pool did not get the call: {reply}"
     );
-    let peak = status(server.proc.pid(), "VmHWM");
+    let peak = procfs::status(server.proc.pid(), "VmHWM");
     assert!(peak < 150 << 20, "peak resident set {} MiB", peak >> 20);
 }

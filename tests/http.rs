@@ -24,7 +24,6 @@
 use std::ffi::OsString;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -34,6 +33,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::support::http::*;
+use crate::support::procfs;
 use crate::util::{self, pace, wait_for, wait_until, CallTrace, Hold, Stopwatch, TempDir};
 
 /// The text of a successful tool result.
@@ -1080,16 +1080,6 @@ fn ping_with_id(addr: SocketAddr, sid: &str, n: usize) -> Vec<u8> {
     post_request(addr, Some(sid), body.as_bytes(), &[])
 }
 
-/// The server's resident memory, from /proc.
-fn resident_kib(pid: u32) -> u64 {
-    let status = util::read(Path::new(&format!("/proc/{pid}/status")));
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or_else(|| panic!("no VmRSS in {status}"))
-}
-
 #[test]
 fn a_flood_of_pipelined_requests_is_answered_in_order() {
     let server = Server::start(&[]);
@@ -1145,7 +1135,7 @@ fn a_flood_of_pipelined_requests_is_answered_in_order() {
 fn a_client_that_does_not_read_cannot_exhaust_memory() {
     let server = Server::start(&[]);
     let (mut client, sid) = server.session();
-    let baseline = resident_kib(server.proc.pid());
+    let baseline = procfs::status(server.proc.pid(), "VmRSS") / 1024;
     let one = ping_with_id(server.addr, &sid, 0).len();
     // Send without reading until the server stops taking bytes.
     client
@@ -1175,7 +1165,7 @@ fn a_client_that_does_not_read_cannot_exhaust_memory() {
             }
         }
     }
-    let grown = resident_kib(server.proc.pid()).saturating_sub(baseline);
+    let grown = (procfs::status(server.proc.pid(), "VmRSS") / 1024).saturating_sub(baseline);
     assert!(sent < limit, "the server kept reading: {sent} bytes taken");
     assert!(
         grown < 32 * 1024,

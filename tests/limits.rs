@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use crate::support::http::{
     post_request, request, simple_request, tool_call, write_manifest, Client, Server,
 };
+use crate::support::procfs;
 use crate::util::{cmd, wait_for, Proc, TempDir};
 
 /// A tools file just over the cap: valid JSON, so only its size refuses it.
@@ -76,62 +77,250 @@ fn a_tools_file_past_its_cap_on_reload_keeps_the_previous_one() {
 }
 
 /// Row 10: 60 connections ask for the whole of an 8 MB stored result and
-/// read nothing. Queued whole, their answers would hold 480 MB, past the
-/// default `--max-buffered` (256 MiB), and a new request body anywhere
-/// would get 503; written from the store as each socket drains, they hold
-/// a slice each. Another address initializes and calls a tool meanwhile,
-/// and every slow reader then gets the whole value.
+/// read nothing. Each answer is written from the store as its socket
+/// drains, and counts as unread until sent: their address goes past its
+/// bound and is paused, and another address initializes and calls a tool
+/// meanwhile (queued whole and counted without a bound, 480 MB would fill
+/// `--max-buffered` and lock it out). Every slow reader then gets the whole
+/// value.
 #[test]
 fn sixty_unread_big_answers_leave_room_for_another_address() {
     const CHARS: u64 = 8_000_000;
-    const READERS: usize = 60;
     let server = Server::start(&["--max-result-chars", "1000", "--plain-tool-names"]);
     let (mut owner, sid) = server.session();
-    let made = owner
-        .post(Some(&sid), &tool_call(2, "bigText", json!({"_1": CHARS})))
-        .expect(200)
-        .json();
-    let content = made["result"]["content"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let uri = content
-        .iter()
-        .find_map(|c| c["uri"].as_str())
-        .unwrap_or_else(|| panic!("no link: {made}"))
-        .to_string();
+    let uri = stored_uri(&mut owner, &sid, CHARS);
     let read = json!({"jsonrpc": "2.0", "id": 3, "method": "resources/read",
                       "params": {"uri": uri}});
     let bytes = post_request(server.addr, Some(&sid), read.to_string().as_bytes(), &[]);
-    let mut readers: Vec<Client> = (0..READERS)
+    let (_, bodies) = sixty_unread_then_another_address(&server, &bytes);
+    let first: Value = serde_json::from_slice(&bodies[0]).expect("a JSON answer");
+    let text = first["result"]["contents"][0]["text"].as_str();
+    let text = text.expect("the value's text");
+    assert_eq!(text.len() as u64, CHARS + 2);
+    assert!(text.starts_with("\"xxx") && text.ends_with("xxx\""));
+    assert!(
+        bodies.iter().all(|b| *b == bodies[0]),
+        "a reader got another answer"
+    );
+}
+
+/// Calls `bigText` for `chars` in session `sid` (big results on) and gives
+/// the stored result's URI.
+fn stored_uri(owner: &mut Client, sid: &str, chars: u64) -> String {
+    let made = owner
+        .post(Some(sid), &tool_call(2, "bigText", json!({"_1": chars})))
+        .expect(200)
+        .json();
+    let content = made["result"]["content"].as_array().cloned();
+    content
+        .unwrap_or_default()
+        .iter()
+        .find_map(|c| c["uri"].as_str())
+        .unwrap_or_else(|| panic!("no link: {made}"))
+        .to_string()
+}
+
+/// 60 connections from 127.0.0.1 send `request` (whose answer is far past
+/// `--max-unread-per-conn`) and read nothing, until their address is past
+/// its bound and paused; another address then initializes and calls a
+/// tool. Then all 60 read at once (a paused one is answered once the
+/// others have taken enough): their connections and answer bodies.
+fn sixty_unread_then_another_address(
+    server: &Server,
+    request: &[u8],
+) -> (Vec<Client>, Vec<Vec<u8>>) {
+    const READERS: usize = 60;
+    const BOUND: f64 = 64.0 * 1024.0 * 1024.0;
+    let readers: Vec<Client> = (0..READERS)
         .map(|_| {
             let mut c = Client::connect_from(server.addr, 1);
-            c.send(&bytes);
+            c.send(request);
             c
         })
         .collect();
-    // Every read is answered (its access line is written when its answer
-    // is queued), none of them read.
-    wait_for("60 answered reads", || {
-        let stderr = server.proc.stderr_now();
-        stderr.matches("method=resources/read").count() >= READERS
+    wait_for("the address past its bound", || {
+        metric(server, 2, "mcp_server_http_unread_bytes_peer_max") > BOUND
+            && metric(server, 2, "mcp_server_http_connections_paused") >= 1.0
     });
+    assert!(metric(server, 2, "mcp_server_buffered_bytes") <= 2.0 * BOUND);
     let mut other = Client::connect_from(server.addr, 2);
     let other_sid = other.initialize();
     let reply = other
-        .post(Some(&other_sid), &tool_call(4, "addOne", json!({"_1": 1})))
+        .post(Some(&other_sid), &tool_call(3, "addOne", json!({"_1": 1})))
         .expect(200);
     assert_eq!(reply.json()["result"]["content"][0]["text"], "2");
-    // Nothing is lost for the slow readers.
-    let first = readers[0].read_response().expect(200);
-    let value = first.json()["result"]["contents"][0]["text"].clone();
-    let text = value.as_str().expect("the value's text");
+    read_all(readers)
+}
+
+/// Every reader reads its answer, all at once.
+fn read_all(readers: Vec<Client>) -> (Vec<Client>, Vec<Vec<u8>>) {
+    let reading: Vec<_> = readers
+        .into_iter()
+        .map(|mut reader| {
+            std::thread::spawn(move || {
+                let body = reader.read_response().expect(200).body;
+                (reader, body)
+            })
+        })
+        .collect();
+    reading
+        .into_iter()
+        .map(|thread| thread.join().expect("a reader"))
+        .unzip()
+}
+
+/// Row 10, a stored result read by many at once: 60 clients, each from its
+/// own address (so no address's bound holds any back), ask for the same
+/// finished task's 8 MB result (`tasks/get`), or for a page as big of a
+/// stored result, and read nothing until all 60 are answered. Each answer
+/// is written from the one stored copy as its socket drains, so the
+/// server's resident memory grows by far less than one answer per client
+/// (copied into each queue, 60 answers of 16 MB would take 960 MB), and
+/// every client then gets the exact bytes.
+#[test]
+fn sixty_readers_of_one_stored_result_share_its_copy() {
+    const CHARS: u64 = 8_000_000;
+    // Only what the queues hold counts in --max-buffered (256 MiB): 60
+    // answers of 16 MB, copied, would not fit.
+    let common = ["--plain-tool-names"];
+    let tasks = ["--task-after", "0", "--auth-token", "tok"];
+    let server = Server::start(&[&common[..], &tasks[..]].concat());
+    let mut client = server.connect();
+    let call = modern(
+        1,
+        "tools/call",
+        json!({"name": "bigText", "arguments": {"_1": CHARS}}),
+    );
+    let created = client
+        .roundtrip(&modern_post(&server, &call, "bigText"))
+        .json();
+    let task = created["result"]["taskId"].as_str();
+    let task = task
+        .unwrap_or_else(|| panic!("no task: {created}"))
+        .to_string();
+    let get = modern_post(
+        &server,
+        &modern(2, "tasks/get", json!({"taskId": task})),
+        &task,
+    );
+    wait_for("the task completed", || {
+        client.roundtrip(&get).json()["result"]["status"] == "completed"
+    });
+    let bodies = sixty_at_once(&server, &get, "tasks/get");
+    let first: Value = serde_json::from_slice(&bodies[0]).expect("a JSON answer");
+    let result = &first["result"]["result"];
+    let text = result["content"][0]["text"].as_str().unwrap_or("");
+    assert_eq!(
+        text.len() as u64,
+        CHARS + 2,
+        "{}",
+        &text[..text.len().min(100)]
+    );
+    assert!(text.starts_with("\"xxx") && text.ends_with("xxx\""));
+    assert_eq!(
+        result["structuredContent"].as_str().map(str::len),
+        Some(CHARS as usize)
+    );
+    assert!(
+        bodies.iter().all(|b| *b == bodies[0]),
+        "a reader got another answer"
+    );
+    drop(server);
+
+    let server = Server::start(&[&common[..], &["--max-result-chars", "1000"]].concat());
+    let (mut owner, sid) = server.session();
+    let uri = stored_uri(&mut owner, &sid, CHARS);
+    let page = format!("{uri}?offset=1&limit={CHARS}");
+    let read = json!({"jsonrpc": "2.0", "id": 3, "method": "resources/read",
+                      "params": {"uri": page}});
+    let read = post_request(server.addr, Some(&sid), read.to_string().as_bytes(), &[]);
+    let bodies = sixty_at_once(&server, &read, "resources/read");
+    let first: Value = serde_json::from_slice(&bodies[0]).expect("a JSON answer");
+    let text = first["result"]["contents"][0]["text"]
+        .as_str()
+        .unwrap_or("");
+    assert_eq!(text.len() as u64, CHARS - 1);
+    assert!(text.bytes().all(|b| b == b'x'));
+    assert!(
+        bodies.iter().all(|b| *b == bodies[0]),
+        "a reader got another answer"
+    );
+    drop(server);
+
+    // A finished job's result (`job_result`, a legacy session's).
+    let jobs = ["--job-tools", "--task-after", "0"];
+    let server = Server::start(&[&common[..], &jobs[..]].concat());
+    let (mut owner, sid) = server.session();
+    let handle = owner
+        .post(Some(&sid), &tool_call(2, "bigText", json!({"_1": CHARS})))
+        .expect(200)
+        .json();
+    let job = handle["result"]["structuredContent"]["jobId"].as_str();
+    let job = job
+        .unwrap_or_else(|| panic!("no job: {handle}"))
+        .to_string();
+    let result = tool_call(3, "job_result", json!({"job_id": job}));
+    wait_for("the job finished", || {
+        let reply = owner.post(Some(&sid), &result).expect(200).json();
+        reply["result"]["structuredContent"]["status"] != "working"
+    });
+    let read = post_request(server.addr, Some(&sid), result.to_string().as_bytes(), &[]);
+    let bodies = sixty_at_once(&server, &read, "tools/call");
+    let first: Value = serde_json::from_slice(&bodies[0]).expect("a JSON answer");
+    let text = first["result"]["content"][0]["text"].as_str().unwrap_or("");
     assert_eq!(text.len() as u64, CHARS + 2);
     assert!(text.starts_with("\"xxx") && text.ends_with("xxx\""));
-    for reader in &mut readers[1..] {
-        let response = reader.read_response().expect(200);
-        assert!(response.body == first.body, "a reader got another answer");
-    }
+    assert!(
+        bodies.iter().all(|b| *b == bodies[0]),
+        "a reader got another answer"
+    );
+}
+
+/// 60 clients from 127.0.0.10 on send `request` at once and read nothing
+/// until every one is answered (its access line is written as its answer
+/// is queued); the server's resident memory then has grown by less than
+/// 160 MiB. Then they read, all at once: their answer bodies.
+fn sixty_at_once(server: &Server, request: &[u8], method: &str) -> Vec<Vec<u8>> {
+    const READERS: u8 = 60;
+    let pid = server.proc.pid();
+    let line = format!("method={method}");
+    let before = server.proc.stderr_now().matches(&line).count();
+    let rss = procfs::status(pid, "VmRSS");
+    let readers: Vec<Client> = (0..READERS)
+        .map(|i| {
+            let mut c = Client::connect_from(server.addr, 10 + i);
+            c.send(request);
+            c
+        })
+        .collect();
+    wait_for(format!("60 answered {method} requests"), || {
+        server.proc.stderr_now().matches(&line).count() >= before + READERS as usize
+    });
+    let grown = procfs::status(pid, "VmRSS").saturating_sub(rss);
+    assert!(grown < 160 << 20, "resident memory grew by {grown} bytes");
+    read_all(readers).1
+}
+
+/// A 2026-07-28 request (no session; the server's token).
+fn modern(id: u64, method: &str, mut params: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities":
+            {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+    });
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// `body` posted with the 2026-07-28 headers, `Mcp-Name` being `name`.
+fn modern_post(server: &Server, body: &Value, name: &str) -> Vec<u8> {
+    let method = body["method"].as_str().unwrap_or("");
+    let headers = [
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", method),
+        ("Mcp-Name", name),
+        ("Authorization", "Bearer tok"),
+    ];
+    post_request(server.addr, None, body.to_string().as_bytes(), &headers)
 }
 
 /// A gauge's value in `/metrics`, scraped from address 127.0.0.`from`.
@@ -161,45 +350,12 @@ fn metric(server: &Server, from: u8, name: &str) -> f64 {
 #[test]
 fn sixty_unread_big_call_answers_pause_their_address_not_another() {
     const CHARS: u64 = 8_000_000;
-    const READERS: usize = 60;
-    const BOUND: f64 = 64.0 * 1024.0 * 1024.0;
     let server = Server::start(&["--plain-tool-names"]);
     let (_owner, sid) = server.session();
     let call = tool_call(2, "bigText", json!({"_1": CHARS}));
     let bytes = post_request(server.addr, Some(&sid), call.to_string().as_bytes(), &[]);
-    let readers: Vec<Client> = (0..READERS)
-        .map(|_| {
-            let mut c = Client::connect_from(server.addr, 1);
-            c.send(&bytes);
-            c
-        })
-        .collect();
-    // The address goes past its bound of unread answers.
-    wait_for("the address past its bound", || {
-        metric(&server, 2, "mcp_server_http_unread_bytes_peer_max") > BOUND
-            && metric(&server, 2, "mcp_server_http_connections_paused") >= 1.0
-    });
-    assert!(metric(&server, 2, "mcp_server_buffered_bytes") <= 2.0 * BOUND);
-    let mut other = Client::connect_from(server.addr, 2);
-    let other_sid = other.initialize();
-    let reply = other
-        .post(Some(&other_sid), &tool_call(3, "addOne", json!({"_1": 1})))
-        .expect(200);
-    assert_eq!(reply.json()["result"]["content"][0]["text"], "2");
-    // Nothing is lost for the slow readers, all reading at once (a paused
-    // one is answered only once the others have taken enough).
-    let reading: Vec<_> = readers
-        .into_iter()
-        .map(|mut reader| {
-            std::thread::spawn(move || {
-                let body = reader.read_response().expect(200).body;
-                (reader, body)
-            })
-        })
-        .collect();
-    let mut readers = Vec::new();
-    for thread in reading {
-        let (reader, body) = thread.join().expect("a reader");
+    let (mut readers, bodies) = sixty_unread_then_another_address(&server, &bytes);
+    for body in bodies {
         let answer: Value = serde_json::from_slice(&body).expect("a JSON answer");
         let text = answer["result"]["content"][0]["text"]
             .as_str()
@@ -211,7 +367,6 @@ fn sixty_unread_big_call_answers_pause_their_address_not_another() {
             &text[..text.len().min(200)]
         );
         assert!(text.starts_with("\"xxx") && text.ends_with("xxx\""));
-        readers.push(reader);
     }
     // Every answer taken: nothing is paused, and a connection that was is
     // read again.

@@ -97,3 +97,14 @@ pub fn fd_count(pid: i32) -> usize {
         .map(|d| d.count())
         .unwrap_or_else(|e| panic!("cannot list the descriptors of {pid}: {e}"))
 }
+
+/// A size field of `/proc/<pid>/status` (`VmRSS`, `VmHWM`, ...) in bytes.
+#[track_caller]
+pub fn status(pid: u32, field: &str) -> u64 {
+    let text = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kib: Option<u64> = text
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok());
+    kib.unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status: {text}")) * 1024
+}

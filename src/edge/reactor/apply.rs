@@ -9,11 +9,12 @@
 use mio::Token;
 use serde_json::Value as Json;
 
-use super::http::{waiting_requests, HttpFront};
+use super::byteio::Streamed;
+use super::http::{waiting_requests, Content, Head, HttpFront};
 use super::{Client, Reactor};
 use crate::protocol::http::Framing;
 use crate::protocol::jsonrpc::RequestId;
-use crate::protocol::mcp::{self, Step};
+use crate::protocol::mcp::{self, tasks, Step};
 
 /// Where a step came from, and how its answer is framed.
 pub(super) enum Origin {
@@ -85,7 +86,26 @@ impl Reactor {
             }
             Step::Task(request) => {
                 let owner = origin.owner(self.http.as_ref());
-                let reply = self.answer_task(&owner, request);
+                // Over HTTP a long result is written from the task as the
+                // client reads (`tasks::APART`), not copied into its queue.
+                let http = matches!(origin, Origin::Http { .. });
+                let (mut reply, apart) = self.answer_task(&owner, request.clone(), http);
+                if let (Origin::Http { conn, framing }, Some(text)) = (&origin, apart) {
+                    let body = mcp::structured::to_vec(&reply);
+                    if let Some(streamed) = Streamed::spliced(&body, tasks::APART, &text) {
+                        let head = Head {
+                            status: framing.task_status(&reply),
+                            content_type: Some("application/json"),
+                            headers: &framing.headers,
+                            keep_alive: framing.keep_alive,
+                        };
+                        let content = Content::Streamed(streamed);
+                        self.with_http(|f, cx| f.answer(cx, *conn, head, content));
+                        return;
+                    }
+                    // Not spliceable (a request id equal to the stand-in).
+                    reply = self.answer_task(&owner, request, false).0;
+                }
                 self.reply_to(&origin, &reply, Framing::task_status);
             }
             Step::Resource(request) => {

@@ -7,6 +7,7 @@
 //! asking; [`read_until`] hands each chunk to its caller, who says whether to
 //! read on. So both are tested with fakes and pipes, no sockets.
 
+use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::ops::ControlFlow;
 use std::os::fd::RawFd;
@@ -27,45 +28,214 @@ pub(super) enum Flushed {
     Failed(io::Error),
 }
 
-/// Output made as the destination drains, after what is queued: the body
-/// of a JSON string holding a shared value's text (a stored result, held
-/// once by its table), escaped [`STREAM_SLICE`] bytes of text at a time,
-/// then `after`.
-#[derive(Debug)]
+/// An answer made as the destination drains, after what is queued: bytes
+/// held here (an envelope's head and tail) and spans of shared values'
+/// texts (a stored result, a finished task's result), held once by their
+/// tables and kept alive here until written, so a value freed meanwhile
+/// still goes out whole. Each span is made [`STREAM_SLICE`] bytes of text
+/// at a time, escaped as it goes where it sits in a JSON string.
+#[derive(Debug, Default)]
 pub(in crate::edge::reactor) struct Streamed {
-    value: Rc<Paged>,
-    /// The next byte of the value's text to escape.
-    at: usize,
-    after: Vec<u8>,
+    parts: VecDeque<Part>,
+    /// Bytes still to be made (what the parts give, in all).
+    left: usize,
 }
 
-/// Bytes of a streamed text escaped into the queue at a time.
-const STREAM_SLICE: usize = 64 * 1024;
+/// A piece of a [`Streamed`] answer.
+#[derive(Debug)]
+enum Part {
+    Bytes(Vec<u8>),
+    /// Bytes `at..to` of the value's text, written as `form` says.
+    Text {
+        value: Rc<Paged>,
+        at: usize,
+        to: usize,
+        form: Form,
+    },
+}
+
+/// How a span of a value's text is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(in crate::edge::reactor) enum Form {
+    /// As it is (JSON text where a value goes).
+    Raw,
+    /// As the body of a JSON string holding it.
+    Escaped,
+    /// The characters a JSON string's body there stands for (a string's
+    /// page), as the body of a JSON string holding them.
+    Decoded,
+}
+
+/// Bytes of a streamed text made into the queue at a time.
+pub(super) const STREAM_SLICE: usize = 64 * 1024;
 
 impl Streamed {
-    pub(in crate::edge::reactor) fn new(value: Rc<Paged>, after: Vec<u8>) -> Streamed {
-        Streamed {
-            value,
-            at: 0,
-            after,
+    pub(in crate::edge::reactor) fn new() -> Streamed {
+        Streamed::default()
+    }
+
+    /// Appends bytes held here.
+    pub(in crate::edge::reactor) fn bytes(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        self.left += bytes.len();
+        match self.parts.back_mut() {
+            Some(Part::Bytes(last)) => last.extend_from_slice(bytes),
+            _ => self.parts.push_back(Part::Bytes(bytes.to_vec())),
         }
     }
 
-    /// Appends the next slice to `out`; false once everything is out.
+    /// Appends bytes `range` of `value`'s text, written as `form` says
+    /// (the range starts and ends between characters, and for `Decoded`
+    /// between those of the string's body).
+    pub(in crate::edge::reactor) fn text(
+        &mut self,
+        value: &Rc<Paged>,
+        range: std::ops::Range<usize>,
+        form: Form,
+    ) {
+        // A string's body escaped as the server escapes is its own page,
+        // escaped: written as it is, not decoded and escaped again.
+        let form = match form {
+            Form::Decoded if value.canonical(range.clone()) => Form::Raw,
+            other => other,
+        };
+        let text = &value.text()[range.clone()];
+        self.left += match form {
+            Form::Raw => text.len(),
+            Form::Escaped => json::str_body_len(text),
+            Form::Decoded => {
+                let (mut at, mut len, mut chars) = (range.start, 0, String::new());
+                while at < range.end {
+                    chars.clear();
+                    at = value.decode(at, range.end, STREAM_SLICE, &mut chars);
+                    len += json::str_body_len(&chars);
+                }
+                len
+            }
+        };
+        self.parts.push_back(Part::Text {
+            value: Rc::clone(value),
+            at: range.start,
+            to: range.end,
+            form,
+        });
+    }
+
+    /// `body` (a serialized message) with the one string equal to `mark`
+    /// filled with `value`'s text, escaped, and the raw `mark` (a
+    /// `structuredContent` spliced from that string) with the text as it
+    /// is. `None` when `mark` is not one whole string of `body` exactly
+    /// once (a client that sent it, in its request id, gets the answer
+    /// copied whole instead).
+    pub(in crate::edge::reactor) fn spliced(
+        body: &[u8],
+        mark: &str,
+        value: &Rc<Paged>,
+    ) -> Option<Streamed> {
+        let mut quoted = String::from("\"");
+        json::write_str_body(&mut quoted, mark);
+        quoted.push('"');
+        let (quoted, raw) = (quoted.as_bytes(), mark.as_bytes());
+        let mut found = Vec::new();
+        let mut i = 0;
+        while i < body.len() {
+            let rest = &body[i..];
+            if rest.starts_with(quoted) {
+                found.push((i + 1, i + quoted.len() - 1, Form::Escaped));
+                i += quoted.len() - 1;
+            } else if rest.starts_with(raw) {
+                found.push((i, i + raw.len(), Form::Raw));
+                i += raw.len();
+            } else {
+                i += 1;
+            }
+        }
+        let count = |form| found.iter().filter(|f| f.2 == form).count();
+        if count(Form::Escaped) != 1 || count(Form::Raw) > 1 {
+            return None;
+        }
+        let mut streamed = Streamed::new();
+        let mut from = 0;
+        for (start, end, form) in found {
+            streamed.bytes(&body[from..start]);
+            streamed.text(value, 0..value.bytes(), form);
+            from = end;
+        }
+        streamed.bytes(&body[from..]);
+        Some(streamed)
+    }
+
+    /// The bytes this answer holds itself (its envelope), not yet out.
+    fn owned(&self) -> usize {
+        let own = |p: &Part| match p {
+            Part::Bytes(bytes) => bytes.len(),
+            Part::Text { .. } => 0,
+        };
+        self.parts.iter().map(own).sum()
+    }
+
+    /// The bytes the answer has in all, before any is made.
+    pub(in crate::edge::reactor) fn len(&self) -> usize {
+        self.left
+    }
+
+    /// The answer without its values: the bytes held here, each raw span a
+    /// `null` (each other one sits in a string, left empty), so a JSON
+    /// answer still reads as JSON (for its access line's outcome).
+    pub(in crate::edge::reactor) fn skeleton(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for part in &self.parts {
+            match part {
+                Part::Bytes(bytes) => out.extend_from_slice(bytes),
+                Part::Text {
+                    form: Form::Raw, ..
+                } => out.extend_from_slice(b"null"),
+                Part::Text { .. } => {}
+            }
+        }
+        out
+    }
+
+    /// Appends the next piece to `out`: the next bytes, or up to a slice
+    /// of a text; false once everything is out.
     fn next_into(&mut self, out: &mut Vec<u8>) -> bool {
-        let text = self.value.text();
-        if self.at >= text.len() {
-            out.append(&mut self.after);
-            return false;
+        let before = out.len();
+        match self.parts.front_mut() {
+            None => return false,
+            Some(Part::Bytes(bytes)) => out.append(bytes),
+            Some(Part::Text {
+                value,
+                at,
+                to,
+                form,
+            }) => {
+                let text = value.text();
+                let mut end = (*at + STREAM_SLICE).min(*to);
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                let mut piece = String::new();
+                match form {
+                    Form::Raw => out.extend_from_slice(&text.as_bytes()[*at..end]),
+                    Form::Escaped => json::write_str_body(&mut piece, &text[*at..end]),
+                    Form::Decoded => {
+                        let mut chars = String::with_capacity(STREAM_SLICE);
+                        end = value.decode(*at, *to, STREAM_SLICE, &mut chars);
+                        json::write_str_body(&mut piece, &chars);
+                    }
+                }
+                out.extend_from_slice(piece.as_bytes());
+                *at = end;
+            }
         }
-        let mut end = (self.at + STREAM_SLICE).min(text.len());
-        while !text.is_char_boundary(end) {
-            end -= 1;
+        self.left = self.left.saturating_sub(out.len() - before);
+        if matches!(self.parts.front(), Some(Part::Bytes(b)) if b.is_empty())
+            || matches!(self.parts.front(), Some(Part::Text { at, to, .. }) if at >= to)
+        {
+            self.parts.pop_front();
         }
-        let mut escaped = String::with_capacity(end - self.at + 64);
-        json::write_str_body(&mut escaped, &text[self.at..end]);
-        out.extend_from_slice(escaped.as_bytes());
-        self.at = end;
         true
     }
 }
@@ -106,12 +276,19 @@ impl WriteQueue {
         self.streamed = Some(streamed);
     }
 
-    /// The bytes the queue holds (written ones included, until it empties):
-    /// what a memory budget counts. A streamed value is not counted: it
-    /// is the result table's, held once, and only a slice of it at a time
-    /// is here.
+    /// The answer bytes not yet out (written ones of the buffer included,
+    /// until it empties): what the bounds on unread answers count. A
+    /// streamed answer counts the bytes it is still to make, though only
+    /// a slice of them is held at a time.
     pub(super) fn held(&self) -> usize {
-        self.buf.len() + self.streamed.as_ref().map_or(0, |s| s.after.len())
+        self.buf.len() + self.streamed.as_ref().map_or(0, Streamed::len)
+    }
+
+    /// Of [`WriteQueue::held`], the bytes held in memory here: the buffer
+    /// and a streamed answer's own bytes, not the stored values it is
+    /// made from (held once, by their tables): what a memory budget counts.
+    pub(super) fn in_memory(&self) -> usize {
+        self.buf.len() + self.streamed.as_ref().map_or(0, Streamed::owned)
     }
 
     /// Whether nothing is left to write.

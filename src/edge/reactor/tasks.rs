@@ -12,6 +12,7 @@
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use crate::edge::log;
@@ -20,6 +21,7 @@ use serde_json::{Map, Value as Json};
 
 use crate::edge::cli::Settings;
 use crate::edge::proc;
+use crate::format::json::page::Paged;
 use crate::protocol::instance::InstanceId;
 use crate::protocol::mcp::jobs::JobMethod;
 use crate::protocol::mcp::tasks::{self, Outcome, Status, Tasks};
@@ -143,16 +145,29 @@ impl TaskStore {
     }
 
     /// Answers a `tasks/*` request (or a job tool's call) from a caller
-    /// with authorization `owner`, once a cancelled task is settled.
-    fn answer(&self, catalog: &Catalog, owner: &str, req: TaskRequest) -> Json {
+    /// with authorization `owner`, once a cancelled task is settled. With
+    /// `apart`, a result's text held apart (`tasks::APART`) is left out of
+    /// the answer and given beside it, to be written from it.
+    fn answer(
+        &self,
+        catalog: &Catalog,
+        owner: &str,
+        req: TaskRequest,
+        apart: bool,
+    ) -> (Json, Option<Rc<Paged>>) {
         if let TaskMethod::Job { method, modern } = req.method {
-            return self.answer_job(catalog, owner, req, method, modern);
+            return self.answer_job(catalog, owner, req, (method, modern), apart);
         }
         let now = now_ms();
         let ttl = self.table.ttl_ms();
+        let mut held = None;
         let result = match self.table.get(&req.task_id, owner, now) {
-            Err(_) => return tasks::unknown_task(&req.id, &req.task_id),
+            Err(_) => return (tasks::unknown_task(&req.id, &req.task_id), None),
             Ok(task) => match req.method {
+                TaskMethod::Get if apart && task.apart.is_some() => {
+                    held = task.apart.clone();
+                    tasks::get_result_apart(task, ttl, now, catalog)
+                }
                 TaskMethod::Get => tasks::get_result(task, ttl, now, catalog),
                 // Nothing in a Morloc call asks for input: the keys are
                 // ignored; a cancel was done before.
@@ -161,7 +176,10 @@ impl TaskStore {
                 }
             },
         };
-        crate::protocol::jsonrpc::result_response(&req.id, result)
+        (
+            crate::protocol::jsonrpc::result_response(&req.id, result),
+            held,
+        )
     }
 
     /// Frees the settled tasks and stored results whose time is up.
@@ -298,15 +316,20 @@ impl Reactor {
     /// Answers a `tasks/*` request (or a job tool's call) from a caller
     /// with authorization `owner`; a cancel abandons the task's call first
     /// (as for `notifications/cancelled`: the worker runs to its end, and
-    /// its answer is dropped).
-    pub(super) fn answer_task(&mut self, owner: &str, req: TaskRequest) -> Json {
+    /// its answer is dropped). With `apart`, see [`TaskStore::answer`].
+    pub(super) fn answer_task(
+        &mut self,
+        owner: &str,
+        req: TaskRequest,
+        apart: bool,
+    ) -> (Json, Option<Rc<Paged>>) {
         if let Some(task_id) = self.tasks.to_cancel(owner, &req) {
             if let Some(call) = self.calls.with_task(&task_id) {
                 self.abandon_call(call);
             }
             self.settle_task(&task_id, Outcome::Cancelled);
         }
-        self.tasks.answer(&self.catalog, owner, req)
+        self.tasks.answer(&self.catalog, owner, req, apart)
     }
 }
 

@@ -19,6 +19,8 @@
 //!
 //! Architecture Invariant: pure; no I/O.
 
+use std::ops::Range;
+
 /// Units between two marks of the index.
 pub const STRIDE: usize = 1024;
 
@@ -56,8 +58,19 @@ impl Kind {
     }
 }
 
+/// Where a page lies in its value's text: the page is `open`, the text's
+/// bytes `range` (as they are, or, `decoded`, the characters a string's
+/// escapes there stand for: [`Paged::decode`]), then `close`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Span {
+    pub open: &'static str,
+    pub range: Range<usize>,
+    pub close: &'static str,
+    pub decoded: bool,
+}
+
 /// A value's JSON text with its index.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 pub struct Paged {
     text: String,
     kind: Kind,
@@ -117,13 +130,62 @@ impl Paged {
     /// Units `offset .. offset + limit` (clamped to the value): see the
     /// module documentation for what a page of each kind is.
     pub fn page(&self, offset: usize, limit: usize) -> String {
+        let span = self.span(offset, limit);
+        let mut out = String::with_capacity(span.range.len() + 2);
+        out.push_str(span.open);
+        match span.decoded {
+            true => {
+                self.decode(span.range.start, span.range.end, usize::MAX, &mut out);
+            }
+            false => out.push_str(&self.text[span.range.clone()]),
+        }
+        out.push_str(span.close);
+        out
+    }
+
+    /// Where the page [`Paged::page`] gives lies in the text, so it can be
+    /// written from the text itself, a slice at a time, never copied whole.
+    pub fn span(&self, offset: usize, limit: usize) -> Span {
         let end = offset.saturating_add(limit).min(self.count);
         let offset = offset.min(end);
+        let bare = |range| Span {
+            open: "",
+            range,
+            close: "",
+            decoded: false,
+        };
         match self.kind {
-            Kind::List => self.list_page(offset, end),
-            Kind::Str => self.string_page(offset, end),
-            Kind::Record | Kind::Other => self.char_page(offset, end),
+            Kind::List => Span {
+                open: "[",
+                range: self.list_range(offset, end),
+                close: "]",
+                decoded: false,
+            },
+            Kind::Str => Span {
+                decoded: true,
+                ..bare(self.string_range(offset, end))
+            },
+            Kind::Record | Kind::Other => bare(self.char_range(offset, end)),
         }
+    }
+
+    /// Appends the characters a JSON string's body stands for, from byte
+    /// `from` (the start of a character) to byte `to` or the closing quote,
+    /// stopping after the character that reaches `budget` bytes of the
+    /// text; returns the byte where it stopped (the next character's).
+    pub fn decode(&self, from: usize, to: usize, budget: usize, out: &mut String) -> usize {
+        let mut pos = from;
+        let stop = from.saturating_add(budget).min(to);
+        while pos < stop {
+            match decode_char(&self.text, pos) {
+                Some((c, next)) => {
+                    out.push(c);
+                    pos = next;
+                }
+                None => return to,
+            }
+        }
+        pos
     }
 
     /// The byte where unit `target` starts, scanning from its mark with
@@ -140,55 +202,81 @@ impl Paged {
         pos
     }
 
-    fn list_page(&self, offset: usize, end: usize) -> String {
+    /// The text of elements `offset..end`, without surrounding blanks:
+    /// from where element `offset` starts to where element `end` does (or
+    /// the closing bracket), less the comma between. Both ends are found
+    /// from their marks, so a page of any size costs two short scans.
+    fn list_range(&self, offset: usize, end: usize) -> Range<usize> {
         if offset >= end {
-            return "[]".into();
+            return 0..0;
         }
         let bytes = self.text.as_bytes();
         let step = |pos: usize| next_element(bytes, pos).1;
         let from = self.seek(offset, &step);
-        let mut last = from;
-        let mut stop = from;
-        for _ in offset..end {
-            let (value_end, next) = next_element(bytes, last);
-            stop = value_end;
-            last = next;
-        }
-        let mut out = String::with_capacity(stop - from + 2);
-        out.push('[');
-        out.push_str(self.text[from..stop].trim());
-        out.push(']');
-        out
+        let to = self.seek(end, &step).max(from);
+        let text = self.text[from..to].trim_end();
+        let text = text.strip_suffix(',').unwrap_or(text).trim_end();
+        let start = from + (text.len() - text.trim_start().len());
+        start..from + text.len()
     }
 
-    fn string_page(&self, offset: usize, end: usize) -> String {
+    /// The body text of characters `offset..end` of a string.
+    fn string_range(&self, offset: usize, end: usize) -> Range<usize> {
         let step = |pos: usize| decode_char(&self.text, pos).map_or(self.text.len(), |(_, n)| n);
-        let mut pos = self.seek(offset, &step);
-        let mut out = String::new();
-        for _ in offset..end {
-            match decode_char(&self.text, pos) {
-                Some((c, next)) => {
-                    out.push(c);
-                    pos = next;
-                }
-                None => break,
-            }
-        }
-        out
+        let from = self.seek(offset, &step);
+        from..self.seek(end, &step).max(from)
     }
 
-    fn char_page(&self, offset: usize, end: usize) -> String {
+    fn char_range(&self, offset: usize, end: usize) -> Range<usize> {
         let step = |pos: usize| match self.text.get(pos..).and_then(|t| t.chars().next()) {
             Some(c) => pos + c.len_utf8(),
             None => self.text.len(),
         };
         let from = self.seek(offset, &step).min(self.text.len());
-        let len: usize = self.text[from..]
-            .chars()
-            .take(end - offset)
-            .map(char::len_utf8)
-            .sum();
-        self.text[from..from + len].to_string()
+        from..self.seek(end, &step).clamp(from, self.text.len())
+    }
+
+    /// Whether bytes `range` of a string's body are already what escaping
+    /// the characters they stand for gives (`json::write_str_body`: the
+    /// escapes `\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`, `\u00xx` for
+    /// other control characters, nothing else escaped): then they can be
+    /// written as they are. Text this server wrote always is.
+    pub fn canonical(&self, range: Range<usize>) -> bool {
+        let body = &self.text.as_bytes()[range];
+        let mut i = 0;
+        while i < body.len() {
+            match body[i] {
+                b'\\' => {
+                    let short = matches!(
+                        body.get(i + 1),
+                        Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't')
+                    );
+                    if short {
+                        i += 2;
+                        continue;
+                    }
+                    let hex = body.get(i + 1..i + 6);
+                    let control = match hex {
+                        Some([b'u', b'0', b'0', high @ (b'0' | b'1'), low]) => {
+                            let low = match low {
+                                b'0'..=b'9' => low - b'0',
+                                b'a'..=b'f' => low - b'a' + 10,
+                                _ => return false,
+                            };
+                            Some((high - b'0') << 4 | low)
+                        }
+                        _ => None,
+                    };
+                    match control {
+                        Some(0x08 | 0x09 | 0x0a | 0x0c | 0x0d) | None => return false,
+                        Some(_) => i += 6,
+                    }
+                }
+                0x00..=0x1f => return false,
+                _ => i += 1,
+            }
+        }
+        true
     }
 
     /// The beginning of the value in at most `budget` bytes, cut at a value

@@ -19,7 +19,7 @@ use std::rc::Rc;
 
 use serde_json::{Map, Value as Json};
 
-use crate::format::json::page::{Kind, Paged};
+use crate::format::json::page::{Kind, Paged, Span};
 use crate::protocol::jsonrpc::{self, ErrorCode, RequestId};
 use crate::protocol::tools;
 
@@ -695,7 +695,7 @@ pub fn list_result(results: &[&Stored]) -> Json {
     serde_json::json!({ "resources": resources })
 }
 
-/// What stands for a whole value's text in a `resources/read` answer to be
+/// What stands for a value's text (or page) in a `resources/read` answer to be
 /// streamed (see [`read_result`]); a URI cannot hold it (no control
 /// characters), and a JSON string's quotes are escaped, so its serialized
 /// form, key included ([`STREAMED_TEXT`]), occurs once in the message.
@@ -706,10 +706,10 @@ pub const STREAMED_TEXT: &[u8] = b"\"text\":\"\\u0000value\\u0000\"";
 
 /// `resources/read` of a stored result: the whole value, or the page the
 /// URI asks for, with where the next page starts in `_meta`. With
-/// `stream`, a whole value's text is [`TEXT_PLACEHOLDER`], for the caller
-/// to write from the store as the reader takes it (its escaped bytes are
-/// what [`crate::format::json::write_str_body`] gives), not copied into
-/// the message.
+/// `stream`, the text is [`TEXT_PLACEHOLDER`], for the caller to write from
+/// the store as the reader takes it ([`read_span`] says where it lies; its
+/// escaped bytes are what [`crate::format::json::write_str_body`] gives),
+/// not copied into the message.
 pub fn read_result(uri: &str, asked: &ResultUri, value: &Paged, stream: bool) -> Json {
     let kind = value.kind();
     let mut content = Map::new();
@@ -723,18 +723,17 @@ pub fn read_result(uri: &str, asked: &ResultUri, value: &Paged, stream: bool) ->
         content.insert("text".into(), Json::String(text));
         return serde_json::json!({ "contents": [content] });
     }
-    let default = match kind {
-        Kind::List => DEFAULT_LIST_PAGE,
-        _ => DEFAULT_CHAR_PAGE,
-    };
-    let offset = asked.offset.unwrap_or(0);
-    let limit = asked.limit.unwrap_or(default);
+    let (offset, limit) = page_of(asked, kind);
     let mime = match kind {
         Kind::List => "application/json",
         _ => "text/plain",
     };
     content.insert("mimeType".into(), Json::String(mime.into()));
-    content.insert("text".into(), Json::String(value.page(offset, limit)));
+    let text = match stream {
+        true => TEXT_PLACEHOLDER.to_string(),
+        false => value.page(offset, limit),
+    };
+    content.insert("text".into(), Json::String(text));
     let end = offset.saturating_add(limit).min(value.count());
     let mut meta = Map::new();
     meta.insert("offset".into(), Json::from(offset.min(end)));
@@ -750,6 +749,30 @@ pub fn read_result(uri: &str, asked: &ResultUri, value: &Paged, stream: bool) ->
     }
     content.insert("_meta".into(), Json::Object(meta));
     serde_json::json!({ "contents": [content] })
+}
+
+/// The page a URI asks for: its offset and limit, defaults filled in.
+fn page_of(asked: &ResultUri, kind: Kind) -> (usize, usize) {
+    let default = match kind {
+        Kind::List => DEFAULT_LIST_PAGE,
+        _ => DEFAULT_CHAR_PAGE,
+    };
+    (asked.offset.unwrap_or(0), asked.limit.unwrap_or(default))
+}
+
+/// Where the text [`read_result`] gives for `asked` lies in the value's
+/// text: all of it, or the page's span.
+pub fn read_span(asked: &ResultUri, value: &Paged) -> Span {
+    if !asked.is_page() {
+        return Span {
+            open: "",
+            range: 0..value.bytes(),
+            close: "",
+            decoded: false,
+        };
+    }
+    let (offset, limit) = page_of(asked, value.kind());
+    value.span(offset, limit)
 }
 
 /// The caching hints a modern (2026-07-28) `resources/*` result carries:

@@ -241,10 +241,15 @@ pub fn status_result(task: &Task, ttl_ms: u64, now: u64) -> Json {
 
 /// What `job_result` answers: the call's own result once the job has
 /// completed (the same `CallToolResult` it would have had), its error as
-/// an `isError` result if it failed, its status while it works.
-pub fn result_of(task: &Task, ttl_ms: u64, now: u64) -> Json {
+/// an `isError` result if it failed, its status while it works. Unless
+/// `whole`, a result's text held apart is left as `tasks::APART` (the
+/// caller writes it from `Task::apart`).
+pub fn result_of(task: &Task, ttl_ms: u64, now: u64, whole: bool) -> Json {
     match (task.status, &task.payload) {
-        (Status::Completed, Some(result)) => result.clone(),
+        (Status::Completed, Some(result)) if !whole => result.clone(),
+        (Status::Completed, Some(_)) => task
+            .payload_whole()
+            .map_or(Json::Null, std::borrow::Cow::into_owned),
         (Status::Failed, payload) => {
             let message = payload
                 .as_ref()

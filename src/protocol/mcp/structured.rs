@@ -74,9 +74,19 @@ fn field<'a>(map: &'a Map<String, Json>, key: &str) -> Option<&'a Json> {
 /// answer, a record's value parsed into place (the reference's shape) and
 /// any other removed.
 pub fn for_era(result: &mut Json, modern: bool) {
+    for_era_of(result, modern, None);
+}
+
+/// [`for_era`] for a result whose text block's text is `text` (held apart
+/// from it, see `tasks::APART`), if given.
+pub fn for_era_of(result: &mut Json, modern: bool, text: Option<&str>) {
     if modern {
         let spliceable = |text: &str| scan::validate(text.as_bytes(), 0).is_ok();
-        if is_marked(result) && !first_text_of(result).is_some_and(spliceable) {
+        if is_marked(result)
+            && !text
+                .or_else(|| first_text_of(result))
+                .is_some_and(spliceable)
+        {
             if let Json::Object(map) = result {
                 map.shift_remove(KEY);
             }
@@ -88,7 +98,10 @@ pub fn for_era(result: &mut Json, modern: bool) {
     };
     match field(map, KEY) {
         Some(Json::String(s)) if s == FROM_TEXT_RECORD => {
-            match first_text(map).and_then(|t| serde_json::from_str::<Json>(t).ok()) {
+            let parsed = text
+                .or_else(|| first_text(map))
+                .and_then(|t| serde_json::from_str::<Json>(t).ok());
+            match parsed {
                 Some(value) => {
                     map.insert(KEY.into(), value);
                 }

@@ -21,9 +21,13 @@
 //!
 //! Architecture Invariant: pure; no I/O.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use serde_json::{Map, Value as Json};
+
+use crate::format::json::page::Paged;
 
 use crate::protocol::jsonrpc::{self, ErrorCode, RequestId};
 
@@ -97,6 +101,58 @@ pub struct Task {
     /// The length of the payload's JSON text: counted with the stored
     /// results, per owner (`--max-owner-bytes`) and in all.
     pub payload_bytes: usize,
+    /// A completed result's long text (its first text block's, of
+    /// [`APART_AT`] bytes or more), held apart so that answers are written
+    /// from it rather than copied: the block's `text` in `payload` is then
+    /// [`APART`] ([`Task::payload_whole`] puts it back).
+    pub apart: Option<Rc<Paged>>,
+}
+
+/// A completed result's text this long or longer is held apart.
+pub const APART_AT: usize = 64 * 1024;
+/// What stands in a task's payload for the text held apart. A result's
+/// text is JSON text, which holds no raw control character.
+pub const APART: &str = "\u{0}morloc-mcp:task-text\u{0}";
+
+impl Task {
+    /// The payload, with a text held apart put back (a copy then).
+    pub fn payload_whole(&self) -> Option<Cow<'_, Json>> {
+        let payload = self.payload.as_ref()?;
+        let Some(apart) = &self.apart else {
+            return Some(Cow::Borrowed(payload));
+        };
+        let mut whole = payload.clone();
+        if let Some(text) = first_text_mut(&mut whole) {
+            *text = apart.text().to_string();
+        }
+        Some(Cow::Owned(whole))
+    }
+
+    /// Moves a completed result's long text out of the payload.
+    fn hold_apart(&mut self) {
+        if self.status != Status::Completed || self.apart.is_some() {
+            return;
+        }
+        let Some(text) = self.payload.as_mut().and_then(first_text_mut) else {
+            return;
+        };
+        if text.len() >= APART_AT {
+            let text = std::mem::replace(text, APART.to_string());
+            self.apart = Some(Rc::new(Paged::new(text)));
+        }
+    }
+}
+
+/// The text of a result's first content block, if it is a text block.
+fn first_text_mut(result: &mut Json) -> Option<&mut String> {
+    let block = result.get_mut("content")?.get_mut(0)?;
+    if block.get("type").and_then(Json::as_str) != Some("text") {
+        return None;
+    }
+    match block.get_mut("text")? {
+        Json::String(text) => Some(text),
+        _ => None,
+    }
 }
 
 /// The length of `value`'s compact JSON text, without building it.
@@ -251,6 +307,7 @@ impl Tasks {
             expires_ms: None,
             payload: None,
             payload_bytes: 0,
+            apart: None,
         };
         Ok((self.map.entry(id).or_insert(task), freed))
     }
@@ -268,7 +325,8 @@ impl Tasks {
         if task.expires_ms.is_some_and(|e| e <= now) || self.map.len() >= self.cap {
             return false;
         }
-        task.payload_bytes = task.payload.as_ref().map_or(0, json_bytes);
+        task.payload_bytes = task.payload_whole().map_or(0, |p| json_bytes(&p));
+        task.hold_apart();
         let owner_bytes = self.bytes_of(&task.owner) + task.payload_bytes;
         let total = self.payload_bytes + self.results.bytes() + task.payload_bytes;
         if owner_bytes > self.results.owner_bytes_cap() || total > self.results.max_bytes() {
@@ -403,6 +461,7 @@ impl Tasks {
         task.message = Some(message);
         task.payload_bytes = payload.as_ref().map_or(0, json_bytes);
         task.payload = payload;
+        task.hold_apart();
         task.updated_ms = now.max(task.created_ms);
         task.expires_ms = Some(task.updated_ms + ttl);
         let (owner, bytes) = (task.owner.clone(), task.payload_bytes);
@@ -472,8 +531,8 @@ pub fn to_stored(task: &Task) -> Json {
     if let Some(e) = task.expires_ms {
         out.insert("expiresMs".into(), Json::from(e));
     }
-    if let Some(p) = &task.payload {
-        out.insert("payload".into(), p.clone());
+    if let Some(p) = task.payload_whole() {
+        out.insert("payload".into(), p.into_owned());
     }
     Json::Object(out)
 }
@@ -540,6 +599,7 @@ pub fn from_stored(bytes: &[u8]) -> Result<Task, String> {
         expires_ms: ms("expiresMs")?,
         payload_bytes: payload.as_ref().map_or(0, json_bytes),
         payload,
+        apart: None,
     })
 }
 
@@ -570,6 +630,12 @@ pub fn error_object(code: i64, message: &str) -> Json {
 /// interval, and the inlined result or error of a settled task. `now` gives
 /// a working task's message its elapsed time.
 pub fn task_json(task: &Task, ttl_ms: u64, now: u64) -> Map<String, Json> {
+    shown(task, ttl_ms, now, true)
+}
+
+/// [`task_json`]; unless `whole`, a result's text held apart is left as
+/// [`APART`].
+fn shown(task: &Task, ttl_ms: u64, now: u64, whole: bool) -> Map<String, Json> {
     let mut out = Map::new();
     out.insert("taskId".into(), Json::String(task.id.clone()));
     out.insert("status".into(), Json::String(task.status.as_str().into()));
@@ -596,8 +662,12 @@ pub fn task_json(task: &Task, ttl_ms: u64, now: u64) -> Map<String, Json> {
     out.insert("ttlMs".into(), Json::from(ttl));
     out.insert("pollIntervalMs".into(), Json::from(POLL_INTERVAL_MS));
     match (task.status, &task.payload) {
-        (Status::Completed, Some(result)) => {
+        (Status::Completed, Some(result)) if !whole => {
             out.insert("result".into(), result.clone());
+        }
+        (Status::Completed, Some(_)) => {
+            let result = task.payload_whole().map(Cow::into_owned);
+            out.insert("result".into(), result.unwrap_or(Json::Null));
         }
         (Status::Failed, Some(error)) => {
             out.insert("error".into(), error.clone());
@@ -629,6 +699,12 @@ pub fn create_result(task: &Task, ttl_ms: u64, now: u64, catalog: &Catalog) -> J
 /// The `tasks/get` result.
 pub fn get_result(task: &Task, ttl_ms: u64, now: u64, catalog: &Catalog) -> Json {
     complete(Json::Object(task_json(task, ttl_ms, now)), catalog)
+}
+
+/// [`get_result`] with a result's text held apart left as [`APART`] (the
+/// caller writes it from [`Task::apart`]).
+pub fn get_result_apart(task: &Task, ttl_ms: u64, now: u64, catalog: &Catalog) -> Json {
+    complete(Json::Object(shown(task, ttl_ms, now, false)), catalog)
 }
 
 /// The empty acknowledgement of `tasks/update` and `tasks/cancel`.

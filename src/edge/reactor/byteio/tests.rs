@@ -243,7 +243,8 @@ fn a_full_pipe_blocks_the_queue_and_the_read_loop_drains_it_in_order() {
 
 /// A streamed value goes out escaped, whole and in order, after what was
 /// queued and before what follows it, across partial and blocked writes,
-/// while the queue never holds more than a slice of it.
+/// while the queue never holds more than a slice of it but counts all that
+/// is not yet out; its table may free it meanwhile.
 #[test]
 fn a_streamed_value_is_made_a_slice_at_a_time_as_writes_go_through() {
     let text: String = (0..100_000)
@@ -257,14 +258,25 @@ fn a_streamed_value_is_made_a_slice_at_a_time_as_writes_go_through() {
     expected.extend_from_slice(b"\"}");
     let mut q = WriteQueue::new(1024);
     q.buf().extend_from_slice(b"{\"text\":\"");
-    q.stream(Streamed::new(Rc::clone(&value), b"\"}".to_vec()));
+    let mut streamed = Streamed::new();
+    streamed.text(&value, 0..value.bytes(), Form::Escaped);
+    streamed.bytes(b"\"}");
+    let whole = 9 + streamed.len();
+    assert_eq!(whole, expected.len());
+    q.stream(streamed);
+    assert_eq!(q.held(), whole);
+    // Freed by its table meanwhile: the answer keeps it until written.
+    let bytes = value.text().len();
+    drop(value);
     let mut dst = script(Vec::new());
     let mut most = 0;
     loop {
         // Each round the destination takes 7,000 bytes, then blocks.
         dst.acts.extend([Act::Take(5000), Act::Take(2000)]);
         let flushed = q.flush(&mut dst);
-        most = most.max(q.held());
+        most = most.max(q.buf.len());
+        // What is not yet out is counted, made or not.
+        assert_eq!(q.held() - q.written + dst.got.len(), whole);
         match flushed {
             Flushed::Blocked => assert!(!q.is_drained()),
             Flushed::Done => break,
@@ -277,5 +289,91 @@ fn a_streamed_value_is_made_a_slice_at_a_time_as_writes_go_through() {
         String::from_utf8(expected).unwrap()
     );
     assert!(most <= 6 * STREAM_SLICE + 16, "held {most}");
-    assert!(value.text().len() > 2 * STREAM_SLICE);
+    assert!(bytes > 2 * STREAM_SLICE);
+}
+
+/// A string's page goes out decoded and escaped again, a list's page with
+/// its brackets, a raw span as it is: each the bytes serializing the page
+/// whole gives, and the value outlives its table's copy until written.
+#[test]
+fn pages_and_raw_spans_stream_as_their_whole_serialization() {
+    let body: String = (0..40_000)
+        .map(|i| ["a\\u00e9", "\\\"q", "☃\\n", "\\ud83d\\ude00", "\\/"][i % 5])
+        .collect();
+    let string = Rc::new(Paged::new(format!("\"{body}\"")));
+    let list = Rc::new(Paged::new(format!(
+        "[ {} ]",
+        ["\"x\\ty\"", "{\"k\":[1,2]}"].repeat(20_000).join(" , ")
+    )));
+    for (value, offset, limit) in [
+        (&string, 3, 150_000),
+        (&string, 0, 10),
+        (&string, 39_990, 100),
+        (&list, 5, 30_000),
+        (&list, 0, 0),
+        (&list, 39_999, 10),
+    ] {
+        let page = value.page(offset, limit);
+        let span = value.span(offset, limit);
+        let mut streamed = Streamed::new();
+        streamed.bytes(b"[\"");
+        streamed.bytes(span.open.as_bytes());
+        let form = if span.decoded {
+            Form::Decoded
+        } else {
+            Form::Escaped
+        };
+        streamed.text(value, span.range.clone(), form);
+        streamed.bytes(span.close.as_bytes());
+        streamed.bytes(b"\",");
+        streamed.text(value, 0..value.bytes(), Form::Raw);
+        streamed.bytes(b"]");
+        let expected = serde_json::to_vec(&serde_json::json!([
+            page,
+            serde_json::from_str::<serde_json::Value>(value.text()).unwrap()
+        ]))
+        .unwrap();
+        let mut raw = serde_json::to_vec(&serde_json::json!([page])).unwrap();
+        raw.pop();
+        raw.push(b',');
+        raw.extend_from_slice(value.text().as_bytes());
+        raw.push(b']');
+        assert_eq!(streamed.len(), raw.len());
+        assert_eq!(
+            streamed.skeleton().len(),
+            9 + span.open.len() + span.close.len()
+        );
+        let mut q = WriteQueue::new(1024);
+        q.stream(streamed);
+        let mut dst = script((0..10_000).map(|_| Act::Take(usize::MAX)).collect());
+        assert!(matches!(q.flush(&mut dst), Flushed::Done));
+        assert!(dst.got == raw, "page {offset}+{limit}");
+        let parsed: serde_json::Value = serde_json::from_slice(&dst.got).unwrap();
+        assert_eq!(serde_json::to_vec(&parsed).unwrap(), expected);
+    }
+}
+
+/// A task's answer with its text held apart: the one whole string equal to
+/// the stand-in becomes the text escaped, its raw form the text as it is;
+/// a second whole string equal to it (a client's request id) leaves the
+/// answer to be copied whole.
+#[test]
+fn a_stand_in_is_spliced_only_where_it_is_the_one_whole_string() {
+    const MARK: &str = "\u{0}mark\u{0}";
+    let value = Rc::new(Paged::new("{\"a\":\"q\\\"\\n\"}".into()));
+    let body = format!(
+        "{{\"id\":\"\\u0000mark\\u0000x\",\"text\":\"\\u0000mark\\u0000\",\"raw\":{MARK}}}"
+    );
+    let streamed = Streamed::spliced(body.as_bytes(), MARK, &value).expect("spliceable");
+    let mut q = WriteQueue::new(0);
+    q.stream(streamed);
+    let mut dst = script((0..10).map(|_| Act::Take(usize::MAX)).collect());
+    assert!(matches!(q.flush(&mut dst), Flushed::Done));
+    let parsed: serde_json::Value = serde_json::from_slice(&dst.got).expect("JSON");
+    assert_eq!(parsed["id"], "\u{0}mark\u{0}x");
+    assert_eq!(parsed["text"], value.text());
+    assert_eq!(parsed["raw"]["a"], "q\"\n");
+    let forged = "{\"id\":\"\\u0000mark\\u0000\",\"text\":\"\\u0000mark\\u0000\"}";
+    assert!(Streamed::spliced(forged.as_bytes(), MARK, &value).is_none());
+    assert!(Streamed::spliced(b"{\"text\":\"other\"}", MARK, &value).is_none());
 }

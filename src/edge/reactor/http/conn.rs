@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use mio::net::TcpStream;
 use mio::{Interest, Registry, Token};
 
+use super::peers::Unread;
 use super::{KEEP_ALIVE, KEEP_CAPACITY, LINGER, LINGER_BYTES, MAX_BUFFERED};
 use crate::edge::reactor::byteio::{read_until, Flushed, ReadEnd, Streamed, WriteQueue};
 use crate::protocol::http::{self, Framing, HttpError, Parser, Progress, Request};
@@ -105,7 +106,7 @@ pub(in crate::edge::reactor) struct Conn {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct Held {
     pub(super) input: usize,
-    pub(super) output: usize,
+    pub(super) output: Unread,
 }
 
 /// What the next buffered bytes of a connection gave.
@@ -206,7 +207,10 @@ impl Conn {
             .min(input.reserved.saturating_sub(body_len));
         let held = Held {
             input: input.buf.len() + body - waiting,
-            output: self.out.held(),
+            output: Unread {
+                bytes: self.out.held(),
+                held: self.out.in_memory(),
+            },
         };
         (std::mem::replace(&mut self.held, held), held)
     }

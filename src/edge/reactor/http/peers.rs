@@ -19,12 +19,24 @@ use mio::Token;
 
 use crate::protocol::http::Budget;
 
+/// A connection's answers not yet sent: all their bytes (what the bounds
+/// on unread answers count) and, of them, those held in its queue (what the
+/// budget counts: a stored value streamed from its table is held there
+/// once, whoever reads it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Unread {
+    pub(super) bytes: usize,
+    pub(super) held: usize,
+}
+
 /// One client address.
 #[derive(Default)]
 struct Peer {
     conns: usize,
     /// Answer bytes queued on its connections (as last counted).
     unread: usize,
+    /// Of them, bytes held in the connections' queues.
+    held: usize,
     /// Its connections paused since it last dropped below its bound.
     paused: Vec<Token>,
 }
@@ -86,13 +98,13 @@ impl Peers {
         self.map.entry(ip).or_default().conns += 1;
     }
 
-    /// A connection from `ip` closed, holding `unread` answer bytes as last
+    /// A connection from `ip` closed, holding `unread` answers as last
     /// counted; `paused` if it was.
-    pub(super) fn close(&mut self, ip: IpAddr, unread: usize, paused: bool, budget: &mut Budget) {
+    pub(super) fn close(&mut self, ip: IpAddr, unread: Unread, paused: bool, budget: &mut Budget) {
         if paused {
             self.paused_now -= 1;
         }
-        self.unread(ip, unread, 0, budget);
+        self.unread(ip, unread, Unread::default(), budget);
         if let Some(peer) = self.map.get_mut(&ip) {
             peer.conns -= 1;
             if peer.conns == 0 {
@@ -101,18 +113,22 @@ impl Peers {
         }
     }
 
-    /// A connection of `ip` now holds `new` unread answer bytes instead of
-    /// `old`: its address's count and the budget's share of it follow.
-    /// When the address drops below its bound, its paused connections are
-    /// to be woken (`take_woken`).
-    pub(super) fn unread(&mut self, ip: IpAddr, old: usize, new: usize, budget: &mut Budget) {
+    /// A connection of `ip` now holds `new` unread answers instead of
+    /// `old`: its address's count and the budget's share of it (what is
+    /// held, up to the bound) follow. When the address drops below its
+    /// bound, its paused connections are to be woken (`take_woken`).
+    pub(super) fn unread(&mut self, ip: IpAddr, old: Unread, new: Unread, budget: &mut Budget) {
         let cap = self.per_peer;
         let Some(peer) = self.map.get_mut(&ip) else {
             return;
         };
-        let before = peer.unread;
-        peer.unread = before.saturating_sub(old).saturating_add(new);
-        budget.update(before.min(cap), peer.unread.min(cap));
+        peer.unread = peer
+            .unread
+            .saturating_sub(old.bytes)
+            .saturating_add(new.bytes);
+        let before = peer.held;
+        peer.held = before.saturating_sub(old.held).saturating_add(new.held);
+        budget.update(before.min(cap), peer.held.min(cap));
         if peer.unread <= cap && !peer.paused.is_empty() {
             self.woken.append(&mut peer.paused);
         }
@@ -174,15 +190,41 @@ mod tests {
         IpAddr::from([127, 0, 0, last])
     }
 
+    /// `bytes` unread, all of them held in the queue.
+    fn both(bytes: usize) -> Unread {
+        Unread { bytes, held: bytes }
+    }
+
+    fn none() -> Unread {
+        Unread::default()
+    }
+
+    #[test]
+    fn a_streamed_answer_counts_unread_but_only_its_held_bytes_in_the_budget() {
+        let mut budget = Budget::new(1000);
+        let mut peers = Peers::new(0, 100, 300);
+        peers.open(ip(1));
+        let streamed = Unread {
+            bytes: 5000,
+            held: 40,
+        };
+        peers.unread(ip(1), none(), streamed, &mut budget);
+        assert_eq!(budget.used(), 40);
+        assert!(peers.over(ip(1), 0), "the address is over its bound");
+        assert_eq!(peers.pressure().unread, 5000);
+        peers.close(ip(1), streamed, false, &mut budget);
+        assert_eq!(budget.used(), 0);
+    }
+
     #[test]
     fn the_budget_counts_an_address_up_to_its_bound() {
         let mut budget = Budget::new(1000);
         let mut peers = Peers::new(0, 100, 300);
         peers.open(ip(1));
         peers.open(ip(1));
-        peers.unread(ip(1), 0, 250, &mut budget);
+        peers.unread(ip(1), none(), both(250), &mut budget);
         assert_eq!(budget.used(), 250);
-        peers.unread(ip(1), 0, 250, &mut budget);
+        peers.unread(ip(1), none(), both(250), &mut budget);
         assert_eq!(budget.used(), 300, "only the bound counts");
         assert!(peers.over(ip(1), 0), "the address is over");
         assert!(peers.over(ip(2), 101), "one connection is over");
@@ -191,12 +233,12 @@ mod tests {
         peers.paused(ip(1), Token(7), false);
         assert_eq!(peers.pressure().paused, 1);
         // Below the bound again: the paused connection is woken.
-        peers.unread(ip(1), 250, 0, &mut budget);
+        peers.unread(ip(1), both(250), none(), &mut budget);
         assert_eq!(peers.take_woken(), vec![Token(7)]);
         assert_eq!(budget.used(), 250);
         peers.resumed();
-        peers.close(ip(1), 250, false, &mut budget);
-        peers.close(ip(1), 0, false, &mut budget);
+        peers.close(ip(1), both(250), false, &mut budget);
+        peers.close(ip(1), none(), false, &mut budget);
         assert_eq!(budget.used(), 0);
         assert_eq!(peers.pressure().unread, 0);
         assert!(!peers.at_cap(ip(1)));

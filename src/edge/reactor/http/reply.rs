@@ -3,7 +3,7 @@
 //! its stream), the notifications a streaming request carries, and pool log
 //! lines for the sessions that asked for them.
 
-use std::rc::Rc;
+use std::borrow::Cow;
 use std::time::Instant;
 
 use mio::Token;
@@ -12,7 +12,6 @@ use serde_json::Value as Json;
 use super::news::Cx;
 use super::{Conn, HttpFront};
 use crate::edge::reactor::byteio::Streamed;
-use crate::format::json::{self, page::Paged};
 use crate::protocol::http::{self, Framing};
 use crate::protocol::jsonrpc::RequestId;
 use crate::protocol::mcp::{self, era};
@@ -34,12 +33,10 @@ pub(in crate::edge::reactor) enum Content<'a> {
     /// buffer, its length counted first: a large result is not held a
     /// third time as an intermediate string.
     Json(&'a Json),
-    /// A JSON body whose middle is the escaped text of a stored value
-    /// (before, the value, after): the head and the first part are
-    /// queued, the value's text is escaped into the queue a slice at a
-    /// time as the socket drains (`byteio::Streamed`), so the answer is
-    /// never held whole.
-    Streamed(&'a [u8], Rc<Paged>, &'a [u8]),
+    /// A body made from the store as the socket drains: its envelope
+    /// held, the stored texts in it escaped into the queue a slice at a
+    /// time (`byteio::Streamed`), so the answer is never held whole.
+    Streamed(Streamed),
     /// No head: the end of the event stream already open, after its last
     /// event (if any).
     StreamEnd(Option<&'a Json>),
@@ -74,7 +71,7 @@ impl HttpFront {
                 } else {
                     http::write_response(conn.out(), status, content_type, &refs, body, keep_alive);
                 }
-                sniff = Some(body.to_vec());
+                sniff = Some(Cow::Borrowed(body));
             }
             Content::Json(msg) => {
                 let length = Some(mcp::structured::length(msg));
@@ -83,17 +80,15 @@ impl HttpFront {
                     let _ = mcp::structured::write(conn.out(), msg);
                 }
             }
-            Content::Streamed(before, value, after) => {
-                let length = before.len() + json::str_body_len(value.text()) + after.len();
-                let length = Some(length);
+            Content::Streamed(streamed) => {
+                let length = Some(streamed.len());
                 http::write_head(conn.out(), status, content_type, length, &refs, keep_alive);
-                if !bare {
-                    conn.out().extend_from_slice(before);
-                    conn.stream_out(Streamed::new(value, after.to_vec()));
-                }
                 // The access line reads the outcome from the message
-                // without the value (a small one).
-                sniff = Some([before, after].concat());
+                // without its values (a small one).
+                sniff = Some(Cow::Owned(streamed.skeleton()));
+                if !bare {
+                    conn.stream_out(streamed);
+                }
             }
             Content::StreamEnd(last) => {
                 if let Some(msg) = last {

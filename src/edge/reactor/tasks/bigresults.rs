@@ -12,7 +12,7 @@ use mio::Token;
 use serde_json::Value as Json;
 
 use crate::edge::log;
-use crate::format::json::page::Paged;
+use crate::format::json::page::{Paged, Span};
 use crate::protocol::http::Framing;
 use crate::protocol::jsonrpc;
 use crate::protocol::log::Untrusted;
@@ -21,6 +21,7 @@ use crate::protocol::mcp::call::Ending;
 use crate::protocol::mcp::{self, CallRequest, Catalog};
 
 use super::TaskStore;
+use crate::edge::reactor::byteio::{Form, Streamed};
 use crate::edge::reactor::http::{Content, Head};
 use crate::edge::reactor::timers::now_ms;
 use crate::edge::reactor::Reactor;
@@ -78,16 +79,16 @@ impl TaskStore {
     }
 
     /// Answers a `resources/*` request from a caller with authorization
-    /// `owner`; with `stream`, a read of a whole value answers with its
-    /// text left out ([`bigresults::TEXT_PLACEHOLDER`]) and the stored
-    /// value, to be written from the store.
+    /// `owner`; with `stream`, a read answers with its text left out
+    /// ([`bigresults::TEXT_PLACEHOLDER`]), and the stored value with where
+    /// the text lies in it, to be written from the store.
     pub(in crate::edge::reactor) fn answer_resource(
         &self,
         catalog: &Catalog,
         owner: &str,
         req: ResourceRequest,
         stream: bool,
-    ) -> (Json, Option<Rc<Paged>>) {
+    ) -> (Json, Option<(Rc<Paged>, Span)>) {
         let now = now_ms();
         let mut streamed = None;
         let result = match req.method {
@@ -102,9 +103,9 @@ impl TaskStore {
                 };
                 match self.table.results.get(&asked.id, owner, now) {
                     Some(stored) => {
-                        let stream = stream && !asked.is_page();
                         if stream {
-                            streamed = Some(Rc::clone(&stored.value));
+                            let span = bigresults::read_span(&asked, &stored.value);
+                            streamed = Some((Rc::clone(&stored.value), span));
                         }
                         bigresults::read_result(&req.uri, &asked, &stored.value, stream)
                     }
@@ -215,9 +216,9 @@ impl Reactor {
             body.windows(text.len()).position(|w| w == text)
         });
         match (streamed, at) {
-            // A whole value: written from the store as the client takes
-            // it, so a client that does not read holds no copy of it.
-            (Some(value), Some(at)) => {
+            // The value (or its page): written from the store as the client
+            // takes it, so a client that does not read holds no copy of it.
+            (Some((value, span)), Some(at)) => {
                 let open = at + b"\"text\":\"".len();
                 let close = at + bigresults::STREAMED_TEXT.len() - 1;
                 let head = Head {
@@ -226,7 +227,18 @@ impl Reactor {
                     headers,
                     keep_alive,
                 };
-                let content = Content::Streamed(&body[..open], value, &body[close..]);
+                let mut answer = Streamed::new();
+                answer.bytes(&body[..open]);
+                answer.bytes(span.open.as_bytes());
+                let form = if span.decoded {
+                    Form::Decoded
+                } else {
+                    Form::Escaped
+                };
+                answer.text(&value, span.range, form);
+                answer.bytes(span.close.as_bytes());
+                answer.bytes(&body[close..]);
+                let content = Content::Streamed(answer);
                 self.with_http(|f, cx| f.answer(cx, token, head, content));
             }
             _ => {

@@ -7,8 +7,11 @@
 //! job tool's call must mirror its job id in `Mcp-Param-Job-Id`
 //! (`http::mcp_post` checks it).
 
+use std::rc::Rc;
+
 use serde_json::Value as Json;
 
+use crate::format::json::page::Paged;
 use crate::protocol::mcp::call;
 use crate::protocol::mcp::jobs::{self, JobMethod};
 use crate::protocol::mcp::structured;
@@ -41,28 +44,31 @@ impl TaskStore {
     /// Answers a job tool's call from a caller with authorization `owner`
     /// (a cancel was done before): a job this caller may not see (another
     /// authorization's, expired, unknown) is an `isError` result, as is any
-    /// refusal of a tool.
+    /// refusal of a tool. With `apart`, a result's text held apart is left
+    /// out (`tasks::APART`) and given beside the answer, to be written from.
     pub(super) fn answer_job(
         &self,
         catalog: &Catalog,
         owner: &str,
         req: TaskRequest,
-        method: JobMethod,
-        modern: bool,
-    ) -> Json {
+        (method, modern): (JobMethod, bool),
+        apart: bool,
+    ) -> (Json, Option<Rc<Paged>>) {
         let now = now_ms();
         let ttl = self.table.ttl_ms();
+        let mut held = None;
         let result = match self.table.get(&req.task_id, owner, now) {
             Ok(task) if method == JobMethod::Result => {
                 // A task's result is kept in the modern shape; a legacy
                 // caller gets the reference's (`structured::for_era`).
-                let mut result = jobs::result_of(task, ttl, now);
-                structured::for_era(&mut result, modern);
+                held = task.apart.as_ref().filter(|_| apart).map(Rc::clone);
+                let mut result = jobs::result_of(task, ttl, now, held.is_none());
+                structured::for_era_of(&mut result, modern, held.as_ref().map(|h| h.text()));
                 result
             }
             Ok(task) => jobs::status_result(task, ttl, now),
             Err(_) => jobs::unknown_job(&req.task_id),
         };
-        call::call_response(catalog, &req.id, modern, result)
+        (call::call_response(catalog, &req.id, modern, result), held)
     }
 }

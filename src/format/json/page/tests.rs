@@ -182,3 +182,51 @@ fn a_backslash_before_a_multibyte_character_is_one_character() {
         }
     }
 }
+
+/// Pages found from the marks at both ends are the elements, characters
+/// or text asked for; a body range escaped as the server escapes is
+/// canonical, any other escape is not.
+#[test]
+fn pages_of_any_size_are_what_was_asked_and_canonical_bodies_are_recognised() {
+    let items: Vec<&str> = ["1", "\"a,b\"", "[2, 3]"].repeat(3000);
+    let list = Paged::new(format!("[ {} ]", items.join(" ,\n ")));
+    let chars: Vec<char> = "ab\n\u{e9}\u{1f}☃".repeat(3000).chars().collect();
+    let string = Paged::new(format!("\"{}\"", "ab\\n\\u00e9\\u001f☃".repeat(3000)));
+    let record = Paged::new(format!("{{\"k\":\"{}\"}}", "é".repeat(5000)));
+    let text: Vec<char> = record.text().chars().collect();
+    let asked: [(usize, usize); 6] = [
+        (0, 1),
+        (0, usize::MAX),
+        (1023, 3),
+        (1024, 2049),
+        (8999, 5),
+        (9000, 1),
+    ];
+    for (offset, limit) in asked {
+        let end = offset.saturating_add(limit);
+        let listed = match offset < items.len() {
+            true => format!("[{}]", items[offset..end.min(items.len())].join(" ,\n ")),
+            false => "[]".to_string(),
+        };
+        assert_eq!(list.page(offset, limit), listed, "{offset}+{limit}");
+        let cut = |all: &[char]| -> String {
+            all[offset.min(all.len())..end.min(all.len())]
+                .iter()
+                .collect()
+        };
+        assert_eq!(string.page(offset, limit), cut(&chars), "{offset}+{limit}");
+        assert_eq!(record.page(offset, limit), cut(&text), "{offset}+{limit}");
+    }
+    let canonical = Paged::new("\"a\\\"b\\\\c\\n\\u001f\\u0000é\"".into());
+    assert!(canonical.canonical(1..canonical.bytes() - 1));
+    for odd in [
+        "\"\\u00e9\"",
+        "\"\\/\"",
+        "\"\\u000a\"",
+        "\"\\u001F\"",
+        "\"\u{1}\"",
+    ] {
+        let value = Paged::new(odd.into());
+        assert!(!value.canonical(1..value.bytes() - 1), "{odd}");
+    }
+}

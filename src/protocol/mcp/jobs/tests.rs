@@ -125,20 +125,20 @@ fn job_result_gives_the_calls_own_result_its_status_or_a_tool_error() {
     let done = json!({"content": [{"type": "text", "text": "3000"}], "isError": false});
     let (table, id) = table_with(Some(Outcome::Completed(done.clone())));
     let task = table.by_id(&id).unwrap();
-    assert_eq!(result_of(task, 60_000, T0 + 3000), done);
+    assert_eq!(result_of(task, 60_000, T0 + 3000, true), done);
     assert!(text_of(&status_result(task, 60_000, T0 + 3000)).contains("has completed"));
 
     let (table, id) = table_with(None);
-    let working = result_of(table.by_id(&id).unwrap(), 60_000, T0);
+    let working = result_of(table.by_id(&id).unwrap(), 60_000, T0, true);
     assert_eq!(working["isError"], false, "a running job is not an error");
     assert_eq!(working["structuredContent"]["status"], "working");
 
     let (table, id) = table_with(Some(Outcome::Failed(-32603, "pool 'py' died".into())));
-    let failed = result_of(table.by_id(&id).unwrap(), 60_000, T0);
+    let failed = result_of(table.by_id(&id).unwrap(), 60_000, T0, true);
     assert_eq!(failed, error_result("pool 'py' died"));
 
     let (table, id) = table_with(Some(Outcome::Cancelled));
-    let cancelled = result_of(table.by_id(&id).unwrap(), 60_000, T0);
+    let cancelled = result_of(table.by_id(&id).unwrap(), 60_000, T0, true);
     assert_eq!(cancelled["isError"], true);
     assert!(text_of(&cancelled).contains("was cancelled"));
 

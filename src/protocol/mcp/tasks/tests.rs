@@ -173,6 +173,7 @@ fn a_restored_running_task_is_failed() {
         expires_ms: None,
         payload: None,
         payload_bytes: 0,
+        apart: None,
     };
     t.restore(task, 100);
     let j = task_json(t.get("r", "", 100).unwrap(), HOUR, 100);
@@ -301,4 +302,38 @@ fn a_finished_result_over_the_owner_cap_alone_is_a_tool_error() {
     // The refusal is small: the owner's other result stays.
     assert!(t.get("a1", "a", 3).is_ok());
     assert!(t.bytes_of("a") <= 500);
+}
+
+/// A long result's text is held apart (answers are written from it), and
+/// every way of reading the task whole, its bytes and its file see it as
+/// if it were still in place.
+#[test]
+fn a_long_result_is_held_apart_and_read_whole() {
+    let mut t = Tasks::new(HOUR, 8);
+    let mut result = text_result(APART_AT);
+    result["structuredContent"] = json!("placeholder");
+    t.create("a".into(), "o", 1, 1).unwrap();
+    t.settle("a", Outcome::Completed(result.clone()), 2);
+    settled(&mut t, "b", "o", APART_AT - 1, 3);
+    let (a, b) = (t.by_id("a").unwrap(), t.by_id("b").unwrap());
+    assert!(b.apart.is_none());
+    let held = a.apart.as_ref().expect("held apart");
+    assert_eq!(held.text().len(), APART_AT);
+    assert_eq!(a.payload.as_ref().unwrap()["content"][0]["text"], APART);
+    assert_eq!(a.payload_whole().unwrap().into_owned(), result);
+    assert_eq!(a.payload_bytes, json_bytes(&result));
+    assert_eq!(task_json(a, HOUR, 3)["result"], result);
+    let apart = shown(a, HOUR, 3, false);
+    assert_eq!(apart["result"]["content"][0]["text"], APART);
+    assert_eq!(apart["result"]["structuredContent"], "placeholder");
+    // Its file holds the whole text, and reads back held apart again.
+    let stored = to_stored(a);
+    assert_eq!(stored["payload"], result);
+    let text = crate::format::json::text(&stored);
+    let mut again = Tasks::new(HOUR, 8);
+    assert!(again.restore(from_stored(text.as_bytes()).unwrap(), 3));
+    let back = again.by_id("a").unwrap();
+    assert!(back.apart.is_some());
+    assert_eq!(back.payload_whole().unwrap().into_owned(), result);
+    assert_eq!(back.payload_bytes, json_bytes(&result));
 }

@@ -106,7 +106,7 @@ fn a_head_is_reported_before_its_body_and_its_body_is_counted_once() {
     let (_, held) = c.recount();
     // The whole declared body is counted from now on, not only what came.
     assert_eq!(held.input, head.len() + 10);
-    assert_eq!(held.output, 0);
+    assert_eq!(held.output, Unread::default());
     feed(&mut c, b"0123");
     assert_eq!(c.body_due(), 6);
     let (before, after) = c.recount();
