@@ -4,7 +4,7 @@
 //! the pools, so a slow or idle client never delays anyone else. Each
 //! connection feeds its bytes to the pure `http::Parser`; a complete request
 //! goes through the checks (Host, Origin, CORS preflight, bearer token, path,
-//! method), then its JSON-RPC body through the session's `mcp::handle`.
+//! method), then its JSON-RPC body through the pure `http::mcp_post`.
 //! The head-only checks run as soon as a request's head is complete, before
 //! any byte of its body is taken, and a body is admitted only if it fits in
 //! the buffer budget shared by all connections (`http::Budget`, owned here:

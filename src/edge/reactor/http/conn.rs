@@ -1,7 +1,7 @@
 //! One HTTP connection: its socket, what it has received and not handled,
 //! its output queue, the request it is busy with, and how it ends.
 //!
-//! The state is private to this module; the reactor drives a connection
+//! The state is private to this module; `HttpFront` drives a connection
 //! through the small API here (read, parse the next request, queue and
 //! flush output, timers) and decides what the requests mean.
 
