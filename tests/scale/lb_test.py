@@ -49,6 +49,24 @@ class Failure(Exception):
     pass
 
 
+def wait_for(what: str, probe, timeout: float = STEP_TIMEOUT) -> None:
+    """Polls `probe` until it is true; fails naming `what` after `timeout`
+    seconds. The steps wait for what they need to have happened, never for
+    a fixed time, so a loaded machine only makes them slower."""
+    deadline = time.monotonic() + timeout
+    while not probe():
+        if time.monotonic() > deadline:
+            raise Failure(f"{what}: not seen within {timeout:.0f} s")
+        time.sleep(0.02)
+
+
+def text_of(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -181,15 +199,25 @@ class Cluster:
 
     def start(self) -> None:
         for name in NAMES:
-            log = open(self.tmp / f"{name}.log", "wb")
+            log = open(self.log(name), "wb")
+            # Each instance's test pools say when a call starts and ends.
+            env = {**os.environ, "TESTPOOL_TRACE": str(self.trace(name))}
             self.instances[name] = subprocess.Popen(
                 [self.binary, "mcp", str(self.manifest), "--http-port", str(self.ports[name]),
                  "--instance-id", name, "--drain-timeout", "20", "--task-after", "0", *self.extra],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, env=env)
         for name in NAMES:
             self.wait_health(self.ports[name], f"instance {name}")
         self.start_balancer()
         self.wait_health(self.lb_port, self.kind)
+
+    def trace(self, name: str) -> Path:
+        """The call trace of instance `name`'s pools (TESTPOOL_TRACE)."""
+        return self.tmp / f"{name}.trace"
+
+    def log(self, name: str) -> Path:
+        """Instance `name`'s stderr."""
+        return self.tmp / f"{name}.log"
 
     def start_balancer(self) -> None:
         shipped = "nginx.conf" if self.kind == "nginx" else "haproxy.cfg"
@@ -210,7 +238,7 @@ class Cluster:
         self.lb = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
 
     def wait_health(self, port: int, what: str) -> None:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + STEP_TIMEOUT
         while time.monotonic() < deadline:
             try:
                 conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
@@ -301,7 +329,7 @@ def scenario(binary: str, kind: str, lb_path: str, sdk_python: str) -> None:
         # 2b. A task created through the balancer, polled to completion
         # through it (each tasks/get goes to the instance holding the task).
         task_id = create_task(lb, 300)
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + STEP_TIMEOUT
         polls = 0
         while True:
             status, reply = get_task(lb, task_id)
@@ -312,7 +340,7 @@ def scenario(binary: str, kind: str, lb_path: str, sdk_python: str) -> None:
             if state == "completed":
                 break
             if time.monotonic() > deadline:
-                raise Failure(f"task {task_id} still working after 20 s")
+                raise Failure(f"task {task_id} still working after {STEP_TIMEOUT} s")
             time.sleep(0.05)
         text = reply["result"]["result"]["content"][0]["text"]
         if text != "300":
@@ -327,12 +355,13 @@ def scenario(binary: str, kind: str, lb_path: str, sdk_python: str) -> None:
         results = []
         stop = threading.Event()
         threads = load(lb, 8, None, stop, results)
-        time.sleep(1.0)
+        wait_for("16 calls under load", lambda: len(results) >= 16)
         victim = cluster.instances["a"]
         victim.send_signal(signal.SIGKILL)
         victim.wait(10)
         dead_at = time.monotonic()
-        time.sleep(2.0)
+        wait_for("32 calls started after the kill",
+                 lambda: sum(1 for s, _ in list(results) if s > dead_at) >= 32)
         stop.set()
         for t in threads:
             t.join(STEP_TIMEOUT)
@@ -347,11 +376,17 @@ def scenario(binary: str, kind: str, lb_path: str, sdk_python: str) -> None:
             raise Failure(f"after the kill: the dead instance's session got {dead_status} "
                           f"(want 404), the live one's {live_status} (want 200)")
         # The dead instance's task is unknown wherever it lands (-32602);
-        # the live instance's task is intact.
+        # the live instance's task is intact: it completes.
         dead_task_status, dead_task = get_task(lb, task_a)
         if dead_task.get("error", {}).get("code") != -32602:
             raise Failure(f"the dead instance's task: {dead_task_status} {dead_task}")
-        live_task_status, live_task = get_task(lb, task_b)
+        deadline = time.monotonic() + STEP_TIMEOUT
+        while True:
+            live_task_status, live_task = get_task(lb, task_b)
+            working = live_task.get("result", {}).get("status") == "working"
+            if not working or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         if live_task_status != 200 or live_task.get("result", {}).get("status") != "completed":
             raise Failure(f"the live instance's task: {live_task_status} {live_task}")
         print(f"{kind}: SIGKILL of instance a under load: {len(after)} modern calls started afterwards, "
@@ -359,7 +394,12 @@ def scenario(binary: str, kind: str, lb_path: str, sdk_python: str) -> None:
               f"its legacy session gets 404 and its task -32602 (HTTP {dead_task_status}), "
               f"b's session and task unaffected")
 
-        # 4. SIGTERM instance b with a slow call in flight.
+        # 4. SIGTERM instance b with a slow call in flight, once the
+        # balancer has taken a out: HAProxy on its health checks
+        # (deploy/haproxy.cfg), nginx on the first failed attempt.
+        if kind == "haproxy":
+            wait_for("HAProxy marking instance a down",
+                     lambda: "morloc_mcp/a is DOWN" in text_of(tmp / "haproxy.log"))
         conn_b, sid = session_on(lb, "b")
         slow = {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
                 "params": {"name": "main__slowEcho", "arguments": {"_1": 2000}}}
@@ -371,11 +411,15 @@ def scenario(binary: str, kind: str, lb_path: str, sdk_python: str) -> None:
             except Exception as e:  # noqa: BLE001 - reported below
                 box["error"] = repr(e)
         caller = threading.Thread(target=slow_call, daemon=True)
+        started_on_b = text_of(cluster.trace("b")).count("start slowEcho ")
         caller.start()
-        time.sleep(0.4)
+        # The call is in flight once b's pool has started it (the load uses
+        # addOne); the load begins once b has closed its listener.
+        wait_for("the slow call running on instance b",
+                 lambda: text_of(cluster.trace("b")).count("start slowEcho ") > started_on_b)
         term = cluster.instances["b"]
         term.send_signal(signal.SIGTERM)
-        time.sleep(0.2)
+        wait_for("instance b draining", lambda: "SIGTERM: draining" in text_of(cluster.log("b")))
         results = []
         for t in load(lb, 4, 25, None, results):
             t.join(STEP_TIMEOUT)
@@ -432,7 +476,7 @@ def jobs_scenario(binary: str, kind: str, lb_path: str) -> None:
             raise Failure(f"no job handle through the balancer: {status} {handle}")
         # Round-robin alone would send two polls in three elsewhere, where
         # the job is unknown: every one must find it.
-        polls, deadline = 0, time.monotonic() + 20
+        polls, deadline = 0, time.monotonic() + STEP_TIMEOUT
         while True:
             polls += 1
             tool = "job_status" if polls % 2 else "job_result"
@@ -447,7 +491,7 @@ def jobs_scenario(binary: str, kind: str, lb_path: str) -> None:
             if tool == "job_result" and not (handle_shaped and structured.get("status") == "working"):
                 break
             if time.monotonic() > deadline:
-                raise Failure(f"job {job} still working after 20 s")
+                raise Failure(f"job {job} still working after {STEP_TIMEOUT} s")
             time.sleep(0.05)
         if result.get("content") != [{"type": "text", "text": "600"}] or result.get("structuredContent") != 600:
             raise Failure(f"job {job} ended with {result}")

@@ -26,6 +26,17 @@ cargo build --release --quiet
 if [ ! -x "$SDK" ]; then
     sh e2e/install.sh mcp1
 fi
+# Both checks of one balancer; fails if either failed.
+run_kind() {
+    ok=0
+    timeout 300 "$PYTHON" tests/scale/lb_test.py "$BIN" "$1" "$2" "$SDK" || ok=1
+    timeout 300 "$PYTHON" tests/scale/results_test.py "$BIN" "$1" "$2" || ok=1
+    return $ok
+}
+# The two balancers' runs share nothing (ports, directories, processes) and
+# mostly wait, so they run at once; each one's output is shown whole.
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
 status=0
 for kind in nginx haproxy; do
     if [ "$kind" = nginx ]; then path=$NGINX; else path=$HAPROXY; fi
@@ -33,7 +44,12 @@ for kind in nginx haproxy; do
         echo "test-scale: $kind SKIPPED: not installed (apt-get install $kind)"
         continue
     fi
-    timeout 300 "$PYTHON" tests/scale/lb_test.py "$BIN" "$kind" "$path" "$SDK" || status=1
-    timeout 120 "$PYTHON" tests/scale/results_test.py "$BIN" "$kind" "$path" || status=1
+    run_kind "$kind" "$path" >"$out/$kind.log" 2>&1 &
+    echo $! >"$out/$kind.pid"
+done
+for kind in nginx haproxy; do
+    [ -f "$out/$kind.pid" ] || continue
+    wait "$(cat "$out/$kind.pid")" || status=1
+    cat "$out/$kind.log"
 done
 exit $status
