@@ -2,12 +2,17 @@
 """Instructions the server executes per remote call, counted by callgrind.
 
     python3 bench/callgrind.py target/release/morloc-mcp [--calls N] [--top K]
+    python3 bench/callgrind.py BIN --mode http-legacy   # or stdio-modern, http-modern
 
 Wall-clock figures swing with the load on the machine; an instruction count
 does not. The server runs under `valgrind --tool=callgrind` (its pools do
 not: valgrind does not follow `exec`) serving the `shapes` manifest with
 the test pool (tests/pool/testpool.py) and `--pool-replicas py=1`. One
-legacy stdio session makes sequential `addOne 41` calls, each reply checked.
+legacy stdio session makes sequential `addOne 41` calls, each reply checked
+(`--mode`: a modern (2026-07-28) stdio client, or one keep-alive HTTP
+connection with a legacy session or modern requests, `--http-port 0`).
+Besides instructions, the calls to `malloc` (and `calloc`, `realloc`) per
+call are counted from the same profiles.
 Two sessions are run, one with 100 calls and one with 100 + N; the
 difference of their totals divided by N is the count per call, so start-up
 and shutdown cancel out. The K functions with the most instructions
@@ -31,26 +36,38 @@ import subprocess
 import sys
 import tempfile
 
+import socket
+
 from programs import test_pool_manifest
 
-LINE = b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"addOne","arguments":{"_1":41}}}\n'
+LINE = b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"%s","arguments":{"_1":41}}}'
+MODERN_LINE = (b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"%s","arguments":{"_1":41},'
+               b'"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
+               b'"io.modelcontextprotocol/clientInfo":{"name":"callgrind","version":"1"},'
+               b'"io.modelcontextprotocol/clientCapabilities":{}}}}')
+INIT = (b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":'
+        b'"2025-06-18","capabilities":{},"clientInfo":{"name":"callgrind","version":"1"}}}')
 EXPECT = b'"text":"42"'
 BASE = 100
+MODES = ("stdio-legacy", "stdio-modern", "http-legacy", "http-modern")
 
 
-def session(binary: str, manifest: str, calls: int, out: str) -> None:
+def session(binary: str, manifest: str, calls: int, out: str, mode: str = "stdio-legacy") -> None:
     """One server under callgrind, `calls` sequential addOne calls, then EOF."""
+    if mode.startswith("http"):
+        return http_session(binary, manifest, calls, out, mode == "http-modern")
     argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out,
             binary, "mcp", manifest, "--pool-replicas", "py=1"]
+    line = MODERN_LINE if mode == "stdio-modern" else LINE
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, bufsize=0)
     try:
-        proc.stdin.write(b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":'
-                         b'"2025-06-18","capabilities":{},"clientInfo":{"name":"callgrind","version":"1"}}}\n')
-        proc.stdout.readline()
-        proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        if line is LINE:
+            proc.stdin.write(INIT + b"\n")
+            proc.stdout.readline()
+            proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
         for i in range(calls):
-            proc.stdin.write(LINE % (i + 1))
+            proc.stdin.write(line % (i + 1, b"addOne") + b"\n")
             reply = proc.stdout.readline()
             if EXPECT not in reply:
                 raise RuntimeError("addOne answered %r" % reply[:300])
@@ -61,6 +78,114 @@ def session(binary: str, manifest: str, calls: int, out: str) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+class Http:
+    """One keep-alive connection to the server: POST /mcp, read the answer."""
+
+    def __init__(self, port: int):
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b""
+        self.headers: list[str] = []
+
+    def post(self, body: bytes, extra: list[str]) -> tuple[dict[str, str], bytes]:
+        head = ["POST /mcp HTTP/1.1", "Host: 127.0.0.1", "Content-Type: application/json",
+                "Accept: application/json, text/event-stream",
+                "Content-Length: %d" % len(body)] + self.headers + extra
+        self.sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + body)
+        while b"\r\n\r\n" not in self.buf:
+            self.fill()
+        raw, _, self.buf = self.buf.partition(b"\r\n\r\n")
+        fields = {}
+        for line in raw.decode("latin-1").split("\r\n")[1:]:
+            key, _, value = line.partition(":")
+            fields[key.strip().lower()] = value.strip()
+        length = int(fields.get("content-length", "0"))
+        while len(self.buf) < length:
+            self.fill()
+        payload, self.buf = self.buf[:length], self.buf[length:]
+        return fields, payload
+
+    def fill(self) -> None:
+        chunk = self.sock.recv(1 << 16)
+        if not chunk:
+            raise RuntimeError("the server closed the connection")
+        self.buf += chunk
+
+
+def http_session(binary: str, manifest: str, calls: int, out: str, modern: bool) -> None:
+    """[`session`] over HTTP: one keep-alive connection, a legacy session
+    (or modern requests), then SIGTERM twice (drain, then stop)."""
+    argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out,
+            binary, "mcp", manifest, "--pool-replicas", "py=1",
+            "--http-port", "0", "--http-host", "127.0.0.1"]
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, bufsize=0)
+    try:
+        port = None
+        for raw in proc.stderr:
+            m = re.search(rb"http://[^/:\s]+:(\d+)", raw)
+            if m:
+                port = int(m.group(1))
+                break
+        if port is None:
+            raise RuntimeError("the server did not say where it listens")
+        # Keep reading stderr so the server never blocks on it.
+        import threading
+        threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
+        client = Http(port)
+        if modern:
+            extra = ["MCP-Protocol-Version: 2026-07-28", "Mcp-Method: tools/call"]
+            listed = client.post(b'{"jsonrpc":"2.0","id":0,"method":"tools/list","params":{"_meta":'
+                                 b'{"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
+                                 b'"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},'
+                                 b'"io.modelcontextprotocol/clientCapabilities":{}}}}',
+                                 ["MCP-Protocol-Version: 2026-07-28", "Mcp-Method: tools/list"])[1]
+        else:
+            extra = []
+            fields, _ = client.post(INIT, ["MCP-Protocol-Version: 2025-06-18"])
+            client.headers = ["MCP-Protocol-Version: 2025-06-18",
+                              "Mcp-Session-Id: " + fields["mcp-session-id"]]
+            client.post(b'{"jsonrpc":"2.0","method":"notifications/initialized"}', [])
+            listed = client.post(b'{"jsonrpc":"2.0","id":0,"method":"tools/list"}', [])[1]
+        name = re.search(rb'"name":"([^"]*addOne)"', listed).group(1)
+        line = MODERN_LINE if modern else LINE
+        for i in range(calls):
+            _, reply = client.post(line % (i + 1, name), extra + (["Mcp-Name: " + name.decode()] if modern else []))
+            if EXPECT not in reply:
+                raise RuntimeError("addOne answered %r" % reply[:300])
+        client.sock.close()
+        proc.send_signal(15)
+        proc.send_signal(15)
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def mallocs(path: str) -> int:
+    """Calls to the C library's allocation functions in a profile (their
+    call counts, summed over every caller)."""
+    calls = 0
+    callee = None
+    names: dict[str, str] = {}
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if line.startswith(("fn=", "cfn=")):
+                # Names are compressed: `(id) name` the first time, `(id)` after.
+                m = re.match(r"c?fn=(\(\d+\))?\s*(.*)", line.rstrip("\n"))
+                key, name = m.group(1), m.group(2)
+                if key and name:
+                    names[key] = name
+                name = name or names.get(key, "")
+                if line.startswith("cfn="):
+                    callee = name
+            elif line.startswith("calls=") and callee is not None:
+                if callee in ("malloc", "calloc", "realloc"):
+                    calls += int(line[6:].split()[0])
+    return calls
 
 
 def per_function(path: str) -> dict[str, int]:
@@ -89,6 +214,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("binary")
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--top", type=int, default=20)
+    parser.add_argument("--mode", choices=MODES, default=MODES[0])
     args = parser.parse_args(argv)
     if shutil.which("valgrind") is None or shutil.which("callgrind_annotate") is None:
         print("callgrind: skipped, valgrind is not installed")
@@ -96,11 +222,12 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         manifest = test_pool_manifest(tmp)
         short, long = os.path.join(tmp, "short.out"), os.path.join(tmp, "long.out")
-        session(args.binary, manifest, BASE, short)
-        session(args.binary, manifest, BASE + args.calls, long)
+        session(args.binary, manifest, BASE, short, args.mode)
+        session(args.binary, manifest, BASE + args.calls, long, args.mode)
         per_call = (total(long) - total(short)) / args.calls
-        print("instructions per sequential addOne call (test pool, stdio): %.0f" % per_call)
+        print("instructions per sequential addOne call (test pool, %s): %.0f" % (args.mode, per_call))
         print("  (%d-call session %d, %d-call session %d)" % (BASE, total(short), BASE + args.calls, total(long)))
+        print("allocations per call: %.1f" % ((mallocs(long) - mallocs(short)) / args.calls))
         before, after = per_function(short), per_function(long)
         diffs = sorted(((after.get(k, 0) - before.get(k, 0), k) for k in after), reverse=True)
         print("top functions by self instructions per call:")

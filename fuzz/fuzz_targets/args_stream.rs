@@ -5,9 +5,12 @@
 //! refused as serde_json refuses it; the same encoding in slices of a
 //! budget taken from the input (`text::Sliced`) gives the same outcome. The
 //! same text as a `tools/call`'s arguments, and the text as a whole
-//! message, decode lazily (`jsonrpc::decode_lazy`) to the message the full
-//! decode gives, and so does a body checked in slices
-//! (`json::check::Checker`, then `jsonrpc::decode_checked`).
+//! message, and as the id and a `params` member of a request (which is
+//! read in place, not parsed), decode lazily (`jsonrpc::decode_lazy`) to
+//! the message the full decode gives, and so does a body checked in slices
+//! (`json::check::Checker`, then `jsonrpc::decode_checked`). The text as
+//! a tool's text result is written straight (`mcp::TextResult::write`) as
+//! its message is written from a tree.
 //!
 //! Input: bytes up to the first `\n` pick the schema (see `schema`), the
 //! rest is the text.
@@ -20,6 +23,7 @@ use morloc_mcp::format::schema;
 use morloc_mcp::format::value::{self, Layout, ValueError, ValueErrorKind};
 use morloc_mcp::format::voidstar::{self, text};
 use morloc_mcp::protocol::jsonrpc::{self, Incoming};
+use morloc_mcp::protocol::mcp;
 
 /// A schema string from `bytes`: one node per byte, children after their
 /// parent, leaves once the bytes or the depth run out.
@@ -101,9 +105,37 @@ fuzz_target!(|data: &[u8]| {
         r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t","arguments":{{"a":{json}}}}}}}"#
     );
     lazy_agrees(line.as_bytes(), budget);
+    // As the id and a member of `params` beside the arguments: a request is
+    // read in place (ids, duplicate keys, escapes) as the parse reads it.
+    let request = format!(
+        r#"{{"id":{json},"method":"tools/call","params":{{"arguments":{{}},"x":{json}}},"\u0069d":{json}}}"#
+    );
+    lazy_agrees(request.as_bytes(), budget);
     lazy_agrees(json.as_bytes(), budget);
     lazy_agrees(data, budget);
+    text_result_written(json);
 });
+
+/// The text as a tool's text result: written straight from the text, the
+/// bytes (and length) of its message written from the tree, in both eras.
+fn text_result_written(text: &str) {
+    let info = r#"{"name":"n","version":"v"}"#;
+    for structured in [None, Some(false), Some(true)] {
+        for modern in [false, true] {
+            let result = mcp::TextResult { text: text.to_string(), structured };
+            let mut direct = Vec::new();
+            result.write(&mut direct, modern, info);
+            assert_eq!(result.length(modern, info), direct.len());
+            let mut tree = result.into_json();
+            mcp::structured::for_era(&mut tree, modern);
+            if modern {
+                tree = mcp::complete_with(tree, serde_json::from_str(info).unwrap());
+            }
+            let written = mcp::structured::to_vec(&tree);
+            assert_eq!(direct, written, "{text:?} {structured:?} {modern}");
+        }
+    }
+}
 
 /// `encode_text` through `text::Sliced`, `budget` units per step.
 fn sliced(layout: &Layout, json: &str, budget: usize) -> Result<Vec<u8>, text::TextError> {

@@ -37,12 +37,12 @@ use std::time::{Duration, Instant};
 
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
-use serde_json::Value as Json;
 
 use crate::edge::cli::{HttpConfig, ServeConfig, Settings};
 use crate::edge::{log, manifest_file, proc};
 use crate::protocol::instance::InstanceId;
 use crate::protocol::log::Level;
+use crate::protocol::mcp::call::Outgoing;
 use crate::protocol::mcp::{self, Catalog, Program};
 use idhash::IdMap;
 
@@ -512,15 +512,16 @@ impl Reactor {
 
     /// Sends a message to a client: a reply completes an HTTP request; a
     /// notification rides on the request's event stream, if it has one.
-    fn deliver(&mut self, client: &Client, msg: &Json, is_reply: bool) {
+    fn deliver<'a>(&mut self, client: &Client, msg: impl Into<Outgoing<'a>>, is_reply: bool) {
         match client {
             Client::Stdio => self.send_stdio(msg),
             Client::Http { conn, .. } => {
                 let conn = *conn;
+                let msg = msg.into();
                 if is_reply {
                     self.with_http(|f, cx| f.reply(cx, conn, msg));
                 } else {
-                    self.with_http(|f, cx| f.notify(cx, conn, msg));
+                    self.with_http(|f, cx| f.notify(cx, conn, &msg.into_message()));
                 }
             }
         }

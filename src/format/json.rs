@@ -36,7 +36,19 @@ pub fn write_str(out: &mut String, s: &str) {
 /// into pieces at character boundaries gives, piece by piece, the same
 /// bytes as whole.
 pub fn write_str_body(out: &mut String, s: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
+    escape_body(s, |piece| out.push_str(piece));
+}
+
+/// [`write_str_body`] into bytes (a message being written).
+pub fn write_str_body_into(out: &mut Vec<u8>, s: &str) {
+    escape_body(s, |piece| out.extend_from_slice(piece.as_bytes()));
+}
+
+/// The escaped body of `s`, given to `push` in pieces.
+fn escape_body(s: &str, mut push: impl FnMut(&str)) {
+    const HEX: [&str; 16] = [
+        "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "a", "b", "c", "d", "e", "f",
+    ];
     let bytes = s.as_bytes();
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
@@ -52,17 +64,17 @@ pub fn write_str_body(out: &mut String, s: &str) {
             _ => continue,
         };
         // Only ASCII bytes are split on, so both slices are valid UTF-8.
-        out.push_str(&s[start..i]);
+        push(&s[start..i]);
         if escape.is_empty() {
-            out.push_str("\\u00");
-            out.push(HEX[(b >> 4) as usize] as char);
-            out.push(HEX[(b & 0xf) as usize] as char);
+            push("\\u00");
+            push(HEX[(b >> 4) as usize]);
+            push(HEX[(b & 0xf) as usize]);
         } else {
-            out.push_str(escape);
+            push(escape);
         }
         start = i + 1;
     }
-    out.push_str(&s[start..]);
+    push(&s[start..]);
 }
 
 /// The length of [`write_str_body`]'s output for `s`, without writing it.

@@ -169,10 +169,15 @@ impl<'a> Arguments<'a> {
     fn first_key(&self, wanted: impl Fn(&str) -> bool) -> Option<String> {
         match self {
             Arguments::Parsed(map) => map.keys().find(|k| wanted(k)).cloned(),
-            Arguments::Text(text, spans) => spans
-                .iter()
-                .map(|(key, _)| scan::decode_string(text.as_bytes(), *key))
-                .find(|k| wanted(k)),
+            // A key without escapes is looked at in place (no allocation
+            // per argument of every call).
+            Arguments::Text(text, spans) => spans.iter().find_map(|(key, _)| {
+                let bytes = text.as_bytes();
+                match scan::plain_str(bytes, *key).map(std::str::from_utf8) {
+                    Some(Ok(plain)) => wanted(plain).then(|| plain.to_string()),
+                    _ => Some(scan::decode_string(bytes, *key)).filter(|k| wanted(k)),
+                }
+            }),
         }
     }
 

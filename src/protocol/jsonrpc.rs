@@ -143,7 +143,7 @@ pub fn decode_lazy(bytes: &[u8]) -> (Incoming, Option<&str>) {
     };
     let text = text.trim_matches(|c: char| c.is_whitespace());
     let raw = text.as_bytes();
-    let Some((arguments, spans)) = arguments_spans(raw, None) else {
+    let Some(parts) = Parts::find(raw, None) else {
         return (decode(bytes), None);
     };
     // The whole text is checked first, so an invalid message gets the reply
@@ -151,7 +151,7 @@ pub fn decode_lazy(bytes: &[u8]) -> (Incoming, Option<&str>) {
     if let Err(e) = scan::validate(raw, 0) {
         return (Incoming::Invalid(invalid_json(e)), None);
     }
-    split_arguments(bytes, text, arguments, &spans)
+    split_arguments(bytes, text, &parts, None)
 }
 
 /// The reply to a body that is not JSON, as serde_json's error would give.
@@ -181,21 +181,27 @@ pub fn decode_checked<'a>(
     let Ok(text) = std::str::from_utf8(&body[span]) else {
         return (decode(body), None);
     };
-    let Some((arguments, spans)) = arguments_spans(text.as_bytes(), Some(ends)) else {
+    let Some(parts) = Parts::find(text.as_bytes(), Some(ends)) else {
         return (decode(body), None);
     };
-    split_arguments(body, text, arguments, &spans)
+    split_arguments(body, text, &parts, Some(ends))
 }
 
 /// Parses the (valid) message `text` (the trimmed `bytes`) without its
-/// `params.arguments` values (`spans`), and gives back the counting one
-/// (`arguments`) as text.
+/// `params.arguments` values, and gives back the counting one as text. A
+/// request is read in place ([`request_in_place`]); anything else is
+/// parsed.
 fn split_arguments<'a>(
     bytes: &[u8],
     text: &'a str,
-    arguments: std::ops::Range<usize>,
-    spans: &[std::ops::Range<usize>],
+    parts: &Parts,
+    ends: Option<&scan::Ends>,
 ) -> (Incoming, Option<&'a str>) {
+    let arguments = Some(&text[parts.arguments.clone()]);
+    if let Some(msg) = request_in_place(text, parts, ends) {
+        return (msg, arguments);
+    }
+    let spans = &parts.spans;
     let mut stripped = String::with_capacity(
         text.len() - spans.iter().map(|s| s.len()).sum::<usize>() + 4 * spans.len(),
     );
@@ -207,45 +213,129 @@ fn split_arguments<'a>(
     }
     stripped.push_str(&text[at..]);
     match serde_json::from_str::<Value>(&stripped).map(classify) {
-        Ok(msg @ Incoming::Request { .. }) => (msg, Some(&text[arguments])),
+        Ok(msg @ Incoming::Request { .. }) => (msg, arguments),
         // Only requests carry arguments anyone reads.
         _ => (decode(bytes), None),
     }
 }
 
-/// Where `params.arguments` is in a message: the span of the one that
-/// counts (the last `arguments` object of the last `params`, as serde_json
-/// keeps the last of duplicate keys) and of every `params.arguments` value
-/// (all are left out of the parse). `None` when the counting one is not an
-/// object, or the text does not look like an object at all.
-fn arguments_spans(
-    text: &[u8],
-    ends: Option<&scan::Ends>,
-) -> Option<(std::ops::Range<usize>, Vec<std::ops::Range<usize>>)> {
-    let top = scan::skip_ws(text, 0);
-    if text.get(top) != Some(&b'{') {
-        return None;
+/// The request the (valid) message `text` with these `parts` makes, read
+/// from its members' places instead of parsed: `id` and `method` taken as
+/// they are, `params` built member by member with every `arguments` value
+/// `null`. The outcome is exactly what parsing the text with those values
+/// nulled and [`classify`] give (duplicate keys: the last value in the first
+/// one's place, as serde_json keeps them). `None` when the message is not a
+/// request with an id MCP allows: the caller then takes the parse, for its
+/// exact reply. The hot path of every `tools/call`: no copy of the message
+/// and no map of its top level.
+fn request_in_place(text: &str, parts: &Parts, ends: Option<&scan::Ends>) -> Option<Incoming> {
+    let raw = text.as_bytes();
+    let method = parts.method.filter(|&at| raw.get(at) == Some(&b'"'))?;
+    let id = id_in_place(text, parts.id?)?;
+    let params = parts.params.filter(|&at| raw.get(at) == Some(&b'{'))?;
+    let mut map = Map::new();
+    for (key, value) in scan::members_in(raw, params, ends) {
+        let key = scan::decode_string(raw, key);
+        let item = match raw.get(value) {
+            _ if key == "arguments" => Value::Null,
+            Some(b'"') => Value::String(scan::decode_string(raw, value)),
+            _ => {
+                let end = scan::value_end_in(raw, value, ends);
+                serde_json::from_str(text.get(value..end)?).ok()?
+            }
+        };
+        map.insert(key, item);
     }
-    let mut spans = Vec::new();
-    let mut current = None;
-    for (key, value) in scan::members_in(text, top, ends) {
-        if !scan::str_eq(text, key, "params") {
-            continue;
+    Some(Incoming::Request {
+        id,
+        method: scan::decode_string(raw, method),
+        params: Some(Value::Object(map)),
+    })
+}
+
+/// The request id whose (valid) value starts at `at`, as
+/// [`RequestId::from_json`] reads it parsed: a string, or an integer kept as
+/// its literal text.
+fn id_in_place(text: &str, at: usize) -> Option<RequestId> {
+    let raw = text.as_bytes();
+    match raw.get(at)? {
+        b'"' => Some(RequestId::Str(scan::decode_string(raw, at))),
+        b'-' | b'0'..=b'9' => {
+            let literal = text.get(at..scan::number_end(raw, at)?)?;
+            let digits = literal.strip_prefix('-').unwrap_or(literal);
+            digits
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+                .then(|| RequestId::Int(literal.to_string()))
         }
-        current = None;
-        if text.get(value) != Some(&b'{') {
-            continue;
+        _ => None,
+    }
+}
+
+/// Where a message's parts are, found in one walk of its members: the
+/// values of its (last) `id`, `method` and `params`, the span of the
+/// `params.arguments` that counts (the last `arguments` object of the last
+/// `params`, as serde_json keeps the last of duplicate keys) and of every
+/// `params.arguments` value (all are left out of the parse).
+struct Parts {
+    id: Option<usize>,
+    method: Option<usize>,
+    params: Option<usize>,
+    arguments: std::ops::Range<usize>,
+    spans: Vec<std::ops::Range<usize>>,
+}
+
+impl Parts {
+    /// The parts of `text`; `None` when the counting arguments are not an
+    /// object, or the text does not look like an object at all.
+    fn find(text: &[u8], ends: Option<&scan::Ends>) -> Option<Parts> {
+        let top = scan::skip_ws(text, 0);
+        if text.get(top) != Some(&b'{') {
+            return None;
         }
-        for (key, value) in scan::members_in(text, value, ends) {
-            if scan::str_eq(text, key, "arguments") {
-                let span = value..scan::value_end_in(text, value, ends);
-                current = Some(span.clone());
-                spans.push(span);
+        let (mut id, mut method, mut params) = (None, None, None);
+        let mut spans = Vec::new();
+        let mut current = None;
+        for (key, value) in scan::members_in(text, top, ends) {
+            let decoded;
+            let name = match scan::plain_str(text, key) {
+                Some(plain) => plain,
+                // A key with escapes may still spell one of them.
+                None => {
+                    decoded = scan::decode_string(text, key);
+                    decoded.as_bytes()
+                }
+            };
+            match name {
+                b"id" => id = Some(value),
+                b"method" => method = Some(value),
+                b"params" => params = Some(value),
+                _ => continue,
+            }
+            if name != b"params" {
+                continue;
+            }
+            current = None;
+            if text.get(value) != Some(&b'{') {
+                continue;
+            }
+            for (key, value) in scan::members_in(text, value, ends) {
+                if scan::str_eq(text, key, "arguments") {
+                    let span = value..scan::value_end_in(text, value, ends);
+                    current = Some(span.clone());
+                    spans.push(span);
+                }
             }
         }
+        let arguments = current?;
+        (text.get(arguments.start) == Some(&b'{')).then_some(Parts {
+            id,
+            method,
+            params,
+            arguments,
+            spans,
+        })
     }
-    let current = current?;
-    (text.get(current.start) == Some(&b'{')).then_some((current, spans))
 }
 
 /// Classifies an already parsed message.
@@ -711,6 +801,14 @@ mod tests {
             r#" {"id":1,"method":"tools/call","params":{"arguments":{"a":1},"arguments":{"b":2}}} "#.to_string(),
             r#"{"id":1,"method":"m","params":{"arguments":[1]},"params":{"\u0061rguments":{}}}"#.to_string(),
             format!(r#"{{"id":1,"method":"m","params":{{"arguments":{{"x":{}}}}}}}"#, deep(124)),
+            // Read in place: ids, escapes, duplicate keys, other members.
+            r#"{"id":"a\"b\u00e9","method":"tools/call","params":{"arguments":{}}}"#.to_string(),
+            r#"{"id":-0,"method":"t","params":{"arguments":{}}}"#.to_string(),
+            r#"{"id":-17,"method":"t","params":{"arguments":{}},"id":123456789012345678901234567890}"#.to_string(),
+            r#"{"\u0069d":7,"m\u0065thod":"tools\/call","jsonrpc":5,"extra":[1,{"id":2}],"params":{"arguments":{}}}"#.to_string(),
+            r#"{"id":1,"method":"a","method":"b","params":{"name":1,"arguments":{"x":1},"name":"n","_meta":{"progressToken":1e400,"k":[null,true,-0.0]},"\u0061rguments":{}}}"#.to_string(),
+            r#"{"id":1,"method":"m","params":[1],"params":{"arguments":{},"name":"x"}}"#.to_string(),
+            "{\"id\":1,\"method\":\"m\",\"params\":{\"na\u{e9}me\":\"\u{1f600}\",\"arguments\":{}}}".to_string(),
         ];
         for line in &split {
             assert!(lazy_agrees(line), "{line}");
@@ -726,6 +824,11 @@ mod tests {
             r#"{"method":"n","params":{"arguments":{"a":1}}}"#.to_string(),
             r#"{"params":{"arguments":{"a":1}}}"#.to_string(),
             r#"{"id":[],"method":"m","params":{"arguments":{"a":1}}}"#.to_string(),
+            r#"{"id":1.5,"method":"m","params":{"arguments":{"a":1}}}"#.to_string(),
+            r#"{"id":1e2,"method":"m","params":{"arguments":{"a":1}}}"#.to_string(),
+            r#"{"id":null,"method":"m","params":{"arguments":{"a":1}}}"#.to_string(),
+            r#"{"id":1,"method":"m","method":2,"params":{"arguments":{"a":1}}}"#.to_string(),
+            r#"{"id":1,"params":{"arguments":{"a":1}}}"#.to_string(),
             format!(
                 r#"{{"id":1,"method":"m","params":{{"arguments":{{"x":{}}}}}}}"#,
                 deep(125)

@@ -202,7 +202,7 @@ impl Reactor {
                 self.calls
                     .count(&self.catalog, what, outcome, Instant::now());
                 let reply = call::respond(&self.catalog, &request.id, request.is_modern(), ending);
-                return self.deliver(&client, reply.message(), true);
+                return self.deliver(&client, reply, true);
             }
         };
         let command = prog.command(request.command);
@@ -437,22 +437,19 @@ impl Reactor {
         // A complete reply: decode it now, before anything else runs.
         let reply = std::mem::take(&mut wire.reply);
         let (program, command, slot) = (call.program, call.request.command, call.sched.slot);
-        let outcome = self.decode_reply(program, slot, command, &reply);
-        self.finish_call(id, outcome);
+        let ending = self.decode_reply(program, slot, command, &reply);
+        self.end_call(id, ending);
     }
 
-    fn decode_reply(
-        &mut self,
-        program: usize,
-        slot: Proc,
-        command: usize,
-        bytes: &[u8],
-    ) -> Result<Json, String> {
+    fn decode_reply(&mut self, program: usize, slot: Proc, command: usize, bytes: &[u8]) -> Ending {
         let prog = &self.catalog.programs[program];
         let lang = self
             .pools
             .lang(program, BasePool(prog.command(command).pool));
-        let reply = packet::parse_reply(bytes).map_err(|e| format!("{e} (pool '{lang}')"))?;
+        let reply = match packet::parse_reply(bytes) {
+            Ok(reply) => reply,
+            Err(e) => return Ending::Error(format!("{e} (pool '{lang}')")),
+        };
         let shared = matches!(reply, packet::Reply::Rptr(_));
         let reader = self.pools.reader(program, slot);
         let result = call::reply_result(prog, command, reply, &*reader, &mut take_file);
@@ -521,7 +518,7 @@ impl Reactor {
             call.request.is_modern(),
             ending,
         );
-        self.deliver(&call.client, reply.message(), true);
+        self.deliver(&call.client, reply, true);
     }
 
     /// Ends a call with a protocol-level failure (its pool died, or it timed

@@ -21,6 +21,7 @@ use super::{Client, Reactor};
 use crate::edge::log;
 use crate::protocol::jsonrpc::{Incoming, RequestId};
 use crate::protocol::log::{self as rec, Level, Value};
+use crate::protocol::mcp::call::Outgoing;
 use crate::protocol::trace::{self, Span};
 
 /// An open request: what its access line will say.
@@ -76,7 +77,12 @@ impl Access {
     }
 
     pub(in crate::edge::reactor) fn reply(&mut self, reply: &Json) {
-        self.outcome = Some(rec::outcome_and_code(reply));
+        self.replied(rec::outcome_and_code(reply));
+    }
+
+    /// [`Access::reply`] with the reply's outcome and error code given.
+    pub(in crate::edge::reactor) fn replied(&mut self, outcome: (&'static str, Option<i64>)) {
+        self.outcome = Some(outcome);
     }
 
     /// Writes the access line: `status` for HTTP, `fallback` as the
@@ -206,16 +212,16 @@ impl StdioAccess {
 
     /// A message going to the stdio client: a response closes its
     /// request's record.
-    pub(super) fn reply(&mut self, msg: &Json) {
+    pub(super) fn reply(&mut self, msg: &Outgoing<'_>) {
         // Only responses carry the id of an open request.
         if self.0.is_empty() {
             return;
         }
-        let Some(id) = msg.get("id").and_then(RequestId::from_json) else {
+        let Some(id) = msg.id() else {
             return;
         };
         if let Some(mut access) = self.0.remove(&id) {
-            access.reply(msg);
+            access.replied(msg.outcome());
             access.finish(None, "ok");
         }
     }

@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 
 use mio::unix::SourceFd;
 use mio::{Interest, Poll};
-use serde_json::Value as Json;
 
 use super::apply::Origin;
 use super::byteio::{read_until, Flushed, RawReader, ReadEnd, WriteQueue};
@@ -23,6 +22,7 @@ use super::obs::{Access, StdioAccess};
 use super::{Reactor, SCRATCH_LEN, STDIN, STDOUT};
 use crate::edge::{log, proc};
 use crate::protocol::jsonrpc::{self, Frame, LineFramer, RequestId};
+use crate::protocol::mcp::call::Outgoing;
 use crate::protocol::mcp::{self, Catalog, Session, Step};
 
 /// Stop reading stdin while this much output is queued (client not reading).
@@ -209,9 +209,11 @@ impl Stdio {
 
     /// Queues `msg` for the client (a response closes its request's
     /// access record).
-    fn queue(&mut self, msg: &Json) {
+    fn queue(&mut self, msg: &Outgoing<'_>) {
         self.access.reply(msg);
-        mcp::structured::write_line(self.queue.buf(), msg);
+        let out = self.queue.buf();
+        msg.write(out);
+        out.push(b'\n');
     }
 
     /// Writes what the protocol stream takes, watching it for writability
@@ -321,11 +323,12 @@ impl Reactor {
         }
     }
 
-    pub(super) fn send_stdio(&mut self, msg: &Json) {
+    /// Writes a message (or a call's response) to the stdio client.
+    pub(super) fn send_stdio<'a>(&mut self, msg: impl Into<Outgoing<'a>>) {
         let Some(stdio) = self.stdio.as_mut() else {
             return;
         };
-        stdio.queue(msg);
+        stdio.queue(&msg.into());
         self.flush_stdout();
     }
 

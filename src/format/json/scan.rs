@@ -591,9 +591,11 @@ pub fn decoded_len(text: &[u8], pos: usize) -> usize {
 /// The raw contents of the string literal at `pos` when it has no escapes
 /// (so they are its decoded bytes).
 pub fn plain_str(text: &[u8], pos: usize) -> Option<&[u8]> {
-    let end = string_end(text, pos)?;
-    let inner = &text[pos + 1..end - 1];
-    (!inner.contains(&b'\\')).then_some(inner)
+    // One pass: the contents run to the closing quote unless a backslash
+    // comes first.
+    let inner = text.get(pos + 1..)?;
+    let end = inner.iter().position(|&b| b == b'"' || b == b'\\')?;
+    (inner[end] == b'"').then_some(&inner[..end])
 }
 
 /// The decoded text of the (valid) string literal at `pos`. Allocates; for

@@ -6,10 +6,11 @@
 //! refused, a pure command evaluated in-process) or gives the CALL packet (a
 //! call whose arguments arrived as text already carries it: `packing`,
 //! through `handle_lazy`). [`reply_result`] turns a pool's reply packet into
-//! a `CallToolResult`, a JSON result rendered straight from the reply bytes
-//! or shared memory. How a call ended is an [`Ending`]; [`respond`] makes it
-//! the [`Response`] the transport frames (a stdio line, an HTTP body, an
-//! event), and [`Ending::into_task_outcome`] the outcome of the task it
+//! the call's [`Ending`]: usually a text result, the JSON text rendered
+//! straight from the reply bytes or shared memory and kept as text until
+//! written. [`respond`] makes an ending the [`Response`] the transport frames
+//! (a stdio line, an HTTP body, an event; a text result written without a
+//! value tree), and [`Ending::into_task_outcome`] the outcome of the task it
 //! became. Schemas and layouts come from the program's [`Compiled`] tables,
 //! built once when the program is loaded, not per call.
 //!
@@ -370,8 +371,8 @@ fn success(program: &Program, command: usize, value: &Value) -> Json {
     results::success_result_with(program.command(command), layout, value)
 }
 
-/// Turns a pool's reply (`packet::parse_reply`) into the call's result.
-/// `mem` is the shared memory a relptr reply points into, and `take_file`
+/// Turns a pool's reply (`packet::parse_reply`) into how the call ended:
+/// its result, or the error of a reply that cannot be decoded. `mem` is the shared memory a relptr reply points into, and `take_file`
 /// reads (and removes) a result file.
 pub fn reply_result(
     program: &Program,
@@ -379,7 +380,28 @@ pub fn reply_result(
     reply: Reply<'_>,
     mem: &dyn Memory,
     take_file: &mut dyn FnMut(&Path) -> Result<Vec<u8>, String>,
-) -> Result<Json, String> {
+) -> Ending {
+    match reply_value(program, command, reply, mem, take_file) {
+        Ok(Replied::Text(result)) => Ending::Text(result),
+        Ok(Replied::Json(result)) => Ending::Result(result),
+        Err(message) => Ending::Error(message),
+    }
+}
+
+/// A reply's result: a text result (a call's usual answer, kept as text)
+/// or any other.
+enum Replied {
+    Text(results::TextResult),
+    Json(Json),
+}
+
+fn reply_value(
+    program: &Program,
+    command: usize,
+    reply: Reply<'_>,
+    mem: &dyn Memory,
+    take_file: &mut dyn FnMut(&Path) -> Result<Vec<u8>, String>,
+) -> Result<Replied, String> {
     let cmd = program.command(command);
     let schema = return_schema(cmd)?;
     let decode_failed =
@@ -402,7 +424,7 @@ pub fn reply_result(
         // text: no decoded value in between.
         let mut text = String::new();
         let rendered = match reply {
-            Reply::Fail(message) => return Ok(results::error_result(&message)),
+            Reply::Fail(message) => return Ok(Replied::Json(results::error_result(&message))),
             Reply::Voidstar(blob) => match layout {
                 Some(layout) => voidstar::flat_to_json_with(layout, blob, &mut text),
                 None => voidstar::flat_to_json(schema, blob, &mut text),
@@ -413,18 +435,18 @@ pub fn reply_result(
             },
             Reply::Msgpack(data) => {
                 let value = from_msgpack(data)?;
-                return Ok(success(program, command, &value));
+                return Ok(Replied::Json(success(program, command, &value)));
             }
             Reply::File(path) => {
                 let value = from_msgpack(&take_file(&path)?)?;
-                return Ok(success(program, command, &value));
+                return Ok(Replied::Json(success(program, command, &value)));
             }
         };
         rendered.map_err(|e| decode_failed(&e))?;
-        return Ok(results::text_result(cmd, text));
+        return Ok(Replied::Text(results::TextResult::new(cmd, text)));
     }
     let value: Value = match reply {
-        Reply::Fail(message) => return Ok(results::error_result(&message)),
+        Reply::Fail(message) => return Ok(Replied::Json(results::error_result(&message))),
         Reply::Voidstar(blob) => match layout {
             Some(layout) => voidstar::decode_flat_with(layout, blob),
             None => voidstar::decode_flat(schema, blob),
@@ -438,7 +460,7 @@ pub fn reply_result(
         .map_err(|e| decode_failed(&e))?,
         Reply::File(path) => from_msgpack(&take_file(&path)?)?,
     };
-    Ok(success(program, command, &value))
+    Ok(Replied::Json(success(program, command, &value)))
 }
 
 /// How a call ended.
@@ -446,6 +468,9 @@ pub fn reply_result(
 pub enum Ending {
     /// Its `CallToolResult` (`isError` when the tool failed).
     Result(Json),
+    /// A successful text result, kept as its text until written (the
+    /// usual reply of a pool).
+    Text(results::TextResult),
     /// Its arguments or its reply were refused: an `isError` result with
     /// this message (a task it became completes with it).
     Error(String),
@@ -468,6 +493,7 @@ impl Ending {
     pub fn into_result(self) -> Json {
         match self {
             Ending::Result(result) => result,
+            Ending::Text(result) => result.into_json(),
             Ending::Error(message) | Ending::Failed(message) => results::error_result(&message),
         }
     }
@@ -479,7 +505,7 @@ impl Ending {
             Ending::Result(result) if result.get("isError") == Some(&Json::Bool(true)) => {
                 Outcome::ToolError
             }
-            Ending::Result(_) => Outcome::Ok,
+            Ending::Result(_) | Ending::Text(_) => Outcome::Ok,
             Ending::Error(_) => Outcome::ToolError,
             Ending::Failed(_) => Outcome::Failed,
         }
@@ -501,21 +527,103 @@ impl Ending {
 
 /// The response to a `tools/call`, typed by era: the transport only frames
 /// it (a stdio line, an HTTP body, an event of an event stream), writing it
-/// with `structured::write`, which fills in a modern `structuredContent`.
+/// with [`Response::write`] (or `structured::write` of its message), which
+/// fills in a modern `structuredContent`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Response {
-    message: Json,
+    id: RequestId,
+    body: Body,
     modern: bool,
 }
 
-impl Response {
+#[derive(Clone, Debug, PartialEq)]
+enum Body {
     /// The JSON-RPC response.
-    pub fn message(&self) -> &Json {
-        &self.message
+    Message(Json),
+    /// The response carrying a text result, written straight from the text
+    /// (no map of the envelope or the result); `server_info` is the
+    /// server's `serverInfo` text for a modern answer, else empty.
+    Text {
+        result: results::TextResult,
+        server_info: String,
+    },
+}
+
+impl Response {
+    /// The JSON-RPC response (built, for a text result).
+    pub fn into_message(self) -> Json {
+        match self.body {
+            Body::Message(message) => message,
+            Body::Text {
+                result,
+                server_info,
+            } => {
+                let mut result = result.into_json();
+                structured::for_era(&mut result, self.modern);
+                if self.modern {
+                    let info = serde_json::from_str(&server_info).unwrap_or(Json::Null);
+                    result = results::complete_with(result, info);
+                }
+                jsonrpc::result_response(&self.id, result)
+            }
+        }
     }
 
-    pub fn into_message(self) -> Json {
-        self.message
+    /// Writes the response as `structured::write` writes its message: the
+    /// same bytes.
+    pub fn write(&self, out: &mut Vec<u8>) {
+        match &self.body {
+            Body::Message(message) => {
+                // Writing into a Vec cannot fail.
+                let _ = structured::write(out, message);
+            }
+            Body::Text {
+                result,
+                server_info,
+            } => self.write_text(out, result, server_info),
+        }
+    }
+
+    fn write_text(&self, out: &mut Vec<u8>, result: &results::TextResult, server_info: &str) {
+        out.extend_from_slice(ENVELOPE_OPEN);
+        match &self.id {
+            RequestId::Int(literal) => out.extend_from_slice(literal.as_bytes()),
+            RequestId::Str(text) => {
+                out.push(b'"');
+                crate::format::json::write_str_body_into(out, text);
+                out.push(b'"');
+            }
+        }
+        out.extend_from_slice(RESULT_KEY);
+        result.write(out, self.modern, server_info);
+        out.push(b'}');
+    }
+
+    /// The length [`Response::write`] gives, counted without writing (an
+    /// HTTP body's `Content-Length`).
+    pub fn length(&self) -> usize {
+        match &self.body {
+            Body::Message(message) => structured::length(message),
+            Body::Text {
+                result,
+                server_info,
+            } => {
+                let id = match &self.id {
+                    RequestId::Int(literal) => literal.len(),
+                    RequestId::Str(text) => 2 + crate::format::json::str_body_len(text),
+                };
+                ENVELOPE_OPEN.len()
+                    + id
+                    + RESULT_KEY.len()
+                    + result.length(self.modern, server_info)
+                    + 1
+            }
+        }
+    }
+
+    /// The request it answers.
+    pub fn id(&self) -> &RequestId {
+        &self.id
     }
 
     /// Whether it answers a modern (2026-07-28) request.
@@ -525,18 +633,118 @@ impl Response {
 
     /// The HTTP status it goes out with.
     pub fn http_status(&self) -> u16 {
-        if self.modern {
-            era::http_status(&self.message)
-        } else {
-            200
+        match &self.body {
+            Body::Message(message) if self.modern => era::http_status(message),
+            _ => 200,
+        }
+    }
+
+    /// Its outcome and error code as access lines name them
+    /// (`log::outcome_and_code` of its message).
+    pub fn outcome(&self) -> (&'static str, Option<i64>) {
+        match &self.body {
+            Body::Message(message) => crate::protocol::log::outcome_and_code(message),
+            Body::Text { .. } => ("ok", None),
         }
     }
 }
+
+/// A message on its way to a client: a JSON-RPC message, or a call's
+/// [`Response`] (written without its message as a tree). The transports
+/// take either.
+#[derive(Debug)]
+pub enum Outgoing<'a> {
+    Message(&'a Json),
+    Response(Response),
+}
+
+impl<'a> From<&'a Json> for Outgoing<'a> {
+    fn from(message: &'a Json) -> Outgoing<'a> {
+        Outgoing::Message(message)
+    }
+}
+
+impl From<Response> for Outgoing<'_> {
+    fn from(response: Response) -> Outgoing<'static> {
+        Outgoing::Response(response)
+    }
+}
+
+impl<'a> Outgoing<'a> {
+    /// Writes it as `structured::write` writes its message.
+    pub fn write(&self, out: &mut Vec<u8>) {
+        match self {
+            // Writing into a Vec cannot fail.
+            Outgoing::Message(message) => drop(structured::write(out, message)),
+            Outgoing::Response(response) => response.write(out),
+        }
+    }
+
+    /// The length [`Outgoing::write`] gives, counted without writing.
+    pub fn length(&self) -> usize {
+        match self {
+            Outgoing::Message(message) => structured::length(message),
+            Outgoing::Response(response) => response.length(),
+        }
+    }
+
+    /// The message as a tree (built, for a call's text result).
+    pub fn into_message(self) -> std::borrow::Cow<'a, Json> {
+        match self {
+            Outgoing::Message(message) => std::borrow::Cow::Borrowed(message),
+            Outgoing::Response(response) => std::borrow::Cow::Owned(response.into_message()),
+        }
+    }
+
+    /// The id of the request it answers, if it is a response.
+    pub fn id(&self) -> Option<RequestId> {
+        match self {
+            Outgoing::Message(message) => message.get("id").and_then(RequestId::from_json),
+            Outgoing::Response(response) => Some(response.id.clone()),
+        }
+    }
+
+    /// Its outcome and error code as access lines name them.
+    pub fn outcome(&self) -> (&'static str, Option<i64>) {
+        match self {
+            Outgoing::Message(message) => crate::protocol::log::outcome_and_code(message),
+            Outgoing::Response(response) => response.outcome(),
+        }
+    }
+
+    /// The HTTP status of a modern answer carrying it (`era::http_status`).
+    pub fn modern_status(&self) -> u16 {
+        match self {
+            Outgoing::Message(message) => era::http_status(message),
+            Outgoing::Response(Response {
+                body: Body::Message(message),
+                ..
+            }) => era::http_status(message),
+            Outgoing::Response(_) => 200,
+        }
+    }
+}
+
+/// The fixed parts of a written response envelope.
+const ENVELOPE_OPEN: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
+const RESULT_KEY: &[u8] = br#","result":"#;
 
 /// The response of the call `id` that ended with `ending`: the result as is
 /// for a legacy request, completed (`resultType`, server identity) for a
 /// modern one.
 pub fn respond(catalog: &Catalog, id: &RequestId, modern: bool, ending: Ending) -> Response {
+    if let Ending::Text(result) = ending {
+        let server_info = match modern {
+            true => super::identity::server_info_text(catalog),
+            false => String::new(),
+        };
+        let body = Body::Text {
+            result,
+            server_info,
+        };
+        let id = id.clone();
+        return Response { id, body, modern };
+    }
     let mut result = ending.into_result();
     structured::for_era(&mut result, modern);
     let result = if modern {
@@ -545,7 +753,8 @@ pub fn respond(catalog: &Catalog, id: &RequestId, modern: bool, ending: Ending) 
         result
     };
     Response {
-        message: jsonrpc::result_response(id, result),
+        id: id.clone(),
+        body: Body::Message(jsonrpc::result_response(id, result)),
         modern,
     }
 }

@@ -40,16 +40,34 @@ pub fn server_info(catalog: &Catalog) -> Json {
     Json::Object(info)
 }
 
+/// [`server_info`] as its JSON text, written without a map.
+pub fn server_info_text(catalog: &Catalog) -> String {
+    use crate::format::json::write_str;
+    let mut text =
+        String::with_capacity(24 + catalog.server_name.len() + catalog.server_version.len());
+    text.push_str(r#"{"name":"#);
+    write_str(&mut text, &catalog.server_name);
+    text.push_str(r#","version":"#);
+    write_str(&mut text, &catalog.server_version);
+    text.push('}');
+    text
+}
+
 /// Marks a modern result complete and names the server in its `_meta`
 /// (keys already in `_meta` are kept).
-pub fn complete(mut result: Json, catalog: &Catalog) -> Json {
+pub fn complete(result: Json, catalog: &Catalog) -> Json {
+    complete_with(result, server_info(catalog))
+}
+
+/// [`complete`] with the server's `serverInfo` given.
+pub fn complete_with(mut result: Json, info: Json) -> Json {
     if let Json::Object(map) = &mut result {
         map.insert("resultType".into(), Json::String("complete".into()));
         let meta = map
             .entry("_meta")
             .or_insert_with(|| Json::Object(Map::new()));
         if let Json::Object(meta) = meta {
-            meta.insert(SERVER_INFO_KEY.into(), server_info(catalog));
+            meta.insert(SERVER_INFO_KEY.into(), info);
         }
     }
     result

@@ -15,7 +15,7 @@ use crate::format::schema::Schema;
 use crate::format::value::{self, Layout, LayoutError, Value};
 use crate::protocol::jsonrpc;
 
-pub use super::identity::{cacheable, complete, CACHE_TTL_MS};
+pub use super::identity::{cacheable, complete, complete_with, CACHE_TTL_MS};
 use super::{structured, Session, LOG_LEVELS};
 
 /// `{"content":[{"type":"text","text":msg}],"isError":true}`.
@@ -87,23 +87,113 @@ pub fn result_is_json_text(command: &Command) -> bool {
 /// (`structured::for_era`: the reference's shape for legacy answers, the
 /// raw value written from the text for modern ones).
 pub fn text_result(command: &Command, text: String) -> Json {
-    let ret_schema = command.ret.schema.schema();
-    let mut result = Map::with_capacity(3);
-    let mut block = Map::with_capacity(2);
-    block.insert("type".into(), Json::String("text".into()));
-    block.insert("text".into(), Json::String(text));
-    result.insert("content".into(), Json::Array(vec![Json::Object(block)]));
-    if let Some(schema) = ret_schema {
+    TextResult::new(command, text).into_json()
+}
+
+/// A successful result that is one text block, the JSON text of its value
+/// ([`text_result`]), kept as that text until it is written: a call's
+/// usual answer, written by [`TextResult::write`] without a value tree.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TextResult {
+    pub text: String,
+    /// Whether it carries `structuredContent` (the value itself), and then
+    /// whether the value is a record (a legacy answer carries only a
+    /// record's).
+    pub structured: Option<bool>,
+}
+
+impl TextResult {
+    /// The result of a value of `command` whose JSON text is `text`.
+    pub fn new(command: &Command, text: String) -> TextResult {
         // A record keeps its legacy `structuredContent` even under a media
         // type whose value was not bytes (the reference's shape).
-        let record = matches!(schema.peel_named(), Schema::Record(_));
-        if record || command.ret.mime.is_none() {
+        let structured = command.ret.schema.schema().and_then(|schema| {
+            let record = matches!(schema.peel_named(), Schema::Record(_));
+            (record || command.ret.mime.is_none()).then_some(record)
+        });
+        TextResult { text, structured }
+    }
+
+    /// The result as a `CallToolResult`, its `structuredContent` a
+    /// placeholder (`structured::mark`).
+    pub fn into_json(self) -> Json {
+        let mut result = Map::with_capacity(3);
+        let mut block = Map::with_capacity(2);
+        block.insert("type".into(), Json::String("text".into()));
+        block.insert("text".into(), Json::String(self.text));
+        result.insert("content".into(), Json::Array(vec![Json::Object(block)]));
+        if let Some(record) = self.structured {
             structured::mark(&mut result, record);
         }
+        result.insert("isError".into(), Json::Bool(false));
+        Json::Object(result)
     }
-    result.insert("isError".into(), Json::Bool(false));
-    Json::Object(result)
+
+    /// Writes the result as `structured::write` writes
+    /// [`TextResult::into_json`] settled for its era (`structured::for_era`)
+    /// and, for a modern answer, completed (`complete`, with `server_info`
+    /// the server's `serverInfo` as JSON text): the same bytes.
+    pub fn write(&self, out: &mut Vec<u8>, modern: bool, server_info: &str) {
+        out.extend_from_slice(CONTENT_OPEN);
+        crate::format::json::write_str_body_into(out, &self.text);
+        out.extend_from_slice(CONTENT_CLOSE);
+        if let Some(structured) = self.structured_text(modern) {
+            out.extend_from_slice(STRUCTURED);
+            out.extend_from_slice(structured.as_bytes());
+        }
+        out.extend_from_slice(NOT_ERROR);
+        if modern {
+            out.extend_from_slice(COMPLETE);
+            out.extend_from_slice(super::identity::SERVER_INFO_KEY.as_bytes());
+            out.extend_from_slice(b"\":");
+            out.extend_from_slice(server_info.as_bytes());
+            out.push(b'}');
+        }
+        out.push(b'}');
+    }
+
+    /// The length [`TextResult::write`] gives, counted without writing.
+    pub fn length(&self, modern: bool, server_info: &str) -> usize {
+        let structured = self
+            .structured_text(modern)
+            .map_or(0, |s| STRUCTURED.len() + s.len());
+        let identity = match modern {
+            true => COMPLETE.len() + super::identity::SERVER_INFO_KEY.len() + 3 + server_info.len(),
+            false => 0,
+        };
+        CONTENT_OPEN.len()
+            + crate::format::json::str_body_len(&self.text)
+            + CONTENT_CLOSE.len()
+            + structured
+            + NOT_ERROR.len()
+            + identity
+            + 1
+    }
+
+    /// The text of its `structuredContent` in an answer of its era, if it
+    /// has one: a modern answer's is the text itself when it is one JSON
+    /// value; a legacy answer has a record's, parsed and written again
+    /// (the reference's shape), and no other.
+    fn structured_text(&self, modern: bool) -> Option<std::borrow::Cow<'_, str>> {
+        match self.structured {
+            Some(_) if modern => crate::format::json::scan::validate(self.text.as_bytes(), 0)
+                .is_ok()
+                .then_some(std::borrow::Cow::Borrowed(self.text.as_str())),
+            Some(true) => {
+                let value = serde_json::from_str::<Json>(&self.text).ok()?;
+                Some(std::borrow::Cow::Owned(crate::format::json::text(&value)))
+            }
+            _ => None,
+        }
+    }
 }
+
+/// The fixed parts of a written [`TextResult`].
+const CONTENT_OPEN: &[u8] = br#"{"content":[{"type":"text","text":""#;
+const CONTENT_CLOSE: &[u8] = br#""}]"#;
+const STRUCTURED: &[u8] = br#","structuredContent":"#;
+const NOT_ERROR: &[u8] = br#","isError":false"#;
+const COMPLETE: &[u8] = br#","resultType":"complete","_meta":{""#;
 
 /// The raw bytes of a media-typed return: a Str, a list of bytes, or a list
 /// of either (concatenated). `None` means "use the JSON path".

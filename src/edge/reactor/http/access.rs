@@ -65,9 +65,13 @@ impl HttpFront {
     }
 
     /// The JSON-RPC reply of the request on `token`.
-    pub(in crate::edge::reactor) fn access_reply(&mut self, token: Token, reply: &Json) {
+    pub(in crate::edge::reactor) fn access_reply(
+        &mut self,
+        token: Token,
+        outcome: (&'static str, Option<i64>),
+    ) {
         if let Some(access) = self.access.get_mut(&token) {
-            access.reply(reply);
+            access.replied(outcome);
         }
     }
 

@@ -14,7 +14,8 @@ use super::{Conn, HttpFront};
 use crate::edge::reactor::byteio::Streamed;
 use crate::protocol::http::{self, Framing};
 use crate::protocol::jsonrpc::RequestId;
-use crate::protocol::mcp::{self, era};
+use crate::protocol::mcp;
+use crate::protocol::mcp::call::Outgoing;
 
 /// The head of an answer: its status, content type, header fields and
 /// whether the connection stays open after it.
@@ -29,10 +30,10 @@ pub(in crate::edge::reactor) struct Head<'a> {
 pub(in crate::edge::reactor) enum Content<'a> {
     /// A body held whole.
     Body(&'a [u8]),
-    /// A JSON-RPC message, serialized straight into the connection's
-    /// buffer, its length counted first: a large result is not held a
-    /// third time as an intermediate string.
-    Json(&'a Json),
+    /// A JSON-RPC message (or a call's response), serialized straight into
+    /// the connection's buffer, its length counted first: a large result is
+    /// not held a third time as an intermediate string.
+    Json(&'a Outgoing<'a>),
     /// A body made from the store as the socket drains: its envelope
     /// held, the stored texts in it escaped into the queue a slice at a
     /// time (`byteio::Streamed`), so the answer is never held whole.
@@ -74,10 +75,10 @@ impl HttpFront {
                 sniff = Some(Cow::Borrowed(body));
             }
             Content::Json(msg) => {
-                let length = Some(mcp::structured::length(msg));
+                let length = Some(msg.length());
                 http::write_head(conn.out(), status, content_type, length, &refs, keep_alive);
                 if !bare {
-                    let _ = mcp::structured::write(conn.out(), msg);
+                    msg.write(conn.out());
                 }
             }
             Content::Streamed(streamed) => {
@@ -176,14 +177,21 @@ impl HttpFront {
         }
     }
 
-    /// Completes the request waiting on `conn` with a JSON-RPC response.
-    pub(in crate::edge::reactor) fn reply(&mut self, cx: &mut Cx, token: Token, msg: &Json) {
-        self.access_reply(token, msg);
+    /// Completes the request waiting on `conn` with a JSON-RPC response (a
+    /// call's response written without its message as a tree).
+    pub(in crate::edge::reactor) fn reply<'a>(
+        &mut self,
+        cx: &mut Cx,
+        token: Token,
+        msg: impl Into<Outgoing<'a>>,
+    ) {
+        let msg = msg.into();
+        self.access_reply(token, msg.outcome());
         let Some(busy) = self.conns.get_mut(&token).and_then(Conn::take_busy) else {
             return;
         };
         let status = if busy.modern {
-            era::http_status(msg)
+            msg.modern_status()
         } else {
             200
         };
@@ -193,12 +201,12 @@ impl HttpFront {
             headers: &busy.cors,
             keep_alive: busy.keep_alive,
         };
-        let content = if busy.sse {
-            Content::StreamEnd(Some(msg))
+        if busy.sse {
+            let msg = msg.into_message();
+            self.answer(cx, token, head, Content::StreamEnd(Some(&msg)));
         } else {
-            Content::Json(msg)
-        };
-        self.answer(cx, token, head, content);
+            self.answer(cx, token, head, Content::Json(&msg));
+        }
         // Pipelined requests that waited behind this one.
         self.pump(cx, token);
     }

@@ -42,8 +42,10 @@ impl TaskStore {
         let Some(limit) = catalog.result_limit else {
             return ending;
         };
-        let Ending::Result(mut result) = ending else {
-            return ending;
+        let mut result = match ending {
+            Ending::Result(result) => result,
+            Ending::Text(result) => result.into_json(),
+            other => return other,
         };
         let program = &catalog.programs[request.program];
         let command = program.command(request.command);

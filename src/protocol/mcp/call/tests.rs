@@ -124,13 +124,22 @@ fn reply(catalog: &Catalog, name: &str, bytes: &[u8]) -> Result<Json, String> {
     let reply = packet::parse_reply(bytes).map_err(|e| e.to_string())?;
     let program = &catalog.programs[0];
     let mut no_file = |path: &Path| -> Result<Vec<u8>, String> { panic!("{}", path.display()) };
-    reply_result(
+    settled(reply_result(
         program,
         command(catalog, name),
         reply,
         &Flat(&[]),
         &mut no_file,
-    )
+    ))
+}
+
+/// A reply's ending as the result it gives, or its refusal.
+fn settled(ending: Ending) -> Result<Json, String> {
+    match ending {
+        Ending::Result(result) => Ok(result),
+        Ending::Text(result) => Ok(result.into_json()),
+        Ending::Error(message) | Ending::Failed(message) => Err(message),
+    }
 }
 
 fn voidstar_reply(schema: &str, value: &Value) -> Vec<u8> {
@@ -185,24 +194,24 @@ fn a_file_reply_is_read_through_the_caller() {
         Ok(data.clone())
     };
     let file = Reply::File(PathBuf::from("/r/1.mpk"));
-    let got = reply_result(
+    let got = settled(reply_result(
         program,
         command(&catalog, "addOne"),
         file,
         &Flat(&[]),
         &mut take,
-    );
+    ));
     assert_eq!(got, Ok(typed_result("9")));
     assert_eq!(taken, [PathBuf::from("/r/1.mpk")]);
     let mut unreadable = |_: &Path| -> Result<Vec<u8>, String> { Err("gone".into()) };
     let file = Reply::File(PathBuf::from("/r/2.mpk"));
-    let got = reply_result(
+    let got = settled(reply_result(
         program,
         command(&catalog, "addOne"),
         file,
         &Flat(&[]),
         &mut unreadable,
-    );
+    ));
     assert_eq!(got, Err("gone".into()));
 }
 
@@ -217,24 +226,31 @@ fn endings_become_responses_of_either_era() {
         Ending::Result(text_result("2", false)),
     );
     assert_eq!(
-        legacy.message(),
-        &json!({"jsonrpc": "2.0", "id": 7, "result": text_result("2", false)})
+        legacy.into_message(),
+        json!({"jsonrpc": "2.0", "id": 7, "result": text_result("2", false)})
+    );
+    let legacy = respond(
+        &catalog,
+        &id,
+        false,
+        Ending::Result(text_result("2", false)),
     );
     assert_eq!((legacy.is_modern(), legacy.http_status()), (false, 200));
     let modern = respond(&catalog, &id, true, Ending::Result(text_result("2", false)));
     let mut result = text_result("2", false);
     result["resultType"] = json!("complete");
     result["_meta"] = json!({SERVER_INFO: {"name": "main", "version": "0.98.2"}});
-    assert_eq!(
-        modern.message(),
-        &json!({"jsonrpc": "2.0", "id": 7, "result": result})
-    );
     assert_eq!((modern.is_modern(), modern.http_status()), (true, 200));
+    assert_eq!(
+        modern.into_message(),
+        json!({"jsonrpc": "2.0", "id": 7, "result": result})
+    );
     // A typed value: none in a legacy answer, the raw value in a modern one.
     let legacy = respond(&catalog, &id, false, Ending::Result(typed_result("[2]")));
-    assert_eq!(legacy.message()["result"], text_result("[2]", false));
+    assert_eq!(legacy.into_message()["result"], text_result("[2]", false));
     let modern = respond(&catalog, &id, true, Ending::Result(typed_result("[2]")));
-    let written: Json = serde_json::from_slice(&structured::to_vec(modern.message())).unwrap();
+    let written: Json =
+        serde_json::from_slice(&structured::to_vec(&modern.into_message())).unwrap();
     assert_eq!(written["result"]["structuredContent"], json!([2]));
     assert_eq!(written["result"]["content"][0]["text"], "[2]");
     // A task (modern only) keeps it for `tasks/get`.
@@ -245,7 +261,7 @@ fn endings_become_responses_of_either_era() {
     // A failure of the call itself: an `isError` result for its client...
     let timeout = "timed out after 1 s waiting for pool 'py'";
     let failed = respond(&catalog, &id, false, Ending::Failed(timeout.into()));
-    assert_eq!(failed.message()["result"], text_result(timeout, true));
+    assert_eq!(failed.into_message()["result"], text_result(timeout, true));
     // ...but a failed task, where a refused reply completes it.
     assert_eq!(
         Ending::Failed(timeout.into()).into_task_outcome(),
@@ -280,4 +296,59 @@ fn layouts_are_compiled_once_with_the_program() {
         .always_inline(1 << 16));
     let real = program.compiled(command(&catalog, "scaleReal"));
     assert!(real.always_inline(8) && !real.always_inline(7));
+}
+
+/// A text result written straight from its text gives the bytes of its
+/// message written by `structured::write`, in both eras, for any id, text
+/// and kind of `structuredContent`.
+#[test]
+fn text_results_are_written_as_their_messages() {
+    let mut catalog = catalog();
+    let ids = [
+        RequestId::Int("7".into()),
+        RequestId::Int("-0".into()),
+        RequestId::Int("123456789012345678901234567890".into()),
+        RequestId::Str(String::new()),
+        RequestId::Str("a\"b\\c\u{1}\u{7f}é😀/".into()),
+    ];
+    let texts = [
+        "42",
+        "",
+        "[1,2.5e3,\"x\"]",
+        r#"{"status":"ok","value":5}"#,
+        r#"{"a":{"b":[1,{"c":null}]},"d":"\u00e9\n"}"#,
+        "not json \" \\ \n\t\u{0}\u{1f}",
+        r#"{"a":1}x"#,
+        "\"\u{2028}é😀\"",
+    ];
+    for (name, version) in [("main", "0.98.2"), ("n\"a\\me", "")] {
+        catalog.server_name = name.into();
+        catalog.server_version = version.into();
+        for id in &ids {
+            for text in texts {
+                for structured in [None, Some(false), Some(true)] {
+                    for modern in [false, true] {
+                        let result = results::TextResult {
+                            text: text.into(),
+                            structured,
+                        };
+                        let reply = respond(&catalog, id, modern, Ending::Text(result.clone()));
+                        let mut direct = Vec::new();
+                        reply.write(&mut direct);
+                        assert_eq!(reply.length(), direct.len(), "{id} {text:?}");
+                        let old = respond(&catalog, id, modern, Ending::Result(result.into_json()));
+                        assert_eq!(reply.http_status(), old.http_status());
+                        assert_eq!(reply.outcome(), old.outcome());
+                        let message = old.into_message();
+                        assert_eq!(
+                            String::from_utf8(direct).unwrap(),
+                            structured::to_string(&message),
+                            "{id} {text:?} {structured:?} modern {modern}"
+                        );
+                        assert_eq!(reply.into_message(), message);
+                    }
+                }
+            }
+        }
+    }
 }
