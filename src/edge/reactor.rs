@@ -42,8 +42,9 @@ use crate::edge::cli::{HttpConfig, ServeConfig, Settings};
 use crate::edge::{log, manifest_file, proc};
 use crate::protocol::instance::InstanceId;
 use crate::protocol::log::Level;
-use crate::protocol::mcp::call::Outgoing;
+use crate::protocol::mcp::call::{Ending, Outgoing};
 use crate::protocol::mcp::{self, Catalog, Program};
+use crate::protocol::metrics::Outcome;
 use idhash::IdMap;
 
 use self::calls::{CallId, Calls};
@@ -343,10 +344,6 @@ impl Reactor {
         Ok(reactor)
     }
 
-    fn token(&mut self, source: Source) -> Token {
-        self.sources.add(source)
-    }
-
     // ---- the loop -------------------------------------------------------
 
     fn run(&mut self) -> i32 {
@@ -527,28 +524,6 @@ impl Reactor {
         }
     }
 
-    /// Whether pool output should be forwarded to the client of this call
-    /// now: a modern call that asked for log messages, or a legacy client
-    /// whose session did.
-    fn call_wants_logs(&self, client: &Client, request: &mcp::CallRequest) -> bool {
-        if let Some(meta) = &request.modern {
-            return meta.log_level.is_some()
-                && match client {
-                    Client::Stdio => true,
-                    Client::Http { conn, .. } => {
-                        self.http.as_ref().is_some_and(|f| f.streaming(*conn))
-                    }
-                };
-        }
-        match client {
-            Client::Stdio => self
-                .stdio
-                .as_ref()
-                .is_some_and(|s| s.session().log_level.is_some()),
-            Client::Http { conn, .. } => self.http.as_ref().is_some_and(|f| f.streaming(*conn)),
-        }
-    }
-
     /// Tells every subscriber that the tool list changed: modern
     /// `subscriptions/listen` requests that asked for it, on their stream.
     pub(crate) fn notify_tools_changed(&mut self) {
@@ -589,12 +564,12 @@ impl Reactor {
                     .get(&id)
                     .is_some_and(|c| c.client == Client::Stdio && c.task.is_none())
             {
-                self.finish_call(
-                    id,
-                    Err("the server is shutting down; the call was abandoned".into()),
-                );
-            } else {
-                self.drop_call(id);
+                let message = "the server is shutting down; the call was abandoned";
+                self.end_call(id, Ending::Error(message.into()));
+            } else if let Some(call) = self.take_call(id) {
+                let what = (call.program, call.request.command);
+                self.calls
+                    .count(&self.catalog, what, Outcome::Cancelled, call.started);
             }
         }
         // Every pool process is stopped, and the exit waits on the signal
@@ -617,4 +592,59 @@ impl Reactor {
             self.flush_stdout();
         }
     }
+}
+
+/// Whether pool output should be forwarded to the client of a call of
+/// `request` now: a modern call that asked for log messages, or a legacy
+/// client whose session did (on `stdio`, or a streaming request of `http`).
+fn wants_logs(
+    stdio: Option<&Stdio>,
+    http: Option<&HttpFront>,
+    client: &Client,
+    request: &mcp::CallRequest,
+) -> bool {
+    let streaming = |conn: Token| http.is_some_and(|f| f.streaming(conn));
+    if let Some(meta) = &request.modern {
+        return meta.log_level.is_some()
+            && match client {
+                Client::Stdio => true,
+                Client::Http { conn, .. } => streaming(*conn),
+            };
+    }
+    match client {
+        Client::Stdio => stdio.is_some_and(|s| s.session().log_level.is_some()),
+        Client::Http { conn, .. } => streaming(*conn),
+    }
+}
+
+/// MCP log level of forwarded pool output ("info").
+const POOL_LOG_LEVEL: usize = 1;
+
+/// The one router of pool output: where one line that process `proc` of
+/// `program` printed goes as `notifications/message`, to every audience
+/// that asked for logs at its level: the stdio session, streaming HTTP
+/// requests of sessions with a log level, and the modern calls running on
+/// the process whose request asked for them.
+fn pool_line_targets(
+    stdio: Option<&Stdio>,
+    http: Option<&mut HttpFront>,
+    calls: &Calls,
+    (program, proc): (usize, Proc),
+    logger: &str,
+    line: &str,
+) -> Vec<(Client, serde_json::Value)> {
+    let mut targets = Vec::new();
+    if let Some(stdio) = stdio {
+        if let Some(note) = mcp::log_notification(stdio.session(), POOL_LOG_LEVEL, logger, line) {
+            targets.push((Client::Stdio, note));
+        }
+    }
+    if let Some(front) = http {
+        for (conn, note) in front.log_targets(POOL_LOG_LEVEL, logger, line) {
+            let session = String::new();
+            targets.push((Client::Http { conn, session }, note));
+        }
+    }
+    targets.extend(calls.call_log_targets(program, proc, POOL_LOG_LEVEL, logger, line));
+    targets
 }

@@ -187,7 +187,11 @@ impl Reactor {
             Client::Stdio => Vec::new(),
             Client::Http { session, .. } => waiting_requests(&self.calls, session, Some(id)),
         };
-        self.cancel(&client, id);
+        if let Some(call) = self.calls.cancellable(&client, id) {
+            // A pool cannot be told to stop a job: its worker finishes, and
+            // the answer is dropped.
+            self.abandon_call(call);
+        }
         for (conn, _) in waiting {
             self.with_http(|f, cx| f.abandon(cx, conn));
         }

@@ -1,26 +1,29 @@
 //! Tool calls inside the reactor.
 //!
-//! A call is prepared (`mcp::call::prepare`: validated, then evaluated
-//! in-process for a pure command or encoded as one CALL packet) and the
-//! packet sent to its pool on a fresh non-blocking Unix-socket connection
-//! registered with the poller. The reply packet is read until complete and
-//! turned into the call's response (`mcp::call::reply_result`, `respond`)
-//! in the same turn, before anything else can run. Deadlines and progress
-//! heartbeats are handled here too; cancellation is in `cancel`, the
-//! sockets in `socket`, the queue of calls waiting for a pool process and
-//! their dispatch in `dispatch`.
+//! [`Calls`] owns the calls in flight and does their work: `Calls::start`
+//! prepares a call (`mcp::call::prepare`: validated, then evaluated
+//! in-process for a pure command or encoded as one CALL packet) and queues
+//! it; `Calls::advance` (`wire`) sends the packet to its pool on a fresh
+//! non-blocking Unix-socket connection registered with the poller and reads
+//! the reply until complete, turned into the call's ending
+//! (`mcp::call::reply_result`) in the same turn, before anything else can
+//! run; `Calls::take` ends a call's hold on its pool process. Each returns
+//! what spans other owners (an answer to deliver, a task to make, the pools
+//! to start, the waiting calls to dispatch), which the reactor's methods
+//! here carry out. Deadlines and progress heartbeats are handled here too;
+//! cancellation is in `cancel`, the sockets in `socket`, the queue of calls
+//! waiting for a pool process and their dispatch in `dispatch`.
 //! A [`Call`] keeps its scheduling state (`Sched`) apart from its connection
-//! (`Wire`); the calls in flight are owned by [`Calls`] (`table`); starting
-//! the pools a call needs, connecting it and failing the calls of a process
-//! are in `connect`.
+//! (`Wire`); the table's bookkeeping is in `table`; connecting a call and
+//! the calls of a process that failed are in `connect`.
 //! Long argument texts and request bodies are worked on a slice per turn,
 //! before the call can queue, in `prepare`.
 
-use std::io::{self, Read, Write};
+use std::io;
 use std::time::{Duration, Instant};
 
 use mio::net::UnixStream;
-use mio::{Interest, Token};
+use mio::Token;
 use serde_json::Value as Json;
 
 use super::idhash::IdMap;
@@ -30,10 +33,10 @@ use super::queue;
 use super::queue::Throttle;
 use super::schedule::Class;
 use super::timers::Timers;
-use super::{Client, Reactor};
-use crate::format::packet;
+use super::{Client, Reactor, Sources};
+use crate::protocol::jsonrpc::RequestId;
 use crate::protocol::mcp::call::{self, Ending, Prepared};
-use crate::protocol::mcp::{self, CallRequest, Catalog};
+use crate::protocol::mcp::{self, CallRequest, Catalog, PacketJob};
 use crate::protocol::metrics::CallMetrics;
 use crate::protocol::metrics::Outcome;
 use table::ClientKey;
@@ -42,8 +45,6 @@ use table::ClientKey;
 /// 2 s (so short calls show life), then every 5 s.
 const PROGRESS_FIRST: Duration = Duration::from_secs(1);
 const PROGRESS_EVERY: Duration = Duration::from_secs(5);
-/// The largest reply accepted from a pool (header + metadata + payload).
-const MAX_REPLY: u64 = 4 << 30;
 /// A connection that breaks before the reply may mean the pool died; wait
 /// this long for its exit to be noticed, so the error can say how it died
 /// and the next call already goes to the restarted pool.
@@ -60,11 +61,13 @@ mod dispatch;
 mod prepare;
 mod socket;
 mod table;
+mod wire;
 use dispatch::Owner;
 pub(super) use dispatch::Queue;
 pub(super) use prepare::{Checked, Preparing};
 use socket::new_connection;
 pub(super) use socket::unix_socket;
+use wire::Advance;
 
 /// The calls in flight (see `table`): its fields are the calls module's.
 pub(in crate::edge::reactor) struct Calls {
@@ -187,15 +190,25 @@ struct Wire {
 }
 
 impl Reactor {
-    pub(super) fn start_call(&mut self, client: Client, mut request: CallRequest) {
-        let program = request.program;
-        let prog = &self.catalog.programs[program];
-        let (packet, job) = match call::prepare(prog, &mut request, &mut FsHost) {
-            Prepared::Remote(packet) => (packet, None),
-            // A packet still to be built from a long text: the call waits,
-            // without a packet yet, until `prepare` has built it.
-            Prepared::Building(job) => (Vec::new(), Some(job)),
-            Prepared::Answered(ending) => {
+    /// Starts a tool call for `client` ([`Calls::start`]) and carries out
+    /// what that leaves to other owners: an answer at once, the packet
+    /// still to build, a refusal, or the pools to start and the dispatch.
+    pub(super) fn start_call(&mut self, client: Client, request: CallRequest) {
+        // A child of the request's span, if the request has an open record.
+        let (stdio, http) = (self.stdio.as_ref(), self.http.as_ref());
+        let trace = |client: &Client, id: &RequestId| {
+            let access = match client {
+                Client::Stdio => stdio?.access_of(id)?,
+                Client::Http { conn, .. } => http?.access_of(*conn)?,
+            };
+            Some(CallTrace::child_of(access))
+        };
+        let timeout = self.options.queue_timeout;
+        let started =
+            self.calls
+                .start(&self.catalog, &self.pools, client, request, &trace, timeout);
+        let id = match started {
+            Start::Answered(client, request, ending) => {
                 let ending = self.tasks.link_big(&self.catalog, &request, ending);
                 let outcome = ending.outcome();
                 let what = (request.program, request.command);
@@ -204,91 +217,27 @@ impl Reactor {
                 let reply = call::respond(&self.catalog, &request.id, request.is_modern(), ending);
                 return self.deliver(&client, reply, true);
             }
+            Start::Building(id, job) => return self.preparing.add(id, job),
+            Start::Refused(id, message) => return self.end_call(id, Ending::Failed(message)),
+            Start::Queued(id) => id,
         };
-        let command = prog.command(request.command);
-        let pool = BasePool(command.pool);
-        let mut bases = vec![pool];
-        for &p in &command.needed_pools {
-            if !bases.contains(&BasePool(p)) {
-                bases.push(BasePool(p));
-            }
-        }
-        let primary_only = bases.len() > 1;
-        let routing = self.pools.routing(program);
-        // Inline replies (and files) belong to the connection that carries
-        // them; only a shared-memory block can be freed under us. A pool
-        // that runs one call at a time cannot share a process anyway: its
-        // calls take one each, so a burst asks for replicas.
-        let always_inline = prog
-            .compiled(request.command)
-            .always_inline(routing.inline_threshold);
-        let one_at_a_time = self.pools.one_call_at_a_time(program, pool);
-        let mode = if one_at_a_time || (routing.shm && !always_inline) {
-            LeaseMode::Exclusive
-        } else {
-            LeaseMode::Shared
-        };
-        let id = self.calls.next_id();
         let now = Instant::now();
-        let trace = self.call_trace(&client, &request.id);
-        let progress = request
-            .progress_token
-            .as_ref()
-            .map(|_| now + PROGRESS_FIRST);
-        self.calls.insert(
-            id,
-            Call {
-                client,
-                request,
-                program,
-                sched: Sched {
-                    pool,
-                    slot: pool.primary(),
-                    bases,
-                    primary_only,
-                    pools: Vec::new(),
-                    mode,
-                    leased: false,
-                    place: None,
-                },
-                wire: Wire {
-                    packet,
-                    written: 0,
-                    reply: Vec::new(),
-                    expected: None,
-                    stream: None,
-                },
-                stage: CallStage::WaitingForPool,
-                started: now,
-                last_progress: None,
-                task: None,
-                abandoned: false,
-                trace,
-            },
-        );
-        // The deadline is armed when the call reaches its pool: waiting for
-        // a pool to start is bounded by the start-up timeout instead.
-        self.calls.arm(id, CallTimer::Progress, progress);
-        if let Some(job) = job {
-            return self.preparing.add(id, job);
-        }
-        // Every remote call queues, even one that can run at once (it
-        // leaves the queue in this turn): past a cap it is refused here,
-        // before it can become a task.
-        let class = (program, self.calls[&id].sched.bases.clone());
-        let owner = Owner::of_call(&self.calls[&id]);
-        let deadline = self.options.queue_timeout.map(|t| now + t);
-        if let Err(refused) = self.calls.queue.push(id, owner.clone(), class, deadline) {
-            return self.refuse_call(id, &owner, refused);
-        }
-        let wants = self.calls[&id].request.wants_tasks();
+        let call = &self.calls[&id];
+        let (program, pool) = (call.program, call.sched.pool);
+        let wants = call.request.wants_tasks();
         let task_at = self.tasks.deadline(wants, self.catalog.job_tools(), now);
         self.calls.arm(id, CallTimer::Task, task_at);
         if task_at.is_some_and(|t| t <= now) {
             // `--task-after 0`: the task exists before its handle is sent.
             self.make_task(id);
         }
-        match self.ensure_needed_pools(id) {
+        // Starts what the call needs: its own pool and the pools it calls
+        // into; ready when all of them answer pings.
+        let ensured = match self.calls.get(&id).map(|c| c.sched.bases.clone()) {
+            Some(bases) => self.with_pools(|p, cx| p.ensure_all(cx, program, &bases)),
+            None => Ok(false),
+        };
+        match ensured {
             Ok(ready) => {
                 let pools = &self.pools;
                 let message = || {
@@ -305,160 +254,24 @@ impl Reactor {
                 // replicas now.
                 self.dispatch_waiting(program);
             }
-            Err(message) => self.finish_call(id, Err(message)),
+            Err(message) => self.end_call(id, Ending::Error(message)),
         }
     }
 
+    /// Sends and receives for call `id` ([`Calls::advance`]), and carries
+    /// out what that leaves.
     pub(super) fn advance_call(&mut self, id: CallId) {
-        let Some(call) = self.calls.get_mut(&id) else {
-            return;
-        };
-        // Named only in messages: a label is a new string.
-        let (program, slot) = (call.program, call.sched.slot);
-        let lang = || self.pools.label(program, slot);
-        let wire = &mut call.wire;
-        let Some((_, stream)) = wire.stream.as_mut() else {
-            return;
-        };
-        if call.stage == CallStage::Sending {
-            // The pool parses the header from its first read, so the whole
-            // packet goes out in as few writes as the socket allows; a big
-            // one a slice per turn while the pool keeps up (`prepare`).
-            let mut sent = 0;
-            while wire.written < wire.packet.len() {
-                if sent >= prepare::SEND_SLICE {
-                    return self.preparing.send_later(id);
-                }
-                match stream.write(&wire.packet[wire.written..]) {
-                    Ok(n) => {
-                        wire.written += n;
-                        sent += n;
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                        if let Some((token, stream)) = wire.stream.as_mut() {
-                            let _ = self.poll.registry().reregister(
-                                stream,
-                                *token,
-                                Interest::READABLE | Interest::WRITABLE,
-                            );
-                        }
-                        return;
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        let message = format!("cannot send the call to pool '{}': {e}", lang());
-                        return self.lost_connection(id, message);
-                    }
-                }
-            }
-            call.stage = CallStage::Receiving;
-            wire.packet = Vec::new();
-            // The reply cannot be there yet; its readable event will come.
-            return;
+        let registry = self.poll.registry();
+        let scratch = &mut self.scratch;
+        match self
+            .calls
+            .advance(id, &self.catalog, &mut self.pools, registry, scratch)
+        {
+            Advance::Wait => {}
+            Advance::SendLater => self.preparing.send_later(id),
+            Advance::Lost(message) => self.lost_connection(id, message),
+            Advance::Ended(ending) => self.end_call(id, ending),
         }
-        loop {
-            let received = wire.reply.len();
-            let read = match wire.expected {
-                // Header unknown yet: a small buffer holds most replies whole.
-                None => {
-                    if self.scratch.len() != super::SCRATCH_LEN {
-                        self.scratch = vec![0u8; super::SCRATCH_LEN];
-                    }
-                    let head = &mut self.scratch[..4096];
-                    stream
-                        .read(head)
-                        .inspect(|&n| wire.reply.extend_from_slice(&head[..n]))
-                }
-                Some(total) if received >= total => break,
-                // Read straight into the reply, growing it by at most 1 MiB
-                // at a time (a bogus length must not allocate up front).
-                Some(total) => {
-                    let end = total.min(received + (1 << 20));
-                    wire.reply.resize(end, 0);
-                    let res = stream.read(&mut wire.reply[received..end]);
-                    wire.reply.truncate(received + *res.as_ref().unwrap_or(&0));
-                    res
-                }
-            };
-            match read {
-                Ok(0) => {
-                    let message = match wire.expected {
-                        None if wire.reply.is_empty() => {
-                            format!("pool '{}' closed the connection without replying", lang())
-                        }
-                        _ => format!(
-                            "pool '{}' closed the connection in the middle of its reply ({} of {} bytes received)",
-                            lang(),
-                            wire.reply.len(),
-                            wire.expected
-                                .map_or_else(|| "at least 32".to_string(), |t| t.to_string())
-                        ),
-                    };
-                    return self.lost_connection(id, message);
-                }
-                Ok(_) => {
-                    if wire.expected.is_none() && wire.reply.len() >= packet::HEADER_LEN {
-                        let mut head = [0u8; packet::HEADER_LEN];
-                        head.copy_from_slice(&wire.reply[..packet::HEADER_LEN]);
-                        match packet::packet_len(&head) {
-                            Ok(total) if total <= MAX_REPLY => {
-                                let total = total as usize;
-                                if wire.reply.len() > total {
-                                    let message = format!(
-                                        "pool '{}' sent bytes after its reply packet",
-                                        lang()
-                                    );
-                                    return self.finish_call(id, Err(message));
-                                }
-                                wire.expected = Some(total);
-                            }
-                            Ok(total) => {
-                                let message = format!(
-                                    "pool '{}' announced a {total}-byte reply, over the {MAX_REPLY}-byte limit",
-                                    lang()
-                                );
-                                return self.finish_call(id, Err(message));
-                            }
-                            Err(e) => {
-                                let message = format!("{e} (pool '{}')", lang());
-                                return self.finish_call(id, Err(message));
-                            }
-                        }
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    let message = format!("cannot read the reply of pool '{}': {e}", lang());
-                    return self.lost_connection(id, message);
-                }
-            }
-        }
-        // A complete reply: decode it now, before anything else runs.
-        let reply = std::mem::take(&mut wire.reply);
-        let (program, command, slot) = (call.program, call.request.command, call.sched.slot);
-        let ending = self.decode_reply(program, slot, command, &reply);
-        self.end_call(id, ending);
-    }
-
-    fn decode_reply(&mut self, program: usize, slot: Proc, command: usize, bytes: &[u8]) -> Ending {
-        let prog = &self.catalog.programs[program];
-        let lang = self
-            .pools
-            .lang(program, BasePool(prog.command(command).pool));
-        let reply = match packet::parse_reply(bytes) {
-            Ok(reply) => reply,
-            Err(e) => return Ending::Error(format!("{e} (pool '{lang}')")),
-        };
-        let shared = matches!(reply, packet::Reply::Rptr(_));
-        let reader = self.pools.reader(program, slot);
-        let result = call::reply_result(prog, command, reply, &*reader, &mut take_file);
-        if shared {
-            // Volumes may be unlinked and recreated under the same index;
-            // mappings are cheap to redo.
-            reader.clear();
-        }
-        result
     }
 
     /// The connection failed mid-call. If the pool died, the child handler
@@ -481,11 +294,7 @@ impl Reactor {
             .arm(id, CallTimer::Lost, Some(Instant::now() + grace));
     }
 
-    pub(super) fn finish_call(&mut self, id: CallId, outcome: Result<Json, String>) {
-        self.end_call(id, Ending::from(outcome));
-    }
-
-    fn end_call(&mut self, id: CallId, ending: Ending) {
+    pub(in crate::edge::reactor) fn end_call(&mut self, id: CallId, ending: Ending) {
         let Some(call) = self.calls.get(&id) else {
             return;
         };
@@ -495,7 +304,8 @@ impl Reactor {
             return;
         }
         let (program, slot) = (call.program, call.sched.slot);
-        if self.call_wants_logs(&call.client, &call.request) {
+        let (stdio, http) = (self.stdio.as_ref(), self.http.as_ref());
+        if super::wants_logs(stdio, http, &call.client, &call.request) {
             // Lines the pool printed before replying go out before the reply.
             self.with_pools(|p, cx| p.read_output(cx, program, slot));
         }
@@ -540,39 +350,24 @@ impl Reactor {
         }
     }
 
-    /// Removes a call and closes its connection, sending nothing.
-    fn take_call(&mut self, id: CallId) -> Option<Call> {
-        let mut call = self.calls.remove(id)?;
-        if let Some(trace) = &call.trace {
-            let command = &self.catalog.programs[call.program]
-                .command(call.request.command)
-                .name;
-            let pool = self.pools.label(call.program, call.sched.slot);
-            trace.end(&pool, command, call.abandoned);
-        }
-        self.calls.queue.remove(id);
-        self.calls.disarm(id);
-        if let Some((token, stream)) = call.wire.stream.take() {
-            // Closed at the end of this turn, once the answer is written
-            // (`end_turn`). Closing removes it from epoll by itself (no other
-            // descriptor refers to it), which saves a system call per call;
-            // until then its events find no source and are ignored.
-            self.calls.closing.push(stream);
-            self.sources.remove(&token);
-        }
-        if call.sched.leased {
-            call.sched.leased = false;
-            self.pools
-                .touch(call.program, call.sched.slot, Instant::now());
-            let sched = &call.sched;
-            self.release_lease(call.program, &sched.pools, sched.mode);
+    /// Removes a call and closes its connection, sending nothing
+    /// ([`Calls::take`]); a lease it gave back lets waiting calls go.
+    pub(in crate::edge::reactor) fn take_call(&mut self, id: CallId) -> Option<Call> {
+        let (call, freed) =
+            self.calls
+                .take(id, &self.catalog, &mut self.pools, &mut self.sources)?;
+        if freed {
+            self.dispatch_waiting(call.program);
         }
         Some(call)
     }
 
     /// Runs the calls' timers due at `now`.
     pub(super) fn call_timers(&mut self, now: Instant) {
-        self.queue_timers(now);
+        let timeout = self.options.queue_timeout;
+        for (id, message) in self.calls.expire_queue(now, &self.pools, timeout) {
+            self.fail_call(id, message);
+        }
         let due = self.calls.due(now);
         if due.iter().any(|(_, kind)| *kind == CallTimer::Lost) {
             // A pool that died is noticed first: its calls fail saying how.
@@ -597,6 +392,22 @@ impl Reactor {
     }
 }
 
+/// What [`Calls::start`] made of a new call; the reactor carries out the
+/// rest with the other owners.
+pub(super) enum Start {
+    /// Answered at once (a pure command, a refused argument): `Ending`
+    /// goes to `Client`.
+    Answered(Client, Box<CallRequest>, Ending),
+    /// In the table, its packet still to be built from a long text
+    /// (`prepare`), before it can queue.
+    Building(CallId, Box<PacketJob>),
+    /// A cap of the queue refused it (said on stderr): it ends with this
+    /// message.
+    Refused(CallId, String),
+    /// In the table and the queue, waiting for a pool process.
+    Queued(CallId),
+}
+
 impl Calls {
     /// The grace of call `id`'s broken connection is over and its process
     /// was not reaped: the message the call fails with, unless the process
@@ -613,6 +424,151 @@ impl Calls {
             return None;
         }
         Some(std::mem::take(message))
+    }
+
+    /// A tool call of `client`: `call::prepare` gives the packet (or the
+    /// job that builds it, or the answer); the call joins the table with
+    /// where it may run (`pools`' routing and leases) and its trace, and
+    /// then the queue (`queue_timeout`).
+    pub(super) fn start(
+        &mut self,
+        catalog: &Catalog,
+        pools: &PoolSet,
+        client: Client,
+        mut request: CallRequest,
+        trace: &dyn Fn(&Client, &RequestId) -> Option<Box<CallTrace>>,
+        queue_timeout: Option<Duration>,
+    ) -> Start {
+        let program = request.program;
+        let prog = &catalog.programs[program];
+        let (packet, job) = match call::prepare(prog, &mut request, &mut FsHost) {
+            Prepared::Remote(packet) => (packet, None),
+            // A packet still to be built from a long text: the call waits,
+            // without a packet yet, until `prepare` has built it.
+            Prepared::Building(job) => (Vec::new(), Some(job)),
+            Prepared::Answered(ending) => {
+                return Start::Answered(client, Box::new(request), ending);
+            }
+        };
+        let command = prog.command(request.command);
+        let pool = BasePool(command.pool);
+        let mut bases = vec![pool];
+        for &p in &command.needed_pools {
+            if !bases.contains(&BasePool(p)) {
+                bases.push(BasePool(p));
+            }
+        }
+        let primary_only = bases.len() > 1;
+        let routing = pools.routing(program);
+        // Inline replies (and files) belong to the connection that carries
+        // them; only a shared-memory block can be freed under us. A pool
+        // that runs one call at a time cannot share a process anyway: its
+        // calls take one each, so a burst asks for replicas.
+        let always_inline = prog
+            .compiled(request.command)
+            .always_inline(routing.inline_threshold);
+        let one_at_a_time = pools.one_call_at_a_time(program, pool);
+        let mode = if one_at_a_time || (routing.shm && !always_inline) {
+            LeaseMode::Exclusive
+        } else {
+            LeaseMode::Shared
+        };
+        let id = self.next_id();
+        let now = Instant::now();
+        let trace = trace(&client, &request.id);
+        let progress = request
+            .progress_token
+            .as_ref()
+            .map(|_| now + PROGRESS_FIRST);
+        self.insert(
+            id,
+            Call {
+                client,
+                request,
+                program,
+                sched: Sched {
+                    pool,
+                    slot: pool.primary(),
+                    bases,
+                    primary_only,
+                    pools: Vec::new(),
+                    mode,
+                    leased: false,
+                    place: None,
+                },
+                wire: Wire {
+                    packet,
+                    written: 0,
+                    reply: Vec::new(),
+                    expected: None,
+                    stream: None,
+                },
+                stage: CallStage::WaitingForPool,
+                started: now,
+                last_progress: None,
+                task: None,
+                abandoned: false,
+                trace,
+            },
+        );
+        // The deadline is armed when the call reaches its pool: waiting for
+        // a pool to start is bounded by the start-up timeout instead.
+        self.arm(id, CallTimer::Progress, progress);
+        if let Some(job) = job {
+            return Start::Building(id, job);
+        }
+        // Every remote call queues, even one that can run at once (it
+        // leaves the queue in this turn): past a cap it is refused here,
+        // before it can become a task.
+        let class = (program, self[&id].sched.bases.clone());
+        let owner = Owner::of_call(&self[&id]);
+        let deadline = queue_timeout.map(|t| now + t);
+        match self.queue.push(id, owner.clone(), class, deadline) {
+            Ok(()) => Start::Queued(id),
+            Err(refused) => Start::Refused(id, self.refuse(id, &owner, refused)),
+        }
+    }
+
+    /// Removes call `id`: its trace ends, its place in the queue and its
+    /// timers go, its connection is closed at the end of the turn (its
+    /// token in `sources` goes now), and the lease it holds on `pools` is
+    /// given back. The call, and whether a lease was given back (the
+    /// waiting calls of its program may then go).
+    fn take(
+        &mut self,
+        id: CallId,
+        catalog: &Catalog,
+        pools: &mut PoolSet,
+        sources: &mut Sources,
+    ) -> Option<(Call, bool)> {
+        let mut call = self.remove(id)?;
+        if let Some(trace) = &call.trace {
+            let command = &catalog.programs[call.program]
+                .command(call.request.command)
+                .name;
+            let pool = pools.label(call.program, call.sched.slot);
+            trace.end(&pool, command, call.abandoned);
+        }
+        self.queue.remove(id);
+        self.disarm(id);
+        if let Some((token, stream)) = call.wire.stream.take() {
+            // Closed at the end of this turn, once the answer is written
+            // (`end_turn`). Closing removes it from epoll by itself (no other
+            // descriptor refers to it), which saves a system call per call;
+            // until then its events find no source and are ignored.
+            self.closing.push(stream);
+            sources.remove(&token);
+        }
+        let freed = call.sched.leased;
+        if freed {
+            call.sched.leased = false;
+            pools.touch(call.program, call.sched.slot, Instant::now());
+            let sched = &call.sched;
+            pools
+                .leases_mut(call.program)
+                .release(&sched.pools, sched.mode);
+        }
+        Some((call, freed))
     }
 
     /// `notifications/progress` for call `id`, if it carries a progress
@@ -714,15 +670,6 @@ impl Calls {
             })
             .collect()
     }
-}
-
-/// Reads and removes a FILE result (pools never delete them; the server
-/// owns the file once it has the reply).
-fn take_file(path: &std::path::Path) -> Result<Vec<u8>, String> {
-    let data = std::fs::read(path)
-        .map_err(|e| format!("cannot read the result file {}: {e}", path.display()))?;
-    let _ = std::fs::remove_file(path);
-    Ok(data)
 }
 
 /// File access for the `@save` / `@load` intrinsics of pure commands.

@@ -17,7 +17,6 @@ use std::time::Instant;
 
 use serde_json::Value as Json;
 
-use super::{Client, Reactor};
 use crate::edge::log;
 use crate::protocol::jsonrpc::{Incoming, RequestId};
 use crate::protocol::log::{self as rec, Level, Value};
@@ -126,6 +125,15 @@ pub(in crate::edge::reactor) struct CallTrace {
 }
 
 impl CallTrace {
+    /// The trace of a call starting for the request `access` records: a
+    /// child of its span.
+    pub(in crate::edge::reactor) fn child_of(access: &Access) -> Box<CallTrace> {
+        Box::new(CallTrace {
+            span: access.span.child(log::random_id()),
+            sent: None,
+        })
+    }
+
     /// The trace id, for diagnostics about the call.
     pub(in crate::edge::reactor) fn trace_id(&self) -> String {
         trace::hex(&self.span.trace_id)
@@ -236,22 +244,5 @@ impl StdioAccess {
     /// The open record of request `id`.
     pub(super) fn get(&self, id: &RequestId) -> Option<&Access> {
         self.0.get(id)
-    }
-}
-
-impl Reactor {
-    // ---- calls ------------------------------------------------------------
-
-    /// The trace of a call starting for `client`'s request `id`: a child of
-    /// the request's span, if the request has an open record.
-    pub(super) fn call_trace(&self, client: &Client, id: &RequestId) -> Option<Box<CallTrace>> {
-        let access = match client {
-            Client::Stdio => self.stdio.as_ref()?.access_of(id)?,
-            Client::Http { conn, .. } => self.http.as_ref()?.access_of(*conn)?,
-        };
-        Some(Box::new(CallTrace {
-            span: access.span.child(log::random_id()),
-            sent: None,
-        }))
     }
 }

@@ -31,12 +31,11 @@ use mio::net::UnixStream;
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 
-use super::{Client, Reactor, Source, Sources};
+use super::{Reactor, Source, Sources};
 use crate::edge::cli::Settings;
 use crate::edge::proc;
 use crate::edge::rundir;
 use crate::edge::shm;
-use crate::protocol::mcp;
 
 mod index;
 mod leases;
@@ -214,7 +213,11 @@ impl Reactor {
                     proc,
                     message,
                     waiting,
-                } => self.fail_pool_calls(program, proc, &message, waiting),
+                } => {
+                    for id in self.calls.of_process(&self.pools, program, proc, waiting) {
+                        self.fail_call(id, message.clone());
+                    }
+                }
                 PoolNews::Ready(program) => self.dispatch_waiting(program),
                 PoolNews::Say(kind, line) => self.calls.say(&kind, &line, None),
                 PoolNews::Printed {
@@ -224,45 +227,20 @@ impl Reactor {
                     lines,
                 } => {
                     for line in lines {
-                        self.route_pool_line(program, proc, &logger, &line);
+                        let (stdio, http) = (self.stdio.as_ref(), self.http.as_mut());
+                        let at = (program, proc);
+                        for (client, note) in
+                            super::pool_line_targets(stdio, http, &self.calls, at, &logger, &line)
+                        {
+                            self.deliver(&client, &note, false);
+                        }
                     }
                 }
             }
         }
         out
     }
-
-    /// The one router of pool output: sends one line that process `proc` of
-    /// `program` printed as `notifications/message` to every audience that
-    /// asked for logs at its level: the stdio session, streaming HTTP
-    /// requests of sessions with a log level, and the modern calls running
-    /// on the process whose request asked for them.
-    fn route_pool_line(&mut self, program: usize, proc: Proc, logger: &str, line: &str) {
-        let mut targets: Vec<(Client, serde_json::Value)> = Vec::new();
-        if let Some(stdio) = &self.stdio {
-            if let Some(note) = mcp::log_notification(stdio.session(), POOL_LOG_LEVEL, logger, line)
-            {
-                targets.push((Client::Stdio, note));
-            }
-        }
-        if let Some(front) = self.http.as_mut() {
-            for (conn, note) in front.log_targets(POOL_LOG_LEVEL, logger, line) {
-                let session = String::new();
-                targets.push((Client::Http { conn, session }, note));
-            }
-        }
-        targets.extend(
-            self.calls
-                .call_log_targets(program, proc, POOL_LOG_LEVEL, logger, line),
-        );
-        for (client, note) in targets {
-            self.deliver(&client, &note, false);
-        }
-    }
 }
-
-/// MCP log level of forwarded pool output ("info").
-const POOL_LOG_LEVEL: usize = 1;
 
 impl PoolSet {
     /// Takes the news of the operations so far ([`PoolNews`]).
@@ -403,6 +381,32 @@ impl PoolSet {
                 }
             }
         }
+    }
+
+    /// Makes sure the primaries of `bases` (a call's own pool first, then
+    /// the pools its command calls into) are running or starting; true
+    /// when all of them are ready. A ready replica of the call's own pool
+    /// serves while its primary cannot start.
+    pub(super) fn ensure_all(
+        &mut self,
+        cx: &mut Cx,
+        program: usize,
+        bases: &[BasePool],
+    ) -> Result<bool, String> {
+        let own = bases[0];
+        let replica_ready = bases.len() == 1
+            && self
+                .instances(program, own)
+                .any(|slot| slot != own.primary() && self.ready(program, slot));
+        let mut all_ready = true;
+        for &base in bases {
+            match self.ensure(cx, program, base) {
+                Ok(ready) => all_ready &= ready,
+                Err(_) if replica_ready => {}
+                Err(message) => return Err(message),
+            }
+        }
+        Ok(all_ready || replica_ready)
     }
 
     /// Spawns process `i` of `program` (once its old group is gone, if it

@@ -5,14 +5,14 @@
 //! rate-limited stderr lines about all this.
 
 use crate::edge::log;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::{CallId, Calls};
+use crate::edge::reactor::pools::{BasePool, PoolSet};
 use crate::edge::reactor::queue::{self, FairQueue, Refused};
 use crate::edge::reactor::schedule::{self, Class, Need};
 use crate::edge::reactor::{Client, Reactor};
 use crate::protocol::log::{Level, Value};
-use crate::protocol::mcp::call::Ending;
 
 /// Whose call it is, for the fairness of the queue and its per-owner cap:
 /// the stdio client, a legacy HTTP session, or else (a modern request has
@@ -65,9 +65,116 @@ impl Owner {
 pub(in crate::edge::reactor) type Queue = FairQueue<CallId, Owner, Class>;
 
 impl Reactor {
-    /// Answers a call the queue refused (a cap is reached) with an
-    /// `isError` result naming the cap, and says so on stderr.
-    pub(super) fn refuse_call(&mut self, id: CallId, owner: &Owner, refused: Refused) {
+    /// Connects the waiting calls of `program` that can run now, where the
+    /// scheduler places them (`reactor::schedule`: fair order, least busy
+    /// ready process, leases), and starts replicas for the calls left
+    /// waiting while every process of their pool is busy.
+    pub(in crate::edge::reactor) fn dispatch_waiting(&mut self, program: usize) {
+        if self.calls.queued() == 0 {
+            // The common case when a call ends.
+            return;
+        }
+        let n_bases = self.catalog.programs[program].loaded.manifest.pools.len();
+        let (go, demand) = self.calls.place(&mut self.pools, program, n_bases);
+        for id in go {
+            self.connect_call(id);
+        }
+        for (base, waiting) in demand {
+            self.with_pools(|p, cx| p.scale_up(cx, program, base, waiting));
+        }
+    }
+}
+
+impl Calls {
+    /// Places the waiting calls of `program` (of `n_bases` pools) that can
+    /// run now (`schedule`), taking their leases and touching their
+    /// processes: the calls to connect, in order, and the replicas wanted
+    /// (a pool, and how many calls wait for it).
+    fn place(
+        &mut self,
+        pools: &mut PoolSet,
+        program: usize,
+        n_bases: usize,
+    ) -> (Vec<CallId>, Vec<(BasePool, usize)>) {
+        let states = pools.states(program);
+        let (queue, calls) = (&mut self.queue, &self.map);
+        let need = |id: CallId| {
+            let s = &calls.get(&id)?.sched;
+            Some(Need {
+                primary_only: s.primary_only,
+                mode: s.mode,
+            })
+        };
+        let leases = pools.leases_mut(program);
+        let plan = schedule::schedule(queue, program, n_bases, &states, leases, need);
+        let now = Instant::now();
+        for grant in &plan.grants {
+            pools.touch(program, grant.proc, now);
+        }
+        let mut go = Vec::with_capacity(plan.grants.len());
+        for grant in plan.grants {
+            if let Some(call) = self.get_mut(&grant.call) {
+                call.sched.leased = true;
+                call.sched.slot = grant.proc;
+                call.sched.pools = grant.pools;
+                call.sched.place = grant.place;
+            }
+            go.push(grant.call);
+        }
+        (go, plan.demand)
+    }
+
+    /// The calls that waited longer than `timeout` (`--queue-timeout`) for
+    /// a pool process at `now`, out of the queue, with the message each
+    /// fails with (one rate-limited line counts them); and the diagnostics
+    /// the rate limit held back are told.
+    pub(super) fn expire_queue(
+        &mut self,
+        now: Instant,
+        pools: &PoolSet,
+        timeout: Option<Duration>,
+    ) -> Vec<(CallId, String)> {
+        let mut failed = Vec::new();
+        if self.queue.next_deadline().is_some_and(|d| d <= now) {
+            let secs = crate::format::decimal::seconds(timeout.unwrap_or_default());
+            let mut last = String::new();
+            for (id, _) in self.queue.expire(now) {
+                let Some(call) = self.get(&id) else {
+                    continue;
+                };
+                let lang = pools.label(call.program, call.sched.pool.primary());
+                let message = format!(
+                    "waited {secs} s for a process of pool '{lang}' without getting one (the \
+                     --queue-timeout); every process was busy or the pool was not ready; try again later"
+                );
+                failed.push((id, message));
+                last = lang;
+            }
+            let count = failed.len();
+            if count > 0 {
+                self.say(
+                    "queue timeout",
+                    &format!(
+                        "{count} call(s) waited {secs} s for a process of pool '{last}' (--queue-timeout) and failed"
+                    ),
+                    None,
+                );
+            }
+        }
+        if self.throttle.next_flush().is_some_and(|d| d <= now) {
+            for (kind, held) in self.throttle.flush(now) {
+                log::warn(&format!(
+                    "{held} more '{kind}' event(s) in the last {} s",
+                    queue::LOG_EVERY.as_secs()
+                ));
+            }
+        }
+        failed
+    }
+
+    /// A call the queue refused (a cap is reached): says so on stderr, and
+    /// gives the `isError` message naming the cap that ends it.
+    pub(super) fn refuse(&mut self, id: CallId, owner: &Owner, refused: Refused) -> String {
         let (kind, message, note) = match refused {
             Refused::Owner { limit } => (
                 "owner queue cap",
@@ -92,99 +199,13 @@ impl Reactor {
                 ),
             ),
         };
-        let trace = self.calls.get(&id).and_then(|c| c.trace.as_ref());
+        let trace = self.get(&id).and_then(|c| c.trace.as_ref());
         let trace_id = trace.map(|t| t.trace_id());
-        self.calls.say(kind, &note, trace_id.as_deref());
+        self.say(kind, &note, trace_id.as_deref());
         // The server refused it, not the tool: counted as a failed call.
-        self.end_call(id, Ending::Failed(message));
+        message
     }
 
-    /// Connects the waiting calls of `program` that can run now, where the
-    /// scheduler places them (`reactor::schedule`: fair order, least busy
-    /// ready process, leases), and starts replicas for the calls left
-    /// waiting while every process of their pool is busy.
-    pub(in crate::edge::reactor) fn dispatch_waiting(&mut self, program: usize) {
-        if self.calls.queue.len() == 0 {
-            // The common case when a call ends.
-            return;
-        }
-        let n_bases = self.catalog.programs[program].loaded.manifest.pools.len();
-        let states = self.pools.states(program);
-        let (queue, calls) = self.calls.queue_and_calls();
-        let need = |id: CallId| {
-            let s = &calls.get(&id)?.sched;
-            Some(Need {
-                primary_only: s.primary_only,
-                mode: s.mode,
-            })
-        };
-        let leases = self.pools.leases_mut(program);
-        let plan = schedule::schedule(queue, program, n_bases, &states, leases, need);
-        let now = Instant::now();
-        for grant in &plan.grants {
-            self.pools.touch(program, grant.proc, now);
-        }
-        let mut go = Vec::with_capacity(plan.grants.len());
-        for grant in plan.grants {
-            if let Some(call) = self.calls.get_mut(&grant.call) {
-                call.sched.leased = true;
-                call.sched.slot = grant.proc;
-                call.sched.pools = grant.pools;
-                call.sched.place = grant.place;
-            }
-            go.push(grant.call);
-        }
-        for id in go {
-            self.connect_call(id);
-        }
-        for (base, waiting) in plan.demand {
-            self.with_pools(|p, cx| p.scale_up(cx, program, base, waiting));
-        }
-    }
-
-    /// Fails the calls that waited longer than `--queue-timeout` for a pool
-    /// process, and tells of diagnostics held back by the rate limit.
-    pub(super) fn queue_timers(&mut self, now: Instant) {
-        if self.calls.queue.next_deadline().is_some_and(|d| d <= now) {
-            let secs =
-                crate::format::decimal::seconds(self.options.queue_timeout.unwrap_or_default());
-            let expired = self.calls.queue.expire(now);
-            let count = expired.len();
-            let mut last = String::new();
-            for (id, _) in expired {
-                let Some(call) = self.calls.get(&id) else {
-                    continue;
-                };
-                let lang = self.pools.label(call.program, call.sched.pool.primary());
-                let message = format!(
-                    "waited {secs} s for a process of pool '{lang}' without getting one (the \
-                     --queue-timeout); every process was busy or the pool was not ready; try again later"
-                );
-                self.fail_call(id, message);
-                last = lang;
-            }
-            if count > 0 {
-                self.calls.say(
-                    "queue timeout",
-                    &format!(
-                        "{count} call(s) waited {secs} s for a process of pool '{last}' (--queue-timeout) and failed"
-                    ),
-                    None,
-                );
-            }
-        }
-        if self.calls.throttle.next_flush().is_some_and(|d| d <= now) {
-            for (kind, held) in self.calls.throttle.flush(now) {
-                log::warn(&format!(
-                    "{held} more '{kind}' event(s) in the last {} s",
-                    queue::LOG_EVERY.as_secs()
-                ));
-            }
-        }
-    }
-}
-
-impl Calls {
     /// Prints one diagnostic line on stderr (naming a request's trace, if
     /// given), at most one of each `kind` every 10 s; it tells how many
     /// were held back since the last one.

@@ -62,11 +62,6 @@ impl Calls {
         self.by_client.get(key).map_or(&[], Vec::as_slice)
     }
 
-    /// The queue, and every call by id (the scheduler's view).
-    pub(super) fn queue_and_calls(&mut self) -> (&mut Queue, &IdMap<CallId, Call>) {
-        (&mut self.queue, &self.map)
-    }
-
     pub(in crate::edge::reactor) fn get(&self, id: &CallId) -> Option<&Call> {
         self.map.get(id)
     }
