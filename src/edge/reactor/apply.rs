@@ -10,7 +10,9 @@ use mio::Token;
 use serde_json::Value as Json;
 
 use super::byteio::Streamed;
+use super::calls::Cancel;
 use super::http::{waiting_requests, Content, Head, HttpFront};
+use super::tasks::ResourceBody;
 use super::{Client, Reactor};
 use crate::protocol::http::Framing;
 use crate::protocol::jsonrpc::RequestId;
@@ -119,7 +121,27 @@ impl Reactor {
                         self.send_stdio(&reply);
                     }
                     Origin::Http { conn, framing } => {
-                        self.http_resource(conn, request, &owner, &framing);
+                        let (status, body) =
+                            self.tasks
+                                .http_resource(&self.catalog, &owner, request, &framing);
+                        let (headers, keep_alive) = (&framing.headers, framing.keep_alive);
+                        match body {
+                            ResourceBody::Streamed(answer) => {
+                                let head = Head {
+                                    status,
+                                    content_type: Some("application/json"),
+                                    headers,
+                                    keep_alive,
+                                };
+                                let content = Content::Streamed(answer);
+                                self.with_http(|f, cx| f.answer(cx, conn, head, content));
+                            }
+                            ResourceBody::Whole(body) => {
+                                self.with_http(|f, cx| {
+                                    f.respond(cx, conn, status, headers, &body, keep_alive)
+                                });
+                            }
+                        }
                     }
                 }
             }
@@ -187,10 +209,13 @@ impl Reactor {
             Client::Stdio => Vec::new(),
             Client::Http { session, .. } => waiting_requests(&self.calls, session, Some(id)),
         };
-        if let Some(call) = self.calls.cancellable(&client, id) {
-            // A pool cannot be told to stop a job: its worker finishes, and
-            // the answer is dropped.
-            self.abandon_call(call);
+        // A pool cannot be told to stop a job: its worker finishes, and the
+        // answer is dropped.
+        for call in self
+            .calls
+            .cancel(Cancel::Request(&client, id), &self.catalog)
+        {
+            self.take_call(call);
         }
         for (conn, _) in waiting {
             self.with_http(|f, cx| f.abandon(cx, conn));

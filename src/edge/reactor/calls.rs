@@ -62,6 +62,7 @@ mod prepare;
 mod socket;
 mod table;
 mod wire;
+pub(super) use cancel::Cancel;
 use dispatch::Owner;
 pub(super) use dispatch::Queue;
 pub(super) use prepare::{Checked, Preparing};
@@ -229,7 +230,11 @@ impl Reactor {
         self.calls.arm(id, CallTimer::Task, task_at);
         if task_at.is_some_and(|t| t <= now) {
             // `--task-after 0`: the task exists before its handle is sent.
-            self.make_task(id);
+            let (tasks, catalog) = (&mut self.tasks, &self.catalog);
+            if let Some((client, handle)) = self.calls.become_task(id, |c| tasks.create(catalog, c))
+            {
+                self.deliver(&client, &handle, true);
+            }
         }
         // Starts what the call needs: its own pool and the pools it calls
         // into; ready when all of them answer pings.
@@ -386,7 +391,14 @@ impl Reactor {
                         self.fail_call(id, message);
                     }
                 }
-                CallTimer::Task => self.make_task(id),
+                CallTimer::Task => {
+                    let (tasks, catalog) = (&mut self.tasks, &self.catalog);
+                    if let Some((client, handle)) =
+                        self.calls.become_task(id, |c| tasks.create(catalog, c))
+                    {
+                        self.deliver(&client, &handle, true);
+                    }
+                }
             }
         }
     }
@@ -409,6 +421,25 @@ pub(super) enum Start {
 }
 
 impl Calls {
+    /// Call `id` becomes a task: `create` (`TaskStore::create`) gives its
+    /// id and the handle that answers the call, which then runs on, and
+    /// nothing more of it goes to its client (progress and log messages are
+    /// not part of a task). Its client and the handle; `None` when the call
+    /// is gone or no task was made (at the cap it stays synchronous).
+    pub(super) fn become_task(
+        &mut self,
+        id: CallId,
+        create: impl FnOnce(&Call) -> Option<(String, Json)>,
+    ) -> Option<(Client, Json)> {
+        self.arm(id, CallTimer::Task, None);
+        let call = self.get_mut(&id)?;
+        let (task_id, handle) = create(call)?;
+        call.task = Some(task_id);
+        let client = call.client.clone();
+        self.arm(id, CallTimer::Progress, None);
+        Some((client, handle))
+    }
+
     /// The grace of call `id`'s broken connection is over and its process
     /// was not reaped: the message the call fails with, unless the process
     /// has since been seen on its way out (it began exiting after the short
@@ -626,13 +657,6 @@ impl Calls {
             .map_or_else(|| prog.command(command).name.as_str(), |t| t.name.as_str());
         let seconds = started.elapsed().as_secs_f64();
         self.metrics.record(tool, outcome, seconds);
-    }
-
-    /// The call that became task `task_id`, if it still runs.
-    pub(super) fn with_task(&self, task_id: &str) -> Option<CallId> {
-        self.iter()
-            .find(|(_, c)| c.task.as_deref() == Some(task_id))
-            .map(|(id, _)| *id)
     }
 
     /// The trace of the one call running on process `proc` of `program`,

@@ -27,11 +27,12 @@ use crate::protocol::mcp::jobs::JobMethod;
 use crate::protocol::mcp::tasks::{self, Outcome, Status, Tasks};
 use crate::protocol::mcp::{Catalog, ListenRequest, TaskMethod, TaskRequest};
 
-use super::calls::{Call, CallTimer};
+use super::calls::{Call, Cancel};
 use super::timers::now_ms;
 use super::Reactor;
 
 mod bigresults;
+pub(super) use bigresults::ResourceBody;
 mod jobs;
 
 /// The tasks and stored results, with their files (`--task-dir`).
@@ -284,25 +285,6 @@ impl TaskStore {
 }
 
 impl Reactor {
-    /// Answers call `id` with a task handle and lets it run on.
-    pub(super) fn make_task(&mut self, id: super::calls::CallId) {
-        self.calls.arm(id, CallTimer::Task, None);
-        let Some(call) = self.calls.get(&id) else {
-            return;
-        };
-        let Some((task_id, reply)) = self.tasks.create(&self.catalog, call) else {
-            return;
-        };
-        // From now on nothing of the call goes to its client: progress and
-        // log messages are not part of a task.
-        let client = call.client.clone();
-        if let Some(call) = self.calls.get_mut(&id) {
-            call.task = Some(task_id);
-        }
-        self.calls.arm(id, CallTimer::Progress, None);
-        self.deliver(&client, &reply, true);
-    }
-
     /// Settles the task a call became, and tells its subscribers.
     pub(super) fn settle_task(&mut self, task_id: &str, outcome: Outcome) {
         let Some(shown) = self.tasks.settle(task_id, outcome) else {
@@ -324,8 +306,8 @@ impl Reactor {
         apart: bool,
     ) -> (Json, Option<Rc<Paged>>) {
         if let Some(task_id) = self.tasks.to_cancel(owner, &req) {
-            if let Some(call) = self.calls.with_task(&task_id) {
-                self.abandon_call(call);
+            for call in self.calls.cancel(Cancel::Task(&task_id), &self.catalog) {
+                self.take_call(call);
             }
             self.settle_task(&task_id, Outcome::Cancelled);
         }

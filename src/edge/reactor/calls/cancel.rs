@@ -1,51 +1,64 @@
 //! Cancelling calls: `notifications/cancelled`, a closed HTTP connection,
 //! `DELETE` of a session, `tasks/cancel`. A pool cannot be told to stop a
 //! job, so a call already running on a pool process is abandoned (see
-//! `Call::abandoned`) rather than forgotten.
+//! `Call::abandoned`) rather than forgotten. [`Calls::cancel`] decides
+//! which calls a cancellation touches and gives back those that go at once
+//! (they never reached a pool), which the reactor takes
+//! (`Reactor::take_call`).
 
 use mio::Token;
 
 use super::table::ClientKey;
 use super::{CallId, CallTimer, Calls};
-use crate::edge::reactor::{Client, Reactor};
+use crate::edge::reactor::Client;
 use crate::protocol::jsonrpc::RequestId;
 use crate::protocol::mcp::Catalog;
 use crate::protocol::metrics::Outcome;
 
-impl Reactor {
-    /// A call its client cancelled ([`Calls::abandon`]); one that has not
-    /// reached a pool goes now.
-    pub(in crate::edge::reactor) fn abandon_call(&mut self, id: CallId) {
-        if self.calls.abandon(id, &self.catalog) {
-            self.take_call(id);
-        }
-    }
-
-    /// Calls of one HTTP session (ended by DELETE); returns their clients.
-    pub(in crate::edge::reactor) fn cancel_session(&mut self, session: &str) -> Vec<Client> {
-        let found = self.calls.live_of(&ClientKey::Session(session.to_string()));
-        for (id, _) in &found {
-            self.abandon_call(*id);
-        }
-        found.into_iter().map(|(_, client)| client).collect()
-    }
-
-    /// Calls waiting on an HTTP connection that went away.
-    pub(in crate::edge::reactor) fn cancel_conn(&mut self, conn: Token) {
-        for (id, _) in self.calls.live_of(&ClientKey::Conn(conn)) {
-            self.abandon_call(id);
-        }
-    }
+/// What a cancellation names.
+pub(in crate::edge::reactor) enum Cancel<'a> {
+    /// The call of request `RequestId` from `Client`
+    /// (`notifications/cancelled`): not a task, not already abandoned.
+    Request(&'a Client, &'a RequestId),
+    /// The call that became task `&str` (`tasks/cancel`, `job_cancel`).
+    Task(&'a str),
+    /// The calls of an HTTP session (ended by `DELETE`).
+    Session(&'a str),
+    /// The calls waiting on an HTTP connection that went away.
+    Conn(Token),
 }
 
 impl Calls {
+    /// Cancels the calls `which` names ([`Calls::abandon`], in order): the
+    /// calls that had not reached a pool, which go now
+    /// (`Reactor::take_call`).
+    #[must_use]
+    pub(in crate::edge::reactor) fn cancel(
+        &mut self,
+        which: Cancel<'_>,
+        catalog: &Catalog,
+    ) -> Vec<CallId> {
+        let named = match which {
+            Cancel::Request(client, request_id) => {
+                self.cancellable(client, request_id).into_iter().collect()
+            }
+            Cancel::Task(task_id) => self.with_task(task_id).into_iter().collect(),
+            Cancel::Session(session) => self.live_of(&ClientKey::Session(session.to_string())),
+            Cancel::Conn(conn) => self.live_of(&ClientKey::Conn(conn)),
+        };
+        named
+            .into_iter()
+            .filter(|id| self.abandon(*id, catalog))
+            .collect()
+    }
+
     /// Call `id`'s client cancelled it: it counts as cancelled, and one
     /// that runs on a pool process is abandoned (see `Call::abandoned`): a
     /// pool does not stop a job when its connection closes, so keeping the
     /// connection costs nothing and keeps the process's busy count true.
     /// True for one that has not reached a pool: it just goes
     /// (`Reactor::take_call`).
-    pub(super) fn abandon(&mut self, id: CallId, catalog: &Catalog) -> bool {
+    fn abandon(&mut self, id: CallId, catalog: &Catalog) -> bool {
         let Some(call) = self.get_mut(&id) else {
             return false;
         };
@@ -63,11 +76,7 @@ impl Calls {
 
     /// The call `notifications/cancelled` from `client` names: its request
     /// `request_id`, not a task, not already abandoned.
-    pub(in crate::edge::reactor) fn cancellable(
-        &self,
-        client: &Client,
-        request_id: &RequestId,
-    ) -> Option<CallId> {
+    fn cancellable(&self, client: &Client, request_id: &RequestId) -> Option<CallId> {
         let key = match client {
             Client::Stdio => ClientKey::Stdio,
             Client::Http { session, .. } => ClientKey::Session(session.clone()),
@@ -78,14 +87,22 @@ impl Calls {
         })
     }
 
-    /// The calls (not tasks, not abandoned) of client `key`, with their
-    /// clients.
-    fn live_of(&self, key: &ClientKey) -> Vec<(CallId, Client)> {
+    /// The calls (not tasks, not abandoned) of client `key`.
+    fn live_of(&self, key: &ClientKey) -> Vec<CallId> {
         self.of_client(key)
             .iter()
-            .map(|id| (*id, &self[id]))
-            .filter(|(_, c)| c.task.is_none() && !c.abandoned)
-            .map(|(id, c)| (id, c.client.clone()))
+            .copied()
+            .filter(|id| {
+                let c = &self[id];
+                c.task.is_none() && !c.abandoned
+            })
             .collect()
+    }
+
+    /// The call that became task `task_id`, if it still runs.
+    fn with_task(&self, task_id: &str) -> Option<CallId> {
+        self.iter()
+            .find(|(_, c)| c.task.as_deref() == Some(task_id))
+            .map(|(id, _)| *id)
     }
 }

@@ -19,6 +19,7 @@ use std::collections::VecDeque;
 
 use mio::Token;
 
+use super::super::http::HttpFront;
 use super::super::idhash::IdMap;
 use super::super::Reactor;
 use super::CallId;
@@ -89,26 +90,70 @@ impl Preparing {
     pub(in crate::edge::reactor) fn pump_later(&mut self, token: Token) {
         self.line.push_back(Work::Pump(token));
     }
-}
 
-impl Reactor {
     /// Checks the body of `req` (on connection `token`, held busy) in
-    /// slices, then handles it (`post_checked`).
+    /// slices, what it holds counted against `front`'s budget; then it is
+    /// handled (`HttpFront::post_checked`, see [`BodySlice::Checked`]).
     pub(in crate::edge::reactor) fn check_body(
         &mut self,
+        front: Option<&mut HttpFront>,
         token: Token,
         req: Request,
         cors: Vec<(String, String)>,
     ) {
-        if let Some(front) = self.http.as_mut() {
+        if let Some(front) = front {
             front.count_prepared(0, req.body.len());
         }
-        self.preparing.line.push_back(Work::Body(token));
+        self.line.push_back(Work::Body(token));
         let checker = Checker::default();
         let check = BodyCheck { req, cors, checker };
-        self.preparing.bodies.insert(token, check);
+        self.bodies.insert(token, check);
     }
 
+    /// One slice of checking the body on `token`, unless its connection
+    /// has left `front`; a body done no longer counts against the budget.
+    fn check_slice(&mut self, front: Option<&mut HttpFront>, token: Token) -> BodySlice {
+        let Some(mut check) = self.bodies.remove(&token) else {
+            return BodySlice::Gone;
+        };
+        let open = front.as_ref().is_some_and(|f| f.has_conn(token));
+        let verdict = if open {
+            check.checker.step(&check.req.body, CHECK_SLICE)
+        } else {
+            None
+        };
+        if open && verdict.is_none() {
+            self.line.push_back(Work::Body(token));
+            self.bodies.insert(token, check);
+            return BodySlice::Later;
+        }
+        if let Some(front) = front {
+            front.count_prepared(check.req.body.len(), 0);
+        }
+        let Some(verdict) = verdict else {
+            return BodySlice::Gone;
+        };
+        let checked = Checked {
+            verdict,
+            span: check.checker.span(),
+            ends: check.checker.ends(),
+        };
+        BodySlice::Checked(Box::new((check, checked)))
+    }
+}
+
+/// What [`Preparing::check_slice`] did.
+enum BodySlice {
+    /// Nothing: the connection is gone.
+    Gone,
+    /// A slice was checked; the rest waits for a later turn.
+    Later,
+    /// The body is checked: its request and headers, and the verdict, to
+    /// handle.
+    Checked(Box<(BodyCheck, Checked)>),
+}
+
+impl Reactor {
     /// Gives one slice of work to the next body being checked or call
     /// being prepared.
     pub(in crate::edge::reactor) fn prepare_slice(&mut self) {
@@ -120,12 +165,15 @@ impl Reactor {
                     self.with_http(|f, cx| f.pump(cx, token));
                     return;
                 }
-                Work::Body(token) => {
-                    if self.check_slice(token) {
+                Work::Body(token) => match self.preparing.check_slice(self.http.as_mut(), token) {
+                    BodySlice::Gone => continue,
+                    BodySlice::Later => return,
+                    BodySlice::Checked(body) => {
+                        let (BodyCheck { req, cors, .. }, checked) = *body;
+                        self.with_http(|f, cx| f.post_checked(cx, token, req, cors, &checked));
                         return;
                     }
-                    continue;
-                }
+                },
             };
             let Some((mut job, counted)) = self.preparing.jobs.remove(&id) else {
                 continue;
@@ -181,38 +229,5 @@ impl Reactor {
             }
             return;
         }
-    }
-
-    /// One slice of checking the body on `token`; false when its connection
-    /// is gone (nothing was done).
-    fn check_slice(&mut self, token: Token) -> bool {
-        let Some(mut check) = self.preparing.bodies.remove(&token) else {
-            return false;
-        };
-        let open = self.http.as_ref().is_some_and(|f| f.has_conn(token));
-        let verdict = if open {
-            check.checker.step(&check.req.body, CHECK_SLICE)
-        } else {
-            None
-        };
-        if open && verdict.is_none() {
-            self.preparing.line.push_back(Work::Body(token));
-            self.preparing.bodies.insert(token, check);
-            return true;
-        }
-        if let Some(front) = self.http.as_mut() {
-            front.count_prepared(check.req.body.len(), 0);
-        }
-        let Some(verdict) = verdict else {
-            return false;
-        };
-        let checked = Checked {
-            verdict,
-            span: check.checker.span(),
-            ends: check.checker.ends(),
-        };
-        let (req, cors) = (check.req, check.cors);
-        self.with_http(|f, cx| f.post_checked(cx, token, req, cors, &checked));
-        true
     }
 }

@@ -16,7 +16,7 @@ use mio::{Registry, Token};
 use super::health::pool_rows;
 use super::{metrics, HttpFront};
 use crate::edge::reactor::apply::Origin;
-use crate::edge::reactor::calls::Calls;
+use crate::edge::reactor::calls::{Calls, Cancel};
 use crate::edge::reactor::{Client, Reactor, Sources};
 use crate::protocol::http::{Headers, Request};
 use crate::protocol::jsonrpc::{self, RequestId};
@@ -140,7 +140,9 @@ impl Reactor {
                     // answered with an error (naming the request, so the
                     // client can match it): no client waits forever.
                     let waiting = waiting_requests(&self.calls, &session, None);
-                    self.cancel_session(&session);
+                    for id in self.calls.cancel(Cancel::Session(&session), &self.catalog) {
+                        self.take_call(id);
+                    }
                     for (conn, request_id) in waiting {
                         let msg = jsonrpc::error_response(
                             Some(&request_id),
@@ -155,8 +157,15 @@ impl Reactor {
                         f.respond(cx, token, 200, &cors, ok, keep_alive)
                     });
                 }
-                HttpNews::CheckBody { token, req, cors } => self.check_body(token, req, cors),
-                HttpNews::Cancel(token) => self.cancel_conn(token),
+                HttpNews::CheckBody { token, req, cors } => {
+                    let front = self.http.as_mut();
+                    self.preparing.check_body(front, token, req, cors);
+                }
+                HttpNews::Cancel(token) => {
+                    for id in self.calls.cancel(Cancel::Conn(token), &self.catalog) {
+                        self.take_call(id);
+                    }
+                }
                 HttpNews::Closed(token) => {
                     self.listeners
                         .remove_where(|c| matches!(c, Client::Http { conn, .. } if *conn == token));

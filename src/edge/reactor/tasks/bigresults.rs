@@ -8,7 +8,6 @@
 
 use std::rc::Rc;
 
-use mio::Token;
 use serde_json::Value as Json;
 
 use crate::edge::log;
@@ -22,9 +21,7 @@ use crate::protocol::mcp::{self, CallRequest, Catalog};
 
 use super::TaskStore;
 use crate::edge::reactor::byteio::{Form, Streamed};
-use crate::edge::reactor::http::{Content, Head};
 use crate::edge::reactor::timers::now_ms;
-use crate::edge::reactor::Reactor;
 
 /// The extension of a stored result's file in `--task-dir`.
 const RESULT_EXT: &str = "result";
@@ -197,55 +194,50 @@ impl TaskStore {
     }
 }
 
-impl Reactor {
-    /// A `resources/*` request over HTTP, answered for `owner`
-    /// (`HttpFront::call_owner`).
+/// The body of a `resources/*` answer over HTTP
+/// ([`TaskStore::http_resource`]).
+pub(in crate::edge::reactor) enum ResourceBody {
+    /// Held whole.
+    Whole(Vec<u8>),
+    /// A read's value (or its page) written from the store as the client
+    /// takes it, so a client that does not read holds no copy of it.
+    Streamed(Streamed),
+}
+
+impl TaskStore {
+    /// Answers a `resources/*` request over HTTP from a caller with
+    /// authorization `owner` (`HttpFront::call_owner`): the status
+    /// `framing` gives it, and its body.
     pub(in crate::edge::reactor) fn http_resource(
-        &mut self,
-        token: Token,
-        resource: ResourceRequest,
+        &self,
+        catalog: &Catalog,
         owner: &str,
+        resource: ResourceRequest,
         framing: &Framing,
-    ) {
-        let (reply, streamed) = self
-            .tasks
-            .answer_resource(&self.catalog, owner, resource, true);
+    ) -> (u16, ResourceBody) {
+        let (reply, streamed) = self.answer_resource(catalog, owner, resource, true);
         let status = framing.reply_status(&reply);
-        let (headers, keep_alive) = (&framing.headers, framing.keep_alive);
         let body = serde_json::to_vec(&reply).unwrap_or_default();
         let at = streamed.as_ref().and_then(|_| {
             let text = bigresults::STREAMED_TEXT;
             body.windows(text.len()).position(|w| w == text)
         });
-        match (streamed, at) {
-            // The value (or its page): written from the store as the client
-            // takes it, so a client that does not read holds no copy of it.
-            (Some((value, span)), Some(at)) => {
-                let open = at + b"\"text\":\"".len();
-                let close = at + bigresults::STREAMED_TEXT.len() - 1;
-                let head = Head {
-                    status,
-                    content_type: Some("application/json"),
-                    headers,
-                    keep_alive,
-                };
-                let mut answer = Streamed::new();
-                answer.bytes(&body[..open]);
-                answer.bytes(span.open.as_bytes());
-                let form = if span.decoded {
-                    Form::Decoded
-                } else {
-                    Form::Escaped
-                };
-                answer.text(&value, span.range, form);
-                answer.bytes(span.close.as_bytes());
-                answer.bytes(&body[close..]);
-                let content = Content::Streamed(answer);
-                self.with_http(|f, cx| f.answer(cx, token, head, content));
-            }
-            _ => {
-                self.with_http(|f, cx| f.respond(cx, token, status, headers, &body, keep_alive));
-            }
-        }
+        let (Some((value, span)), Some(at)) = (streamed, at) else {
+            return (status, ResourceBody::Whole(body));
+        };
+        let open = at + b"\"text\":\"".len();
+        let close = at + bigresults::STREAMED_TEXT.len() - 1;
+        let mut answer = Streamed::new();
+        answer.bytes(&body[..open]);
+        answer.bytes(span.open.as_bytes());
+        let form = if span.decoded {
+            Form::Decoded
+        } else {
+            Form::Escaped
+        };
+        answer.text(&value, span.range, form);
+        answer.bytes(span.close.as_bytes());
+        answer.bytes(&body[close..]);
+        (status, ResourceBody::Streamed(answer))
     }
 }
