@@ -399,8 +399,21 @@ impl Proc {
         if exited_within(&mut self.child, STOP_GRACE) {
             return;
         }
+        // Killed outright, the server cannot stop its pools: a pool that
+        // ignores SIGTERM (or waits out a long --pool-stop-grace) would
+        // outlive the test, so its processes are ended here too.
+        let pools = super::procfs::children_of(self.child.id() as i32);
         let _ = self.child.kill();
         let _ = self.child.wait();
+        for pid in pools {
+            // SAFETY: kill(2) has no memory-safety preconditions; the pids
+            // were the server's children a moment ago (a pool leads its own
+            // process group, so the group goes with it).
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
     }
 }
 
