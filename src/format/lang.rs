@@ -1,6 +1,7 @@
-//! Morloc's pool languages: the one table of their names and the aliases a
-//! user (or a manifest) may spell them with. Everything that compares pool
-//! languages (`--pool-replicas`, the default replica caps) goes through
+//! Morloc's pool languages: the one table of their names, the aliases a
+//! user (or a manifest) may spell them with, and how their pools run
+//! calls. Everything that compares pool languages (`--pool-replicas`, the
+//! default replica caps, the leases) goes through [`find`] or
 //! [`canonical`], so `c++`, `CPP` and `cpp` name the same pool.
 
 /// A pool language.
@@ -13,6 +14,10 @@ pub struct Language {
     /// Whether its pools scale up to replicas by default (see
     /// `pools::set::default_replica_cap`).
     pub replicated: bool,
+    /// Whether a pool process runs one call at a time (a second connection
+    /// only waits inside it), so each call takes a process to itself (see
+    /// `pools::leases`).
+    pub one_at_a_time: bool,
 }
 
 /// The pool languages this server knows. Another language is served too;
@@ -23,30 +28,36 @@ pub const LANGUAGES: [Language; 4] = [
         name: "py",
         aliases: &["python", "python3"],
         replicated: true,
+        one_at_a_time: true,
     },
     Language {
         name: "r",
         aliases: &[],
         replicated: true,
+        one_at_a_time: true,
     },
     Language {
         name: "cpp",
         aliases: &["c++", "cxx"],
         replicated: true,
+        one_at_a_time: false,
     },
     Language {
         name: "rust",
         aliases: &["rs"],
         replicated: true,
+        one_at_a_time: false,
     },
 ];
 
 /// The known language `name` spells (any case, alias or canonical name).
 pub fn find(name: &str) -> Option<&'static Language> {
-    let lower = name.trim().to_ascii_lowercase();
-    LANGUAGES
-        .iter()
-        .find(|l| l.name == lower || l.aliases.contains(&lower.as_str()))
+    let name = name.trim();
+    LANGUAGES.iter().find(|l| {
+        std::iter::once(&l.name)
+            .chain(l.aliases)
+            .any(|spelling| spelling.eq_ignore_ascii_case(name))
+    })
 }
 
 /// The canonical name of `name`: a known language's own name, else `name`
@@ -77,6 +88,14 @@ mod tests {
             (" jl ", "jl"),
         ] {
             assert_eq!(canonical(typed), name, "{typed}");
+        }
+        // Python and R pools run one call at a time, whatever the spelling.
+        let one_at_a_time = |name: &str| find(name).is_some_and(|l| l.one_at_a_time);
+        for name in ["py", "Python3", " r "] {
+            assert!(one_at_a_time(name), "{name}");
+        }
+        for name in ["cpp", "C++", "rs", "jl"] {
+            assert!(!one_at_a_time(name), "{name}");
         }
         // No alias is another language's name or alias.
         let mut seen = std::collections::HashSet::new();

@@ -137,15 +137,12 @@ fn replicated_by_default(lang: &str) -> bool {
     crate::format::lang::find(lang).is_some_and(|l| l.replicated)
 }
 
-/// Languages whose pool processes run one call at a time (Python, R): a
-/// second connection only waits inside the process, so each call takes its
-/// process to itself (an exclusive lease), and the calls beyond the ready
-/// processes count as demand for replicas.
+/// Languages whose pool processes run one call at a time (Python, R; see
+/// `format::lang`): a second connection only waits inside the process, so
+/// each call takes its process to itself (an exclusive lease), and the
+/// calls beyond the ready processes count as demand for replicas.
 pub(super) fn one_call_at_a_time(lang: &str) -> bool {
-    matches!(
-        lang.to_ascii_lowercase().as_str(),
-        "py" | "python" | "python3" | "r"
-    )
+    crate::format::lang::find(lang).is_some_and(|l| l.one_at_a_time)
 }
 
 /// The fewest processes a pool may scale up to by default (sleeping or
