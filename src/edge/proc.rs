@@ -139,12 +139,13 @@ pub fn fill_random(buf: &mut [u8]) -> io::Result<()> {
     while filled < buf.len() {
         let rest = &mut buf[filled..];
         // SAFETY: the pointer and length describe `rest`.
-        let n = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
-        if n >= 0 {
-            filled += n as usize;
-            continue;
-        }
-        let err = io::Error::last_os_error();
+        let err = match syscall!(getrandom(rest.as_mut_ptr().cast(), rest.len(), 0)) {
+            Ok(n) => {
+                filled += n as usize;
+                continue;
+            }
+            Err(err) => err,
+        };
         match err.raw_os_error() {
             Some(libc::EINTR) => continue,
             Some(libc::ENOSYS | libc::EPERM) => {
@@ -603,7 +604,7 @@ impl SignalPipe {
             action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
             action.sa_flags = libc::SA_RESTART | libc::SA_NOCLDSTOP;
             // SAFETY: `action.sa_mask` is a valid sigset_t to clear.
-            unsafe { libc::sigemptyset(&mut action.sa_mask) };
+            syscall!(sigemptyset(&mut action.sa_mask))?;
             // SAFETY: as above, a zeroed sigaction is a valid out-buffer.
             let mut old: libc::sigaction = unsafe { mem::zeroed() };
             // An early return drops `pipe`, which restores what was
@@ -655,7 +656,7 @@ impl Drop for SignalPipe {
         for (sig, old) in self.previous.drain(..) {
             // SAFETY: `old` is the disposition the kernel handed back when
             // we installed ours; restoring it is always valid.
-            unsafe { libc::sigaction(sig, &old, ptr::null_mut()) };
+            let _ = syscall!(sigaction(sig, &old, ptr::null_mut()));
         }
         // Handlers are gone, so nobody reads the descriptor number after this
         // (in a multi-threaded process a handler already running on another

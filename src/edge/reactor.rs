@@ -7,7 +7,10 @@
 //! connections. Events are dispatched on their [`Token`]; the protocol logic
 //! lives in the pure `mcp`, `jsonrpc` and `http` modules, so the reactor is
 //! about bytes, processes, deadlines and clean-up. It is split by concern:
-//! this file has the loop and shutdown; `stdio` serves stdin and stdout;
+//! this file has the loop, the one `apply` of a transport's step (a tool
+//! call goes on from there to `calls`), and shutdown; `serve` starts it;
+//! `apply` has where a step came from and how it is answered; `stdio`
+//! serves stdin and stdout;
 //! `pools` owns the pools (`PoolSet`) and starts, probes and restarts them;
 //! `calls` runs tool calls, placed on pool processes by the pure `schedule`;
 //! `http` serves HTTP connections; `byteio` is the one write queue and the
@@ -27,6 +30,7 @@ mod pools;
 mod queue;
 mod reload;
 mod schedule;
+mod serve;
 mod stdio;
 mod tasks;
 mod timers;
@@ -38,20 +42,25 @@ use std::time::{Duration, Instant};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 
-use crate::edge::cli::{HttpConfig, ServeConfig, Settings};
-use crate::edge::{log, manifest_file, proc};
-use crate::protocol::instance::InstanceId;
-use crate::protocol::log::Level;
+use crate::edge::cli::{HttpConfig, Settings};
+use crate::edge::{log, proc};
+use crate::protocol::http::Framing;
+use crate::protocol::jsonrpc::RequestId;
 use crate::protocol::mcp::call::{Ending, Outgoing};
-use crate::protocol::mcp::{self, Catalog, Program};
+use crate::protocol::mcp::{self, CallRequest, Catalog, Step};
 use crate::protocol::metrics::Outcome;
 use idhash::IdMap;
 
+use self::apply::Origin;
+use self::byteio::Streamed;
 use self::calls::{CallId, Calls};
-use self::http::HttpFront;
+use self::http::{Content, Head, HttpFront};
+use self::obs::CallTrace;
 use self::pools::{PoolSet, Proc, Runtime};
 use self::stdio::Stdio;
-use self::tasks::TaskStore;
+use self::tasks::{ResourceBody, TaskStore};
+pub use serve::serve;
+use serve::Serving;
 
 const STDIN: Token = Token(0);
 const STDOUT: Token = Token(1);
@@ -76,100 +85,6 @@ impl std::fmt::Display for StartError {
 }
 
 impl std::error::Error for StartError {}
-
-/// Builds each program's tool surface (printing exclusion notes), then
-/// serves over stdio or HTTP. Returns the process exit status.
-pub fn serve(config: ServeConfig) -> Result<i32, StartError> {
-    log::configure(config.obs.log_level, config.obs.log_format);
-    let mut programs = Vec::new();
-    for p in config.programs {
-        let surface = manifest_file::surface(&p.loaded).map_err(StartError)?;
-        for note in &surface.notes {
-            log::labelled(Level::Warn, note);
-        }
-        programs.push(Program::new(p.loaded, surface).map_err(|e| StartError(e.to_string()))?);
-    }
-    let instance = match config.settings.instance_id.clone() {
-        Some(id) => id,
-        None => {
-            let mut random = [0u8; 6];
-            proc::fill_random(&mut random)
-                .map_err(|e| StartError(format!("cannot pick an instance id: {e}")))?;
-            InstanceId::from_random(random)
-        }
-    };
-    let options = config.settings;
-    let result_limit = options.max_result_chars;
-    let job = options.job_tools;
-    let serving = Serving {
-        instance,
-        metrics_token: config.obs.metrics_token,
-    };
-    match config.http {
-        None => {
-            let Some(program) = programs.pop() else {
-                return Err(StartError("nothing to serve".into()));
-            };
-            let mut catalog = Catalog::single(program);
-            catalog.set_result_limit(result_limit);
-            job_tools(&mut catalog, job)?;
-            run_server(catalog, options, serving, None)
-        }
-        Some(http) => {
-            // Over HTTP, tools are namespaced `<module>__<command>` unless the
-            // user asked for plain names (the reference's, for one program;
-            // for the router, refused at start if two programs share one).
-            let namespaced = !options.plain_tool_names;
-            let mut catalog = Catalog::multi(programs, namespaced, config.router)
-                .map_err(|e| StartError(e.to_string()))?;
-            catalog.set_result_limit(result_limit);
-            job_tools(&mut catalog, job)?;
-            run_server(catalog, options, serving, Some(http))
-        }
-    }
-}
-
-/// `--job-tools`: the job tools on, or why they cannot be.
-fn job_tools(catalog: &mut Catalog, on: bool) -> Result<(), StartError> {
-    if !on {
-        return Ok(());
-    }
-    catalog
-        .set_job_tools(on)
-        .map_err(|e| StartError(format!("cannot serve: {e}")))
-}
-
-/// What the server resolved at start-up beyond [`Settings`].
-struct Serving {
-    /// The prefix of every session (and task) id this server mints.
-    instance: InstanceId,
-    /// The bearer token `GET /metrics` takes instead of the MCP one
-    /// (`--metrics-token`, else its environment variable).
-    metrics_token: Option<String>,
-}
-
-fn run_server(
-    mut catalog: Catalog,
-    options: Settings,
-    serving: Serving,
-    http: Option<HttpConfig>,
-) -> Result<i32, StartError> {
-    // Before anything can print: the protocol stream gets a private fd and
-    // fd 1 becomes stderr, so no stray write ever reaches the client.
-    let protocol_out = proc::rehome_stdout()
-        .map_err(|e| StartError(format!("cannot set up the protocol stream: {e}")))?;
-    std::env::set_var("MORLOC_QUIET", "1");
-    proc::ignore_sigpipe().map_err(|e| StartError(format!("cannot ignore SIGPIPE: {e}")))?;
-    // Orphaned pool workers are re-parented to us so they can be reaped.
-    let _ = proc::set_child_subreaper();
-    // A rebuilt program is reloaded (`reactor::reload`), so the tool list
-    // can change: both eras declare `tools.listChanged`.
-    catalog.set_list_changes(true);
-    let mut reactor = Reactor::new(catalog, options, serving, protocol_out, http)?;
-    let code = reactor.run();
-    reactor.shutdown();
-    Ok(code)
-}
 
 /// Who is waiting for a call's response.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -360,12 +275,12 @@ impl Reactor {
                 return code;
             }
             let now = Instant::now();
-            let idle = || self.calls.values().all(|c| c.abandoned);
+            let idle = || self.calls.idle();
             if self.http.as_ref().is_some_and(|h| h.drained(now, idle())) {
                 return 0;
             }
             if let Some(stdio) = &self.stdio {
-                if stdio.finished(self.calls.values().all(|c| c.abandoned), now) {
+                if stdio.finished(self.calls.idle(), now) {
                     return 0;
                 }
             }
@@ -505,6 +420,134 @@ impl Reactor {
         }
     }
 
+    // ---- the one apply ----------------------------------------------------
+
+    /// Carries out `step` from `origin`, and answers it: the one place a
+    /// transport's step meets the owners (`apply` has where a step came
+    /// from and how its answer is framed).
+    fn apply(&mut self, origin: Origin, step: Step) {
+        match step {
+            Step::Nothing => self.accepted(&origin),
+            Step::Reply(reply) => self.reply_to(&origin, &reply, Framing::reply_status),
+            Step::Cancel(id) => {
+                self.cancel_request(&origin, &id);
+                self.accepted(&origin);
+            }
+            // A tool call on its way to its pool: its transport admits it
+            // (over HTTP: its tool's scopes, its connection still open).
+            Step::Call(mut step) => {
+                let client = match origin {
+                    Origin::Stdio => Some(Client::Stdio),
+                    Origin::Http { conn, framing } => self
+                        .with_http(|f, cx| f.open_call(cx, conn, framing, &mut step))
+                        .flatten(),
+                };
+                if let Some(client) = client {
+                    self.start_call(client, step);
+                }
+            }
+            Step::Task(request) => {
+                let owner = origin.owner(self.http.as_ref());
+                // Over HTTP a long result is written from the task as the
+                // client reads (`tasks::APART`), not copied into its queue.
+                let http = matches!(origin, Origin::Http { .. });
+                let (mut reply, apart) = self.answer_task(&owner, request.clone(), http);
+                if let (Origin::Http { conn, framing }, Some(text)) = (&origin, apart) {
+                    let body = mcp::structured::to_vec(&reply);
+                    if let Some(streamed) = Streamed::spliced(&body, mcp::tasks::APART, &text) {
+                        let head = Head {
+                            status: framing.task_status(&reply),
+                            content_type: Some("application/json"),
+                            headers: &framing.headers,
+                            keep_alive: framing.keep_alive,
+                        };
+                        let content = Content::Streamed(streamed);
+                        self.with_http(|f, cx| f.answer(cx, *conn, head, content));
+                        return;
+                    }
+                    // Not spliceable (a request id equal to the stand-in).
+                    reply = self.answer_task(&owner, request, false).0;
+                }
+                self.reply_to(&origin, &reply, Framing::task_status);
+            }
+            Step::Resource(request) => {
+                let owner = origin.owner(self.http.as_ref());
+                match origin {
+                    Origin::Stdio => {
+                        let reply = self
+                            .tasks
+                            .answer_resource(&self.catalog, &owner, request, false)
+                            .0;
+                        self.send_stdio(&reply);
+                    }
+                    Origin::Http { conn, framing } => {
+                        let (status, body) =
+                            self.tasks
+                                .http_resource(&self.catalog, &owner, request, &framing);
+                        let (headers, keep_alive) = (&framing.headers, framing.keep_alive);
+                        match body {
+                            ResourceBody::Streamed(answer) => {
+                                let head = Head {
+                                    status,
+                                    content_type: Some("application/json"),
+                                    headers,
+                                    keep_alive,
+                                };
+                                let content = Content::Streamed(answer);
+                                self.with_http(|f, cx| f.answer(cx, conn, head, content));
+                            }
+                            ResourceBody::Whole(body) => {
+                                self.with_http(|f, cx| {
+                                    f.respond(cx, conn, status, headers, &body, keep_alive)
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+            Step::Listen(mut listen) => {
+                let owner = origin.owner(self.http.as_ref());
+                self.tasks.agreed_ids(&mut listen, &owner);
+                let ack = mcp::subscriptions::acknowledgement(&listen);
+                let client = origin.client();
+                match origin {
+                    Origin::Stdio => {
+                        self.listeners.add(client, &listen);
+                        self.send_stdio(&ack);
+                    }
+                    Origin::Http { conn, framing } => {
+                        let id = &listen.id;
+                        let open = self.with_http(|f, _| f.open_listen(conn, framing, id, &ack));
+                        if open != Some(true) {
+                            return;
+                        }
+                        self.listeners.add(client, &listen);
+                        self.with_http(|f, cx| f.flush(cx, conn));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Starts tool call `request` of `client`: [`Calls::start`] gives its
+    /// packet (`call::prepare`), or its answer, and queues it; `started`
+    /// carries out what that leaves to the other owners.
+    fn start_call(&mut self, client: Client, request: CallRequest) {
+        // A child of the request's span, if the request has an open record.
+        let (stdio, http) = (self.stdio.as_ref(), self.http.as_ref());
+        let trace = |client: &Client, id: &RequestId| {
+            let access = match client {
+                Client::Stdio => stdio?.access_of(id)?,
+                Client::Http { conn, .. } => http?.access_of(*conn)?,
+            };
+            Some(CallTrace::child_of(access))
+        };
+        let timeout = self.options.queue_timeout;
+        let calls: &mut Calls = &mut self.calls;
+        let start = calls.start(&self.catalog, &self.pools, client, request, &trace, timeout);
+        self.started(start);
+    }
+
     // ---- delivering messages --------------------------------------------
 
     /// Sends a message to a client: a reply completes an HTTP request; a
@@ -562,14 +605,14 @@ impl Reactor {
                 && self
                     .calls
                     .get(&id)
-                    .is_some_and(|c| c.client == Client::Stdio && c.task.is_none())
+                    .is_some_and(|c| c.client() == &Client::Stdio && c.task().is_none())
             {
                 let message = "the server is shutting down; the call was abandoned";
                 self.end_call(id, Ending::Error(message.into()));
             } else if let Some(call) = self.take_call(id) {
-                let what = (call.program, call.request.command);
+                let (what, started) = (call.what(), call.started());
                 self.calls
-                    .count(&self.catalog, what, Outcome::Cancelled, call.started);
+                    .count(&self.catalog, what, Outcome::Cancelled, started);
             }
         }
         // Every pool process is stopped, and the exit waits on the signal

@@ -362,7 +362,7 @@ impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: the range came from mmap and nothing borrows it any more
         // (borrows are tied to `&self`).
-        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+        let _ = syscall!(munmap(self.ptr.as_ptr().cast(), self.len));
     }
 }
 
@@ -733,9 +733,11 @@ impl ShmReader {
         // ours (it is within `region`). MADV_DONTNEED on a shared file mapping
         // only drops our page-table entries; the file keeps its contents, and
         // any slice still pointing there reads the same bytes after a fault.
-        unsafe {
-            libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_DONTNEED);
-        }
+        let _ = syscall!(madvise(
+            first as *mut libc::c_void,
+            end - first,
+            libc::MADV_DONTNEED
+        ));
     }
 }
 

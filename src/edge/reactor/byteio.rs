@@ -404,12 +404,8 @@ impl Read for RawReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         // SAFETY: `buf` is a valid writable buffer of that length; reading a
         // descriptor touches no memory of ours beyond it.
-        let n = unsafe { libc::read(self.0, buf.as_mut_ptr().cast(), buf.len()) };
-        if n < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(n as usize)
-        }
+        let n = crate::edge::proc::syscall!(read(self.0, buf.as_mut_ptr().cast(), buf.len()))?;
+        Ok(n as usize)
     }
 }
 

@@ -23,7 +23,7 @@ use std::io;
 use std::time::{Duration, Instant};
 
 use mio::net::UnixStream;
-use mio::Token;
+use mio::{Registry, Token};
 use serde_json::Value as Json;
 
 use super::idhash::IdMap;
@@ -132,27 +132,27 @@ pub(super) enum CallStage {
 }
 
 pub(super) struct Call {
-    pub(super) client: Client,
-    pub(super) request: CallRequest,
-    pub(super) program: usize,
+    client: Client,
+    request: CallRequest,
+    program: usize,
     /// Where it may run and what it holds (the scheduler's side).
     sched: Sched,
     /// Its connection to the pool process (the socket's side).
     wire: Wire,
-    pub(super) stage: CallStage,
-    pub(super) started: Instant,
+    stage: CallStage,
+    started: Instant,
     /// The last progress value sent (they must increase).
     last_progress: Option<f64>,
     /// Cancelled by its client while its pool process runs it: nothing will
     /// be sent, but the call is kept until the pool answers (or dies, or it
     /// times out), so the process counts as busy and no other call queues
     /// behind work nobody waits for.
-    pub(super) abandoned: bool,
+    abandoned: bool,
     /// The task the call became: its outcome settles the task, and nothing
     /// more goes to its client.
-    pub(super) task: Option<String>,
+    task: Option<String>,
     /// Its span on a pool process, when its request is traced (`obs`).
-    pub(super) trace: Option<Box<CallTrace>>,
+    trace: Option<Box<CallTrace>>,
 }
 
 /// A call as the scheduler sees it: where it may run, where it runs, and
@@ -190,24 +190,38 @@ struct Wire {
     stream: Option<(Token, UnixStream)>,
 }
 
+impl Call {
+    /// Who waits for its answer.
+    pub(super) fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Its request.
+    pub(super) fn request(&self) -> &CallRequest {
+        &self.request
+    }
+
+    /// Its program and command (see [`Calls::count`]).
+    pub(super) fn what(&self) -> (usize, usize) {
+        (self.program, self.request.command)
+    }
+
+    /// When it started.
+    pub(super) fn started(&self) -> Instant {
+        self.started
+    }
+
+    /// The task it became, if any.
+    pub(super) fn task(&self) -> Option<&str> {
+        self.task.as_deref()
+    }
+}
+
 impl Reactor {
-    /// Starts a tool call for `client` ([`Calls::start`]) and carries out
-    /// what that leaves to other owners: an answer at once, the packet
-    /// still to build, a refusal, or the pools to start and the dispatch.
-    pub(super) fn start_call(&mut self, client: Client, request: CallRequest) {
-        // A child of the request's span, if the request has an open record.
-        let (stdio, http) = (self.stdio.as_ref(), self.http.as_ref());
-        let trace = |client: &Client, id: &RequestId| {
-            let access = match client {
-                Client::Stdio => stdio?.access_of(id)?,
-                Client::Http { conn, .. } => http?.access_of(*conn)?,
-            };
-            Some(CallTrace::child_of(access))
-        };
-        let timeout = self.options.queue_timeout;
-        let started =
-            self.calls
-                .start(&self.catalog, &self.pools, client, request, &trace, timeout);
+    /// Carries out what [`Calls::start`] left to the other owners: an
+    /// answer at once, the packet still to build, a refusal, or the pools
+    /// to start and the dispatch.
+    pub(super) fn started(&mut self, started: Start) {
         let id = match started {
             Start::Answered(client, request, ending) => {
                 let ending = self.tasks.link_big(&self.catalog, &request, ending);
@@ -274,29 +288,16 @@ impl Reactor {
         {
             Advance::Wait => {}
             Advance::SendLater => self.preparing.send_later(id),
-            Advance::Lost(message) => self.lost_connection(id, message),
+            Advance::Lost(message) => {
+                // A pool that died is noticed first: the call fails saying
+                // how (`fail_call`), else it waits for that (`Calls::lose`).
+                self.with_pools(PoolSet::check_children);
+                let registry = self.poll.registry();
+                self.calls
+                    .lose(id, message, registry, &mut self.sources, &self.pools);
+            }
             Advance::Ended(ending) => self.end_call(id, ending),
         }
-    }
-
-    /// The connection failed mid-call. If the pool died, the child handler
-    /// fails the call with how it died; otherwise `message` is used after a
-    /// grace: [`EXITING_GRACE`] for a process on its way out, whose SIGCHLD
-    /// will come, else the short [`LOST_GRACE`].
-    fn lost_connection(&mut self, id: CallId, message: String) {
-        self.with_pools(PoolSet::check_children);
-        let Some(call) = self.calls.get_mut(&id) else {
-            return;
-        };
-        if let Some((token, mut stream)) = call.wire.stream.take() {
-            let _ = self.poll.registry().deregister(&mut stream);
-            self.sources.remove(&token);
-        }
-        let exiting = self.pools.exiting(call.program, call.sched.slot);
-        call.stage = CallStage::Lost { message, exiting };
-        let grace = if exiting { EXITING_GRACE } else { LOST_GRACE };
-        self.calls
-            .arm(id, CallTimer::Lost, Some(Instant::now() + grace));
     }
 
     pub(in crate::edge::reactor) fn end_call(&mut self, id: CallId, ending: Ending) {
@@ -455,6 +456,32 @@ impl Calls {
             return None;
         }
         Some(std::mem::take(message))
+    }
+
+    /// Call `id`'s connection failed mid-call (its pool's exit, if it died,
+    /// was looked for first): its socket goes, and it fails with `message`
+    /// after a grace unless the pool's death is noticed meanwhile:
+    /// [`EXITING_GRACE`] for a process on its way out, whose SIGCHLD will
+    /// come, else the short [`LOST_GRACE`].
+    fn lose(
+        &mut self,
+        id: CallId,
+        message: String,
+        registry: &Registry,
+        sources: &mut Sources,
+        pools: &PoolSet,
+    ) {
+        let Some(call) = self.get_mut(&id) else {
+            return;
+        };
+        if let Some((token, mut stream)) = call.wire.stream.take() {
+            let _ = registry.deregister(&mut stream);
+            sources.remove(&token);
+        }
+        let exiting = pools.exiting(call.program, call.sched.slot);
+        call.stage = CallStage::Lost { message, exiting };
+        let grace = if exiting { EXITING_GRACE } else { LOST_GRACE };
+        self.arm(id, CallTimer::Lost, Some(Instant::now() + grace));
     }
 
     /// A tool call of `client`: `call::prepare` gives the packet (or the

@@ -27,6 +27,7 @@
 //! caps; `news` what the front is handed and what it leaves to the reactor.
 
 use crate::edge::log;
+use crate::edge::proc::syscall;
 use crate::protocol::log::Untrusted;
 use std::fs::File;
 use std::net::IpAddr;
@@ -64,7 +65,6 @@ mod requests;
 use caps::connection_cap;
 use conn::Conn;
 use conns::Conns;
-pub(super) use news::waiting_requests;
 use peers::Peers;
 pub(super) use reply::{Content, Head};
 
@@ -230,10 +230,9 @@ impl HttpFront {
         // reconnects as fast as it is refused must not fill the queue and
         // make another client's SYN wait for a retransmission (1 s). Linux
         // caps it at net.core.somaxconn; on failure the 128 stays.
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&listener);
         // SAFETY: listen on a descriptor the listener owns.
-        unsafe {
-            libc::listen(std::os::fd::AsRawFd::as_raw_fd(&listener), LISTEN_BACKLOG);
-        }
+        let _ = syscall!(listen(fd, LISTEN_BACKLOG));
         let addr = listener
             .local_addr()
             .map_err(|e| StartError(format!("cannot read the bound address: {e}")))?;

@@ -139,7 +139,7 @@ impl Reactor {
             if self.catalog.is_live(index) || self.pools.retired(index) {
                 continue;
             }
-            if self.calls.values().any(|c| c.program == index) {
+            if self.calls.runs(index) {
                 continue;
             }
             for pool in self.pools.procs(index).collect::<Vec<_>>() {

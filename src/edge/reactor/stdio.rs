@@ -20,7 +20,8 @@ use super::apply::Origin;
 use super::byteio::{read_until, Flushed, RawReader, ReadEnd, WriteQueue};
 use super::obs::{Access, StdioAccess};
 use super::{Reactor, SCRATCH_LEN, STDIN, STDOUT};
-use crate::edge::{log, proc};
+use crate::edge::log;
+use crate::edge::proc::{self, syscall};
 use crate::protocol::jsonrpc::{self, Frame, LineFramer, RequestId};
 use crate::protocol::mcp::call::Outgoing;
 use crate::protocol::mcp::{self, Catalog, Session, Step};
@@ -365,13 +366,10 @@ fn borrow_fd(fd: RawFd) -> BorrowedFd<'static> {
 }
 
 fn set_blocking(fd: RawFd) -> io::Result<()> {
-    // SAFETY: plain fcntl calls on a descriptor we own.
-    unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) < 0 {
-            return Err(io::Error::last_os_error());
-        }
-    }
+    // SAFETY: F_GETFL only reads the flags of a descriptor we own.
+    let flags = syscall!(fcntl(fd, libc::F_GETFL))?;
+    // SAFETY: F_SETFL with the flags just read, less O_NONBLOCK.
+    syscall!(fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK))?;
     Ok(())
 }
 

@@ -89,16 +89,16 @@ impl TaskStore {
         let task_id = self.mint()?;
         let now = now_ms();
         let ttl = self.table.ttl_ms();
-        let owner = &call.request.owner;
-        let started = now.saturating_sub(call.started.elapsed().as_millis() as u64);
+        let owner = &call.request().owner;
+        let started = now.saturating_sub(call.started().elapsed().as_millis() as u64);
         let (task, freed) = self
             .table
             .create(task_id.clone(), owner, now, started)
             .ok()?;
-        let reply = match call.request.wants_tasks() {
+        let reply = match call.request().wants_tasks() {
             true => {
                 let result = tasks::create_result(task, ttl, now, catalog);
-                crate::protocol::jsonrpc::result_response(&call.request.id, result)
+                crate::protocol::jsonrpc::result_response(&call.request().id, result)
             }
             // A client without the extension gets a job handle (`--job-tools`).
             false => jobs::handle(catalog, call, task, ttl, now),
@@ -195,7 +195,7 @@ impl TaskStore {
     }
 
     /// When the next settled task or stored result is freed.
-    pub(super) fn next_expiry(&self) -> Option<Instant> {
+    pub(super) fn next_expiry(&mut self) -> Option<Instant> {
         let at = match (self.table.next_expiry(), self.table.results.next_expiry()) {
             (Some(a), Some(b)) => a.min(b),
             (a, b) => a.or(b)?,

@@ -14,7 +14,8 @@
 //!
 //! Architecture Invariant: pure; no I/O. Times and ids come from the caller.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::rc::Rc;
 
 use serde_json::{Map, Value as Json};
@@ -151,6 +152,8 @@ pub struct Stored {
 #[derive(Debug)]
 pub struct ResultStore {
     map: HashMap<String, Stored>,
+    /// When each result expires.
+    expiries: Expiries,
     ttl_ms: u64,
     cap: usize,
     per_owner: usize,
@@ -164,6 +167,7 @@ impl ResultStore {
     pub fn new(ttl_ms: u64) -> ResultStore {
         ResultStore {
             map: HashMap::new(),
+            expiries: Expiries::default(),
             ttl_ms,
             cap: MAX_RESULTS,
             per_owner: MAX_RESULTS_PER_OWNER,
@@ -310,6 +314,7 @@ impl ResultStore {
             created_ms: now,
             expires_ms: now.saturating_add(self.ttl_ms),
         };
+        self.note_expiry(&stored);
         self.map.insert(id, stored);
         freed
     }
@@ -348,6 +353,7 @@ impl ResultStore {
             created_ms: head.created_ms,
             expires_ms: head.expires_ms,
         };
+        self.note_expiry(&stored);
         self.map.insert(head.id, stored);
         true
     }
@@ -379,12 +385,10 @@ impl ResultStore {
 
     /// Frees the results whose time is up; returns their ids.
     pub fn expire(&mut self, now: u64) -> Vec<String> {
-        let gone: Vec<String> = self
-            .map
-            .values()
-            .filter(|r| r.expires_ms <= now)
-            .map(|r| r.id.clone())
-            .collect();
+        let map = &self.map;
+        let gone = self
+            .expiries
+            .due(now, |id| map.get(id).map(|r| r.expires_ms));
         for id in &gone {
             self.remove(id);
         }
@@ -392,8 +396,78 @@ impl ResultStore {
     }
 
     /// The earliest expiry of any result.
-    pub fn next_expiry(&self) -> Option<u64> {
-        self.map.values().map(|r| r.expires_ms).min()
+    pub fn next_expiry(&mut self) -> Option<u64> {
+        let map = &self.map;
+        self.expiries.next(|id| map.get(id).map(|r| r.expires_ms))
+    }
+
+    /// Notes when `stored` (about to join the table) expires.
+    fn note_expiry(&mut self, stored: &Stored) {
+        let map = &self.map;
+        let all = || {
+            map.values()
+                .map(|r| (r.expires_ms, r.id.as_str()))
+                .collect()
+        };
+        let live = map.len() + 1;
+        self.expiries.set(&stored.id, stored.expires_ms, live, all);
+    }
+}
+
+/// Expiry times by id, earliest first (the stored results' and the
+/// tasks'): the next expiry and the ids due are found without looking at
+/// every entry, so the reactor's turns do not grow with the tables. An id
+/// given a time again is pushed anew; an entry whose id is gone, or now
+/// expires at another time, is dropped when it reaches the front, and the
+/// heap is rebuilt from the table once such entries outnumber the live ones.
+#[derive(Debug, Default)]
+pub struct Expiries {
+    heap: BinaryHeap<Reverse<(u64, String)>>,
+}
+
+impl Expiries {
+    /// Notes that `id` expires at `at`; `live` is how many entries the
+    /// table holds, and `all` its expiries, for a rebuild.
+    pub fn set<'a>(
+        &mut self,
+        id: &str,
+        at: u64,
+        live: usize,
+        all: impl FnOnce() -> Vec<(u64, &'a str)>,
+    ) {
+        if self.heap.len() > 2 * live + 64 {
+            self.heap = all()
+                .into_iter()
+                .map(|(at, id)| Reverse((at, id.to_string())))
+                .collect();
+        }
+        self.heap.push(Reverse((at, id.to_string())));
+    }
+
+    /// The earliest expiry of an id that `expires` (an id's current time,
+    /// `None` once gone) still gives.
+    pub fn next(&mut self, expires: impl Fn(&str) -> Option<u64>) -> Option<u64> {
+        while let Some(Reverse((at, id))) = self.heap.peek() {
+            if expires(id) == Some(*at) {
+                return Some(*at);
+            }
+            self.heap.pop();
+        }
+        None
+    }
+
+    /// Takes out the ids due at `now` (each once), earliest first.
+    pub fn due(&mut self, now: u64, expires: impl Fn(&str) -> Option<u64>) -> Vec<String> {
+        let mut due: Vec<String> = Vec::new();
+        while self.heap.peek().is_some_and(|Reverse((at, _))| *at <= now) {
+            let Some(Reverse((at, id))) = self.heap.pop() else {
+                break;
+            };
+            if expires(&id) == Some(at) && due.last() != Some(&id) {
+                due.push(id);
+            }
+        }
+        due
     }
 }
 

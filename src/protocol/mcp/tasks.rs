@@ -194,6 +194,8 @@ pub enum TaskError {
 #[derive(Debug)]
 pub struct Tasks {
     map: HashMap<String, Task>,
+    /// When each settled task expires.
+    expiries: super::bigresults::Expiries,
     ttl_ms: u64,
     cap: usize,
     per_owner: usize,
@@ -219,6 +221,7 @@ impl Tasks {
     pub fn new(ttl_ms: u64, cap: usize) -> Tasks {
         Tasks {
             map: HashMap::new(),
+            expiries: Default::default(),
             ttl_ms,
             cap: cap.max(1),
             per_owner: MAX_TASKS_PER_OWNER.clamp(1, cap.max(1)),
@@ -333,7 +336,9 @@ impl Tasks {
             return false;
         }
         self.payload_bytes += task.payload_bytes;
-        self.map.insert(task.id.clone(), task);
+        let id = task.id.clone();
+        self.map.insert(id.clone(), task);
+        self.note_expiry(&id);
         true
     }
 
@@ -465,6 +470,7 @@ impl Tasks {
         task.updated_ms = now.max(task.created_ms);
         task.expires_ms = Some(task.updated_ms + ttl);
         let (owner, bytes) = (task.owner.clone(), task.payload_bytes);
+        self.note_expiry(id);
         // Counted as held from now on; room is made around it.
         self.payload_bytes += bytes;
         self.make_room(&owner, 0, Some(id));
@@ -482,12 +488,10 @@ impl Tasks {
 
     /// Frees the tasks whose time is up; returns their ids.
     pub fn expire(&mut self, now: u64) -> Vec<String> {
-        let gone: Vec<String> = self
-            .map
-            .values()
-            .filter(|t| t.expires_ms.is_some_and(|e| e <= now))
-            .map(|t| t.id.clone())
-            .collect();
+        let map = &self.map;
+        let gone = self
+            .expiries
+            .due(now, |id| map.get(id).and_then(|t| t.expires_ms));
         for id in &gone {
             self.remove(id);
         }
@@ -495,8 +499,24 @@ impl Tasks {
     }
 
     /// The earliest expiry of any task.
-    pub fn next_expiry(&self) -> Option<u64> {
-        self.map.values().filter_map(|t| t.expires_ms).min()
+    pub fn next_expiry(&mut self) -> Option<u64> {
+        let map = &self.map;
+        self.expiries
+            .next(|id| map.get(id).and_then(|t| t.expires_ms))
+    }
+
+    /// Notes when task `id` (in the table) expires, if it does.
+    fn note_expiry(&mut self, id: &str) {
+        let map = &self.map;
+        let Some(at) = map.get(id).and_then(|t| t.expires_ms) else {
+            return;
+        };
+        let all = || {
+            map.values()
+                .filter_map(|t| Some((t.expires_ms?, t.id.as_str())))
+                .collect()
+        };
+        self.expiries.set(id, at, map.len(), all);
     }
 
     /// Every task, in creation order (for storage).

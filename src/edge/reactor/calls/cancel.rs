@@ -29,6 +29,27 @@ pub(in crate::edge::reactor) enum Cancel<'a> {
 }
 
 impl Calls {
+    /// The HTTP connections waiting for the calls of `session` (only the
+    /// call of request `only`, if given), with their request ids.
+    pub(in crate::edge::reactor) fn waiting_on(
+        &self,
+        session: &str,
+        only: Option<&RequestId>,
+    ) -> Vec<(Token, RequestId)> {
+        let key = ClientKey::Session(session.to_string());
+        self.of_client(&key)
+            .iter()
+            .filter_map(|id| self.get(id))
+            .filter(|c| only.is_none_or(|id| &c.request.id == id))
+            .filter_map(|c| match &c.client {
+                Client::Http { conn, session: s } if s == session => {
+                    Some((*conn, c.request.id.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Cancels the calls `which` names ([`Calls::abandon`], in order): the
     /// calls that had not reached a pool, which go now
     /// (`Reactor::take_call`).

@@ -33,8 +33,6 @@ use crate::protocol::mcp::{self, PacketJob};
 const SLICE: usize = 4 * 1024;
 /// Bytes of a body checked per slice.
 const CHECK_SLICE: usize = SLICE * 64;
-/// Bytes of a CALL packet written to its pool per turn.
-pub(super) const SEND_SLICE: usize = 1 << 20;
 
 /// A body checked in slices, ready to decode without reading it again.
 pub(in crate::edge::reactor) struct Checked {

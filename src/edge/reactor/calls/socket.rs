@@ -7,19 +7,13 @@ use std::path::Path;
 
 use mio::net::UnixStream;
 
+use crate::edge::proc::syscall;
+
 /// A new non-blocking, close-on-exec Unix stream socket, not connected.
 pub(in crate::edge::reactor) fn unix_socket() -> io::Result<OwnedFd> {
+    let kind = libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
     // SAFETY: plain system call; a valid descriptor is owned by the OwnedFd.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_UNIX,
-            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            0,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let fd = syscall!(socket(libc::AF_UNIX, kind, 0))?;
     // SAFETY: `fd` was just created and nothing else owns it.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
@@ -55,20 +49,11 @@ fn connect_unix(socket: &UnixStream, path: &Path) -> io::Result<()> {
         *dst = b as libc::c_char;
     }
     let len = (std::mem::size_of::<libc::sa_family_t>() + bytes.len() + 1) as libc::socklen_t;
+    let at = (&addr as *const libc::sockaddr_un).cast();
     // SAFETY: `addr` is a valid sockaddr_un of at least `len` bytes, and
     // `socket` an open socket.
-    let rc = unsafe {
-        libc::connect(
-            socket.as_raw_fd(),
-            (&addr as *const libc::sockaddr_un).cast(),
-            len,
-        )
-    };
-    if rc < 0 {
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EINPROGRESS) {
-            return Err(e);
-        }
+    match syscall!(connect(socket.as_raw_fd(), at, len)) {
+        Err(e) if e.raw_os_error() != Some(libc::EINPROGRESS) => Err(e),
+        _ => Ok(()),
     }
-    Ok(())
 }

@@ -85,6 +85,21 @@ impl Calls {
         self.map.len()
     }
 
+    /// How many calls someone still waits for (not abandoned).
+    pub(in crate::edge::reactor) fn live(&self) -> usize {
+        self.map.values().filter(|c| !c.abandoned).count()
+    }
+
+    /// Whether every call left was abandoned (none is waited for).
+    pub(in crate::edge::reactor) fn idle(&self) -> bool {
+        self.map.values().all(|c| c.abandoned)
+    }
+
+    /// Whether a call of program `program` is in flight.
+    pub(in crate::edge::reactor) fn runs(&self, program: usize) -> bool {
+        self.map.values().any(|c| c.program == program)
+    }
+
     pub(in crate::edge::reactor) fn values(&self) -> impl Iterator<Item = &Call> {
         self.map.values()
     }

@@ -6,7 +6,7 @@ use std::io::{self, Read, Write};
 
 use mio::{Interest, Registry};
 
-use super::{prepare, CallId, CallStage, Calls};
+use super::{CallId, CallStage, Calls};
 use crate::edge::reactor::pools::{BasePool, PoolSet, Proc};
 use crate::format::packet;
 use crate::protocol::mcp::call::{self, Ending};
@@ -14,6 +14,8 @@ use crate::protocol::mcp::Catalog;
 
 /// The largest reply accepted from a pool (header + metadata + payload).
 const MAX_REPLY: u64 = 4 << 30;
+/// Bytes of a CALL packet written to its pool per turn.
+const SEND_SLICE: usize = 1 << 20;
 
 /// What the reactor does after [`Calls::advance`].
 pub(super) enum Advance {
@@ -21,7 +23,7 @@ pub(super) enum Advance {
     Wait,
     /// More of the packet to write, in a later turn (`prepare`).
     SendLater,
-    /// The connection broke (see `Reactor::lost_connection`).
+    /// The connection broke (see `Calls::lose`).
     Lost(String),
     /// The call ends so (its reply, or a bad one).
     Ended(Ending),
@@ -55,7 +57,7 @@ impl Calls {
             // one a slice per turn while the pool keeps up (`prepare`).
             let mut sent = 0;
             while wire.written < wire.packet.len() {
-                if sent >= prepare::SEND_SLICE {
+                if sent >= SEND_SLICE {
                     return Advance::SendLater;
                 }
                 match stream.write(&wire.packet[wire.written..]) {

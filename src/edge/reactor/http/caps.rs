@@ -6,6 +6,7 @@ use std::io::Write;
 use mio::net::TcpStream;
 
 use super::{FD_RESERVE, MAX_CONNECTIONS};
+use crate::edge::proc::syscall;
 use crate::protocol::http::{self, json_error};
 
 /// Raises the soft open-file limit as far as the connection cap can use
@@ -17,23 +18,21 @@ pub(super) fn connection_cap() -> usize {
         rlim_cur: 0,
         rlim_max: 0,
     };
-    // SAFETY: getrlimit and setrlimit only read and write the struct we own.
-    let soft = unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
-            return MAX_CONNECTIONS;
-        }
-        if limit.rlim_cur >= wanted {
-            wanted
-        } else {
-            let raised = libc::rlimit {
-                rlim_cur: wanted.min(limit.rlim_max),
-                rlim_max: limit.rlim_max,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
-                raised.rlim_cur
-            } else {
-                limit.rlim_cur
-            }
+    // SAFETY: getrlimit only writes the struct we own.
+    if syscall!(getrlimit(libc::RLIMIT_NOFILE, &mut limit)).is_err() {
+        return MAX_CONNECTIONS;
+    }
+    let soft = if limit.rlim_cur >= wanted {
+        wanted
+    } else {
+        let raised = libc::rlimit {
+            rlim_cur: wanted.min(limit.rlim_max),
+            rlim_max: limit.rlim_max,
+        };
+        // SAFETY: setrlimit only reads the struct we own.
+        match syscall!(setrlimit(libc::RLIMIT_NOFILE, &raised)) {
+            Ok(_) => raised.rlim_cur,
+            Err(_) => limit.rlim_cur,
         }
     };
     let cap = soft.saturating_sub(FD_RESERVE) / 2;

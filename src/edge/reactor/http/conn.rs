@@ -55,6 +55,8 @@ struct Input {
     /// The declared body length of the request being received, admitted
     /// against the budget when its head was checked.
     reserved: usize,
+    /// When the first byte of the request being received arrived.
+    started: Option<Instant>,
 }
 
 impl Input {
@@ -64,6 +66,7 @@ impl Input {
             buf: Vec::new(),
             pos: 0,
             reserved: 0,
+            started: None,
         }
     }
 
@@ -80,8 +83,6 @@ pub(in crate::edge::reactor) struct Conn {
     out: WriteQueue,
     busy: Option<Busy>,
     then: Then,
-    /// When the first byte of the request being read arrived.
-    request_started: Option<Instant>,
     last_active: Instant,
     /// The peer closed its side; answer what is pending, then close.
     peer_closed: bool,
@@ -178,7 +179,6 @@ impl Conn {
             out: WriteQueue::new(KEEP_CAPACITY),
             busy: None,
             then: Then::KeepOpen,
-            request_started: None,
             last_active: Instant::now(),
             peer_closed: false,
             head_request: false,
@@ -287,7 +287,7 @@ impl Conn {
             // blank lines included, so a client cannot hold the connection
             // by dribbling line endings.
             if self.busy.is_none() {
-                self.request_started.get_or_insert(now);
+                self.input.started.get_or_insert(now);
             }
             changed = true;
             // Until a head is complete, one read at a time: the caller
@@ -328,7 +328,7 @@ impl Conn {
             Ok((Progress::NeedMore, used)) => {
                 input.pos += used;
                 if used > 0 {
-                    self.request_started.get_or_insert_with(Instant::now);
+                    input.started.get_or_insert_with(Instant::now);
                 }
                 // A declared length is admitted whole when the head is
                 // checked; a chunked body is counted as it grows.
@@ -340,7 +340,7 @@ impl Conn {
             }
             Ok((progress @ (Progress::Head | Progress::Continue), used)) => {
                 input.pos += used;
-                self.request_started.get_or_insert_with(Instant::now);
+                input.started.get_or_insert_with(Instant::now);
                 Parsed::Head {
                     expect_continue: progress == Progress::Continue,
                 }
@@ -348,7 +348,7 @@ impl Conn {
             Ok((Progress::Done(request), used)) => {
                 input.pos += used;
                 input.reserved = 0;
-                self.request_started = None;
+                input.started = None;
                 self.head_request = request.method == "HEAD";
                 Parsed::Request(request)
             }
@@ -403,12 +403,11 @@ impl Conn {
     pub(super) fn refuse(&mut self) {
         self.input = Input::new();
         self.then = Then::Linger;
-        self.request_started = None;
     }
 
     /// Forgets the late request being read (its 408 follows).
     pub(super) fn expire_request(&mut self) {
-        self.request_started = None;
+        self.input.started = None;
         self.head_request = false;
     }
 
@@ -544,7 +543,7 @@ impl Conn {
         if listen.is_some() || linger.is_some() {
             return timers.into_iter().flatten().min();
         }
-        match (self.busy.is_some(), self.request_started) {
+        match (self.busy.is_some(), self.input.started) {
             (true, _) => None,
             (false, Some(start)) => Some(start + timeouts.request),
             (false, None) => Some(self.last_active + timeouts.idle),
@@ -563,7 +562,7 @@ impl Conn {
         if self.busy.is_some() {
             return Due::Nothing;
         }
-        match self.request_started {
+        match self.input.started {
             // Only line endings so far: no request to answer, just close.
             Some(start) if now >= start + request_timeout && self.input.parser.is_idle() => {
                 Due::Idle

@@ -168,7 +168,7 @@ impl HttpFront {
 impl Reactor {
     /// Starts the graceful drain; see the module docs.
     pub(in crate::edge::reactor) fn start_drain(&mut self) {
-        let in_flight = self.calls.values().filter(|c| !c.abandoned).count();
+        let in_flight = self.calls.live();
         let Some(front) = self.http.as_mut() else {
             return;
         };

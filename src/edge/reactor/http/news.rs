@@ -16,10 +16,10 @@ use mio::{Registry, Token};
 use super::health::pool_rows;
 use super::{metrics, HttpFront};
 use crate::edge::reactor::apply::Origin;
-use crate::edge::reactor::calls::{Calls, Cancel};
+use crate::edge::reactor::calls::Cancel;
 use crate::edge::reactor::{Client, Reactor, Sources};
 use crate::protocol::http::{Headers, Request};
-use crate::protocol::jsonrpc::{self, RequestId};
+use crate::protocol::jsonrpc;
 use crate::protocol::mcp::{Catalog, Step};
 
 /// What an operation of the HTTP front is handed.
@@ -125,7 +125,7 @@ impl Reactor {
                         continue;
                     };
                     let rows = pool_rows(&self.pools, &self.catalog);
-                    let in_flight = self.calls.values().filter(|c| !c.abandoned).count();
+                    let in_flight = self.calls.live();
                     let starting = self.pools.pending().is_some();
                     let answer = front.health(rows, starting, in_flight, keep_alive);
                     self.http_op(&mut queue, |f, cx| f.send(cx, token, answer, None));
@@ -139,7 +139,7 @@ impl Reactor {
                     // Its running calls are cancelled; their requests are
                     // answered with an error (naming the request, so the
                     // client can match it): no client waits forever.
-                    let waiting = waiting_requests(&self.calls, &session, None);
+                    let waiting = self.calls.waiting_on(&session, None);
                     for id in self.calls.cancel(Cancel::Session(&session), &self.catalog) {
                         self.take_call(id);
                     }
@@ -207,23 +207,4 @@ impl Reactor {
         }
         Some(out)
     }
-}
-
-/// The connections waiting for running calls of `session` (only the call
-/// with request id `only`, if given), with the request ids.
-pub(in crate::edge::reactor) fn waiting_requests(
-    calls: &Calls,
-    session: &str,
-    only: Option<&RequestId>,
-) -> Vec<(Token, RequestId)> {
-    calls
-        .values()
-        .filter(|c| only.is_none_or(|id| &c.request.id == id))
-        .filter_map(|c| match &c.client {
-            Client::Http { conn, session: s } if s == session => {
-                Some((*conn, c.request.id.clone()))
-            }
-            _ => None,
-        })
-        .collect()
 }

@@ -343,7 +343,7 @@ impl HttpFront {
 
     /// The 403 for a tool call whose tool (of `catalog`) needs scopes the
     /// request's token lacks (the global ones were checked by the guard).
-    pub(in crate::edge::reactor) fn oauth_tool_refusal(
+    pub(super) fn oauth_tool_refusal(
         &self,
         catalog: &Catalog,
         token: Token,

@@ -56,7 +56,7 @@ impl HttpFront {
         Guard::Pass
     }
 
-    pub(in crate::edge::reactor) fn oauth_tool_refusal(
+    pub(super) fn oauth_tool_refusal(
         &self,
         _: &Catalog,
         _: Token,

@@ -12,10 +12,12 @@ use serde_json::Value as Json;
 use super::news::Cx;
 use super::{Conn, HttpFront};
 use crate::edge::reactor::byteio::Streamed;
+use crate::edge::reactor::Client;
 use crate::protocol::http::{self, Framing};
 use crate::protocol::jsonrpc::RequestId;
 use crate::protocol::mcp;
 use crate::protocol::mcp::call::Outgoing;
+use crate::protocol::mcp::CallRequest;
 
 /// The head of an answer: its status, content type, header fields and
 /// whether the connection stays open after it.
@@ -251,20 +253,31 @@ impl HttpFront {
         self.flush(cx, token);
     }
 
-    /// Holds connection `token` for the answer of a tool call framed so,
-    /// and writes what is queued; false if it went away.
+    /// Admits tool call `call` on connection `token`: refused with a `403`
+    /// when its tool needs scopes the request's token lacks; else it gets
+    /// its owner (`call_owner`), the connection is held for its answer
+    /// (framed so) and what is queued is written. The client the answer
+    /// goes to; `None` if refused or the connection went away.
     pub(in crate::edge::reactor) fn open_call(
         &mut self,
         cx: &mut Cx,
         token: Token,
         framing: Framing,
-    ) -> bool {
-        let Some(conn) = self.conns.get_mut(&token) else {
-            return false;
-        };
-        conn.open_call(framing);
+        call: &mut CallRequest,
+    ) -> Option<Client> {
+        let (cors, keep_alive) = (&framing.headers, framing.keep_alive);
+        if let Some(refusal) = self.oauth_tool_refusal(cx.catalog, token, call, cors, keep_alive) {
+            self.send(cx, token, refusal, None);
+            return None;
+        }
+        call.owner = self.call_owner(token, &framing.session);
+        let session = framing.session.clone();
+        self.conns.get_mut(&token)?.open_call(framing);
         self.flush(cx, token);
-        true
+        Some(Client::Http {
+            conn: token,
+            session,
+        })
     }
 
     /// Holds connection `token` for the event stream of

@@ -2,7 +2,8 @@
 //! by [`split_lines`], pure), echoed on stderr through the logger (at
 //! `warn`: a program's own output, usually its errors), kept as the process's tail
 //! for error messages, and routed as MCP log messages by one router
-//! (`Reactor::route_pool_line`, which the lines reach as [`PoolNews::Printed`]) to every audience that asked for them: the
+//! (`reactor::pool_line_targets`, which the lines reach as
+//! [`PoolNews::Printed`]) to every audience that asked for them: the
 //! stdio session, streaming HTTP requests of sessions with a log level, and
 //! the modern calls running on the process.
 

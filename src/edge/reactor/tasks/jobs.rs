@@ -24,8 +24,8 @@ use crate::edge::reactor::timers::now_ms;
 
 /// The response answering `call`, which became the job `task`.
 pub(super) fn handle(catalog: &Catalog, call: &Call, task: &Task, ttl: u64, now: u64) -> Json {
-    let program = &catalog.programs[call.program];
-    let command = call.request.command;
+    let (program, command) = call.what();
+    let program = &catalog.programs[program];
     let tool = program
         .surface
         .tools
@@ -36,8 +36,8 @@ pub(super) fn handle(catalog: &Catalog, call: &Call, task: &Task, ttl: u64, now:
             |t| t.name.as_str(),
         );
     let result = jobs::handle_result(task, tool, ttl, now);
-    let modern = call.request.is_modern();
-    call::call_response(catalog, &call.request.id, modern, result)
+    let modern = call.request().is_modern();
+    call::call_response(catalog, &call.request().id, modern, result)
 }
 
 impl TaskStore {

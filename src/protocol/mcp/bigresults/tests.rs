@@ -257,3 +257,45 @@ fn stored_results_read_back_the_same() {
         assert!(err.contains(why), "{err}");
     }
 }
+
+#[test]
+fn expiries_give_the_live_earliest_and_take_each_due_id_once() {
+    let mut times: HashMap<&str, u64> = HashMap::from([("a", 30), ("b", 10), ("c", 20)]);
+    let mut exp = Expiries::default();
+    for (id, at) in [("a", 30), ("b", 10), ("c", 20), ("c", 20)] {
+        exp.set(id, at, times.len(), Vec::new);
+    }
+    // `b` is gone and `c` was given a later time: neither counts as before.
+    times.remove("b");
+    times.insert("c", 40);
+    exp.set("c", 40, times.len(), Vec::new);
+    let time = |id: &str| times.get(id).copied();
+    assert_eq!(exp.next(time), Some(30));
+    assert_eq!(exp.due(29, time), Vec::<String>::new());
+    assert_eq!(exp.due(100, time), ["a", "c"]);
+    assert_eq!(exp.next(time), None);
+}
+
+#[test]
+fn expiries_stay_within_a_bound_of_the_live_entries() {
+    let mut exp = Expiries::default();
+    // One live entry given a new time again and again: the stale entries
+    // are dropped by a rebuild instead of piling up.
+    for at in 0..10_000u64 {
+        exp.set("a", at, 1, || vec![(at, "a")]);
+    }
+    assert!(exp.heap.len() <= 2 + 64 + 1, "{}", exp.heap.len());
+    assert_eq!(exp.next(|_| Some(9_999)), Some(9_999));
+}
+
+#[test]
+fn the_store_finds_its_next_expiry_without_its_freed_results() {
+    let mut store = ResultStore::new(1000);
+    store.insert("i.1".into(), "a", "f", paged(10), 100);
+    store.insert("i.2".into(), "a", "f", paged(10), 200);
+    assert_eq!(store.next_expiry(), Some(1100));
+    store.remove("i.1");
+    assert_eq!(store.next_expiry(), Some(1200));
+    assert_eq!(store.expire(5000), vec!["i.2".to_string()]);
+    assert_eq!(store.next_expiry(), None);
+}

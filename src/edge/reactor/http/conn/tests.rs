@@ -153,7 +153,7 @@ fn timers_follow_the_request_being_read() {
         c.parse_next(),
         Parsed::NeedMore { used: true, .. }
     ));
-    let start = c.request_started.expect("started");
+    let start = c.input.started.expect("started");
     assert_eq!(c.deadline(timeouts), Some(start + timeout));
     assert!(matches!(c.due(start, timeouts), Due::Nothing));
     assert!(matches!(c.due(start + timeout, timeouts), Due::Late));
@@ -178,9 +178,9 @@ fn only_blank_lines_time_out_as_idle_not_late() {
     let (mut c, _client) = conn();
     let timeout = TIMEOUTS.request;
     feed(&mut c, b"\r\n\r\n");
-    c.request_started = Some(c.last_active);
+    c.input.started = Some(c.last_active);
     assert!(matches!(c.parse_next(), Parsed::NeedMore { .. }));
-    let start = c.request_started.expect("started");
+    let start = c.input.started.expect("started");
     assert!(matches!(c.due(start + timeout, TIMEOUTS), Due::Idle));
 }
 
