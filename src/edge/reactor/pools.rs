@@ -472,7 +472,9 @@ impl PoolSet {
         for program in 0..self.len() {
             self.stop_idle_replicas(cx, program, now);
             self.keep_warm(cx, program);
-            for i in self.procs(program).collect::<Vec<_>>() {
+            // Every turn: the processes by index, without a list of them.
+            let count = self.procs(program).count();
+            for i in (0..count).map(Proc) {
                 let pool = &mut self[(program, i)];
                 if pool.probing.next.is_some_and(|t| t <= now) {
                     pool.probing.next = None;
