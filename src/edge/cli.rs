@@ -202,6 +202,7 @@ pub fn parse_args(
         Some(Short('h') | Long("help")) => return Ok(RawArgs::Help(TOP_HELP.into())),
         Some(Short('V') | Long("version")) => return Ok(RawArgs::Version),
         Some(Word(word)) => word,
+        Some(Long(name)) => return Err(invalid_option(name, None, ["help", "version"])),
         Some(other) => return Err(usage(other.unexpected(), None)),
         None => {
             return Err(CliError::Usage(
@@ -215,10 +216,16 @@ pub fn parse_args(
         Some("tools") => parse_tools(parser),
         Some("config") => parse_config(parser),
         Some("help") => Ok(RawArgs::Help(TOP_HELP.into())),
-        _ => Err(CliError::Usage(format!(
-            "unknown command '{}' (expected mcp, router, tools or config); see 'morloc-mcp --help'",
-            subcommand.to_string_lossy()
-        ))),
+        _ => {
+            let typed = subcommand.to_string_lossy();
+            let hint = match crate::protocol::suggest::closest(&typed, COMMANDS) {
+                Some(near) => format!("did you mean '{near}'?"),
+                None => "expected mcp, router, tools or config".to_string(),
+            };
+            Err(CliError::Usage(format!(
+                "unknown command '{typed}' ({hint}); see 'morloc-mcp --help'"
+            )))
+        }
     }
 }
 
@@ -331,6 +338,32 @@ fn usage(error: lexopt::Error, command: Option<&str>) -> CliError {
     CliError::Usage(format!("{error}{context}; see '{help}'"))
 }
 
+/// The commands, for "did you mean".
+const COMMANDS: [&str; 4] = ["mcp", "router", "tools", "config"];
+
+/// An option `command` (or the top level) does not take, with the known
+/// option nearest to it, if one is near.
+fn invalid_option<'a>(
+    name: &str,
+    command: Option<&str>,
+    known: impl IntoIterator<Item = &'a str>,
+) -> CliError {
+    let hint = match crate::protocol::suggest::closest(name, known) {
+        Some(near) => format!(" (did you mean '--{near}'?)"),
+        None => String::new(),
+    };
+    let (context, help) = match command {
+        Some(command) => (
+            format!(" for '{command}'"),
+            format!("morloc-mcp {command} --help"),
+        ),
+        None => (String::new(), "morloc-mcp --help".to_string()),
+    };
+    CliError::Usage(format!(
+        "invalid option '--{name}'{context}{hint}; see '{help}'"
+    ))
+}
+
 /// Takes serving option `--name` (and its value) into `settings`, or says
 /// which option was meant. Returns the flag and its value as typed.
 fn setting(
@@ -345,13 +378,7 @@ fn setting(
             .filter(|f| f.audience == settings::Audience::Everyone)
             .map(|f| f.name)
             .chain(["help"]);
-        let hint = match crate::protocol::suggest::closest(name, known) {
-            Some(near) => format!(" (did you mean '--{near}'?)"),
-            None => String::new(),
-        };
-        return Err(CliError::Usage(format!(
-            "invalid option '--{name}' for '{command}'{hint}; see 'morloc-mcp {command} --help'"
-        )));
+        return Err(invalid_option(name, Some(command), known));
     };
     let text = if flag.takes_value() {
         string_value(parser, &format!("--{name}"), command)?
@@ -431,6 +458,10 @@ fn parse_tools(mut parser: lexopt::Parser) -> Result<RawArgs, CliError> {
                 )?))
             }
             Word(word) if target.is_none() => target = Some(PathBuf::from(word)),
+            Long(name) => {
+                let known = ["tools-file", "template", "help"];
+                return Err(invalid_option(name, Some("tools"), known));
+            }
             other => return Err(usage(other.unexpected(), Some("tools"))),
         }
     }

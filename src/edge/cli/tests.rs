@@ -624,6 +624,37 @@ fn a_misspelt_option_gets_the_nearest_one() {
         "mcp p --replica-idel 1",
         "invalid option '--replica-idel' for 'mcp'; see 'morloc-mcp mcp --help'",
     );
+    // The options of `tools`, the top level's, and the commands too.
+    check_usage(
+        "morloc-mcp",
+        "tools p --tools-fil t.json",
+        "invalid option '--tools-fil' for 'tools' (did you mean '--tools-file'?); see 'morloc-mcp tools --help'",
+    );
+    check_usage(
+        "morloc-mcp",
+        "tools p --templat",
+        "invalid option '--templat' for 'tools' (did you mean '--template'?); see 'morloc-mcp tools --help'",
+    );
+    check_usage(
+        "morloc-mcp",
+        "tools p --http-port 1",
+        "invalid option '--http-port' for 'tools'; see 'morloc-mcp tools --help'",
+    );
+    check_usage(
+        "morloc-mcp",
+        "--verison",
+        "invalid option '--verison' (did you mean '--version'?); see 'morloc-mcp --help'",
+    );
+    check_usage(
+        "morloc-mcp",
+        "mpc p",
+        "unknown command 'mpc' (did you mean 'mcp'?); see 'morloc-mcp --help'",
+    );
+    check_usage(
+        "morloc-mcp",
+        "rooter p --http-port 1",
+        "unknown command 'rooter' (did you mean 'router'?); see 'morloc-mcp --help'",
+    );
 }
 
 #[test]
