@@ -9,6 +9,9 @@ BINDIR ?= $(PREFIX)/bin
 DOCDIR ?= $(PREFIX)/share/doc/morloc-mcp
 BIN ?= target/release/morloc-mcp
 DOCS := $(sort $(wildcard docs/*.md))
+# Beside the installed docs: the directories `make install` made (missing
+# before), which `make uninstall` removes once empty; it leaves the others.
+MADE := .installed-directories
 
 .PHONY: install install-files uninstall help build check test test-rust test-pool test-real test-scale lint demo bench fuzz-smoke static e2e e2e-static
 
@@ -22,17 +25,24 @@ install: build ## Install the release binary, README, LICENSE and docs/ under PR
 	$(MAKE) install-files
 
 install-files: ## Install BIN (default the release binary) without building it
-	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(DOCDIR)/docs"
+	@made=$$(for leaf in "$(BINDIR)" "$(DOCDIR)/docs"; do \
+	    dir=$$leaf; \
+	    while [ -n "$$dir" ] && [ "$$dir" != / ] && [ "$$dir" != . ] && [ "$$dir" != "$(PREFIX)" ] && \
+	        [ ! -d "$(DESTDIR)$$dir" ]; do echo "$$dir"; dir=$$(dirname "$$dir"); done; done); \
+	echo 'install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(DOCDIR)/docs"'; \
+	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(DOCDIR)/docs" && \
+	if [ -n "$$made" ]; then printf '%s\n' "$$made" >>"$(DESTDIR)$(DOCDIR)/$(MADE)"; else : >>"$(DESTDIR)$(DOCDIR)/$(MADE)"; fi
 	install -m 755 "$(BIN)" "$(DESTDIR)$(BINDIR)/morloc-mcp"
 	install -m 644 README.md LICENSE "$(DESTDIR)$(DOCDIR)/"
 	install -m 644 $(DOCS) "$(DESTDIR)$(DOCDIR)/docs/"
 
-uninstall: ## Remove what `make install` put under PREFIX, and the directories it made once they are empty
+uninstall: ## Remove what `make install` put under PREFIX, and the directories it made (not those that were there before) once they are empty
 	rm -f "$(DESTDIR)$(BINDIR)/morloc-mcp" "$(DESTDIR)$(DOCDIR)/README.md" "$(DESTDIR)$(DOCDIR)/LICENSE"
 	rm -f $(addprefix "$(DESTDIR)$(DOCDIR)/,$(addsuffix ",$(DOCS)))
-	-@for dir in "$(DESTDIR)$(DOCDIR)/docs" "$(DESTDIR)$(DOCDIR)" "$(DESTDIR)$(PREFIX)/share/doc" \
-	    "$(DESTDIR)$(PREFIX)/share" "$(DESTDIR)$(BINDIR)"; do \
-	    if [ -d "$$dir" ]; then rmdir "$$dir" 2>/dev/null || true; fi; done
+	-@made=$$(LC_ALL=C sort -r -u "$(DESTDIR)$(DOCDIR)/$(MADE)" 2>/dev/null); \
+	rm -f "$(DESTDIR)$(DOCDIR)/$(MADE)"; \
+	printf '%s\n' "$(DOCDIR)/docs" "$(DOCDIR)" "$$made" | while IFS= read -r dir; do \
+	    if [ -n "$$dir" ] && [ -d "$(DESTDIR)$$dir" ]; then rmdir "$(DESTDIR)$$dir" 2>/dev/null || true; fi; done
 
 check: lint ## The inner loop: formatting, clippy, then the unit and integration tests (no release build, no clients)
 	$(CARGO) test --all-targets

@@ -157,41 +157,47 @@ fn e2e_runs_the_subset_only_when_e2e_static_runs_everything() {
 
 /// `make install-files` puts the binary, README, LICENSE and docs/ under
 /// `DESTDIR/PREFIX`, the installed binary runs, and `make uninstall` takes
-/// them away again, with the directories it made.
+/// them away again, with the directories it made; an empty directory that
+/// was there before (`PREFIX/bin` in the second round, as `/usr/local/bin`
+/// often is) stays.
 #[test]
 fn install_and_uninstall_under_a_prefix() {
     let dir = TempDir::new();
     let root = env!("CARGO_MANIFEST_DIR");
-    let make = |target: &str| {
-        util::output(
-            Command::new("make")
-                .arg("-s")
-                .arg("-C")
-                .arg(root)
-                .arg(target)
-                .arg(format!("BIN={}", util::bin().display()))
-                .arg("PREFIX=/opt/mm")
-                .arg(format!("DESTDIR={}", dir.join("stage").display())),
-        )
-    };
-    let installed = make("install-files");
-    assert_eq!(installed.code, Some(0), "{installed:?}");
-    let bin = dir.join("stage/opt/mm/bin/morloc-mcp");
-    let version = util::output(Command::new(&bin).arg("--version"));
-    assert_eq!(version.code, Some(0), "{version:?}");
-    assert!(version.stdout.starts_with("morloc-mcp "), "{version:?}");
-    let doc = dir.join("stage/opt/mm/share/doc/morloc-mcp");
-    assert!(util::read(&doc.join("LICENSE")).starts_with("MIT License"));
-    assert!(util::read(&doc.join("README.md")).starts_with("# morloc-mcp"));
-    // The README's links into docs/ hold where it is installed too.
-    assert!(util::read(&doc.join("docs/usage.md")).starts_with("# Usage"));
+    std::fs::create_dir_all(dir.join("stage/opt/had-bin/bin")).unwrap();
+    for (prefix, had_bin) in [("/opt/mm", false), ("/opt/had-bin", true)] {
+        let make = |target: &str| {
+            util::output(
+                Command::new("make")
+                    .arg("-s")
+                    .arg("-C")
+                    .arg(root)
+                    .arg(target)
+                    .arg(format!("BIN={}", util::bin().display()))
+                    .arg(format!("PREFIX={prefix}"))
+                    .arg(format!("DESTDIR={}", dir.join("stage").display())),
+            )
+        };
+        let installed = make("install-files");
+        assert_eq!(installed.code, Some(0), "{installed:?}");
+        let prefix = dir.join("stage").join(&prefix[1..]);
+        let bin = prefix.join("bin/morloc-mcp");
+        let version = util::output(Command::new(&bin).arg("--version"));
+        assert_eq!(version.code, Some(0), "{version:?}");
+        assert!(version.stdout.starts_with("morloc-mcp "), "{version:?}");
+        let doc = prefix.join("share/doc/morloc-mcp");
+        assert!(util::read(&doc.join("LICENSE")).starts_with("MIT License"));
+        assert!(util::read(&doc.join("README.md")).starts_with("# morloc-mcp"));
+        // The README's links into docs/ hold where it is installed too.
+        assert!(util::read(&doc.join("docs/usage.md")).starts_with("# Usage"));
 
-    let removed = make("uninstall");
-    assert_eq!(removed.code, Some(0), "{removed:?}");
-    assert!(!bin.exists());
-    // The directories install made are gone once empty; PREFIX itself stays.
-    let prefix = dir.join("stage/opt/mm");
-    assert!(!prefix.join("bin").exists());
-    assert!(!prefix.join("share").exists());
-    assert!(prefix.exists());
+        let removed = make("uninstall");
+        assert_eq!(removed.code, Some(0), "{removed:?}");
+        assert!(!bin.exists());
+        // The directories install made are gone once empty; PREFIX itself
+        // stays, and so does a directory that was there before.
+        assert!(!prefix.join("share").exists(), "{}", prefix.display());
+        assert_eq!(prefix.join("bin").is_dir(), had_bin, "{}", prefix.display());
+        assert!(prefix.exists());
+    }
 }
