@@ -119,4 +119,18 @@ fn the_check_fails_when_a_page_shows_other_output() {
             .contains("bad.md:10: FAILED: `false` exited 1"),
         "{failed:?}"
     );
+    // A README.md must link every page of docs/.
+    let readme = dir.write("README.md", "# Front door\n\nSee [usage](docs/usage.md).\n");
+    let unmapped = run(&readme);
+    assert_eq!(unmapped.code, Some(1), "{unmapped:?}");
+    assert!(
+        unmapped
+            .stdout
+            .contains("README.md: FAILED: docs/limits.md is not in the map of the docs"),
+        "{unmapped:?}"
+    );
+    assert!(
+        !unmapped.stdout.contains("docs/usage.md is not"),
+        "{unmapped:?}"
+    );
 }

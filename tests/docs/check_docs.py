@@ -27,10 +27,11 @@ and `target/release/morloc-mcp` both meaning the binary under test.
   `/src/morloc-mcp` and `/src/morloc-mcp/target/release/morloc-mcp`.
 
 Every relative link of a page must lead to a file, and to a heading of it
-when it names one.
+when it names one; README.md must link every page of docs/ (its map).
 
 `--flags` checks the flag reference instead: every option that
-`morloc-mcp [command] --help` prints is documented in the table of
+`morloc-mcp [command] --help` (and, under the name `morloc-nexus`,
+`morloc-nexus [mcp] --help`) prints is documented in the tables of
 docs/usage.md, and every option that page, or any command line running
 `morloc-mcp` in a shell block, names exists.
 
@@ -379,12 +380,22 @@ def broken_links(page: Path) -> list[str]:
     return out
 
 
+def unmapped(readme: Path) -> list[str]:
+    """The pages of docs/ that README.md, the front door, does not link."""
+    linked = set(re.findall(r"\]\((docs/[^)#\s]+)", readme.read_text()))
+    return [f"docs/{p.name}" for p in sorted((ROOT / "docs").glob("*.md")) if f"docs/{p.name}" not in linked]
+
+
 def check_blocks(binary: str, names: list[str]) -> int:
     failed = 0
     for page in pages(names):
         for problem in broken_links(page):
             failed += 1
             print(f"{os.path.relpath(page, ROOT)}: FAILED: link {problem}")
+        if page.name == "README.md":
+            for missing in unmapped(page):
+                failed += 1
+                print(f"README.md: FAILED: {missing} is not in the map of the docs")
     with tempfile.TemporaryDirectory(prefix="docs-bin-") as bindir:
         (Path(bindir) / "morloc-mcp").symlink_to(Path(binary).resolve())
         for page in pages(names):
@@ -417,12 +428,20 @@ LONG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 
 
 def help_flags(binary: str) -> set[str]:
+    """Every option the help texts print: of `morloc-mcp` and each command,
+    and of the binary run under the name `morloc-nexus` (its `--help` and
+    `mcp --help`)."""
     flags: set[str] = set()
-    for args in ([], *([c] for c in COMMANDS)):
-        done = subprocess.run([binary, *args, "--help"], capture_output=True, text=True, timeout=30)
-        if done.returncode != 0:
-            raise DocError(f"`morloc-mcp {' '.join(args)} --help` exited {done.returncode}: {done.stderr}")
-        flags.update(LONG.findall(done.stdout))
+    with tempfile.TemporaryDirectory(prefix="docs-nexus-") as tmp:
+        nexus = Path(tmp) / "morloc-nexus"
+        nexus.symlink_to(Path(binary).resolve())
+        runs = [(binary, "morloc-mcp", args) for args in ([], *([c] for c in COMMANDS))]
+        runs += [(str(nexus), "morloc-nexus", args) for args in ([], ["mcp"])]
+        for program, name, args in runs:
+            done = subprocess.run([program, *args, "--help"], capture_output=True, text=True, timeout=30)
+            if done.returncode != 0:
+                raise DocError(f"`{name} {' '.join(args)} --help` exited {done.returncode}: {done.stderr}")
+            flags.update(LONG.findall(done.stdout))
     return flags
 
 
