@@ -256,3 +256,75 @@ fn compile_sh_fails_with_the_compilers_message_and_caches_nothing() {
         .collect();
     assert!(left.is_empty(), "left in the cache: {left:?}");
 }
+
+/// Runs `code` with `tests/real` on Python's path; it prints "ok" at its
+/// end, after its asserts.
+fn python_in_real(code: &str) -> Output {
+    util::output(
+        Command::new("python3")
+            .current_dir(script(""))
+            .args(["-c", code]),
+    )
+}
+
+/// The comparison with `morloc-nexus` fails on any difference but those
+/// docs/differences.md documents, and names the documented ones by kind.
+#[test]
+fn the_differential_judge_passes_documented_differences_only() {
+    let out = python_in_real(
+        r#"
+import differential as d
+differential_ok = d.check_documented()
+def call(result): return {"jsonrpc": "2.0", "id": 1, "result": result}
+def text(t, err=False): return call({"content": [{"type": "text", "text": t}], "isError": err})
+assert d.judge(text("42"), {**text("42"), "id": 9}, "same") is None
+assert d.judge(text("0.1"), text("0.100000000000000"), "floats") == "floats"
+assert d.judge(text("argument '_1': expected an integer", True), text("bad input", True), "w") == "error wording"
+hint = {"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "unknown tool 'x' (did you mean 'y'?)"}}
+bare = {"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "unknown tool 'x'"}}
+assert d.judge(hint, bare, "hint") == "hints"
+for ours, ref in [(text("42"), text("43")), (text("42", True), text("42")), (hint, text("1")),
+                  (call({"content": [{"type": "text", "text": "1"}], "isError": False, "extra": 1}), text("1"))]:
+    try:
+        d.judge(ours, ref, "undocumented")
+    except d.Mismatch as e:
+        assert "undocumented" in str(e), e
+    else:
+        raise AssertionError("passed: %r %r" % (ours, ref))
+print("ok")
+"#,
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(out.stdout.trim_end(), "ok", "{out:?}");
+}
+
+/// MORLOC_REAL_PROGRAMS may name a manifest, a program's directory as
+/// `morloc make` leaves it, its build directory, or a directory of
+/// programs; each program is named after its directory.
+#[test]
+fn morloc_real_programs_entries_name_programs_in_every_layout() {
+    let dir = TempDir::new();
+    for program in ["many/a", "many/b", "one"] {
+        dir.write(&format!("{program}/nexus-build/manifest.json"), "{}");
+    }
+    dir.write("many/not-a-program/notes.txt", "");
+    dir.write("bare-build/manifest.json", "{}");
+    let code = format!(
+        r#"
+import differential as d, os
+root = {root:?}
+def names(entry): return [(n, os.path.relpath(p, root)) for n, p in d.programs_at(os.path.join(root, entry))]
+assert names("many") == [("a", "many/a/nexus-build/manifest.json"), ("b", "many/b/nexus-build/manifest.json")], names("many")
+assert names("one") == [("one", "one/nexus-build/manifest.json")], names("one")
+assert names("one/nexus-build") == [("one", "one/nexus-build/manifest.json")]
+assert names("one/nexus-build/manifest.json") == [("one", "one/nexus-build/manifest.json")]
+assert names("bare-build") == [("bare-build", "bare-build/manifest.json")]
+assert names("many/not-a-program") == [] and names("nowhere") == []
+print("ok")
+"#,
+        root = dir.path().display().to_string()
+    );
+    let out = python_in_real(&code);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(out.stdout.trim_end(), "ok", "{out:?}");
+}

@@ -151,6 +151,34 @@ def short(value, limit=240) -> str:
     return text if len(text) <= limit else text[:limit] + "... (%d chars)" % len(text)
 
 
+# -- the programs to compare ---------------------------------------------------
+
+
+def programs_at(entry: str) -> list[tuple[str, str]]:
+    """(name, manifest) of the compiled programs one MORLOC_REAL_PROGRAMS
+    entry names, sorted: a `manifest.json`, a program's directory (holding
+    `nexus-build/manifest.json`, as `morloc make` leaves it), its build
+    directory (holding `manifest.json`), or a directory of program
+    directories. The name is the program's directory's."""
+    def named(manifest: str) -> tuple[str, str]:
+        build = os.path.dirname(os.path.abspath(manifest))
+        program = os.path.dirname(build) if os.path.basename(build) == "nexus-build" else build
+        return os.path.basename(program), manifest
+
+    if os.path.isfile(entry):
+        return [named(entry)]
+    for inner in (os.path.join("nexus-build", "manifest.json"), "manifest.json"):
+        if os.path.isfile(os.path.join(entry, inner)):
+            return [named(os.path.join(entry, inner))]
+    out = []
+    if os.path.isdir(entry):
+        for name in sorted(os.listdir(entry)):
+            path = os.path.join(entry, name, "nexus-build", "manifest.json")
+            if os.path.isfile(path):
+                out.append((name, path))
+    return out
+
+
 # -- calls made from input schemas -------------------------------------------
 
 

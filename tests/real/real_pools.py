@@ -224,6 +224,21 @@ class Server:
         expect("result" in reply, "%s: JSON-RPC error %s" % (name, short(reply)))
         return reply["result"]
 
+    def spans_since(self, mark, command, n, timeout=30.0):
+        """The processes (`py`, `py#2`, ...) that ran the first n calls of
+        `command` whose span lines (--log-level debug) came after stderr
+        line `mark`; waits for them, as stderr is read apart from stdout."""
+        deadline = time.monotonic() + timeout
+        span = re.compile(r'span name="pool call" pool="?([^"\s]+)"? command="?%s"? ' % re.escape(command))
+        while True:
+            with self.lock:
+                found = [m.group(1) for m in map(span.search, self.stderr_lines[mark:]) if m]
+            if len(found) >= n or time.monotonic() > deadline:
+                expect(len(found) >= n, "%d of %d span lines of %s came (is --log-level debug on?)"
+                       % (len(found), n, command))
+                return found[:n]
+            time.sleep(0.02)
+
     def children(self):
         """Pids of the server's direct children (its pools)."""
         return [pid for pid, ppid in process_table() if ppid == self.proc.pid]
@@ -399,7 +414,7 @@ class HttpServer(Server):
         return self.stop(signal.SIGTERM)
 
 
-# The 2026-07-28 protocol and its Tasks extension (README "Long calls").
+# The 2026-07-28 protocol and its Tasks extension (docs/long-calls.md).
 MODERN = "2026-07-28"
 TASKS = "io.modelcontextprotocol/tasks"
 
@@ -695,21 +710,23 @@ class Suite:
         """The manifest of a compiled program (with its pools), or None: one
         of the suite's own, else one under MORLOC_REAL_PROGRAMS (so the
         checks of the programs known by name run where they are compiled)."""
-        for directory in [self.programs] + self.extra_dirs():
-            path = os.path.join(directory, program, "nexus-build", "manifest.json")
-            if os.path.isfile(path):
-                return path
+        path = os.path.join(self.programs, program, "nexus-build", "manifest.json")
+        if os.path.isfile(path):
+            return path
+        for entry in self.extra_dirs():
+            for name, path in differential.programs_at(entry):
+                if name == program:
+                    return path
         return None
 
     def extra_dirs(self):
-        """The MORLOC_REAL_PROGRAMS directories, as host paths (a path
-        inside a root is taken inside it)."""
+        """The MORLOC_REAL_PROGRAMS entries, as host paths (a path inside a
+        root is taken inside it)."""
         out = []
-        for directory in self.extra:
-            if not os.path.isdir(directory):
-                directory = self.place.host(directory)
-            if os.path.isdir(directory):
-                out.append(directory)
+        for entry in self.extra:
+            if self.place.root is not None and not os.path.exists(entry):
+                entry = self.place.host(entry)
+            out.append(entry)
         return out
 
     def manifest_only(self, program):
@@ -876,7 +893,7 @@ class Suite:
                         },
                         v(10 + 2 + 300 + 2000),
                     ),
-                    # The reference answers 16; we answer 16.0 (README: Differences).
+                    # The reference answers 16; we answer 16.0 (docs/differences.md).
                     (
                         "travelTime",
                         {"add-five": True, "nothin": 2, "wind-speed": 1.5, "_1": 2.0, "_2": 3.0},
@@ -927,10 +944,11 @@ class Suite:
                    lambda: self.program_checks("rbench", self.lang_calls("rSleep")))
         self.check("cppbench: tools/list and every tool (C++ pool)",
                    lambda: self.program_checks("cppbench", self.lang_calls("cppSleep")))
-        for label, manifest in self.compared_programs():
+        for label, manifest, problem in self.compared_programs():
             self.check("differential: %s against morloc-nexus: tools/list byte for byte, every call the same "
                        "or a documented difference" % label,
-                       lambda label=label, manifest=manifest: self.differential(label, manifest))
+                       lambda label=label, manifest=manifest, problem=problem:
+                       self.differential(label, manifest) if problem is None else expect(False, problem))
 
         # -- large values
         self.check("large: 1 MB, 20 MB and 100 MB strings (bigText)", self.large_strings)
@@ -1053,19 +1071,30 @@ class Suite:
     # -- the reference, side by side -------------------------------------------
 
     def compared_programs(self):
-        """(label, manifest) of every compiled program to compare with the
-        reference: the suite's own, then those under MORLOC_REAL_PROGRAMS."""
+        """(label, manifest, problem) of every compiled program to compare
+        with the reference: the suite's own, then those MORLOC_REAL_PROGRAMS
+        names (an entry naming none, or one outside a root, has its problem
+        instead of a manifest: its check fails saying so)."""
         out = []
         if os.path.isdir(self.programs):
             for name in sorted(os.listdir(self.programs)):
                 path = self.compiled(name)
                 if path:
-                    out.append((name, path))
-        for directory in self.extra_dirs():
-            for name in sorted(os.listdir(directory)):
-                path = os.path.join(directory, name, "nexus-build", "manifest.json")
-                if os.path.isfile(path):
-                    out.append(("%s (%s)" % (name, directory), path))
+                    out.append((name, path, None))
+        for entry in self.extra_dirs():
+            found = differential.programs_at(entry)
+            if not found:
+                out.append((entry, None, "MORLOC_REAL_PROGRAMS names %s, which holds no compiled program (a "
+                                         "manifest.json, <program>/nexus-build/manifest.json, or a directory of "
+                                         "programs)" % entry))
+            for name, path in found:
+                label = "%s (%s)" % (name, entry)
+                try:
+                    self.place.inside(path)
+                    out.append((label, path, None))
+                except ValueError:
+                    out.append((label, None, "%s is outside the root %s, where programs are served: compile it "
+                                             "inside the root" % (path, self.place.root)))
         return out
 
     def differential(self, label, manifest):
@@ -1261,17 +1290,24 @@ class Suite:
     # -- replica deaths and shared memory over replicas -----------------------
 
     def warm_replicas(self, server, n):
-        """Rounds of n concurrent slowEcho 300 until one overlaps (under
-        0.55 s) with n pool processes up; returns {socket: pid}."""
-        took = []
+        """Rounds of n concurrent slowEcho 300 until each call of a round ran
+        on a process of its own, with n pool processes up; returns {socket:
+        pid}. Which process ran a call is what the server's span line of it
+        says (a server of these checks runs with --log-level debug), not how
+        long the round took."""
+        seen = []
         for _ in range(20):
-            took.append(self.slow_round(server, n, 300))
+            with server.lock:
+                mark = len(server.stderr_lines)
+            self.slow_round(server, n, 300)
+            ran_on = server.spans_since(mark, "slowEcho", n)
             procs = server.pool_processes()
-            if took[-1] < 0.55 and len(procs) == n:
+            seen.append("%s on %d process(es)" % ("+".join(sorted(ran_on)), len(procs)))
+            if len(set(ran_on)) == n and len(procs) == n:
                 server.record_pools()
                 return procs
-        raise CheckFailed("%d x slowEcho 300 never overlapped on %d processes: rounds took %s s, processes %s"
-                          % (n, n, ", ".join("%.2f" % t for t in took), sorted(server.pool_processes())))
+        raise CheckFailed("%d x slowEcho 300 never ran on %d processes at once: rounds ran on %s"
+                          % (n, n, "; ".join(seen)))
 
     def kill_one_of_four(self, server, pick):
         """With 4 warm processes, starts 4 slowEcho calls (one each, least
@@ -1304,8 +1340,10 @@ class Suite:
         i, reply = failed[0]
         expect("result" in reply, "%s: JSON-RPC error %s" % (what, short(reply)))
         expect_error(reply["result"], needle, what)
+        # At once: before any call beside it answered (the figure is printed,
+        # how fast is not asserted).
         others = [t for j, t in enumerate(after) if j != i]
-        expect(after[i] < min(others) and after[i] < 1.0,
+        expect(after[i] < min(others),
                "%s: the failure came %.2f s after the kill, the other calls at %s s"
                % (what, after[i], ", ".join("%.2f" % t for t in others)))
         for j, (r, ms) in enumerate(replies):
@@ -1348,7 +1386,7 @@ class Suite:
     def replica_kill(self):
         """SIGKILL one replica (by pid, found by its socket .rN among the
         server's children) while each of 4 processes runs a slowEcho."""
-        server = self.serve("workbench", ("--pool-replicas", "py=4"))
+        server = self.serve("workbench", ("--pool-replicas", "py=4", "--log-level", "debug"))
         try:
             replicas = lambda sockets: [s for s in sockets if re.search(r"\.r\d+$", s)][1]
             socket, number, before, replies, added, after = self.kill_one_of_four(server, replicas)
@@ -1373,7 +1411,7 @@ class Suite:
     def primary_kill(self):
         """SIGKILL the primary (the pool's own socket) while each of 4
         processes runs a slowEcho; 4 addOne calls made just after."""
-        server = self.serve("workbench", ("--pool-replicas", "py=4"))
+        server = self.serve("workbench", ("--pool-replicas", "py=4", "--log-level", "debug"))
         try:
             primary = lambda sockets: [s for s in sockets if not re.search(r"\.r\d+$", s)][0]
             socket, _, before, replies, added, after = self.kill_one_of_four(server, primary)
@@ -1402,7 +1440,7 @@ class Suite:
         100k and 500k and bigText 1M (all in shared memory, each process in
         volumes of its own) between small calls, each reply byte for byte;
         every process's CPU time grows, so every one served."""
-        server = self.serve("workbench", ("--pool-replicas", "py=4"))
+        server = self.serve("workbench", ("--pool-replicas", "py=4", "--log-level", "debug"))
         try:
             procs = self.warm_replicas(server, 4)
             ticks = {s: tree_ticks(pid) for s, pid in procs.items()}
@@ -1618,7 +1656,9 @@ class Suite:
             created = reply.get("result", {})
             expect(created.get("resultType") == "task" and created.get("status") == "working",
                    "slowEcho 1500: want a task handle, got %s" % short(reply))
-            expect(0.25 <= handle_after < 1.4, "slowEcho 1500: the handle came after %.2f s" % handle_after)
+            # Not before --task-after; that it came before the call ended is
+            # its status, working (the figure is printed, not bounded).
+            expect(0.25 <= handle_after, "slowEcho 1500: the handle came after %.2f s" % handle_after)
             task = created.get("taskId", "")
             expect(re.fullmatch(r"[A-Za-z0-9_-]+\.[0-9a-f]{32}", task), "task id %r" % task)
             expect(created.get("pollIntervalMs") == 1000 and isinstance(created.get("ttlMs"), int),
@@ -1725,7 +1765,6 @@ class Suite:
             expect(error.get("code") == -32603 and "pool 'py' died" in error.get("message", "")
                    and "SIGKILL" in error.get("message", ""), "the inlined error: %s" % short(error))
             expect("result" not in failed, "a failed task with a result: %s" % short(failed))
-            expect(took < 2.5, "the task failed %.2f s after the kill" % took)
             c.completed("slowEcho", 50, 50, "slowEcho 50 after the kill")
             c.completed("addOne", 2, 3, "addOne 2 after the kill")
             now = c.server.children()

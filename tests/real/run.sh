@@ -18,9 +18,10 @@
 # The suite's own programs (tests/real/programs/) are compiled into a cache
 # (tests/real/compile.sh: .cache/real-programs/, or /var/cache/morloc-mcp
 # inside the root) and reused while the sources and the compiler stay the
-# same. MORLOC_REAL_PROGRAMS may name more directories of compiled programs
-# (colon-separated, <dir>/<name>/nexus-build/manifest.json, inside the root
-# for a root): they are compared with the reference too. The manifests of
+# same. MORLOC_REAL_PROGRAMS may name more compiled programs (colon-separated:
+# a manifest.json, a program's directory holding nexus-build/manifest.json,
+# or a directory of those; inside the root for a root): they are compared
+# with the reference too (`--only differential` runs only the comparisons). The manifests of
 # other programs (MORLOC_MANIFESTS, default ../shared/morloc/programs when
 # it exists) have their tools/list checked against tests/data/real/.
 # Nothing here builds Morloc.
