@@ -762,8 +762,8 @@ fn the_architecture_stays_within_its_word_budget() {
 }
 
 /// The most methods `impl Reactor` blocks may have across `src`.
-/// FIXME(issue 31): the loop keeps the event dispatch and the one apply of
-/// what owners return; behaviour goes onto the owners. The bound only
+/// The loop keeps the event dispatch, the one apply of a step and the glue
+/// of what owners return; behaviour goes onto the owners. The bound only
 /// shrinks: lower it whenever the count drops.
 const REACTOR_METHODS: usize = 37;
 
