@@ -215,7 +215,7 @@ pub fn parse_args(
         Some("router") => parse_serve(parser, true, "router"),
         Some("tools") => parse_tools(parser),
         Some("config") => parse_config(parser),
-        Some("help") => Ok(RawArgs::Help(TOP_HELP.into())),
+        Some("help") => help_of(parser),
         _ => {
             let typed = subcommand.to_string_lossy();
             let hint = match crate::protocol::suggest::closest(&typed, COMMANDS) {
@@ -336,6 +336,31 @@ fn usage(error: lexopt::Error, command: Option<&str>) -> CliError {
     };
     let context = command.map(|c| format!(" for '{c}'")).unwrap_or_default();
     CliError::Usage(format!("{error}{context}; see '{help}'"))
+}
+
+/// `help [command]`: the help of the command named, as `<command> --help`.
+fn help_of(mut parser: lexopt::Parser) -> Result<RawArgs, CliError> {
+    let text = match parser.next().map_err(|e| usage(e, None))? {
+        None => TOP_HELP.to_string(),
+        Some(Word(word)) => match word.to_str() {
+            Some("mcp") => mcp_help(),
+            Some("router") => router_help(),
+            Some("tools") => TOOLS_HELP.to_string(),
+            Some("config") => config_help(),
+            _ => {
+                let typed = word.to_string_lossy();
+                let hint = match crate::protocol::suggest::closest(&typed, COMMANDS) {
+                    Some(near) => format!("did you mean '{near}'?"),
+                    None => "expected mcp, router, tools or config".to_string(),
+                };
+                return Err(CliError::Usage(format!(
+                    "no help for '{typed}' ({hint}); see 'morloc-mcp --help'"
+                )));
+            }
+        },
+        Some(other) => return Err(usage(other.unexpected(), None)),
+    };
+    Ok(RawArgs::Help(text))
 }
 
 /// The commands, for "did you mean".

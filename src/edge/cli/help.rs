@@ -17,7 +17,8 @@ Usage:
   morloc-mcp config <program>             print an mcpServers entry for MCP clients
 
 <program> is a manifest.json, a build directory containing one, or a Morloc
-launcher script. Run 'morloc-mcp <command> --help' for the options of a command.
+launcher script. Run 'morloc-mcp <command> --help' (or 'morloc-mcp help
+<command>') for the options of a command.
 
 Options:
   -h, --help       print this help

@@ -45,6 +45,10 @@ fn subcommands() {
     check("--help", RawArgs::Help(TOP_HELP.into()));
     check("-h", RawArgs::Help(TOP_HELP.into()));
     check("help", RawArgs::Help(TOP_HELP.into()));
+    check("help mcp", RawArgs::Help(mcp_help()));
+    check("help router", RawArgs::Help(router_help()));
+    check("help tools", RawArgs::Help(TOOLS_HELP.into()));
+    check("help config", RawArgs::Help(config_help()));
     check("-V", RawArgs::Version);
     check("--version", RawArgs::Version);
     check(
@@ -644,6 +648,11 @@ fn a_misspelt_option_gets_the_nearest_one() {
         "morloc-mcp",
         "--verison",
         "invalid option '--verison' (did you mean '--version'?); see 'morloc-mcp --help'",
+    );
+    check_usage(
+        "morloc-mcp",
+        "help mpc",
+        "no help for 'mpc' (did you mean 'mcp'?); see 'morloc-mcp --help'",
     );
     check_usage(
         "morloc-mcp",
