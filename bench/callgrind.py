@@ -16,8 +16,8 @@ call are counted from the same profiles.
 Two sessions are run, one with 100 calls and one with 100 + N; the
 difference of their totals divided by N is the count per call, so start-up
 and shutdown cancel out. The K functions with the most instructions
-(inclusive of nothing: self cost) in the longer session are listed, with
-their share of its per-call difference.
+(self cost; with `--inclusive`, with their callees') in the longer session
+are listed, with their share of its per-call difference.
 
 Function names need a binary with symbols (the release profile strips
 them): `CARGO_PROFILE_RELEASE_STRIP=false cargo build --release
@@ -188,9 +188,11 @@ def mallocs(path: str) -> int:
     return calls
 
 
-def per_function(path: str) -> dict[str, int]:
-    """Self instruction counts by function, from callgrind_annotate."""
-    text = subprocess.run(["callgrind_annotate", "--inclusive=no", "--threshold=100", path],
+def per_function(path: str, inclusive: bool = False) -> dict[str, int]:
+    """Self (or inclusive) instruction counts by function, from
+    callgrind_annotate."""
+    flag = "--inclusive=yes" if inclusive else "--inclusive=no"
+    text = subprocess.run(["callgrind_annotate", flag, "--threshold=100", path],
                           capture_output=True, text=True, check=True).stdout
     counts: dict[str, int] = {}
     for line in text.splitlines():
@@ -215,6 +217,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--top", type=int, default=20)
     parser.add_argument("--mode", choices=MODES, default=MODES[0])
+    parser.add_argument("--inclusive", action="store_true",
+                        help="rank functions by inclusive cost (what they and their callees run)")
     args = parser.parse_args(argv)
     if shutil.which("valgrind") is None or shutil.which("callgrind_annotate") is None:
         print("callgrind: skipped, valgrind is not installed")
@@ -228,9 +232,11 @@ def main(argv: list[str]) -> int:
         print("instructions per sequential addOne call (test pool, %s): %.0f" % (args.mode, per_call))
         print("  (%d-call session %d, %d-call session %d)" % (BASE, total(short), BASE + args.calls, total(long)))
         print("allocations per call: %.1f" % ((mallocs(long) - mallocs(short)) / args.calls))
-        before, after = per_function(short), per_function(long)
+        before = per_function(short, args.inclusive)
+        after = per_function(long, args.inclusive)
         diffs = sorted(((after.get(k, 0) - before.get(k, 0), k) for k in after), reverse=True)
-        print("top functions by self instructions per call:")
+        kind = "inclusive" if args.inclusive else "self"
+        print("top functions by %s instructions per call:" % kind)
         for diff, name in diffs[:args.top]:
             print("  %8.0f  %5.1f %%  %s" % (diff / args.calls, 100 * diff / args.calls / per_call, name[:140]))
     return 0

@@ -8,7 +8,10 @@
 //! message, and as the id and a `params` member of a request (which is
 //! read in place, not parsed), decode lazily (`jsonrpc::decode_lazy`) to
 //! the message the full decode gives, and so does a body checked in slices
-//! (`json::check::Checker`, then `jsonrpc::decode_checked`). The text as
+//! (`json::check::Checker`, then `jsonrpc::decode_checked`); a plain
+//! `tools/call` read in one walk (`jsonrpc::decode_call`) gives the same
+//! message and its arguments' members where a walk of them finds them. The
+//! text as
 //! a tool's text result is written straight (`mcp::TextResult::write`) as
 //! its message is written from a tree.
 //!
@@ -111,6 +114,22 @@ fuzz_target!(|data: &[u8]| {
         r#"{{"id":{json},"method":"tools/call","params":{{"arguments":{{}},"x":{json}}},"\u0069d":{json}}}"#
     );
     lazy_agrees(request.as_bytes(), budget);
+    // As a plain call's name and arguments, in either order.
+    let plain = format!(
+        r#"{{"id":2,"method":"tools/call","params":{{"arguments":{{"a":{json},"b":1}},"name":{json}}}}}"#
+    );
+    lazy_agrees(plain.as_bytes(), budget);
+    // As the fields of a modern call's `_meta`: read in place, the meta the
+    // parsed `_meta` gives, whenever it is read in place at all.
+    let modern = format!(
+        r#"{{"id":3,"method":"tools/call","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":{json},"io.modelcontextprotocol/clientCapabilities":{json},"io.modelcontextprotocol/logLevel":{json}}},"arguments":{{}}}}}}"#
+    );
+    lazy_agrees(modern.as_bytes(), budget);
+    meta_agrees(modern.as_bytes());
+    let modern = format!(
+        r#"{{"id":3,"method":"tools/call","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{json}}},"arguments":{{}}}}}}"#
+    );
+    meta_agrees(modern.as_bytes());
     lazy_agrees(json.as_bytes(), budget);
     lazy_agrees(data, budget);
     text_result_written(json);
@@ -158,6 +177,24 @@ fn sliced(layout: &Layout, json: &str, budget: usize) -> Result<Vec<u8>, text::T
     }
 }
 
+/// A `_meta` read in place gives the meta the parsed one gives, when it
+/// gives one.
+fn meta_agrees(line: &[u8]) {
+    let jsonrpc::Decoded::Call(call) = jsonrpc::decode_call(line) else {
+        return;
+    };
+    let Some(members) = call.meta() else {
+        return;
+    };
+    let Some(meta) = mcp::era::meta_in_place(members, false) else {
+        return;
+    };
+    let (Incoming::Request { id, params, .. }, _) = call.into_message() else {
+        panic!("a call read in place is a request");
+    };
+    assert_eq!(mcp::era::request_meta(&id, params.as_ref()), Ok(meta));
+}
+
 /// Lazy decoding gives the full decode's message, with the arguments object
 /// split off as its text exactly when there is one.
 fn lazy_agrees(line: &[u8], budget: usize) {
@@ -173,6 +210,20 @@ fn lazy_agrees(line: &[u8], budget: usize) {
     let ends = checker.ends();
     let checked = jsonrpc::decode_checked(line, &verdict, checker.span(), &ends);
     assert_eq!(checked, (lazy.clone(), arguments));
+    // Read in one walk: a plain call's parts are the message's, its
+    // members those a walk of its arguments finds.
+    match jsonrpc::decode_call(line) {
+        jsonrpc::Decoded::Message(msg, args) => assert_eq!((msg, args), (lazy.clone(), arguments)),
+        jsonrpc::Decoded::Call(call) => {
+            let text = call.arguments.as_bytes();
+            let members: Vec<_> = scan::members(text, 0)
+                .map(|(key, value)| (key, value..scan::value_end(text, value)))
+                .collect();
+            assert_eq!(call.members, members);
+            let (msg, args) = call.into_message();
+            assert_eq!((msg, Some(args)), (lazy.clone(), arguments));
+        }
+    }
     match arguments {
         None => assert_eq!(lazy, full),
         Some(arguments) => {

@@ -132,6 +132,19 @@ pub fn resolve_text<'a>(
     })
 }
 
+/// [`resolve_text`] for a request whose `params` were not parsed: `name`
+/// is `params.name` (`None` when absent), `params` holds nothing else
+/// read here, and `members` are the members of `arguments` (keys'
+/// positions and values' spans, as `jsonrpc::CallLine` gives them).
+pub fn resolve_named<'a>(
+    surface: &Surface,
+    name: Option<&str>,
+    arguments: &'a str,
+    members: Vec<(usize, std::ops::Range<usize>)>,
+) -> Result<TextCall<'a>, ArgError> {
+    resolve_tool(surface, name, || Ok(Arguments::Text(arguments, members)))
+}
+
 /// The client's named arguments: a parsed object, or an object's JSON text
 /// with the place of each member (key, value), found in one reading.
 enum Arguments<'a> {
@@ -263,7 +276,18 @@ fn resolve_in<'a, 'p>(
     let Some(params) = params else {
         return Err(ArgError::new("missing params".into()));
     };
-    let Some(name) = params.get("name").and_then(Value::as_str) else {
+    let name = params.get("name").and_then(Value::as_str);
+    resolve_tool(surface, name, || arguments(params))
+}
+
+/// [`resolve_in`] once `params` is known to be there: `name` is its tool
+/// name (`None` when absent or not a string).
+fn resolve_tool<'a>(
+    surface: &Surface,
+    name: Option<&str>,
+    arguments: impl FnOnce() -> Result<Arguments<'a>, ArgError>,
+) -> Result<TextCall<'a>, ArgError> {
+    let Some(name) = name else {
         return Err(ArgError::new("missing tool 'name'".into()));
     };
     let Some(tool_index) = surface.find_index(name) else {
@@ -278,7 +302,7 @@ fn resolve_in<'a, 'p>(
         }));
     };
     let tool = &surface.tools[tool_index];
-    let arguments = arguments(params)?;
+    let arguments = arguments()?;
     if let Some(key) = arguments.first_key(|key| !tool.has_property(key)) {
         let names: Vec<&str> = tool.properties.iter().map(|p| p.name.as_str()).collect();
         return Err(ArgError::new(if names.is_empty() {

@@ -138,20 +138,378 @@ pub fn decode(bytes: &[u8]) -> Incoming {
 /// never becomes a `Value` tree. Without an `arguments` object, or when the
 /// message is not a request, it is [`decode`].
 pub fn decode_lazy(bytes: &[u8]) -> (Incoming, Option<&str>) {
+    match decode_call(bytes) {
+        Decoded::Call(call) => {
+            let (msg, arguments) = call.into_message();
+            (msg, Some(arguments))
+        }
+        Decoded::Message(msg, arguments) => (msg, arguments),
+    }
+}
+
+/// What [`decode_call`] makes of a line.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Decoded<'a> {
+    /// A plain `tools/call`, read in place ([`CallLine`]).
+    Call(CallLine<'a>),
+    /// Anything else: what [`decode_lazy`] gives.
+    Message(Incoming, Option<&'a str>),
+}
+
+/// A plain `tools/call` request, read in the one walk that checks its
+/// line: `method` is `"tools/call"`, the id one MCP allows, and `params`
+/// holds an `arguments` object and at most a `name` string without escapes
+/// and a `_meta` object of at most six members besides, each once; no
+/// key of the message, of `params` or of `_meta` holds an escape. Nothing
+/// of it is parsed into a tree.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallLine<'a> {
+    pub id: RequestId,
+    /// `params.name`, if given.
+    pub name: Option<&'a str>,
+    /// The text of `params.arguments` (an object).
+    pub arguments: &'a str,
+    /// Each member of `arguments`: its key's position and its value's span
+    /// in `arguments`, in order.
+    pub members: Vec<(usize, std::ops::Range<usize>)>,
+    /// The message's text.
+    text: &'a str,
+    /// The members of `params`, in order.
+    params: Spans,
+    /// The members of `params._meta`, if given.
+    meta: Option<Spans>,
+}
+
+impl<'a> CallLine<'a> {
+    /// The message [`decode_lazy`] gives for the line, and its arguments'
+    /// text.
+    pub fn into_message(self) -> (Incoming, &'a str) {
+        let params = params_in_place(self.text, self.params.as_slice());
+        let msg = Incoming::Request {
+            id: self.id,
+            method: "tools/call".into(),
+            params: params.map(Value::Object),
+        };
+        (msg, self.arguments)
+    }
+
+    /// The members of `params._meta` (when it is given): each key (without
+    /// escapes) and its value's JSON text, in order.
+    pub fn meta(&self) -> Option<impl Iterator<Item = (&'a str, &'a str)> + '_> {
+        let text = self.text;
+        let members = self.meta.as_ref()?.as_slice().iter();
+        Some(members.map(move |&(key, value, end)| {
+            let key_end = key + 1 + text[key + 1..].find('"').unwrap_or(0);
+            (&text[key + 1..key_end], &text[value..end])
+        }))
+    }
+}
+
+/// [`decode_lazy`], with a plain `tools/call` left as its parts
+/// ([`Decoded::Call`]). The line is read once (checked and its parts
+/// found in one walk); anything unusual (escaped or repeated keys where
+/// the parts are) takes the longer way, with the same outcome.
+pub fn decode_call(bytes: &[u8]) -> Decoded<'_> {
     let Ok(text) = std::str::from_utf8(bytes) else {
-        return (decode(bytes), None);
+        return Decoded::Message(decode(bytes), None);
     };
     let text = text.trim_matches(|c: char| c.is_whitespace());
     let raw = text.as_bytes();
-    let Some(parts) = Parts::find(raw, None) else {
-        return (decode(bytes), None);
+    let walk = match Walk::read(raw) {
+        Ok(walk) => walk,
+        // The parse gives the reply serde_json's error would give, as the
+        // walk's verdict agrees with it.
+        Err(_) => return Decoded::Message(decode(bytes), None),
     };
-    // The whole text is checked first, so an invalid message gets the reply
-    // serde_json's error would give, whatever the arguments hold.
-    if let Err(e) = scan::validate(raw, 0) {
-        return (Incoming::Invalid(invalid_json(e)), None);
+    if walk.unusual {
+        let Some(parts) = Parts::find(raw, None) else {
+            return Decoded::Message(decode(bytes), None);
+        };
+        let (msg, arguments) = split_arguments(bytes, text, &parts, None);
+        return Decoded::Message(msg, arguments);
     }
-    split_arguments(bytes, text, &parts, None)
+    let Some(span) = walk.arguments.clone() else {
+        return Decoded::Message(decode(bytes), None);
+    };
+    let arguments = &text[span];
+    if let Some(call) = walk.call(text, arguments) {
+        return Decoded::Call(call);
+    }
+    match walk.request(text) {
+        Some(msg) => Decoded::Message(msg, Some(arguments)),
+        // Not a request MCP allows: the parse, for its exact reply.
+        None => {
+            let parts = Parts::find(raw, None);
+            match parts {
+                Some(parts) => {
+                    let (msg, arguments) = split_arguments(bytes, text, &parts, None);
+                    Decoded::Message(msg, arguments)
+                }
+                None => Decoded::Message(decode(bytes), None),
+            }
+        }
+    }
+}
+
+/// The most members of `params` (more make a [`Walk`] unusual) and of
+/// `params._meta` (more make a call not plain) the walk notes.
+const WALK_MEMBERS: usize = 6;
+
+/// Up to [`WALK_MEMBERS`] members of an object: each key's position, its
+/// value's start and end.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Spans {
+    at: [(usize, usize, usize); WALK_MEMBERS],
+    n: usize,
+}
+
+impl Spans {
+    /// Notes a member; false when there is no room (it is counted).
+    fn push(&mut self, member: (usize, usize, usize)) -> bool {
+        let room = self.n < WALK_MEMBERS;
+        if room {
+            self.at[self.n] = member;
+        }
+        self.n += 1;
+        room
+    }
+
+    fn as_slice(&self) -> &[(usize, usize, usize)] {
+        &self.at[..self.n.min(WALK_MEMBERS)]
+    }
+
+    fn full(&self) -> bool {
+        self.n > WALK_MEMBERS
+    }
+}
+
+/// Where a (valid) message's parts are, noted while it is checked
+/// ([`scan::Walker`]): its `id`, `method` and `params` values, the
+/// members of `params`, the `params.arguments` object and each of its
+/// members, the members of `params._meta`. `unusual` when a key at the
+/// top level or in `params` holds an escape, one of `id`, `method`,
+/// `params` or `params.arguments` comes twice, or `params` has more than
+/// [`WALK_MEMBERS`] members: [`Parts`] then reads the message.
+#[derive(Default)]
+struct Walk {
+    id: Option<usize>,
+    method: Option<usize>,
+    params: Option<usize>,
+    members: Spans,
+    arguments: Option<std::ops::Range<usize>>,
+    /// The members of `arguments`, positions in the message.
+    argument_members: Vec<(usize, std::ops::Range<usize>)>,
+    /// The members of the first `_meta` object in `params`, and whether
+    /// all their keys are plain.
+    meta: Option<Spans>,
+    meta_plain: bool,
+    unusual: bool,
+}
+
+impl Walk {
+    /// Checks `text` as [`scan::validate`] does (the same verdict) and notes
+    /// where its parts are.
+    fn read(text: &[u8]) -> Result<Walk, scan::ScanError> {
+        let mut walk = Walk::default();
+        let mut w = scan::Walker::new(text);
+        if w.peek() != Some(b'{') {
+            w.value()?;
+            w.finish()?;
+            walk.unusual = true;
+            return Ok(walk);
+        }
+        if w.enter_object()? {
+            loop {
+                let (key, key_end, plain) = w.key()?;
+                w.peek();
+                let value = w.pos();
+                let name = &text[key + 1..key_end - 1];
+                let slot = match name {
+                    _ if !plain => {
+                        walk.unusual = true;
+                        None
+                    }
+                    b"id" => Some(&mut walk.id),
+                    b"method" => Some(&mut walk.method),
+                    b"params" => Some(&mut walk.params),
+                    _ => None,
+                };
+                if let Some(slot) = slot {
+                    walk.unusual |= slot.replace(value).is_some();
+                }
+                let params = plain && name == b"params";
+                if params && !walk.unusual && text.get(value) == Some(&b'{') {
+                    walk.read_params(&mut w, text)?;
+                } else {
+                    w.value()?;
+                }
+                if !w.next_member()? {
+                    break;
+                }
+            }
+        }
+        w.finish()?;
+        Ok(walk)
+    }
+
+    /// Walks the `params` object at the walker.
+    fn read_params(&mut self, w: &mut scan::Walker, text: &[u8]) -> Result<(), scan::ScanError> {
+        if !w.enter_object()? {
+            return Ok(());
+        }
+        loop {
+            let (key, key_end, plain) = w.key()?;
+            w.peek();
+            let value = w.pos();
+            let name = &text[key + 1..key_end - 1];
+            let arguments = plain && name == b"arguments";
+            if arguments && self.arguments.is_some() {
+                self.unusual = true;
+            }
+            let object = text.get(value) == Some(&b'{');
+            if arguments && !self.unusual && object {
+                self.read_arguments(w)?;
+                self.arguments = Some(value..w.pos());
+            } else if plain && name == b"_meta" && object && self.meta.is_none() {
+                self.read_meta(w)?;
+            } else {
+                if arguments {
+                    // Not an object: noted as seen (a second one is unusual).
+                    self.arguments = Some(value..value);
+                }
+                w.value()?;
+            }
+            self.unusual |= !plain || !self.members.push((key, value, w.pos()));
+            if !w.next_member()? {
+                break;
+            }
+        }
+        // An `arguments` that is not an object makes no span.
+        if self.arguments.as_ref().is_some_and(|span| span.is_empty()) {
+            self.arguments = None;
+        }
+        Ok(())
+    }
+
+    /// Walks the `arguments` object at the walker, noting its members.
+    fn read_arguments(&mut self, w: &mut scan::Walker) -> Result<(), scan::ScanError> {
+        if !w.enter_object()? {
+            return Ok(());
+        }
+        loop {
+            let (key, _, _) = w.key()?;
+            w.peek();
+            let value = w.pos();
+            w.value()?;
+            self.argument_members.push((key, value..w.pos()));
+            if !w.next_member()? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Walks the `_meta` object at the walker, noting its members.
+    fn read_meta(&mut self, w: &mut scan::Walker) -> Result<(), scan::ScanError> {
+        let mut meta = Spans::default();
+        self.meta_plain = true;
+        if w.enter_object()? {
+            loop {
+                let (key, _, plain) = w.key()?;
+                w.peek();
+                let value = w.pos();
+                w.value()?;
+                self.meta_plain &= plain;
+                meta.push((key, value, w.pos()));
+                if !w.next_member()? {
+                    break;
+                }
+            }
+        }
+        self.meta = Some(meta);
+        Ok(())
+    }
+
+    /// The plain `tools/call` of a usual walk with an `arguments` object,
+    /// if it is one.
+    fn call<'a>(&self, text: &'a str, arguments: &'a str) -> Option<CallLine<'a>> {
+        let raw = text.as_bytes();
+        let method = self.method.filter(|&at| raw.get(at) == Some(&b'"'))?;
+        if scan::plain_str(raw, method)? != b"tools/call" {
+            return None;
+        }
+        let (mut name, mut meta) = (None, None);
+        for &(key, value, _) in self.members.as_slice() {
+            match &raw[key + 1..] {
+                k if k.starts_with(b"arguments\"") => {}
+                k if k.starts_with(b"name\"") && name.is_none() => {
+                    if raw.get(value) != Some(&b'"') {
+                        return None;
+                    }
+                    let plain = scan::plain_str(raw, value)?;
+                    name = Some(text.get(value + 1..value + 1 + plain.len())?);
+                }
+                k if k.starts_with(b"_meta\"") && meta.is_none() => {
+                    // The first `_meta` is the one noted: it must be the
+                    // only one, an object of plain keys, all noted.
+                    let noted = self.meta.filter(|m| !m.full() && self.meta_plain)?;
+                    if raw.get(value) != Some(&b'{') {
+                        return None;
+                    }
+                    meta = Some(noted);
+                }
+                _ => return None,
+            }
+        }
+        let id = id_in_place(text, self.id?)?;
+        let start = self.arguments.as_ref()?.start;
+        let members = self
+            .argument_members
+            .iter()
+            .map(|(key, value)| (key - start, value.start - start..value.end - start))
+            .collect();
+        Some(CallLine {
+            id,
+            name,
+            arguments,
+            members,
+            text,
+            params: self.members,
+            meta,
+        })
+    }
+
+    /// The request a usual walk with an `arguments` object reads, as
+    /// [`request_in_place`] reads it from [`Parts`].
+    fn request(&self, text: &str) -> Option<Incoming> {
+        let raw = text.as_bytes();
+        let method = self.method.filter(|&at| raw.get(at) == Some(&b'"'))?;
+        let id = id_in_place(text, self.id?)?;
+        let params = params_in_place(text, self.members.as_slice())?;
+        Some(Incoming::Request {
+            id,
+            method: scan::decode_string(raw, method),
+            params: Some(Value::Object(params)),
+        })
+    }
+}
+
+/// The `params` of a (valid) message `text` with these members (key,
+/// value, value's end), built member by member with every `arguments`
+/// value `null`, as parsing gives them (the last of duplicate keys in the
+/// first one's place).
+fn params_in_place(text: &str, members: &[(usize, usize, usize)]) -> Option<Map<String, Value>> {
+    let raw = text.as_bytes();
+    let mut map = Map::with_capacity(members.len());
+    for &(key, value, end) in members {
+        let key = scan::decode_string(raw, key);
+        let item = match raw.get(value) {
+            _ if key == "arguments" => Value::Null,
+            Some(b'"') => Value::String(scan::decode_string(raw, value)),
+            _ => serde_json::from_str(text.get(value..end)?).ok()?,
+        };
+        map.insert(key, item);
+    }
+    Some(map)
 }
 
 /// The reply to a body that is not JSON, as serde_json's error would give.
@@ -758,8 +1116,110 @@ mod tests {
         }
     }
 
+    /// The lazy decoding as it was before the one walk: [`Parts`], then
+    /// [`scan::validate`], then [`split_arguments`].
+    fn by_parts(bytes: &[u8]) -> (Incoming, Option<&str>) {
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            return (decode(bytes), None);
+        };
+        let text = text.trim_matches(|c: char| c.is_whitespace());
+        let raw = text.as_bytes();
+        let Some(parts) = Parts::find(raw, None) else {
+            return (decode(bytes), None);
+        };
+        if let Err(e) = scan::validate(raw, 0) {
+            return (Incoming::Invalid(invalid_json(e)), None);
+        }
+        split_arguments(bytes, text, &parts, None)
+    }
+
+    /// [`decode_call`] gives what the walks it replaces gave, and a
+    /// [`CallLine`] holds the members [`scan::members`] finds.
+    #[track_caller]
+    fn one_walk_agrees(line: &str) -> Option<CallLine<'_>> {
+        let old = by_parts(line.as_bytes());
+        assert_eq!(decode_lazy(line.as_bytes()), old, "{line}");
+        match decode_call(line.as_bytes()) {
+            Decoded::Message(msg, arguments) => {
+                assert_eq!((msg, arguments), old, "{line}");
+                None
+            }
+            Decoded::Call(call) => {
+                let text = call.arguments.as_bytes();
+                let members: Vec<(usize, std::ops::Range<usize>)> = scan::members(text, 0)
+                    .map(|(key, value)| (key, value..scan::value_end(text, value)))
+                    .collect();
+                assert_eq!(call.members, members, "{line}");
+                let (msg, arguments) = call.clone().into_message();
+                assert_eq!((msg, Some(arguments)), old, "{line}");
+                Some(call)
+            }
+        }
+    }
+
+    #[test]
+    fn plain_calls_are_read_in_one_walk() {
+        let calls = [
+            (r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"addOne","arguments":{"_1":41}}}"#, Some("addOne"), 1),
+            (r#" {"method":"tools/call","params":{"arguments":{ "a" : [1,{"b":"}"}] ,"\u0062":2},"name":"f"},"id":"x\"y"} "#, Some("f"), 2),
+            (r#"{"id":-5,"method":"tools/call","params":{"arguments":{}}}"#, None, 0),
+            (r#"{"id":1,"method":"tools/call","params":{"name":"a","arguments":{},"_meta":{"progressToken":1,"k":{"\u0070":[]}}}}"#, Some("a"), 0),
+            (r#"{"id":1,"method":"tools/call","params":{"_meta":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6},"arguments":{"x":1}}}"#, None, 1),
+            ("{\"id\":7,\"jsonrpc\":\"2.0\",\"x\":{\"id\":1},\"method\":\"tools/call\",\"params\":{\"name\":\"n\u{e9}\",\"arguments\":{\"k\":null}}}", Some("n\u{e9}"), 1),
+        ];
+        for (line, name, n) in calls {
+            let call = one_walk_agrees(line).unwrap_or_else(|| panic!("{line}: not a plain call"));
+            assert_eq!((call.name, call.members.len()), (name, n), "{line}");
+        }
+        let line = r#"{"id":1,"method":"tools/call","params":{"_meta":{"p":1,"k":{"q":[]},"s":"\""},"arguments":{}}}"#;
+        let call = one_walk_agrees(line).expect("a plain call");
+        let meta: Vec<_> = call.meta().expect("its _meta").collect();
+        assert_eq!(meta, [("p", "1"), ("k", r#"{"q":[]}"#), ("s", r#""\"""#)]);
+        // Read another way, with the same outcome.
+        let others = [
+            r#"{"id":1,"method":"tools/call","params":{"name":"a\u0062","arguments":{}}}"#,
+            r#"{"id":1,"method":"tools/call","params":{"name":1,"arguments":{}}}"#,
+            r#"{"id":1,"method":"tools/call","params":{"name":"a","name":"b","arguments":{}}}"#,
+            r#"{"id":1,"method":"tools/call","params":{"name":"a","arguments":{},"_meta":{"\u0070":1}}}"#,
+            r#"{"id":1,"method":"tools/call","params":{"arguments":{},"_meta":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7}}}"#,
+            r#"{"id":1,"method":"tools/call","params":{"arguments":{},"_meta":{},"_meta":{}}}"#,
+            r#"{"id":1,"method":"tools/call","params":{"arguments":{},"_meta":[],"_meta":{}}}"#,
+            r#"{"id":1,"method":"tools/call","params":{"arguments":{},"_meta":1}}"#,
+            r#"{"id":1,"method":"tools/call","params":{"arguments":{},"arguments":{"a":1}}}"#,
+            r#"{"id":1,"method":"tools/call","params":{"arguments":[],"arguments":{"a":1}}}"#,
+            r#"{"id":1,"method":"tools/call","params":{"arguments":{"a":1},"arguments":[]}}"#,
+            r#"{"id":1,"method":"tools/call","params":{"arguments":{}},"params":{"arguments":{}}}"#,
+            r#"{"id":1,"method":"tools/call","params":{"arguments":{}},"id":2}"#,
+            r#"{"id":1,"method":"tools/call","method":"tools/call","params":{"arguments":{}}}"#,
+            r#"{"id":1,"method":"tools\/call","params":{"arguments":{}}}"#,
+            r#"{"id":1,"method":"tools/list","params":{"arguments":{}}}"#,
+            r#"{"id":1,"method":"tools/call","params":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"arguments":{}}}"#,
+            r#"{"id":1,"method":"tools/call","params":{"a":1,"b":2,"c":3,"d":4,"e":5,"arguments":{}}}"#,
+            r#"{"id":1.0,"method":"tools/call","params":{"arguments":{}}}"#,
+            r#"{"id":null,"method":"tools/call","params":{"arguments":{}}}"#,
+            r#"{"method":"tools/call","params":{"arguments":{}}}"#,
+            r#"{"id":1,"params":{"arguments":{}}}"#,
+            r#"{"id":1,"method":7,"params":{"arguments":{}}}"#,
+            r#"{"id":1,"method":"tools/call","params":{"name":"a"}}"#,
+            r#"{"id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":1,}}}"#,
+            r#"{"id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":1}}} ]"#,
+            r#"{"id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":1}}"#,
+            r#"{"\u0069d":1,"method":"tools/call","params":{"arguments":{}}}"#,
+            r#"{"id":1,"method":"tools/call","params":{"\u006eame":"a","arguments":{}}}"#,
+            r#"{"id":1,"method":"tools/call","params":{"n":"\ud800","arguments":{}}}"#,
+            "",
+            "  ",
+            "[1]",
+            "7",
+        ];
+        for line in others {
+            assert!(one_walk_agrees(line).is_none(), "{line}");
+        }
+    }
+
     #[track_caller]
     fn lazy_agrees(line: &str) -> bool {
+        one_walk_agrees(line);
         let full = decode(line.as_bytes());
         let (lazy, arguments) = decode_lazy(line.as_bytes());
         for bytes in [1, 7, usize::MAX] {

@@ -701,19 +701,7 @@ fn tools_call(
             return jobs_call(catalog, id, method, params, arguments, modern.is_some());
         }
     }
-    // Unknown names fall through to the program with a tool of a similar
-    // name, else the first, so that the argument layer produces its usual
-    // error with the right hint.
-    let first = catalog.live().first().copied().unwrap_or(0);
-    let program = name
-        .and_then(|n| {
-            catalog.program_of(n).or_else(|| {
-                catalog.live().iter().copied().find(|&p| {
-                    crate::protocol::args::suggest_tool(&catalog.programs[p].surface, n).is_some()
-                })
-            })
-        })
-        .unwrap_or(first);
+    let program = program_for(catalog, name);
     let Some(prog) = catalog.programs.get(program) else {
         return Step::Reply(jsonrpc::error_response(
             Some(&id),
@@ -721,7 +709,6 @@ fn tools_call(
             &format!("unknown tool '{}'", name.unwrap_or("")),
         ));
     };
-    let is_modern = modern.is_some();
     // MCP progress tokens are strings or integers; `null` means none.
     let progress_token = match params
         .as_ref()
@@ -749,9 +736,86 @@ fn tools_call(
             (call.command, sources)
         }),
     };
+    finish_call(
+        catalog,
+        id,
+        program,
+        progress_token,
+        modern,
+        resolved,
+        arguments,
+    )
+}
+
+/// The program that answers a call of tool `name`. Unknown names fall
+/// through to the program with a tool of a similar name, else the first,
+/// so that the argument layer produces its usual error with the right
+/// hint.
+fn program_for(catalog: &Catalog, name: Option<&str>) -> usize {
+    let first = catalog.live().first().copied().unwrap_or(0);
+    name.and_then(|n| {
+        catalog.program_of(n).or_else(|| {
+            catalog.live().iter().copied().find(|&p| {
+                crate::protocol::args::suggest_tool(&catalog.programs[p].surface, n).is_some()
+            })
+        })
+    })
+    .unwrap_or(first)
+}
+
+/// [`handle_lazy`] for a plain `tools/call` read in place
+/// ([`jsonrpc::decode_call`]): the same step, without a tree of its
+/// `params`. Without `_meta` the call speaks the session's legacy era,
+/// with one it is modern; a session not yet initialized, a `_meta` with
+/// more than the era's fields or a refusal in it, a job tool or a catalog
+/// without the program take the general way for their answers.
+pub fn handle_call(catalog: &Catalog, session: &mut Session, call: jsonrpc::CallLine) -> Step {
+    let in_session = session.protocol_version.is_some();
+    // With a `_meta`, a modern call whose `_meta` holds only what
+    // `era::request_meta` reads; without, a legacy one.
+    let meta = call
+        .meta()
+        .map(|members| era::meta_in_place(members, in_session));
+    let job = call.name.and_then(jobs::JobMethod::from_name).is_some() && catalog.job_tools;
+    let program = program_for(catalog, call.name);
+    let general = match &meta {
+        None => !session.initialized || era::is_modern("tools/call", None, in_session),
+        Some(modern) => modern.is_none(),
+    };
+    if general || job || catalog.programs.get(program).is_none() {
+        let (msg, arguments) = call.into_message();
+        return handle_lazy(catalog, session, msg, Some(arguments));
+    }
+    let surface = &catalog.programs[program].surface;
+    let resolved = args::resolve_named(surface, call.name, call.arguments, call.members)
+        .map(|call| (call.command, call.args));
+    let modern = meta.flatten();
+    finish_call(
+        catalog,
+        call.id,
+        program,
+        None,
+        modern,
+        resolved,
+        Some(call.arguments),
+    )
+}
+
+/// A `tools/call` whose tool and arguments were resolved: the call, or the
+/// reply refusing it.
+fn finish_call(
+    catalog: &Catalog,
+    id: RequestId,
+    program: usize,
+    progress_token: Option<Json>,
+    modern: Option<era::RequestMeta>,
+    resolved: Result<(Result<usize, String>, Vec<args::Source>), args::ArgError>,
+    arguments: Option<&str>,
+) -> Step {
+    let is_modern = modern.is_some();
     match resolved {
         Ok((Ok(command), sources)) => {
-            let input = call::input(prog, command, sources, arguments);
+            let input = call::input(&catalog.programs[program], command, sources, arguments);
             Step::Call(CallRequest {
                 program,
                 progress_token,
@@ -882,6 +946,99 @@ mod catalog_tests {
                     }
                 }
                 (a, b) => assert_eq!(format!("{a:?}"), format!("{b:?}"), "{line}"),
+            }
+        }
+    }
+
+    #[test]
+    fn plain_calls_are_handled_as_parsed_ones() {
+        let lines = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"addOne","arguments":{"_1":41}}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"arguments":{"_1":"x"},"name":"addOne"}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"addOne","arguments":{"zz":1}}}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"pureAnswer","arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"nope","arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"AddOne","arguments":{"_1":1}}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"arguments":{"_1":1}}}"#,
+            r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"job_status","arguments":{"job_id":"x"}}}"#,
+            r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"addOne","arguments":{"_1":1,"_1":41}}}"#,
+            r#"{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"addOne","arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"addOne","arguments":{"\u005f1":41}}}"#,
+        ];
+        let meta = |meta: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{{"_meta":{{{meta}}},"name":"addOne","arguments":{{"_1":41}}}}}}"#
+            )
+        };
+        let (v, caps, info) = (
+            r#""io.modelcontextprotocol/protocolVersion":"2026-07-28""#,
+            r#""io.modelcontextprotocol/clientCapabilities":{}"#,
+            r#""io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}"#,
+        );
+        let level = |l: &str| format!(r#""io.modelcontextprotocol/logLevel":{l}"#);
+        let modern = [
+            meta(&format!("{v},{info},{caps}")),
+            meta(&format!("{caps},{v}")),
+            meta(&format!(
+                r#"{v},"io.modelcontextprotocol/clientCapabilities":{{"extensions":{{"io.modelcontextprotocol/tasks":{{}},"x":1}}}}"#
+            )),
+            meta(&format!("{v},{caps},{}", level(r#""debug""#))),
+            meta(&format!("{v},{caps},{}", level(r#""loud""#))),
+            meta(&format!("{v},{caps},{}", level(r#""d\u0065bug""#))),
+            meta(&format!("{v},{caps},{}", level("3"))),
+            meta(&format!(
+                r#""io.modelcontextprotocol/protocolVersion":"2025-06-18",{caps}"#
+            )),
+            meta(&format!(
+                r#""io.modelcontextprotocol/protocolVersion":"2030-01-01",{caps}"#
+            )),
+            meta(r#""io.modelcontextprotocol/protocolVersion":"2026-07-\u0032\u0038""#),
+            meta(v),
+            meta(&format!("{v},{caps},{v}")),
+            meta(&format!(
+                r#"{v},"io.modelcontextprotocol/clientCapabilities":3"#
+            )),
+            meta(&format!(
+                r#"{v},{caps},"io.modelcontextprotocol/clientInfo":"c""#
+            )),
+            meta(&format!(r#"{v},{caps},"progressToken":7"#)),
+            meta(&format!(
+                r#"{v},{caps},"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01""#
+            )),
+            meta(r#""progressToken":"p""#),
+            meta(""),
+        ];
+        let lines = lines.iter().map(|l| l.to_string()).chain(modern);
+        let sessions = [
+            Session {
+                initialized: true,
+                protocol_version: Some(DEFAULT_VERSION.into()),
+                log_level: None,
+            },
+            Session {
+                initialized: false,
+                protocol_version: Some(DEFAULT_VERSION.into()),
+                log_level: None,
+            },
+            Session::default(),
+        ];
+        let mut with_jobs = Catalog::single(shapes());
+        with_jobs.set_job_tools(true).expect("job tools");
+        for catalog in [Catalog::single(shapes()), with_jobs] {
+            for session in &sessions {
+                for line in lines.clone() {
+                    let line = line.as_str();
+                    let jsonrpc::Decoded::Call(call) = jsonrpc::decode_call(line.as_bytes()) else {
+                        panic!("{line}: not a plain call");
+                    };
+                    let mut read_in_place = session.clone();
+                    let fast = handle_call(&catalog, &mut read_in_place, call);
+                    let mut parsed = session.clone();
+                    let (msg, arguments) = jsonrpc::decode_lazy(line.as_bytes());
+                    let slow = handle_lazy(&catalog, &mut parsed, msg, arguments);
+                    assert_eq!(format!("{fast:?}"), format!("{slow:?}"), "{line}");
+                    assert_eq!(format!("{read_in_place:?}"), format!("{parsed:?}"));
+                }
             }
         }
     }

@@ -18,7 +18,8 @@ use std::time::Instant;
 use serde_json::Value as Json;
 
 use crate::edge::log;
-use crate::protocol::jsonrpc::{Incoming, RequestId};
+use crate::format::json::scan;
+use crate::protocol::jsonrpc::{CallLine, Incoming, RequestId};
 use crate::protocol::log::{self as rec, Level, Value};
 use crate::protocol::mcp::call::Outgoing;
 use crate::protocol::trace::{self, Span};
@@ -215,6 +216,29 @@ impl StdioAccess {
         if let Some(mut access) = Access::open("stdio", None, incoming) {
             access.message(method, params);
             self.0.insert(id.clone(), access);
+        }
+    }
+
+    /// A plain `tools/call` read in place (`jsonrpc::CallLine`): its record
+    /// opened as [`StdioAccess::open`] opens a request's, with the trace
+    /// context of its `_meta` (string values, the last of a repeated key).
+    pub(super) fn open_call(&mut self, call: &CallLine<'_>) {
+        let context = |key: &str| {
+            let (_, value) = call.meta()?.filter(|(k, _)| *k == key).last()?;
+            let value = value.as_bytes();
+            (value.first() == Some(&b'"')).then(|| scan::decode_string(value, 0))
+        };
+        let incoming = match call.meta() {
+            None => trace::Incoming::default(),
+            Some(_) => trace::Incoming::from_values(
+                context("traceparent").as_deref(),
+                context("tracestate").as_deref(),
+            ),
+        };
+        if let Some(mut access) = Access::open("stdio", None, incoming) {
+            access.method = Some("tools/call".into());
+            access.tool = call.name.map(str::to_string);
+            self.0.insert(call.id.clone(), access);
         }
     }
 

@@ -137,16 +137,23 @@ impl Stdio {
     }
 
     /// The step of the next complete stdin line, if any. A `tools/call`'s
-    /// arguments are read from the line in place (`decode_lazy`), so a large
+    /// arguments are read from the line in place (`decode_call`), so a large
     /// one is encoded for its pool without a JSON tree.
     fn next_step(&mut self, catalog: &Catalog) -> Option<Step> {
         let frame = self.framer.next_line()?;
         self.answered_any = true;
         Some(match frame {
             Frame::Line(line) => {
-                let (msg, arguments) = jsonrpc::decode_lazy(line);
-                self.access.open(&msg);
-                let mut step = mcp::handle_lazy(catalog, &mut self.session, msg, arguments);
+                let mut step = match jsonrpc::decode_call(line) {
+                    jsonrpc::Decoded::Call(call) => {
+                        self.access.open_call(&call);
+                        mcp::handle_call(catalog, &mut self.session, call)
+                    }
+                    jsonrpc::Decoded::Message(msg, arguments) => {
+                        self.access.open(&msg);
+                        mcp::handle_lazy(catalog, &mut self.session, msg, arguments)
+                    }
+                };
                 step.hand_over(None, line);
                 step
             }

@@ -65,6 +65,65 @@ pub fn validate(text: &[u8], outer: usize) -> Result<(), ScanError> {
     Ok(())
 }
 
+/// [`validate`] driven by its caller, who looks into the objects it cares
+/// about member by member and has every other value checked whole: the
+/// verdict is the one [`validate`] gives (the first problem from the left,
+/// the same nesting limit), and the caller learns where things are in the
+/// same reading. Positions are byte offsets into the text.
+pub struct Walker<'a>(Validator<'a>);
+
+impl<'a> Walker<'a> {
+    /// A walk of `text` from its start, at the outermost level.
+    pub fn new(text: &'a [u8]) -> Walker<'a> {
+        Walker(Validator {
+            text,
+            pos: 0,
+            depth: 0,
+        })
+    }
+
+    /// The next byte that is not whitespace (the walk moves onto it).
+    pub fn peek(&mut self) -> Option<u8> {
+        self.0.peek()
+    }
+
+    /// Where the walk is.
+    pub fn pos(&self) -> usize {
+        self.0.pos
+    }
+
+    /// Checks one value and moves past it (to its last byte's successor).
+    pub fn value(&mut self) -> Result<(), ScanError> {
+        self.0.value()
+    }
+
+    /// Opens the object whose `{` [`Walker::peek`] just gave: false when
+    /// it is empty (and then already closed).
+    pub fn enter_object(&mut self) -> Result<bool, ScanError> {
+        self.0.enter(b'}')
+    }
+
+    /// A member's key and its colon: the key's position, the position
+    /// after it, and whether it holds no escape.
+    pub fn key(&mut self) -> Result<(usize, usize, bool), ScanError> {
+        self.0.key()
+    }
+
+    /// After a member's value: true past a comma (another member
+    /// follows), false past the object's `}`.
+    pub fn next_member(&mut self) -> Result<bool, ScanError> {
+        self.0.next(b'}')
+    }
+
+    /// Checks that only whitespace is left.
+    pub fn finish(&mut self) -> Result<(), ScanError> {
+        match self.peek() {
+            None => Ok(()),
+            Some(_) => Err(ScanError::Syntax),
+        }
+    }
+}
+
 struct Validator<'a> {
     text: &'a [u8],
     pos: usize,
@@ -92,40 +151,78 @@ impl Validator<'_> {
                 self.pos = number_end(self.text, self.pos).ok_or(ScanError::Syntax)?;
                 Ok(())
             }
-            Some(open @ (b'[' | b'{')) => {
-                self.depth += 1;
-                if self.depth >= SERDE_DEPTH_LIMIT {
-                    return Err(ScanError::TooDeep);
-                }
-                self.pos += 1;
-                let close = if open == b'[' { b']' } else { b'}' };
-                if self.peek() == Some(close) {
-                    self.pos += 1;
-                    self.depth -= 1;
+            Some(b'{') => {
+                if !self.enter(b'}')? {
                     return Ok(());
                 }
                 loop {
-                    if open == b'{' {
-                        if self.peek() != Some(b'"') {
-                            return Err(ScanError::Syntax);
-                        }
-                        self.pos = string_end(self.text, self.pos).ok_or(ScanError::Syntax)?;
-                        if self.peek() != Some(b':') {
-                            return Err(ScanError::Syntax);
-                        }
-                        self.pos += 1;
-                    }
+                    self.key()?;
                     self.value()?;
-                    match self.peek() {
-                        Some(b',') => self.pos += 1,
-                        Some(b) if b == close => {
-                            self.pos += 1;
-                            self.depth -= 1;
-                            return Ok(());
-                        }
-                        _ => return Err(ScanError::Syntax),
+                    if !self.next(b'}')? {
+                        return Ok(());
                     }
                 }
+            }
+            Some(b'[') => {
+                if !self.enter(b']')? {
+                    return Ok(());
+                }
+                loop {
+                    self.value()?;
+                    if !self.next(b']')? {
+                        return Ok(());
+                    }
+                }
+            }
+            _ => Err(ScanError::Syntax),
+        }
+    }
+
+    /// Opens the container at `pos` (closed by `close`): one level deeper,
+    /// refused at the nesting limit. False when it is empty (then already
+    /// closed).
+    fn enter(&mut self, close: u8) -> Result<bool, ScanError> {
+        self.depth += 1;
+        if self.depth >= SERDE_DEPTH_LIMIT {
+            return Err(ScanError::TooDeep);
+        }
+        self.pos += 1;
+        if self.peek() == Some(close) {
+            self.pos += 1;
+            self.depth -= 1;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// A member's key and its colon: the key's position, the position after
+    /// it, and whether it holds no escape.
+    fn key(&mut self) -> Result<(usize, usize, bool), ScanError> {
+        if self.peek() != Some(b'"') {
+            return Err(ScanError::Syntax);
+        }
+        let key = self.pos;
+        let (end, plain) = string_scan(self.text, key).ok_or(ScanError::Syntax)?;
+        self.pos = end;
+        if self.peek() != Some(b':') {
+            return Err(ScanError::Syntax);
+        }
+        self.pos += 1;
+        Ok((key, end, plain))
+    }
+
+    /// After an item or member: true past a comma (another follows), false
+    /// past the container's `close`.
+    fn next(&mut self, close: u8) -> Result<bool, ScanError> {
+        match self.peek() {
+            Some(b',') => {
+                self.pos += 1;
+                Ok(true)
+            }
+            Some(b) if b == close => {
+                self.pos += 1;
+                self.depth -= 1;
+                Ok(false)
             }
             _ => Err(ScanError::Syntax),
         }
@@ -154,11 +251,21 @@ fn hex4(text: &[u8], pos: usize) -> Option<u16> {
 /// The position after the string literal starting at `pos` (its opening
 /// quote), if it is valid.
 pub fn string_end(text: &[u8], pos: usize) -> Option<usize> {
+    string_scan(text, pos).map(|(end, _)| end)
+}
+
+/// [`string_end`], and whether the literal holds no escape (its contents
+/// are then its decoded bytes).
+fn string_scan(text: &[u8], pos: usize) -> Option<(usize, bool)> {
     let mut i = pos + 1;
+    let mut plain = true;
     loop {
         match *text.get(i)? {
-            b'"' => return Some(i + 1),
-            b'\\' => i = escape_end(text, i)?.0,
+            b'"' => return Some((i + 1, plain)),
+            b'\\' => {
+                plain = false;
+                i = escape_end(text, i)?.0;
+            }
             0x00..=0x1f => return None,
             _ => i += 1,
         }
@@ -700,13 +807,54 @@ mod tests {
         .map(|s| s.to_string())
         .chain([deep(127), deep(128), format!("{}1", "[".repeat(130))])
         .collect();
-        for text in &cases {
+        let objects = |n: usize| format!("{}1{}", r#"{"a":"#.repeat(n), "}".repeat(n));
+        let cases = cases.into_iter().chain([
+            objects(127),
+            objects(128),
+            format!("{}1", r#"{"a":"#.repeat(130)),
+            r#"{"a":1,"b":{"c":[{}],"d":{}}, "e" : {"f":"\u00e9"}}"#.into(),
+            r#"{"a":{"b":1,}}"#.into(),
+            r#"{"a":{"b" 1}}"#.into(),
+            r#"{"a":{1:1}}"#.into(),
+            r#"{"a":{}} {}"#.into(),
+            r#"{"a\u0062":{"\q":1}}"#.into(),
+        ]);
+        for text in cases {
             assert_eq!(
                 validate(text.as_bytes(), 0),
-                serde_verdict(text),
+                serde_verdict(&text),
                 "for {text:?}"
             );
+            assert_eq!(
+                walked(text.as_bytes()),
+                serde_verdict(&text),
+                "walked {text:?}"
+            );
         }
+    }
+
+    /// [`validate`] through a [`Walker`] that enters every object.
+    fn walked(text: &[u8]) -> Result<(), ScanError> {
+        fn walk_all(w: &mut Walker) -> Result<(), ScanError> {
+            if w.peek() != Some(b'{') {
+                return w.value();
+            }
+            if !w.enter_object()? {
+                return Ok(());
+            }
+            loop {
+                let (key, end, plain) = w.key()?;
+                assert_eq!(plain, plain_str(w.0.text, key).is_some());
+                assert_eq!(Some(end), string_end(w.0.text, key));
+                walk_all(w)?;
+                if !w.next_member()? {
+                    return Ok(());
+                }
+            }
+        }
+        let mut w = Walker::new(text);
+        walk_all(&mut w)?;
+        w.finish()
     }
 
     #[test]

@@ -153,9 +153,76 @@ pub fn request_meta(id: &RequestId, params: Option<&Json>) -> Result<RequestMeta
     })
 }
 
+/// [`request_meta`] for a request whose `_meta` was read in place (each
+/// key, without escapes, and its value's JSON text, in order:
+/// `jsonrpc::CallLine::meta`), where [`is_modern`] gives `true` for it:
+/// the meta when it holds nothing but a version served, the client's
+/// capabilities and info and a known log level, each once. `None` for
+/// anything else (an error to answer, a field read elsewhere such as a
+/// progress token or a trace context), which the parsed `_meta` decides.
+pub fn meta_in_place<'a>(
+    members: impl Iterator<Item = (&'a str, &'a str)>,
+    in_legacy_session: bool,
+) -> Option<RequestMeta> {
+    let (mut version, mut capabilities, mut info, mut level) = (None, None, None, None);
+    for (key, value) in members {
+        let slot = match key {
+            VERSION_KEY => &mut version,
+            CAPABILITIES_KEY => &mut capabilities,
+            CLIENT_INFO_KEY => &mut info,
+            LOG_LEVEL_KEY => &mut level,
+            _ => return None,
+        };
+        if slot.replace(value).is_some() {
+            return None;
+        }
+    }
+    let version = plain_string(version?)?;
+    if !MODERN_VERSIONS.contains(&version)
+        || (in_legacy_session && LEGACY_VERSIONS.contains(&version))
+    {
+        return None;
+    }
+    let capabilities: &str = capabilities.filter(|c| c.starts_with('{'))?;
+    if info.is_some_and(|i: &str| !i.starts_with('{')) {
+        return None;
+    }
+    let log_level = match level {
+        None => None,
+        Some(level) => {
+            let level = plain_string(level)?;
+            Some(LOG_LEVELS.iter().position(|x| *x == level)?)
+        }
+    };
+    // Only a capabilities object with members may declare extensions.
+    let extensions = match capabilities[1..].trim_start().starts_with('}') {
+        true => Vec::new(),
+        false => extensions_of(&serde_json::from_str(capabilities).ok()?),
+    };
+    Some(RequestMeta {
+        version: version.to_string(),
+        log_level,
+        extensions,
+    })
+}
+
+/// The contents of the JSON string literal `text` when it holds no escape.
+fn plain_string(text: &str) -> Option<&str> {
+    let inner = text.strip_prefix('"')?.strip_suffix('"')?;
+    (!inner.contains('\\')).then_some(inner)
+}
+
 /// The extensions a `_meta` object declares in its client capabilities.
 fn declared_extensions(meta: &Map<String, Json>) -> Vec<String> {
     meta.get(CAPABILITIES_KEY)
+        .map(extensions_of)
+        .unwrap_or_default()
+}
+
+/// The extensions client capabilities declare: the members of their
+/// `extensions` object whose value is an object, by name.
+fn extensions_of(capabilities: &Json) -> Vec<String> {
+    Some(capabilities)
         .and_then(|c| c.get("extensions"))
         .and_then(Json::as_object)
         .map(|e| {
@@ -216,6 +283,56 @@ mod tests {
     #[track_caller]
     fn check_era(method: &str, params: Json, in_session: bool, modern: bool) {
         assert_eq!(is_modern(method, Some(&params), in_session), modern);
+    }
+
+    /// [`meta_in_place`] on `_meta` members as text: what
+    /// [`request_meta`] gives for the parsed `_meta`, or `None`.
+    #[track_caller]
+    fn in_place(members: &[(&str, &str)], in_session: bool) -> Option<RequestMeta> {
+        let meta = meta_in_place(members.iter().copied(), in_session);
+        if let Some(found) = &meta {
+            let mut parsed = Map::new();
+            for (key, value) in members {
+                parsed.insert(key.to_string(), serde_json::from_str(value).unwrap());
+            }
+            let params = json!({ "_meta": parsed });
+            assert!(is_modern("tools/call", Some(&params), in_session));
+            let id = RequestId::Int("1".into());
+            assert_eq!(request_meta(&id, Some(&params)).as_ref(), Ok(found));
+        }
+        meta
+    }
+
+    #[test]
+    fn a_plain_meta_is_read_in_place() {
+        let (v, c) = ((VERSION_KEY, r#""2026-07-28""#), (CAPABILITIES_KEY, "{}"));
+        let info = (CLIENT_INFO_KEY, r#"{"name":"c"}"#);
+        let level = |l| (LOG_LEVEL_KEY, l);
+        let read = in_place(&[v, info, c], false).expect("read in place");
+        assert_eq!((read.log_level, read.extensions.len()), (None, 0));
+        let read = in_place(&[c, v, level(r#""error""#)], true).expect("read in place");
+        assert_eq!(read.log_level, Some(4));
+        let tasks = (
+            CAPABILITIES_KEY,
+            r#"{ "extensions" : {"io.modelcontextprotocol/tasks":{},"x":1}}"#,
+        );
+        let read = in_place(&[v, tasks], false).expect("read in place");
+        assert_eq!(read.extensions, ["io.modelcontextprotocol/tasks"]);
+        let refused: [&[(&str, &str)]; 10] = [
+            &[v],
+            &[c],
+            &[v, c, v],
+            &[(VERSION_KEY, r#""2025-06-18""#), c],
+            &[(VERSION_KEY, r#""2026-07-2\u0038""#), c],
+            &[v, (CAPABILITIES_KEY, "[]")],
+            &[v, c, (CLIENT_INFO_KEY, "1")],
+            &[v, c, level(r#""loud""#)],
+            &[v, c, level("1")],
+            &[v, c, ("progressToken", "1")],
+        ];
+        for members in refused {
+            assert_eq!(in_place(members, false), None, "{members:?}");
+        }
     }
 
     #[test]
