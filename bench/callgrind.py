@@ -219,6 +219,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--mode", choices=MODES, default=MODES[0])
     parser.add_argument("--inclusive", action="store_true",
                         help="rank functions by inclusive cost (what they and their callees run)")
+    parser.add_argument("--keep", metavar="DIR",
+                        help="copy the two profiles there (for callgrind_annotate --tree=caller)")
     args = parser.parse_args(argv)
     if shutil.which("valgrind") is None or shutil.which("callgrind_annotate") is None:
         print("callgrind: skipped, valgrind is not installed")
@@ -228,6 +230,10 @@ def main(argv: list[str]) -> int:
         short, long = os.path.join(tmp, "short.out"), os.path.join(tmp, "long.out")
         session(args.binary, manifest, BASE, short, args.mode)
         session(args.binary, manifest, BASE + args.calls, long, args.mode)
+        if args.keep:
+            os.makedirs(args.keep, exist_ok=True)
+            for path in (short, long):
+                shutil.copy(path, os.path.join(args.keep, args.mode + "-" + os.path.basename(path)))
         per_call = (total(long) - total(short)) / args.calls
         print("instructions per sequential addOne call (test pool, %s): %.0f" % (args.mode, per_call))
         print("  (%d-call session %d, %d-call session %d)" % (BASE, total(short), BASE + args.calls, total(long)))

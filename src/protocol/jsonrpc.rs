@@ -198,9 +198,14 @@ impl<'a> CallLine<'a> {
     pub fn meta(&self) -> Option<impl Iterator<Item = (&'a str, &'a str)> + '_> {
         let text = self.text;
         let members = self.meta.as_ref()?.as_slice().iter();
+        // A plain key's closing quote is the last quote before its value.
         Some(members.map(move |&(key, value, end)| {
-            let key_end = key + 1 + text[key + 1..].find('"').unwrap_or(0);
-            (&text[key + 1..key_end], &text[value..end])
+            let bytes = text.as_bytes();
+            let mut after = value;
+            while after > key + 1 && bytes[after - 1] != b'"' {
+                after -= 1;
+            }
+            (&text[key + 1..after - 1], &text[value..end])
         }))
     }
 }
@@ -928,7 +933,7 @@ impl LineFramer {
 }
 
 fn memchr_lf(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == b'\n')
+    scan::find_byte(bytes, b'\n')
 }
 
 /// The reply to an over-long line.

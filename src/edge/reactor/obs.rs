@@ -223,17 +223,21 @@ impl StdioAccess {
     /// opened as [`StdioAccess::open`] opens a request's, with the trace
     /// context of its `_meta` (string values, the last of a repeated key).
     pub(super) fn open_call(&mut self, call: &CallLine<'_>) {
-        let context = |key: &str| {
-            let (_, value) = call.meta()?.filter(|(k, _)| *k == key).last()?;
-            let value = value.as_bytes();
+        let (mut parent, mut state) = (None, None);
+        for (key, value) in call.meta().into_iter().flatten() {
+            match key {
+                "traceparent" => parent = Some(value),
+                "tracestate" => state = Some(value),
+                _ => {}
+            }
+        }
+        let text = |value: Option<&str>| {
+            let value = value?.as_bytes();
             (value.first() == Some(&b'"')).then(|| scan::decode_string(value, 0))
         };
-        let incoming = match call.meta() {
-            None => trace::Incoming::default(),
-            Some(_) => trace::Incoming::from_values(
-                context("traceparent").as_deref(),
-                context("tracestate").as_deref(),
-            ),
+        let incoming = match (parent, state) {
+            (None, None) => trace::Incoming::default(),
+            _ => trace::Incoming::from_values(text(parent).as_deref(), text(state).as_deref()),
         };
         if let Some(mut access) = Access::open("stdio", None, incoming) {
             access.method = Some("tools/call".into());

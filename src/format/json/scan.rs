@@ -260,6 +260,7 @@ fn string_scan(text: &[u8], pos: usize) -> Option<(usize, bool)> {
     let mut i = pos + 1;
     let mut plain = true;
     loop {
+        i = string_run(text, i);
         match *text.get(i)? {
             b'"' => return Some((i + 1, plain)),
             b'\\' => {
@@ -270,6 +271,55 @@ fn string_scan(text: &[u8], pos: usize) -> Option<(usize, bool)> {
             _ => i += 1,
         }
     }
+}
+
+/// Eight bytes as one word, for the tests below.
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// Whether a byte of `word` is `b`.
+fn has_byte(word: u64, b: u8) -> bool {
+    let x = word ^ (ONES * u64::from(b));
+    x.wrapping_sub(ONES) & !x & HIGHS != 0
+}
+
+/// Whether a byte of `word` is below `n` (at most 128).
+fn has_below(word: u64, n: u8) -> bool {
+    word.wrapping_sub(ONES * u64::from(n)) & !word & HIGHS != 0
+}
+
+/// The eight bytes at `i` as a word.
+fn word_at(text: &[u8], i: usize) -> u64 {
+    let mut chunk = [0u8; 8];
+    chunk.copy_from_slice(&text[i..i + 8]);
+    u64::from_le_bytes(chunk)
+}
+
+/// The first position at or after `i` inside a string literal that holds
+/// a quote, a backslash or a control character (`text.len()` if none):
+/// the bytes a string walk must look at. Eight bytes are tested at a time.
+fn string_run(text: &[u8], mut i: usize) -> usize {
+    while i + 8 <= text.len() {
+        let word = word_at(text, i);
+        if has_byte(word, b'"') || has_byte(word, b'\\') || has_below(word, 0x20) {
+            break;
+        }
+        i += 8;
+    }
+    while i < text.len() && !matches!(text[i], b'"' | b'\\' | 0x00..=0x1f) {
+        i += 1;
+    }
+    i
+}
+
+/// The position of the first `byte` in `text`, eight bytes tested at a
+/// time.
+pub fn find_byte(text: &[u8], byte: u8) -> Option<usize> {
+    let mut i = 0;
+    while i + 8 <= text.len() && !has_byte(word_at(text, i), byte) {
+        i += 8;
+    }
+    text[i..].iter().position(|&b| b == byte).map(|at| i + at)
 }
 
 /// Decodes the escape at `pos` (its backslash): the position after it and
@@ -350,17 +400,10 @@ pub fn number_end(text: &[u8], pos: usize) -> Option<usize> {
 /// holding a quote or a bracket: the bytes a container walk looks at. Eight
 /// bytes are tested at a time, so long runs of numbers pass quickly.
 fn next_special(text: &[u8], mut i: usize, limit: usize) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
     let limit = limit.min(text.len());
-    let has = |word: u64, b: u8| {
-        let x = word ^ (ONES * u64::from(b));
-        x.wrapping_sub(ONES) & !x & HIGHS != 0
-    };
+    let has = has_byte;
     while i + 8 <= limit {
-        let mut chunk = [0u8; 8];
-        chunk.copy_from_slice(&text[i..i + 8]);
-        let word = u64::from_le_bytes(chunk);
+        let word = word_at(text, i);
         if has(word, b'"')
             || has(word, b'[')
             || has(word, b']')
@@ -746,6 +789,31 @@ mod tests {
                         naive,
                         "{text:?} {start} {limit}"
                     );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn word_searches_find_what_a_byte_walk_finds() {
+        let texts = [
+            &b"abcdefghijklmnop\"qrstuvwxyz"[..],
+            b"0123456789abcdef0123\\x",
+            b"\x7f\x80\xff\xe9\x1f\x20\x21\x00",
+            b"\xa2\xdc\x9f\xa0\x60\x62\xa2\xa2\xa2\xa2\xa2\n",
+            b"",
+            b"\"",
+            b"no special bytes here at all, none",
+        ];
+        for text in texts {
+            for start in 0..=text.len() {
+                let naive = (start..text.len())
+                    .find(|&i| matches!(text[i], b'"' | b'\\' | 0x00..=0x1f))
+                    .unwrap_or(text.len());
+                assert_eq!(string_run(text, start), naive, "{text:?} {start}");
+                for byte in [b'\n', b'"', 0x80, 0x00, b'z'] {
+                    let naive = text[start..].iter().position(|&b| b == byte);
+                    assert_eq!(find_byte(&text[start..], byte), naive, "{text:?} {byte}");
                 }
             }
         }
