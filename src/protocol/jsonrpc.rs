@@ -148,6 +148,9 @@ pub fn decode_lazy(bytes: &[u8]) -> (Incoming, Option<&str>) {
 }
 
 /// What [`decode_call`] makes of a line.
+// Made once per line and moved once to its handler: boxing the call would
+// cost an allocation per call for no gain.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq)]
 pub enum Decoded<'a> {
     /// A plain `tools/call`, read in place ([`CallLine`]).
