@@ -64,6 +64,19 @@ impl<K: Copy + Eq + Hash + Ord> Timers<K> {
         }
     }
 
+    /// Arms `key` at `at` unless it is armed no later already (its owner
+    /// checks what is due when it fires, and arms it again then); `None`
+    /// leaves an armed deadline too. For deadlines that mostly move later.
+    pub(super) fn set_no_later(&mut self, key: K, at: Option<Instant>) {
+        let Some(at) = at else {
+            return;
+        };
+        if self.armed.get(&key).is_some_and(|(t, _)| *t <= at) {
+            return;
+        }
+        self.set(key, Some(at));
+    }
+
     /// The deadline armed for `key`.
     #[cfg(test)]
     fn get(&self, key: &K) -> Option<Instant> {
@@ -131,6 +144,22 @@ mod tests {
         assert_eq!(timers.pop_due(t0 + Duration::from_millis(45)), Some(2));
         assert_eq!(timers.next(), None);
         assert_eq!(timers.get(&1), None);
+    }
+
+    #[test]
+    fn a_deadline_armed_no_later_stays_earlier_ones() {
+        let t0 = Instant::now();
+        let at = |ms| Some(t0 + Duration::from_millis(ms));
+        let mut timers = Timers::default();
+        timers.set_no_later(1u32, at(10));
+        timers.set_no_later(1, at(30));
+        timers.set_no_later(1, None);
+        assert_eq!(timers.get(&1), at(10), "the earlier one stays");
+        timers.set_no_later(1, at(5));
+        assert_eq!(timers.get(&1), at(5), "an earlier one replaces it");
+        assert_eq!(timers.pop_due(t0 + Duration::from_millis(5)), Some(1));
+        timers.set_no_later(1, at(30));
+        assert_eq!(timers.next(), at(30), "armed again once due");
     }
 
     #[test]

@@ -388,7 +388,7 @@ impl Parser {
         let rest = buf.get(*pos..).unwrap_or_default();
         let room = self.limits.max_line.saturating_sub(self.line.len());
         let window = &rest[..rest.len().min(room)];
-        match window.iter().position(|&byte| byte == b'\n') {
+        match crate::format::json::scan::find_byte(window, b'\n') {
             Some(lf) => {
                 self.line.extend_from_slice(&window[..lf]);
                 *pos += lf + 1;

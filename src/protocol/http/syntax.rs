@@ -74,16 +74,21 @@ pub(super) fn parse_field(line: &[u8]) -> Result<(String, String), HttpError> {
         (Some(start), Some(end)) => &value[start..=end],
         _ => &[],
     };
+    // Visible characters, blanks and bytes past ASCII; no control byte.
     if !value
         .iter()
-        .all(|&b| b == b'\t' || (b' '..=b'~').contains(&b) || b >= 0x80)
+        .all(|&b| (b >= b' ' && b != 0x7f) || b == b'\t')
     {
         return Err(bad());
     }
-    Ok((
-        String::from_utf8_lossy(name).to_ascii_lowercase(),
-        String::from_utf8_lossy(value).into_owned(),
-    ))
+    // A name is tokens only (ASCII); a value is taken as it is when it is
+    // UTF-8, its bad bytes replaced otherwise.
+    let name = String::from_utf8(name.to_ascii_lowercase()).unwrap_or_default();
+    let value = match std::str::from_utf8(value) {
+        Ok(value) => value.to_owned(),
+        Err(_) => String::from_utf8_lossy(value).into_owned(),
+    };
+    Ok((name, value))
 }
 
 /// Reads `HEX [blanks] [; extensions]`, the size saturating on overflow (it
@@ -127,7 +132,24 @@ pub(super) fn list_items(value: &str) -> impl Iterator<Item = &str> {
 
 /// RFC 9110 `tchar`: the bytes allowed in methods and field names.
 pub(super) fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+    b.is_ascii_alphanumeric()
+        || matches!(
+            b,
+            b'!' | b'#'
+                | b'$'
+                | b'%'
+                | b'&'
+                | b'\''
+                | b'*'
+                | b'+'
+                | b'-'
+                | b'.'
+                | b'^'
+                | b'_'
+                | b'`'
+                | b'|'
+                | b'~'
+        )
 }
 
 pub(super) fn is_blank(c: char) -> bool {
@@ -151,6 +173,36 @@ pub(super) fn snippet(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fields_keep_their_bytes_and_names_are_tokens() {
+        // RFC 9110's tchar, byte by byte.
+        for b in 0..=255u8 {
+            let listed = b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+            assert_eq!(is_tchar(b), listed, "{b}");
+        }
+        let field = |line: &[u8]| parse_field(line).map_err(|_| ());
+        let ok = |name: &str, value: &str| Ok((name.to_string(), value.to_string()));
+        assert_eq!(
+            field(b"Mcp-Session-Id: \tab c\t "),
+            ok("mcp-session-id", "ab c")
+        );
+        assert_eq!(field(b"X:caf\xc3\xa9"), ok("x", "caf\u{e9}"));
+        assert_eq!(field(b"X: a\xffb"), ok("x", "a\u{fffd}b"));
+        assert_eq!(field(b"X: \x80"), ok("x", "\u{fffd}"));
+        assert_eq!(field(b"X:"), ok("x", ""));
+        for bad in [
+            &b"X: a\x7fb"[..],
+            b"X: a\x01",
+            b"X : a",
+            b" X: a",
+            b"X",
+            b": a",
+            b"X\xc3: a",
+        ] {
+            assert_eq!(field(bad), Err(()), "{bad:?}");
+        }
+    }
 
     #[test]
     fn paths() {

@@ -32,7 +32,10 @@ impl Conns {
     /// wake-up.
     pub(super) fn get_mut(&mut self, token: &Token) -> Option<&mut Conn> {
         let conn = self.map.get_mut(token)?;
-        self.touched.push(*token);
+        // A connection is mostly changed several times in a row.
+        if self.touched.last() != Some(token) {
+            self.touched.push(*token);
+        }
         Some(conn)
     }
 
@@ -62,11 +65,14 @@ impl Conns {
         self.map.iter()
     }
 
-    /// Arms the timers of the connections changed since last time.
+    /// Arms the timers of the connections changed since last time. A
+    /// timer armed earlier than a connection's deadline stays (`due`
+    /// finds nothing due then and arms it again), so a request that moves
+    /// the idle deadline on touches no heap.
     fn rearm(&mut self, timeouts: Timeouts) {
         for token in self.touched.drain(..) {
             let at = self.map.get(&token).and_then(|c| c.deadline(timeouts));
-            self.timers.set(token, at);
+            self.timers.set_no_later(token, at);
         }
     }
 

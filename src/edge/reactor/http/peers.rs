@@ -44,6 +44,9 @@ struct Peer {
 /// The addresses, their bounds, and what backpressure did (for `/metrics`).
 pub(super) struct Peers {
     map: HashMap<IpAddr, Peer>,
+    /// How many addresses are past their bound of unread answers: while
+    /// none is, `over` looks no address up.
+    n_over: usize,
     /// `--max-conns-per-peer`; 0 for no cap.
     max_conns: usize,
     /// `--max-unread-per-conn`.
@@ -72,6 +75,7 @@ impl Peers {
     pub(super) fn new(max_conns: usize, per_conn: usize, per_peer: usize) -> Peers {
         Peers {
             map: HashMap::new(),
+            n_over: 0,
             max_conns,
             per_conn: per_conn.max(1),
             per_peer: per_peer.max(1),
@@ -108,6 +112,9 @@ impl Peers {
         if let Some(peer) = self.map.get_mut(&ip) {
             peer.conns -= 1;
             if peer.conns == 0 {
+                if peer.unread > self.per_peer {
+                    self.n_over -= 1;
+                }
                 self.map.remove(&ip);
             }
         }
@@ -118,14 +125,25 @@ impl Peers {
     /// held, up to the bound) follow. When the address drops below its
     /// bound, its paused connections are to be woken (`take_woken`).
     pub(super) fn unread(&mut self, ip: IpAddr, old: Unread, new: Unread, budget: &mut Budget) {
+        if old == new {
+            // Nothing moves (and nothing paused can be woken: an address
+            // lists paused connections only while it is over its bound).
+            return;
+        }
         let cap = self.per_peer;
         let Some(peer) = self.map.get_mut(&ip) else {
             return;
         };
+        let was_over = peer.unread > cap;
         peer.unread = peer
             .unread
             .saturating_sub(old.bytes)
             .saturating_add(new.bytes);
+        match (was_over, peer.unread > cap) {
+            (false, true) => self.n_over += 1,
+            (true, false) => self.n_over -= 1,
+            _ => {}
+        }
         let before = peer.held;
         peer.held = before.saturating_sub(old.held).saturating_add(new.held);
         budget.update(before.min(cap), peer.held.min(cap));
@@ -142,7 +160,8 @@ impl Peers {
     /// Whether a connection of `ip` holding `unread` answer bytes is to be
     /// paused.
     pub(super) fn over(&self, ip: IpAddr, unread: usize) -> bool {
-        unread > self.per_conn || self.map.get(&ip).is_some_and(|p| p.unread > self.per_peer)
+        unread > self.per_conn
+            || (self.n_over > 0 && self.map.get(&ip).is_some_and(|p| p.unread > self.per_peer))
     }
 
     /// Connection `token` of `ip` is paused (`newly`: it was not). While
@@ -241,6 +260,7 @@ mod tests {
         peers.close(ip(1), none(), false, &mut budget);
         assert_eq!(budget.used(), 0);
         assert_eq!(peers.pressure().unread, 0);
+        assert_eq!(peers.n_over, 0);
         assert!(!peers.at_cap(ip(1)));
     }
 
