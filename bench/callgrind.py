@@ -3,6 +3,7 @@
 
     python3 bench/callgrind.py target/release/morloc-mcp [--calls N] [--top K]
     python3 bench/callgrind.py BIN --mode http-legacy   # or stdio-modern, http-modern
+    python3 bench/callgrind.py BIN --inclusive --keep DIR   # with callees; profiles kept
 
 Wall-clock figures swing with the load on the machine; an instruction count
 does not. The server runs under `valgrind --tool=callgrind` (its pools do
