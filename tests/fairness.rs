@@ -53,17 +53,11 @@ struct Endpoint {
 }
 
 impl HttpServer {
+    /// `mcp <program> --http-port 0 --plain-tool-names <extra>`, its test
+    /// pool tracing its calls into `trace` (if given) and holding
+    /// `slowEcho` calls while `hold` says so.
     #[track_caller]
-    fn start(extra: &[&str]) -> HttpServer {
-        HttpServer::start_env(extra, None)
-    }
-
-    /// [`HttpServer::start`] with the test pool tracing its calls.
-    fn start_traced(extra: &[&str], trace: &CallTrace) -> HttpServer {
-        HttpServer::start_env(extra, Some(trace))
-    }
-
-    fn start_env(extra: &[&str], trace: Option<&CallTrace>) -> HttpServer {
+    fn start_held(extra: &[&str], trace: Option<&CallTrace>, hold: &Hold) -> HttpServer {
         let dir = TempDir::new();
         let manifest = program(&dir);
         let mut args = vec![
@@ -79,6 +73,8 @@ impl HttpServer {
             let (key, value) = trace.env();
             command.env(key, value);
         }
+        let (key, value) = hold.env();
+        command.env(key, value);
         let proc = Proc::spawn(&mut command);
         let mut addr = None;
         wait_until("the HTTP banner", || {
@@ -181,28 +177,35 @@ fn text(result: &Value) -> String {
 #[test]
 fn a_newcomers_call_goes_before_another_owners_queued_calls() {
     let trace = CallTrace::new();
-    let http = HttpServer::start_traced(&["--pool-replicas", "py=1"], &trace);
+    let hold = Hold::new();
+    let http = HttpServer::start_held(&["--pool-replicas", "py=1"], Some(&trace), &hold);
     let server = http.at;
     let (busy, newcomer) = (server.session(), server.session());
     // The pool is up before anything is measured.
     assert_eq!(text(&server.call(&busy, "addOne", 1)), "2");
     let mark = trace.mark();
+    // The first slow call stays in the pool until the newcomer's call is
+    // queued too, however slow the machine.
+    hold.hold();
     let mut threads = Vec::new();
     for n in 0..5 {
         let session = busy.clone();
         threads.push(thread::spawn(move || {
-            let result = server.call(&session, "slowEcho", 300 + n);
-            assert_eq!(text(&result), (300 + n).to_string());
+            let result = server.call(&session, "slowEcho", 10 + n);
+            assert_eq!(text(&result), (10 + n).to_string());
         }));
         // One at a time, so the owner's own order is known.
         wait_until("the slow call is in", || server.in_flight() == n as u64 + 1);
     }
-    let result = server.call(&newcomer, "addOne", 41);
-    assert_eq!(text(&result), "42");
+    trace.wait_started_since(mark, "slowEcho", 1);
+    let newcomers = thread::spawn(move || server.call(&newcomer, "addOne", 41));
+    wait_until("the newcomer's call is in", || server.in_flight() == 6);
+    hold.release();
+    assert_eq!(text(&newcomers.join().expect("the newcomer's call")), "42");
     for t in threads {
         t.join().expect("a slow call");
     }
-    // The order in which the one pool process started them: slowEcho 300
+    // The order in which the one pool process started them: slowEcho 10
     // was running when the newcomer came; the other four waited. In
     // arrival order the newcomer would be last.
     let started: Vec<String> = trace.since(mark).into_iter().map(|c| c.function).collect();
@@ -215,10 +218,17 @@ fn a_newcomers_call_goes_before_another_owners_queued_calls() {
 
 #[test]
 fn past_the_per_owner_cap_a_call_is_refused_while_another_owner_is_served() {
-    let http = HttpServer::start(&["--pool-replicas", "py=1", "--max-queued-per-owner", "2"]);
+    let hold = Hold::new();
+    let http = HttpServer::start_held(
+        &["--pool-replicas", "py=1", "--max-queued-per-owner", "2"],
+        None,
+        &hold,
+    );
     let server = http.at;
     let (greedy, other) = (server.session(), server.session());
     assert_eq!(text(&server.call(&greedy, "addOne", 1)), "2");
+    // The running call stays in the pool until the refusal has been seen.
+    hold.hold();
     let mut threads = Vec::new();
     // One runs, two wait: the owner's cap is reached.
     for n in 0..3 {
@@ -229,6 +239,7 @@ fn past_the_per_owner_cap_a_call_is_refused_while_another_owner_is_served() {
         wait_until("the slow call is in", || server.in_flight() == n as u64 + 1);
     }
     let refused = server.call(&greedy, "addOne", 5);
+    hold.release();
     assert_eq!(refused["isError"], json!(true), "{refused}");
     let why = text(&refused);
     assert!(

@@ -538,7 +538,10 @@ fn final_line_without_lf_is_served_at_eof() {
     assert_eq!(status.code(), Some(0));
 
     // A final tools/call without LF runs to completion before the exit.
+    // The pool is up first: the calls running at the end of stdin get 5 s
+    // (`EOF_GRACE`), which a pool's start on a busy machine can use up.
     let mut s = Server::shapes().ready();
+    assert_eq!(s.result("addOne", r#"{"_1":1}"#), text_result("2", false));
     s.proc.send_bytes(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"addOne","arguments":{"_1":41}}}"#);
     s.proc.close_stdin();
     assert_eq!(
@@ -1456,26 +1459,36 @@ fn manifests_of_other_versions_are_served_with_a_warning() {
 
 #[test]
 fn long_calls_with_a_progress_token_get_progress_notifications() {
-    let mut s = Server::shapes().ready();
+    // The call is held in its pool until the second heartbeat has come, so
+    // the heartbeats come before the result however slow the machine (or
+    // the pool's start).
+    let dir = TempDir::new();
+    let manifest = util::shapes_manifest(&dir);
+    let hold = Hold::new();
+    let mut s = Server(Lines::mcp(&manifest, &[], &[hold.env()], Some(dir))).ready();
+    hold.hold();
     s.send(
-        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slowEcho","arguments":{"_1":2600},"_meta":{"progressToken":"tok"}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slowEcho","arguments":{"_1":1},"_meta":{"progressToken":"tok"}}}"#,
     );
+    let message = |n: &Value| n["params"]["message"].as_str().unwrap_or("").to_string();
     // One when the call starts, heartbeats after 1 s and 2 s, all before the
     // result, with strictly increasing progress.
     let mut notes = Vec::new();
     let result = loop {
         let line = parse(&s.next());
-        if line.get("method").is_some() {
-            notes.push(line);
-        } else {
+        if line.get("method").is_none() {
             break line;
         }
+        if message(&line) == "still running after 2 s" {
+            hold.release();
+        }
+        notes.push(line);
     };
     assert_eq!(
         result,
         parse(&format!(
             r#"{{"jsonrpc":"2.0","id":1,"result":{}}}"#,
-            text_result("2600", false)
+            text_result("1", false)
         ))
     );
     let mut last = -1.0;
@@ -1486,7 +1499,6 @@ fn long_calls_with_a_progress_token_get_progress_notifications() {
         assert!(p > last, "progress must increase: {notes:?}");
         last = p;
     }
-    let message = |n: &Value| n["params"]["message"].as_str().unwrap_or("").to_string();
     let messages: Vec<String> = notes.iter().map(message).collect();
     // The first says whether the pool was still starting.
     assert!(
@@ -1494,10 +1506,21 @@ fn long_calls_with_a_progress_token_get_progress_notifications() {
         "{notes:?}"
     );
     assert_eq!(
-        messages[1..],
+        messages[1..3],
         ["still running after 1 s", "still running after 2 s"],
         "{notes:?}"
     );
+    // Then one every 5 s (the result normally comes first).
+    let mut after = 2;
+    for later in &messages[3..] {
+        let secs: u64 = later
+            .strip_prefix("still running after ")
+            .and_then(|m| m.strip_suffix(" s"))
+            .and_then(|m| m.parse().ok())
+            .unwrap_or_else(|| panic!("not a heartbeat: {later:?} in {notes:?}"));
+        assert!(secs >= after + 5, "heartbeats 5 s apart: {notes:?}");
+        after = secs;
+    }
 }
 
 #[test]
