@@ -369,7 +369,8 @@ class HttpServer(Server):
 
     def post(self, msg, extra=None, status=200):
         """POSTs one message (with the `extra` headers); returns (the reply
-        with msg's id or None, headers). The HTTP status must be `status`."""
+        with msg's id or None, headers). The HTTP status must be `status`
+        (any when None)."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=CALL_TIMEOUT)
         headers = {
             "Content-Type": "application/json",
@@ -389,7 +390,8 @@ class HttpServer(Server):
         if "id" not in msg:
             expect(response.status == 202, "notification answered %d" % response.status)
             return None, got
-        expect(response.status == status, "HTTP %d, want %d: %s" % (response.status, status, short(body)))
+        expect(status is None or response.status == status,
+               "HTTP %d, want %s: %s" % (response.status, status, short(body)))
         if got.get("content-type", "").startswith("text/event-stream"):
             # One JSON-RPC message per event; ours carries the request id.
             for event in body.split(b"\n\n"):
@@ -593,6 +595,58 @@ def busy_worker(pool, timeout=20.0):
                 return pid
         time.sleep(0.02)
     raise CheckFailed("no worker of pool %d got busy within %.0f s" % (pool, timeout))
+
+
+def descendants(pid):
+    """Every process below pid (children, their children, ...)."""
+    table = process_table()
+    out, level = [], [pid]
+    while level:
+        level = [p for p, parent in table if parent in level]
+        out += level
+    return out
+
+
+def sleeping(pids):
+    """Those of pids with a thread inside a sleep: the kernel's wait channel
+    (/proc/PID/task/TID/wchan) names a nanosleep. A real pool's worker is
+    there while it runs slowEcho (time.sleep); an idle worker waits in
+    select or poll, never in a sleep."""
+    out = []
+    for pid in pids:
+        try:
+            tids = os.listdir("/proc/%d/task" % pid)
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open("/proc/%d/task/%s/wchan" % (pid, tid)) as f:
+                    channel = f.read()
+            except OSError:
+                continue
+            if "nanosleep" in channel:
+                out.append(pid)
+                break
+    return out
+
+
+def wait_until(what, probe, timeout=60.0):
+    """Polls probe() until it returns something true, and returns that;
+    fails the check after timeout seconds, naming what was awaited."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise CheckFailed("%s: not seen within %.0f s" % (what, timeout))
+        time.sleep(0.01)
+
+
+def wait_in_sleep(pools, what):
+    """Waits until each process in pools has a worker inside slowEcho's
+    sleep: the call is in that process."""
+    wait_until(what, lambda: all(sleeping(descendants(pool)) for pool in pools))
 
 
 def cmdline(pid):
@@ -1311,18 +1365,21 @@ class Suite:
 
     def kill_one_of_four(self, server, pick):
         """With 4 warm processes, starts 4 slowEcho calls (one each, least
-        busy first) and, 0.3 s in, 2 addOne calls that wait for a free
-        process; SIGKILLs the process pick(sockets) chooses 0.1 s later and
-        at once starts 2 more addOne calls. Returns (socket, number,
+        busy first) and, once each is in its process, 2 addOne calls that
+        wait for a free process; once the server has read those, SIGKILLs
+        the process pick(sockets) chooses and at once starts 2 more addOne
+        calls. Returns (socket, number,
         processes before, replies of the slowEcho calls, replies of the
         addOne calls, seconds from the kill to each slowEcho reply)."""
         before = self.warm_replicas(server, 4)
         socket = pick(sorted(before))
         number = socket.rsplit(".r", 1)[1] if re.search(r"\.r\d+$", socket) else None
         slow = [(server.start_call("slowEcho", {"_1": 1500 + i}), 1500 + i) for i in range(4)]
-        time.sleep(0.3)
+        wait_in_sleep(before.values(), "a slowEcho call in each of the 4 processes")
         during = [(server.start_call("addOne", {"_1": i}), i + 1) for i in range(2)]
-        time.sleep(0.1)
+        # Lines are read in order: once the ping is answered, both addOne
+        # calls wait in the server.
+        expect("result" in server.request("ping"), "ping")
         os.kill(before[socket], signal.SIGKILL)
         killed = time.monotonic()
         during += [(server.start_call("addOne", {"_1": i}), i + 1) for i in range(2, 4)]
@@ -1696,26 +1753,42 @@ class Suite:
                 bad = c.ask("tasks/get", {"taskId": task}, name="other", status=400)
                 expect(bad.get("error", {}).get("code") == -32020, "Mcp-Name naming another task: %s" % short(bad))
 
-            time.sleep(max(0.0, completed_at + 1.5 + 0.5 - time.monotonic()))
+            # Kept --task-ttl 1.5 s from its creation (the handle), then
+            # freed: polled until it is gone.
+            while True:
+                polled = c.ask("tasks/get", {"taskId": task}, status=None)
+                if "error" in polled:
+                    break
+                expect(polled.get("result", {}).get("status") == "completed",
+                       "before its TTL: %s" % short(polled))
+                expect(time.monotonic() < completed_at + 60,
+                       "still kept 60 s after completing with --task-ttl 1.5: %s" % short(polled))
+                time.sleep(0.1)
+            gone_after = time.monotonic() - started
+            expect(gone_after >= 1.5, "freed %.2f s after the call that made it, before --task-ttl 1.5" % gone_after)
             gone = c.ask("tasks/get", {"taskId": task}, status=400 if http else 200)
             error = gone.get("error", {})
             expect(error.get("code") == -32602 and "unknown task" in error.get("message", ""),
-                   "2 s after completing with --task-ttl 1.5, want unknown task: %s" % short(gone))
-            note = "handle after %.2f s, %d polls while working, the call without the extension %.2f s" % (
-                handle_after, polls, plain_took)
+                   "after --task-ttl 1.5, want unknown task: %s" % short(gone))
+            note = ("handle after %.2f s, %d polls while working, the call without the extension %.2f s, "
+                    "freed %.2f s after the call" % (handle_after, polls, plain_took, gone_after))
         finally:
             c.server.close()
         expect(not c.server.leftovers, "left behind: %s" % c.server.leftovers)
         return note
 
     def tasks_cancel(self, make, http):
-        """--task-after 0: slowEcho 2000 cancelled is `cancelled` at once
-        and still so once the call would have ended; the next calls get
-        their own results; a tool error is `completed` with isError."""
+        """--task-after 0: slowEcho 2000 cancelled while in the pool is
+        `cancelled` at once and still so once the call has ended there; the
+        next calls get their own results; a tool error is `completed` with
+        isError."""
         c = make(["--task-after", "0"])
         try:
             c.completed("addOne", 1, 2, "addOne 1")
+            pools = c.server.children()
+            expect(len(pools) == 1, "expected one pool process, found %s" % pools)
             task = c.task("slowEcho", 2000, "slowEcho 2000")
+            wait_in_sleep(pools, "slowEcho 2000 in the pool")
             started = time.monotonic()
             ack = c.ask("tasks/cancel", {"taskId": task})
             acked = time.monotonic() - started
@@ -1735,10 +1808,13 @@ class Suite:
             c.synchronous(c.send("tools/call", {"name": c.tool("slowEcho"), "arguments": {"_1": 50}}, tasks=False),
                           50, "slowEcho 50 without the extension")
 
-            time.sleep(max(0.0, started + 2.3 - time.monotonic()))
+            # The other calls have answered: a worker still in a sleep is
+            # the cancelled call's, run to its end.
+            wait_until("the cancelled slowEcho 2000 ended in the pool",
+                       lambda: not sleeping(descendants(c.server.proc.pid)))
             got = c.get(task)
-            expect(got.get("status") == "cancelled", "once the cancelled call would have ended: %s" % short(got))
-            c.completed("addOne", 7, 8, "addOne 7 once the cancelled call would have ended")
+            expect(got.get("status") == "cancelled", "once the cancelled call has ended: %s" % short(got))
+            c.completed("addOne", 7, 8, "addOne 7 once the cancelled call has ended")
             note = "cancel acknowledged in %.3f s" % acked
         finally:
             c.server.close()
@@ -1755,7 +1831,7 @@ class Suite:
             pools = c.server.children()
             expect(len(pools) == 1, "expected one pool process, found %s" % pools)
             task = c.task("slowEcho", 3000, "slowEcho 3000")
-            time.sleep(0.3)  # the call is in the pool
+            wait_in_sleep(pools, "slowEcho 3000 in the pool")
             os.kill(pools[0], signal.SIGKILL)
             killed = time.monotonic()
             failed, _ = c.settle(task, "slowEcho 3000 with the pool killed")
