@@ -12,6 +12,11 @@ DOCS := $(sort $(wildcard docs/*.md))
 # Beside the installed docs: the directories `make install` made (missing
 # before), which `make uninstall` removes once empty; it leaves the others.
 MADE := .installed-directories
+# Tests at once, for `cargo test` here and in the static stage: the
+# integration tests mostly wait on the servers, pools and clients they
+# start (about 5 test-seconds per CPU-second), so 4 per CPU; each holds at
+# any load (tests/support/time.rs). Set RUST_TEST_THREADS to override.
+export RUST_TEST_THREADS ?= $(shell echo $$((4 * $$(nproc 2>/dev/null || echo 1))))
 
 .PHONY: install install-files uninstall help build check test test-rust test-pool test-real test-scale lint demo bench fuzz-smoke static e2e e2e-static
 

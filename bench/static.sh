@@ -2,10 +2,13 @@
 # Builds a fully static release binary, checks it and runs the whole
 # integration suite against it.
 #
-# Usage: sh bench/static.sh             build, verify, test
-#        sh bench/static.sh --profiles  also compare [profile.release] options
-#                                       for size and speed (slow: one full
-#                                       build per row)
+# Usage: sh bench/static.sh              build, verify, test
+#        sh bench/static.sh --build-only  only build it (`make test` does so
+#                                         beside the release build; the
+#                                         full run then finds it built)
+#        sh bench/static.sh --profiles   also compare [profile.release] options
+#                                        for size and speed (slow: one full
+#                                        build per row)
 #
 # The C library is musl, linked statically; one of these must be installed:
 #   - Rust's x86_64-unknown-linux-musl target (`rustup target add ...`), or
@@ -320,6 +323,7 @@ built=$(build "$root/target/static")
 # A fixed path for other tools (`make e2e-static`), whatever the target.
 bin="$root/target/static/morloc-mcp"
 cp "$built" "$bin"
+[ "${1:-}" != "--build-only" ] || exit 0
 verify_static "$bin"
 size=$(size_of "$bin")
 echo "static: $bin (built as $built)"
@@ -339,6 +343,9 @@ else
     modules="stdio:: scale:: pools:: tasks:: http:: hostile:: limits:: results:: sliced:: oauth:: faults:: cli:: golden_tools:: log_lines::"
     echo "static: running the end-to-end tests of what differs between the builds against it: $modules"
 fi
+# As many at once as `make test` runs (the Makefile's RUST_TEST_THREADS).
+: "${RUST_TEST_THREADS:=$((4 * $(nproc 2>/dev/null || echo 1)))}"
+export RUST_TEST_THREADS
 # shellcheck disable=SC2086 # $modules is a list of filters
 RUSTFLAGS=$user_rustflags MORLOC_MCP_TEST_BIN="$bin" cargo test --locked --quiet --test tests -- $modules ||
     die "end-to-end tests failed against the static binary $bin"

@@ -78,6 +78,21 @@ counts() {
     esac
 }
 
+# The static binary's build runs beside test-real's release build: each is
+# one long compile on one core (fat LTO, one codegen unit), in target
+# directories of their own. The static stage waits for it first (its CPU
+# time, and whatever of its wall clock outlasts test-real, count there) and
+# then finds the binary built; a build that failed here fails again there,
+# with its message.
+prebuild=
+start_static_build() {
+    case " $STAGES " in *" test-real "*" static "*) ;; *) return ;; esac
+    [ -f "$ROOT/bench/static.sh" ] || return
+    echo "make test: building the static binary beside test-real (log: .cache/make-test/static-build.log)"
+    sh "$ROOT/bench/static.sh" --build-only >"$LOGS/static-build.log" 2>&1 &
+    prebuild=$!
+}
+
 table=$LOGS/summary
 : >"$table"
 all_started=$(date +%s)
@@ -89,6 +104,11 @@ for stage in $STAGES; do
     started=$(date +%s)
     cpu_mark
     cpu_before=$cpu
+    [ "$stage" != test-real ] || start_static_build
+    if [ "$stage" = static ] && [ -n "$prebuild" ]; then
+        wait "$prebuild" || true
+        prebuild=
+    fi
     { run_stage "$stage" 2>&1; echo "$?" >"$log.status"; } | tee "$log"
     code=$(cat "$log.status")
     rm -f "$log.status"
