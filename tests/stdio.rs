@@ -644,7 +644,9 @@ fn eof_exits_promptly_and_cleans_up() {
 
 #[test]
 fn eof_waits_for_calls_in_flight() {
+    // The pool is up first, as in `final_line_without_lf_is_served_at_eof`.
     let mut s = Server::shapes().ready();
+    assert_eq!(s.result("addOne", r#"{"_1":1}"#), text_result("2", false));
     s.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slowEcho","arguments":{"_1":300}}}"#);
     s.proc.close_stdin();
     assert_eq!(
@@ -1173,8 +1175,13 @@ fn omitted_arguments_and_record_fields_get_their_defaults() {
 
 #[test]
 fn concurrent_calls_and_prompt_ping() {
-    let mut s = Server::shapes_with(&[], util::serve_concurrently).ready();
+    // The slow call stays in its pool until the fast one has been answered.
+    let dir = TempDir::new();
+    let manifest = util::shapes_manifest_with(&dir, util::serve_concurrently);
+    let hold = Hold::new();
+    let mut s = Server(Lines::mcp(&manifest, &[], &[hold.env()], Some(dir))).ready();
     s.quiet();
+    hold.hold();
     s.send(r#"{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"slowEcho","arguments":{"_1":1500}}}"#);
     s.send(r#"{"jsonrpc":"2.0","id":"fast","method":"tools/call","params":{"name":"addOne","arguments":{"_1":1}}}"#);
     assert_eq!(
@@ -1189,6 +1196,7 @@ fn concurrent_calls_and_prompt_ping() {
             text_result("2", false)
         )
     );
+    hold.release();
     assert_eq!(
         s.next(),
         format!(
