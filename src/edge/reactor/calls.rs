@@ -20,6 +20,7 @@
 //! before the call can queue, in `prepare`.
 
 use std::io;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use mio::net::UnixStream;
@@ -164,7 +165,7 @@ struct Sched {
     /// the primary until then.
     slot: Proc,
     /// The call's pool and the pools its command calls into, each once.
-    bases: Vec<BasePool>,
+    bases: Rc<[BasePool]>,
     /// The command calls into other pools, which call back the primary:
     /// it runs on the primary only.
     primary_only: bool,
@@ -510,12 +511,18 @@ impl Calls {
         };
         let command = prog.command(request.command);
         let pool = BasePool(command.pool);
-        let mut bases = vec![pool];
-        for &p in &command.needed_pools {
-            if !bases.contains(&BasePool(p)) {
-                bases.push(BasePool(p));
+        let bases: Rc<[BasePool]> = match command.needed_pools.is_empty() {
+            true => Rc::new([pool]),
+            false => {
+                let mut bases = vec![pool];
+                for &p in &command.needed_pools {
+                    if !bases.contains(&BasePool(p)) {
+                        bases.push(BasePool(p));
+                    }
+                }
+                bases.into()
             }
-        }
+        };
         let primary_only = bases.len() > 1;
         let routing = pools.routing(program);
         // Inline replies (and files) belong to the connection that carries

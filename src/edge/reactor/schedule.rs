@@ -18,13 +18,15 @@
 //! however many calls wait.
 
 use std::hash::Hash;
+use std::rc::Rc;
 
 use super::pools::{BasePool, LeaseMode, Leases, Proc, ProcState};
 use super::queue::{Entry, FairQueue};
 
 /// Calls that need the same pools: the program and the call's pools, its
-/// own first, then those its command calls into (each once).
-pub(super) type Class = (usize, Vec<BasePool>);
+/// own first, then those its command calls into (each once), shared by
+/// the call and its place in the queue.
+pub(super) type Class = (usize, Rc<[BasePool]>);
 
 /// What the scheduler needs to know of a waiting call besides its class.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,7 +105,7 @@ where
 {
     let mut blocked = vec![false; n_bases];
     let mut demand = vec![0usize; n_bases];
-    let mut done: Vec<Vec<BasePool>> = Vec::new();
+    let mut done: Vec<Rc<[BasePool]>> = Vec::new();
     let mut grants = Vec::new();
     while let Some((class, id)) = queue.next(|(p, bases)| *p == program && !done.contains(bases)) {
         let Some(Need { primary_only, mode }) = need(id) else {
@@ -138,7 +140,7 @@ where
             .filter(|&p| leases.available(&[p], mode) && leases.available(&others, mode))
             .min_by_key(|&p| (leases.busy(p), p));
         let Some(proc) = chosen else {
-            for b in &bases {
+            for b in bases.iter() {
                 blocked[b.0] = true;
             }
             if !primary_only {

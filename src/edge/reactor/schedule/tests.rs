@@ -213,7 +213,9 @@ fn a_call_that_is_gone_leaves_the_queue() {
     }];
     let mut leases = Leases::new(1);
     let mut queue: FairQueue<u32, char, Class> = FairQueue::new(0, 0);
-    queue.push(1, 'a', (0, vec![BasePool(0)]), None).unwrap();
+    queue
+        .push(1, 'a', (0, vec![BasePool(0)].into()), None)
+        .unwrap();
     let plan = schedule(&mut queue, 0, 1, &states, &mut leases, |_| None);
     assert!(plan.grants.is_empty());
     assert_eq!(queue.len(), 0);
