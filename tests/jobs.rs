@@ -60,14 +60,6 @@ fn start(extra: &[&str], trace: Option<&CallTrace>) -> Lines {
     Lines::mcp(&manifest, extra, &env, Some(dir))
 }
 
-/// [`start`] with the test pool tracing into `trace` and holding `slowEcho`
-/// calls while `hold` says so.
-fn start_held(extra: &[&str], trace: &CallTrace, hold: &Hold) -> Lines {
-    let dir = TempDir::new();
-    let manifest = util::shapes_manifest(&dir);
-    Lines::mcp(&manifest, extra, &[trace.env(), hold.env()], Some(dir))
-}
-
 fn text(result: &Value) -> &str {
     result["content"][0]["text"].as_str().unwrap_or_default()
 }
@@ -114,7 +106,7 @@ fn poll_result(ask: &mut dyn FnMut(&Value) -> Value, request: &dyn Fn(u64) -> Va
 fn a_legacy_stdio_client_gets_a_handle_then_the_exact_result() {
     let trace = CallTrace::new();
     let hold = Hold::new();
-    let mut s = start_held(&["--job-tools", "--task-after", "300"], &trace, &hold);
+    let mut s = Lines::shapes_held(&["--job-tools", "--task-after", "300"], &trace, &hold);
     initialize(&mut s);
     let list = s.ask_json(&legacy(1, "tools/list", json!({})));
     let names: Vec<&str> = list["result"]["tools"]

@@ -13,7 +13,7 @@ use crate::support::http::{
     post_request, request, simple_request, tool_call, write_manifest, Client, Server,
 };
 use crate::support::procfs;
-use crate::util::{cmd, wait_for, Proc, TempDir};
+use crate::util::{assert_big_text, cmd, wait_for, Proc, TempDir};
 
 /// A tools file just over the cap: valid JSON, so only its size refuses it.
 fn oversized_tools_file() -> String {
@@ -93,15 +93,9 @@ fn sixty_unread_big_answers_leave_room_for_another_address() {
                       "params": {"uri": uri}});
     let bytes = post_request(server.addr, Some(&sid), read.to_string().as_bytes(), &[]);
     let (_, bodies) = sixty_unread_then_another_address(&server, &bytes);
-    let first: Value = serde_json::from_slice(&bodies[0]).expect("a JSON answer");
+    let first = one_answer(&bodies);
     let text = first["result"]["contents"][0]["text"].as_str();
-    let text = text.expect("the value's text");
-    assert_eq!(text.len() as u64, CHARS + 2);
-    assert!(text.starts_with("\"xxx") && text.ends_with("xxx\""));
-    assert!(
-        bodies.iter().all(|b| *b == bodies[0]),
-        "a reader got another answer"
-    );
+    assert_big_text(text.expect("the value's text"), CHARS);
 }
 
 /// Calls `bigText` for `chars` in session `sid` (big results on) and gives
@@ -206,24 +200,12 @@ fn sixty_readers_of_one_stored_result_share_its_copy() {
     wait_for("the task completed", || {
         client.roundtrip(&get).json()["result"]["status"] == "completed"
     });
-    let bodies = sixty_at_once(&server, &get, "tasks/get");
-    let first: Value = serde_json::from_slice(&bodies[0]).expect("a JSON answer");
+    let first = one_answer(&sixty_at_once(&server, &get, "tasks/get"));
     let result = &first["result"]["result"];
-    let text = result["content"][0]["text"].as_str().unwrap_or("");
-    assert_eq!(
-        text.len() as u64,
-        CHARS + 2,
-        "{}",
-        &text[..text.len().min(100)]
-    );
-    assert!(text.starts_with("\"xxx") && text.ends_with("xxx\""));
+    assert_big_text(result["content"][0]["text"].as_str().unwrap_or(""), CHARS);
     assert_eq!(
         result["structuredContent"].as_str().map(str::len),
         Some(CHARS as usize)
-    );
-    assert!(
-        bodies.iter().all(|b| *b == bodies[0]),
-        "a reader got another answer"
     );
     drop(server);
 
@@ -234,17 +216,12 @@ fn sixty_readers_of_one_stored_result_share_its_copy() {
     let read = json!({"jsonrpc": "2.0", "id": 3, "method": "resources/read",
                       "params": {"uri": page}});
     let read = post_request(server.addr, Some(&sid), read.to_string().as_bytes(), &[]);
-    let bodies = sixty_at_once(&server, &read, "resources/read");
-    let first: Value = serde_json::from_slice(&bodies[0]).expect("a JSON answer");
+    let first = one_answer(&sixty_at_once(&server, &read, "resources/read"));
     let text = first["result"]["contents"][0]["text"]
         .as_str()
         .unwrap_or("");
     assert_eq!(text.len() as u64, CHARS - 1);
     assert!(text.bytes().all(|b| b == b'x'));
-    assert!(
-        bodies.iter().all(|b| *b == bodies[0]),
-        "a reader got another answer"
-    );
     drop(server);
 
     // A finished job's result (`job_result`, a legacy session's).
@@ -265,15 +242,21 @@ fn sixty_readers_of_one_stored_result_share_its_copy() {
         reply["result"]["structuredContent"]["status"] != "working"
     });
     let read = post_request(server.addr, Some(&sid), result.to_string().as_bytes(), &[]);
-    let bodies = sixty_at_once(&server, &read, "tools/call");
-    let first: Value = serde_json::from_slice(&bodies[0]).expect("a JSON answer");
-    let text = first["result"]["content"][0]["text"].as_str().unwrap_or("");
-    assert_eq!(text.len() as u64, CHARS + 2);
-    assert!(text.starts_with("\"xxx") && text.ends_with("xxx\""));
+    let first = one_answer(&sixty_at_once(&server, &read, "tools/call"));
+    assert_big_text(
+        first["result"]["content"][0]["text"].as_str().unwrap_or(""),
+        CHARS,
+    );
+}
+
+/// The one answer every reader got (the same bytes each), parsed.
+#[track_caller]
+fn one_answer(bodies: &[Vec<u8>]) -> Value {
     assert!(
         bodies.iter().all(|b| *b == bodies[0]),
         "a reader got another answer"
     );
+    serde_json::from_slice(&bodies[0]).expect("a JSON answer")
 }
 
 /// 60 clients from 127.0.0.10 on send `request` at once and read nothing
@@ -357,16 +340,12 @@ fn sixty_unread_big_call_answers_pause_their_address_not_another() {
     let (mut readers, bodies) = sixty_unread_then_another_address(&server, &bytes);
     for body in bodies {
         let answer: Value = serde_json::from_slice(&body).expect("a JSON answer");
-        let text = answer["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap_or("");
-        assert_eq!(
-            text.len() as u64,
-            CHARS + 2,
-            "{}",
-            &text[..text.len().min(200)]
+        assert_big_text(
+            answer["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or(""),
+            CHARS,
         );
-        assert!(text.starts_with("\"xxx") && text.ends_with("xxx\""));
     }
     // Every answer taken: nothing is paused, and a connection that was is
     // read again.

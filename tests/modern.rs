@@ -294,15 +294,12 @@ fn a_cancelled_modern_call_gets_no_further_message() {
     // One pool process, and the call held in it: its progress flows for as
     // long as the test needs, and the next call can only run once the
     // cancelled one has ended there and the server has read its answer.
-    let dir = TempDir::new();
-    let manifest = util::shapes_manifest(&dir);
     let trace = CallTrace::new();
     let hold = Hold::new();
-    let mut s = Stdio(Lines::mcp(
-        &manifest,
+    let mut s = Stdio(Lines::shapes_held(
         &["--pool-replicas", "py=1"],
-        &[trace.env(), hold.env()],
-        Some(dir),
+        &trace,
+        &hold,
     ));
     hold.hold();
     s.send(&modern_request(
@@ -348,13 +345,7 @@ fn a_cancelled_modern_call_gets_no_further_message() {
         "unexpected output after cancellation: {reply}"
     );
     assert_eq!(reply["result"]["content"][0]["text"], "2", "{reply}");
-    let calls = trace.calls();
-    assert_eq!(calls.len(), 2, "{calls:?}");
-    assert_eq!(calls[0].pid, calls[1].pid, "{calls:?}");
-    assert!(
-        calls[0].end.expect("the cancelled call ended") <= calls[1].start,
-        "{calls:?}"
-    );
+    trace.assert_second_waited_for_first();
     s.quiet("end");
     s.finish();
 }

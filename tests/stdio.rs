@@ -1366,15 +1366,12 @@ fn a_cancelled_call_is_never_answered() {
     // One pool process, and the call held in it until the server has taken
     // the cancellation: the next call can only run on that process once the
     // cancelled one has ended and the server has read its answer.
-    let dir = TempDir::new();
-    let manifest = util::shapes_manifest(&dir);
     let trace = CallTrace::new();
     let hold = Hold::new();
-    let mut s = Server(Lines::mcp(
-        &manifest,
+    let mut s = Server(Lines::shapes_held(
         &["--pool-replicas", "py=1"],
-        &[trace.env(), hold.env()],
-        Some(dir),
+        &trace,
+        &hold,
     ))
     .ready();
     s.quiet();
@@ -1389,13 +1386,7 @@ fn a_cancelled_call_is_never_answered() {
     hold.release();
     // The pool still serves, and the next line is that call's answer.
     assert_eq!(s.result("addOne", r#"{"_1":1}"#), text_result("2", false));
-    let calls = trace.calls();
-    assert_eq!(calls.len(), 2, "{calls:?}");
-    assert_eq!(calls[0].pid, calls[1].pid, "{calls:?}");
-    assert!(
-        calls[0].end.expect("the cancelled call ended") <= calls[1].start,
-        "{calls:?}"
-    );
+    trace.assert_second_waited_for_first();
     s.quiet();
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));

@@ -508,6 +508,21 @@ pub fn test_pool() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pool/testpool.py")
 }
 
+/// Fails unless `text` is the JSON text the shapes program's `bigText`
+/// answers for `chars`: a string of that many `x` (its start is shown
+/// otherwise).
+#[track_caller]
+pub fn assert_big_text(text: &str, chars: u64) {
+    let start = &text[..text.floor_char_boundary(200)];
+    assert_eq!(text.len() as u64, chars + 2, "{start}");
+    assert!(
+        text.starts_with('"')
+            && text.ends_with('"')
+            && text[1..text.len() - 1].bytes().all(|b| b == b'x'),
+        "{start}"
+    );
+}
+
 /// A runnable copy of the `shapes` program in `dir`: its manifest with the
 /// pool's command replaced by `python3 <absolute path of the test pool>`.
 /// Returns the path of the written manifest.

@@ -16,6 +16,7 @@ use serde_json::{json, Value as Json};
 
 use super::proc::{cmd, Proc, TempDir};
 use super::time::{poll_until, wait_for, TIMEOUT};
+use super::trace::{CallTrace, Hold};
 
 // ---- program fixtures -----------------------------------------------------
 
@@ -465,6 +466,17 @@ impl Lines {
             command.env(key, value);
         }
         Lines::spawn(&mut command, dir)
+    }
+
+    /// `morloc-mcp mcp` of the shapes program with `options`, its test
+    /// pool tracing its calls into `trace` and holding `slowEcho` calls
+    /// while `hold` says so: the set-up of a test that holds a call in its
+    /// pool until the next request has arrived. Not initialized.
+    #[track_caller]
+    pub fn shapes_held(options: &[&str], trace: &CallTrace, hold: &Hold) -> Lines {
+        let dir = TempDir::new();
+        let manifest = super::proc::shapes_manifest(&dir);
+        Lines::mcp(&manifest, options, &[trace.env(), hold.env()], Some(dir))
     }
 
     /// Writes one line (a newline is added).

@@ -133,6 +133,20 @@ impl CallTrace {
         )
     }
 
+    /// Fails unless exactly two calls ran, on one pool process, the second
+    /// only once the first had ended there (a call cancelled while held in
+    /// its pool, then the next call, which had to wait for that process).
+    #[track_caller]
+    pub fn assert_second_waited_for_first(&self) {
+        let calls = self.calls();
+        assert_eq!(calls.len(), 2, "{calls:?}");
+        assert_eq!(calls[0].pid, calls[1].pid, "{calls:?}");
+        assert!(
+            calls[0].end.expect("the first call ended") <= calls[1].start,
+            "{calls:?}"
+        );
+    }
+
     /// Fails unless every finished call of `function` ran at the same time as
     /// every other: the last one started before the first one ended. Returns
     /// how many there were.
