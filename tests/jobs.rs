@@ -11,7 +11,9 @@ use serde_json::{json, Value};
 
 use crate::support::http::{post_request, Client, Server as HttpServer};
 use crate::support::stdio::Lines;
-use crate::util::{self, wait_for, wait_until, CallTrace, Hold, TempDir, NEVER, TIMEOUT};
+use crate::util::{
+    self, assert_big_text, wait_for, wait_until, CallTrace, Hold, TempDir, NEVER, TIMEOUT,
+};
 
 const MODERN: &str = "2026-07-28";
 const EXT: &str = "io.modelcontextprotocol/tasks";
@@ -421,6 +423,48 @@ fn over_http_jobs_serve_legacy_sessions_and_stay_with_their_owner() {
     assert_eq!(
         status_tool["inputSchema"]["properties"]["job_id"]["x-mcp-header"],
         "Job-Id"
+    );
+}
+
+/// A job's long result (held apart by the task table, written from it as
+/// the client reads) reads over HTTP as it would whole: its text, and for
+/// a modern caller its `structuredContent`, whatever the request id holds.
+#[test]
+fn over_http_a_long_job_result_is_whole_in_either_era() {
+    const CHARS: u64 = 100_000;
+    let server = HttpServer::start(&["--job-tools", "--task-after", "0"]);
+    let mut m = server.connect();
+    let call = modern(
+        1,
+        "tools/call",
+        call_params("main__bigText", json!({"_1": CHARS})),
+        false,
+    );
+    let job = job_of(&post(&mut m, &call, None, None).1);
+    let done = poll_result(&mut |msg| post(&mut m, msg, None, None).1, &|id| {
+        let mut request = modern(id, "tools/call", job_params("job_result", &job), false);
+        request["id"] = json!(format!("\u{0}morloc-mcp:task-text\u{0}{id}"));
+        request
+    });
+    assert_big_text(text(&done), CHARS);
+    assert_eq!(done["structuredContent"], json!("x".repeat(CHARS as usize)));
+    assert_eq!(done["resultType"], "complete", "{}", done["_meta"]);
+    let (mut c, sid) = server.session();
+    let sid = Some(sid.as_str());
+    let call = legacy(
+        2,
+        "tools/call",
+        call_params("main__bigText", json!({"_1": CHARS})),
+    );
+    let job = job_of(&post(&mut c, &call, sid, None).1);
+    let done = poll_result(&mut |msg| post(&mut c, msg, sid, None).1, &|id| {
+        legacy(id, "tools/call", job_params("job_result", &job))
+    });
+    assert_big_text(text(&done), CHARS);
+    assert_eq!(done["isError"], false);
+    assert!(
+        done.get("structuredContent").is_none(),
+        "the reference's shape"
     );
 }
 

@@ -449,24 +449,20 @@ impl Reactor {
             Step::Task(request) => {
                 let owner = origin.owner(self.http.as_ref());
                 // Over HTTP a long result is written from the task as the
-                // client reads (`tasks::APART`), not copied into its queue.
+                // client reads (`Task::apart`), not copied into its queue.
                 let http = matches!(origin, Origin::Http { .. });
-                let (mut reply, apart) = self.answer_task(&owner, request.clone(), http);
-                if let (Origin::Http { conn, framing }, Some(text)) = (&origin, apart) {
-                    let body = mcp::structured::to_vec(&reply);
-                    if let Some(streamed) = Streamed::spliced(&body, mcp::tasks::APART, &text) {
-                        let head = Head {
-                            status: framing.task_status(&reply),
-                            content_type: Some("application/json"),
-                            headers: &framing.headers,
-                            keep_alive: framing.keep_alive,
-                        };
-                        let content = Content::Streamed(streamed);
-                        self.with_http(|f, cx| f.answer(cx, *conn, head, content));
-                        return;
-                    }
-                    // Not spliceable (a request id equal to the stand-in).
-                    reply = self.answer_task(&owner, request, false).0;
+                let (reply, held) = self.answer_task(&owner, request, http);
+                if let (Origin::Http { conn, framing }, Some(held)) = (&origin, held) {
+                    let head = Head {
+                        status: framing.task_status(&reply),
+                        content_type: Some("application/json"),
+                        headers: &framing.headers,
+                        keep_alive: framing.keep_alive,
+                    };
+                    let streamed = Streamed::apart(&reply, held.at, &held.text);
+                    let content = Content::Streamed(streamed);
+                    self.with_http(|f, cx| f.answer(cx, *conn, head, content));
+                    return;
                 }
                 self.reply_to(&origin, &reply, Framing::task_status);
             }

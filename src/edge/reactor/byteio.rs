@@ -13,7 +13,12 @@ use std::ops::ControlFlow;
 use std::os::fd::RawFd;
 use std::rc::Rc;
 
+use serde_json::Value as Json;
+
 use crate::format::json::{self, page::Paged};
+use crate::protocol::mcp::structured;
+
+pub(in crate::edge::reactor) use crate::format::json::page::Form;
 
 /// What [`WriteQueue::flush`] achieved.
 #[derive(Debug)]
@@ -52,18 +57,6 @@ enum Part {
         to: usize,
         form: Form,
     },
-}
-
-/// How a span of a value's text is written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(in crate::edge::reactor) enum Form {
-    /// As it is (JSON text where a value goes).
-    Raw,
-    /// As the body of a JSON string holding it.
-    Escaped,
-    /// The characters a JSON string's body there stands for (a string's
-    /// page), as the body of a JSON string holding them.
-    Decoded,
 }
 
 /// Bytes of a streamed text made into the queue at a time.
@@ -123,48 +116,22 @@ impl Streamed {
         });
     }
 
-    /// `body` (a serialized message) with the one string equal to `mark`
-    /// filled with `value`'s text, escaped, and the raw `mark` (a
-    /// `structuredContent` spliced from that string) with the text as it
-    /// is. `None` when `mark` is not one whole string of `body` exactly
-    /// once (a client that sent it, in its request id, gets the answer
-    /// copied whole instead).
-    pub(in crate::edge::reactor) fn spliced(
-        body: &[u8],
-        mark: &str,
-        value: &Rc<Paged>,
-    ) -> Option<Streamed> {
-        let mut quoted = String::from("\"");
-        json::write_str_body(&mut quoted, mark);
-        quoted.push('"');
-        let (quoted, raw) = (quoted.as_bytes(), mark.as_bytes());
-        let mut found = Vec::new();
-        let mut i = 0;
-        while i < body.len() {
-            let rest = &body[i..];
-            if rest.starts_with(quoted) {
-                found.push((i + 1, i + quoted.len() - 1, Form::Escaped));
-                i += quoted.len() - 1;
-            } else if rest.starts_with(raw) {
-                found.push((i, i + raw.len(), Form::Raw));
-                i += raw.len();
-            } else {
-                i += 1;
+    /// `msg` as the structured writer writes it, with `value`'s text held
+    /// apart from it going where `at` says (`structured::Apart`): the
+    /// message's bytes held here, the text's spans made from `value`.
+    pub(in crate::edge::reactor) fn apart(msg: &Json, at: &[&str], value: &Rc<Paged>) -> Streamed {
+        let apart = structured::Apart {
+            at,
+            len: value.bytes(),
+        };
+        let mut streamed = Streamed::new();
+        for part in structured::parts(msg, apart) {
+            match part {
+                structured::Part::Bytes(bytes) => streamed.bytes(&bytes),
+                structured::Part::Text(range, form) => streamed.text(value, range, form),
             }
         }
-        let count = |form| found.iter().filter(|f| f.2 == form).count();
-        if count(Form::Escaped) != 1 || count(Form::Raw) > 1 {
-            return None;
-        }
-        let mut streamed = Streamed::new();
-        let mut from = 0;
-        for (start, end, form) in found {
-            streamed.bytes(&body[from..start]);
-            streamed.text(value, 0..value.bytes(), form);
-            from = end;
-        }
-        streamed.bytes(&body[from..]);
-        Some(streamed)
+        streamed
     }
 
     /// The bytes this answer holds itself (its envelope), not yet out.

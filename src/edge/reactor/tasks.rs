@@ -35,6 +35,13 @@ mod bigresults;
 pub(super) use bigresults::ResourceBody;
 mod jobs;
 
+/// A finished task's result text held apart from an answer (`Task::apart`),
+/// and where in the answer it goes (`structured::Apart`).
+pub(in crate::edge::reactor) struct Held {
+    pub(in crate::edge::reactor) text: Rc<Paged>,
+    pub(in crate::edge::reactor) at: &'static [&'static str],
+}
+
 /// The tasks and stored results, with their files (`--task-dir`).
 pub(in crate::edge::reactor) struct TaskStore {
     table: Tasks,
@@ -147,15 +154,16 @@ impl TaskStore {
 
     /// Answers a `tasks/*` request (or a job tool's call) from a caller
     /// with authorization `owner`, once a cancelled task is settled. With
-    /// `apart`, a result's text held apart (`tasks::APART`) is left out of
-    /// the answer and given beside it, to be written from it.
+    /// `apart`, a result's text held apart (`Task::apart`) is left out of
+    /// the answer and given beside it, with where it goes, to be written
+    /// from it.
     fn answer(
         &self,
         catalog: &Catalog,
         owner: &str,
         req: TaskRequest,
         apart: bool,
-    ) -> (Json, Option<Rc<Paged>>) {
+    ) -> (Json, Option<Held>) {
         if let TaskMethod::Job { method, modern } = req.method {
             return self.answer_job(catalog, owner, req, (method, modern), apart);
         }
@@ -166,7 +174,10 @@ impl TaskStore {
             Err(_) => return (tasks::unknown_task(&req.id, &req.task_id), None),
             Ok(task) => match req.method {
                 TaskMethod::Get if apart && task.apart.is_some() => {
-                    held = task.apart.clone();
+                    held = task.apart.clone().map(|text| Held {
+                        text,
+                        at: tasks::RESULT_IN_GET,
+                    });
                     tasks::get_result_apart(task, ttl, now, catalog)
                 }
                 TaskMethod::Get => tasks::get_result(task, ttl, now, catalog),
@@ -304,7 +315,7 @@ impl Reactor {
         owner: &str,
         req: TaskRequest,
         apart: bool,
-    ) -> (Json, Option<Rc<Paged>>) {
+    ) -> (Json, Option<Held>) {
         if let Some(task_id) = self.tasks.to_cancel(owner, &req) {
             for call in self.calls.cancel(Cancel::Task(&task_id), &self.catalog) {
                 self.take_call(call);

@@ -69,6 +69,18 @@ pub struct Span {
     pub decoded: bool,
 }
 
+/// How a span of a value's text is written where a message holds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    /// As it is (JSON text where a value goes).
+    Raw,
+    /// As the body of a JSON string holding it.
+    Escaped,
+    /// The characters a JSON string's body there stands for (a string's
+    /// page: [`Paged::decode`]), as the body of a JSON string holding them.
+    Decoded,
+}
+
 /// A value's JSON text with its index.
 #[derive(Debug, PartialEq)]
 pub struct Paged {

@@ -573,10 +573,7 @@ impl Response {
     /// same bytes.
     pub fn write(&self, out: &mut Vec<u8>) {
         match &self.body {
-            Body::Message(message) => {
-                // Writing into a Vec cannot fail.
-                let _ = structured::write(out, message);
-            }
+            Body::Message(message) => structured::write(out, message),
             Body::Text {
                 result,
                 server_info,
@@ -674,8 +671,7 @@ impl<'a> Outgoing<'a> {
     /// Writes it as `structured::write` writes its message.
     pub fn write(&self, out: &mut Vec<u8>) {
         match self {
-            // Writing into a Vec cannot fail.
-            Outgoing::Message(message) => drop(structured::write(out, message)),
+            Outgoing::Message(message) => structured::write(out, message),
             Outgoing::Response(response) => response.write(out),
         }
     }
@@ -745,21 +741,33 @@ pub fn respond(catalog: &Catalog, id: &RequestId, modern: bool, ending: Ending) 
         let id = id.clone();
         return Response { id, body, modern };
     }
-    let mut result = ending.into_result();
-    structured::for_era(&mut result, modern);
-    let result = if modern {
-        results::complete(result, catalog)
-    } else {
-        result
-    };
+    let message = call_response_of(catalog, id, modern, ending.into_result(), None);
     Response {
         id: id.clone(),
-        body: Body::Message(jsonrpc::result_response(id, result)),
+        body: Body::Message(message),
         modern,
     }
 }
 
 /// [`respond`] for a result, as its JSON-RPC response.
 pub fn call_response(catalog: &Catalog, id: &RequestId, modern: bool, result: Json) -> Json {
-    respond(catalog, id, modern, Ending::Result(result)).into_message()
+    call_response_of(catalog, id, modern, result, None)
+}
+
+/// [`call_response`] for a result whose text block's text is `held`, held
+/// apart from it (`structured::Apart`), if given.
+pub fn call_response_of(
+    catalog: &Catalog,
+    id: &RequestId,
+    modern: bool,
+    mut result: Json,
+    held: Option<&str>,
+) -> Json {
+    structured::for_era_of(&mut result, modern, held);
+    let result = if modern {
+        results::complete(result, catalog)
+    } else {
+        result
+    };
+    jsonrpc::result_response(id, result)
 }

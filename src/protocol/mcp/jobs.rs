@@ -239,11 +239,15 @@ pub fn status_result(task: &Task, ttl_ms: u64, now: u64) -> Json {
     with_status(text, status)
 }
 
+/// Where a `job_result` response holds the job's result (whose text held
+/// apart goes in there: `structured::Apart`).
+pub const RESULT_IN_CALL: &[&str] = &["result"];
+
 /// What `job_result` answers: the call's own result once the job has
 /// completed (the same `CallToolResult` it would have had), its error as
 /// an `isError` result if it failed, its status while it works. Unless
-/// `whole`, a result's text held apart is left as `tasks::APART` (the
-/// caller writes it from `Task::apart`).
+/// `whole`, a result's text held apart is left out (its block's `text`
+/// empty; the caller writes it from `Task::apart`, at [`RESULT_IN_CALL`]).
 pub fn result_of(task: &Task, ttl_ms: u64, now: u64, whole: bool) -> Json {
     match (task.status, &task.payload) {
         (Status::Completed, Some(result)) if !whole => result.clone(),

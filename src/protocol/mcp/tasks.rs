@@ -103,16 +103,16 @@ pub struct Task {
     pub payload_bytes: usize,
     /// A completed result's long text (its first text block's, of
     /// [`APART_AT`] bytes or more), held apart so that answers are written
-    /// from it rather than copied: the block's `text` in `payload` is then
-    /// [`APART`] ([`Task::payload_whole`] puts it back).
+    /// from it rather than copied (`structured::parts`): the block's `text`
+    /// in `payload` is then empty ([`Task::payload_whole`] puts it back).
     pub apart: Option<Rc<Paged>>,
 }
 
 /// A completed result's text this long or longer is held apart.
 pub const APART_AT: usize = 64 * 1024;
-/// What stands in a task's payload for the text held apart. A result's
-/// text is JSON text, which holds no raw control character.
-pub const APART: &str = "\u{0}morloc-mcp:task-text\u{0}";
+/// Where a `tasks/get` response holds the task's result (whose text held
+/// apart goes in there: `structured::Apart`).
+pub const RESULT_IN_GET: &[&str] = &["result", "result"];
 
 impl Task {
     /// The payload, with a text held apart put back (a copy then).
@@ -137,7 +137,7 @@ impl Task {
             return;
         };
         if text.len() >= APART_AT {
-            let text = std::mem::replace(text, APART.to_string());
+            let text = std::mem::take(text);
             self.apart = Some(Rc::new(Paged::new(text)));
         }
     }
@@ -653,8 +653,8 @@ pub fn task_json(task: &Task, ttl_ms: u64, now: u64) -> Map<String, Json> {
     shown(task, ttl_ms, now, true)
 }
 
-/// [`task_json`]; unless `whole`, a result's text held apart is left as
-/// [`APART`].
+/// [`task_json`]; unless `whole`, a result's text held apart is left out
+/// (its block's `text` empty).
 fn shown(task: &Task, ttl_ms: u64, now: u64, whole: bool) -> Map<String, Json> {
     let mut out = Map::new();
     out.insert("taskId".into(), Json::String(task.id.clone()));
@@ -721,8 +721,8 @@ pub fn get_result(task: &Task, ttl_ms: u64, now: u64, catalog: &Catalog) -> Json
     complete(Json::Object(task_json(task, ttl_ms, now)), catalog)
 }
 
-/// [`get_result`] with a result's text held apart left as [`APART`] (the
-/// caller writes it from [`Task::apart`]).
+/// [`get_result`] with a result's text held apart left out (the caller
+/// writes it from [`Task::apart`], at [`RESULT_IN_GET`]).
 pub fn get_result_apart(task: &Task, ttl_ms: u64, now: u64, catalog: &Catalog) -> Json {
     complete(Json::Object(shown(task, ttl_ms, now, false)), catalog)
 }

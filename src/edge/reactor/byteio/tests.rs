@@ -353,27 +353,39 @@ fn pages_and_raw_spans_stream_as_their_whole_serialization() {
     }
 }
 
-/// A task's answer with its text held apart: the one whole string equal to
-/// the stand-in becomes the text escaped, its raw form the text as it is;
-/// a second whole string equal to it (a client's request id) leaves the
-/// answer to be copied whole.
+/// A task's answer with its text held apart: the text goes, escaped, in
+/// its result's first block and, raw, in place of the structured
+/// placeholder, where the typed location says, whatever the message's
+/// other strings hold (a request id like any other text); the answer is
+/// the bytes of the same message written whole, and holds only its
+/// envelope itself.
 #[test]
-fn a_stand_in_is_spliced_only_where_it_is_the_one_whole_string() {
-    const MARK: &str = "\u{0}mark\u{0}";
-    let value = Rc::new(Paged::new("{\"a\":\"q\\\"\\n\"}".into()));
-    let body = format!(
-        "{{\"id\":\"\\u0000mark\\u0000x\",\"text\":\"\\u0000mark\\u0000\",\"raw\":{MARK}}}"
+fn a_text_held_apart_is_streamed_where_its_result_stands() {
+    use crate::protocol::mcp::structured;
+    let text = format!(r#"{{"a":"q\"\n\u0000","b":"{}"}}"#, "x".repeat(200_000));
+    let value = Rc::new(Paged::new(text.clone()));
+    let mut result = serde_json::Map::new();
+    result.insert(
+        "content".into(),
+        serde_json::json!([{"type": "text", "text": text}]),
     );
-    let streamed = Streamed::spliced(body.as_bytes(), MARK, &value).expect("spliceable");
+    structured::mark(&mut result, true);
+    result.insert("isError".into(), serde_json::Value::Bool(false));
+    let mut whole = serde_json::json!({"jsonrpc": "2.0", "id": "\u{0}x\u{0}", "result": {
+        "taskId": "t", "status": "completed", "result": result}});
+    let expected = structured::to_vec(&whole);
+    whole["result"]["result"]["content"][0]["text"] = "".into();
+    let streamed = Streamed::apart(&whole, &["result", "result"], &value);
+    assert_eq!(streamed.len(), expected.len());
+    assert!(streamed.owned() < 300, "{}", streamed.owned());
     let mut q = WriteQueue::new(0);
     q.stream(streamed);
-    let mut dst = script((0..10).map(|_| Act::Take(usize::MAX)).collect());
+    let mut dst = script((0..100).map(|_| Act::Take(usize::MAX)).collect());
     assert!(matches!(q.flush(&mut dst), Flushed::Done));
+    assert!(dst.got == expected);
     let parsed: serde_json::Value = serde_json::from_slice(&dst.got).expect("JSON");
-    assert_eq!(parsed["id"], "\u{0}mark\u{0}x");
-    assert_eq!(parsed["text"], value.text());
-    assert_eq!(parsed["raw"]["a"], "q\"\n");
-    let forged = "{\"id\":\"\\u0000mark\\u0000\",\"text\":\"\\u0000mark\\u0000\"}";
-    assert!(Streamed::spliced(forged.as_bytes(), MARK, &value).is_none());
-    assert!(Streamed::spliced(b"{\"text\":\"other\"}", MARK, &value).is_none());
+    assert_eq!(
+        parsed["result"]["result"]["structuredContent"]["a"],
+        "q\"\n\u{0}"
+    );
 }

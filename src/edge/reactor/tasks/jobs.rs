@@ -11,14 +11,12 @@ use std::rc::Rc;
 
 use serde_json::Value as Json;
 
-use crate::format::json::page::Paged;
 use crate::protocol::mcp::call;
 use crate::protocol::mcp::jobs::{self, JobMethod};
-use crate::protocol::mcp::structured;
 use crate::protocol::mcp::tasks::Task;
 use crate::protocol::mcp::{Catalog, TaskRequest};
 
-use super::TaskStore;
+use super::{Held, TaskStore};
 use crate::edge::reactor::calls::Call;
 use crate::edge::reactor::timers::now_ms;
 
@@ -45,7 +43,7 @@ impl TaskStore {
     /// (a cancel was done before): a job this caller may not see (another
     /// authorization's, expired, unknown) is an `isError` result, as is any
     /// refusal of a tool. With `apart`, a result's text held apart is left
-    /// out (`tasks::APART`) and given beside the answer, to be written from.
+    /// out of the answer and given beside it, with where it goes.
     pub(super) fn answer_job(
         &self,
         catalog: &Catalog,
@@ -53,22 +51,26 @@ impl TaskStore {
         req: TaskRequest,
         (method, modern): (JobMethod, bool),
         apart: bool,
-    ) -> (Json, Option<Rc<Paged>>) {
+    ) -> (Json, Option<Held>) {
         let now = now_ms();
         let ttl = self.table.ttl_ms();
         let mut held = None;
         let result = match self.table.get(&req.task_id, owner, now) {
             Ok(task) if method == JobMethod::Result => {
+                held = task.apart.as_ref().filter(|_| apart).map(Rc::clone);
                 // A task's result is kept in the modern shape; a legacy
                 // caller gets the reference's (`structured::for_era`).
-                held = task.apart.as_ref().filter(|_| apart).map(Rc::clone);
-                let mut result = jobs::result_of(task, ttl, now, held.is_none());
-                structured::for_era_of(&mut result, modern, held.as_ref().map(|h| h.text()));
-                result
+                jobs::result_of(task, ttl, now, held.is_none())
             }
             Ok(task) => jobs::status_result(task, ttl, now),
             Err(_) => jobs::unknown_job(&req.task_id),
         };
-        (call::call_response(catalog, &req.id, modern, result), held)
+        let text = held.as_ref().map(|h| h.text());
+        let reply = call::call_response_of(catalog, &req.id, modern, result, text);
+        let held = held.map(|text| Held {
+            text,
+            at: jobs::RESULT_IN_CALL,
+        });
+        (reply, held)
     }
 }

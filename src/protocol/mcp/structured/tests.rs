@@ -157,3 +157,74 @@ fn a_placeholder_that_lost_its_text_is_left_out() {
     );
     assert_eq!(length(&msg), to_vec(&msg).len());
 }
+
+/// `msg` written with a text held apart, its spans filled from `text`.
+fn filled(msg: &Json, at: &[&str], text: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    let apart = Apart {
+        at,
+        len: text.len(),
+    };
+    for part in parts(msg, apart) {
+        match part {
+            Part::Bytes(bytes) => out.extend_from_slice(&bytes),
+            Part::Text(range, Form::Raw) => out.extend_from_slice(text[range].as_bytes()),
+            Part::Text(range, _) => {
+                crate::format::json::write_str_body_into(&mut out, &text[range]);
+            }
+        }
+    }
+    out
+}
+
+/// A text held apart goes where its typed location says, escaped in the
+/// first block and raw in place of the placeholder: the bytes are those of
+/// the message written whole, whatever its other strings hold (a request
+/// id, another result's text, a key named like the path).
+#[test]
+fn a_text_held_apart_is_written_where_its_location_says() {
+    for (text, record) in [
+        (r#"{"a":"q\"\n\u0000","b":[1,2]}"#, true),
+        ("[1,2,3]", false),
+        (r#""\u0000morloc-mcp:task-text\u0000""#, false),
+    ] {
+        let whole = json!({"jsonrpc": "2.0", "id": text, "result": {
+            "taskId": "t", "other": marked("[9]", false),
+            "result": marked(text, record), "status": "completed"
+        }});
+        let mut apart = whole.clone();
+        apart["result"]["result"]["content"][0]["text"] = "".into();
+        let got = filled(&apart, &["result", "result"], text);
+        assert_eq!(got, to_vec(&whole), "{text}");
+        let spans = parts(
+            &apart,
+            Apart {
+                at: &["result", "result"],
+                len: text.len(),
+            },
+        );
+        let forms: Vec<_> = spans
+            .iter()
+            .filter_map(|p| match p {
+                Part::Text(range, form) => Some((range.clone(), *form)),
+                Part::Bytes(_) => None,
+            })
+            .collect();
+        assert_eq!(
+            forms,
+            [(0..text.len(), Form::Escaped), (0..text.len(), Form::Raw)]
+        );
+    }
+    // A legacy answer (no placeholder, a second block) and a result one
+    // level up (a job's `job_result`).
+    let mut result = Map::new();
+    result.insert(
+        "content".into(),
+        json!([{"type": "text", "text": "[5]"}, {"type": "text", "text": "more"}]),
+    );
+    result.insert("isError".into(), Json::Bool(false));
+    let whole = json!({"jsonrpc": "2.0", "id": 2, "result": result});
+    let mut apart = whole.clone();
+    apart["result"]["content"][0]["text"] = "".into();
+    assert_eq!(filled(&apart, &["result"], "[5]"), to_vec(&whole));
+}

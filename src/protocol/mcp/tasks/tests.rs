@@ -1,8 +1,11 @@
 //! Unit tests of the task table: the state machine, owners, expiry, the cap,
 //! restored tasks, the capability check and the timestamps.
 
-use super::*;
 use serde_json::json;
+
+use super::*;
+use crate::format::json::page::Form;
+use crate::protocol::mcp::structured;
 
 const HOUR: u64 = 3_600_000;
 
@@ -319,13 +322,23 @@ fn a_long_result_is_held_apart_and_read_whole() {
     assert!(b.apart.is_none());
     let held = a.apart.as_ref().expect("held apart");
     assert_eq!(held.text().len(), APART_AT);
-    assert_eq!(a.payload.as_ref().unwrap()["content"][0]["text"], APART);
+    assert_eq!(a.payload.as_ref().unwrap()["content"][0]["text"], "");
     assert_eq!(a.payload_whole().unwrap().into_owned(), result);
     assert_eq!(a.payload_bytes, json_bytes(&result));
     assert_eq!(task_json(a, HOUR, 3)["result"], result);
     let apart = shown(a, HOUR, 3, false);
-    assert_eq!(apart["result"]["content"][0]["text"], APART);
+    assert_eq!(apart["result"]["content"][0]["text"], "");
     assert_eq!(apart["result"]["structuredContent"], "placeholder");
+    // Written with the text where `RESULT_IN_GET` says, the answer is the
+    // whole one's bytes.
+    let id = RequestId::Int("1".into());
+    let whole = jsonrpc::result_response(&id, Json::Object(shown(a, HOUR, 3, true)));
+    let apart = jsonrpc::result_response(&id, Json::Object(apart));
+    let at = structured::Apart {
+        at: RESULT_IN_GET,
+        len: held.bytes(),
+    };
+    assert_eq!(filled(&apart, at, held.text()), structured::to_vec(&whole));
     // Its file holds the whole text, and reads back held apart again.
     let stored = to_stored(a);
     assert_eq!(stored["payload"], result);
@@ -336,4 +349,21 @@ fn a_long_result_is_held_apart_and_read_whole() {
     assert!(back.apart.is_some());
     assert_eq!(back.payload_whole().unwrap().into_owned(), result);
     assert_eq!(back.payload_bytes, json_bytes(&result));
+}
+
+/// `msg` written with a text held apart, its spans filled from `text`.
+fn filled(msg: &Json, apart: structured::Apart<'_>, text: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    for part in structured::parts(msg, apart) {
+        match part {
+            structured::Part::Bytes(bytes) => out.extend_from_slice(&bytes),
+            structured::Part::Text(range, Form::Raw) => {
+                out.extend_from_slice(text[range].as_bytes())
+            }
+            structured::Part::Text(range, _) => {
+                crate::format::json::write_str_body_into(&mut out, &text[range])
+            }
+        }
+    }
+    out
 }
