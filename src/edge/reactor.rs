@@ -325,10 +325,10 @@ impl Reactor {
                     }
                     token => match self.sources.get(&token).copied() {
                         Some(Source::PoolOutput { program, pool }) => {
-                            self.with_pools(|p, cx| p.read_output(cx, program, pool))
+                            self.with_pools(&mut |p, cx| p.read_output(cx, program, pool))
                         }
                         Some(Source::Probe { program, pool }) => {
-                            self.with_pools(|p, cx| p.advance_probe(cx, program, pool))
+                            self.with_pools(&mut |p, cx| p.advance_probe(cx, program, pool))
                         }
                         Some(Source::Call(id)) => self.advance_call(id),
                         Some(Source::Conn) => {
@@ -351,7 +351,7 @@ impl Reactor {
                 if answered || Instant::now() >= at {
                     self.pools.set_pending(None);
                     for program in 0..self.pools.len() {
-                        self.with_pools(|p, cx| p.start_all(cx, program));
+                        self.with_pools(&mut |p, cx| p.start_all(cx, program));
                     }
                 }
             }
@@ -395,7 +395,7 @@ impl Reactor {
 
     fn run_timers(&mut self) {
         let now = Instant::now();
-        self.with_pools(|p, cx| p.timers(cx, now));
+        self.with_pools(&mut |p, cx| p.timers(cx, now));
         self.call_timers(now);
         self.tasks.expire();
         self.with_http(|f, cx| f.timers(cx, now));
@@ -405,7 +405,7 @@ impl Reactor {
     fn handle_signals(&mut self) {
         for sig in self.signals.drain() {
             match sig {
-                libc::SIGCHLD => self.with_pools(PoolSet::check_children),
+                libc::SIGCHLD => self.with_pools(&mut PoolSet::check_children),
                 // Over HTTP the first SIGTERM drains: running calls may
                 // finish while the balancer moves traffic elsewhere; a
                 // second one (or SIGINT, SIGHUP) stops at once.
@@ -614,7 +614,7 @@ impl Reactor {
         // Every pool process is stopped, and the exit waits on the signal
         // pipe until every group is gone (at most the stop grace and a
         // moment after SIGKILL).
-        self.with_pools(PoolSet::stop_all);
+        self.with_pools(&mut PoolSet::stop_all);
         let mut events = Events::with_capacity(8);
         while let Some(at) = self.pools.settle_stops() {
             let timeout = at.saturating_duration_since(Instant::now());

@@ -19,7 +19,6 @@
 
 use crate::edge::log;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::fmt;
 use std::fs::{self, File};
 use std::io;
@@ -450,7 +449,9 @@ impl std::error::Error for ShmError {
 pub struct ShmReader {
     basename: String,
     fallback_dir: PathBuf,
-    volumes: RefCell<HashMap<u16, ReadVolume>>,
+    /// The volumes mapped, by index: a few at most (Morloc opens a new
+    /// volume only when the others are full), so a list, not a map.
+    volumes: RefCell<Vec<(u16, ReadVolume)>>,
     /// Replaced mappings that slices handed out earlier may still point into.
     retired: RefCell<Vec<ReadVolume>>,
 }
@@ -469,7 +470,7 @@ impl ShmReader {
         ShmReader {
             basename: basename.to_owned(),
             fallback_dir: fallback_dir.to_owned(),
-            volumes: RefCell::new(HashMap::new()),
+            volumes: RefCell::new(Vec::new()),
             retired: RefCell::new(Vec::new()),
         }
     }
@@ -513,8 +514,9 @@ impl ShmReader {
         let cached = self
             .volumes
             .borrow()
-            .get(&volume)
-            .map(|vol| (vol.map.ptr, vol.data_size, vol.device, vol.inode));
+            .iter()
+            .find(|(index, _)| *index == volume)
+            .map(|(_, vol)| (vol.map.ptr, vol.data_size, vol.device, vol.inode));
         match cached {
             Some((ptr, data_size, _, _)) if offset < data_size => Ok((ptr, data_size)),
             Some((_, data_size, device, inode)) => {
@@ -545,9 +547,15 @@ impl ShmReader {
         offset: u64,
     ) -> Result<(NonNull<u8>, u64), ShmError> {
         let (ptr, data_size) = (fresh.map.ptr, fresh.data_size);
-        if let Some(old) = self.volumes.borrow_mut().insert(volume, fresh) {
-            self.retired.borrow_mut().push(old);
+        let mut volumes = self.volumes.borrow_mut();
+        match volumes.iter_mut().find(|(index, _)| *index == volume) {
+            Some((_, old)) => self
+                .retired
+                .borrow_mut()
+                .push(std::mem::replace(old, fresh)),
+            None => volumes.push((volume, fresh)),
         }
+        drop(volumes);
         if offset >= data_size {
             return Err(ShmError::OutOfRange {
                 volume,

@@ -254,7 +254,11 @@ impl Reactor {
         // Starts what the call needs: its own pool and the pools it calls
         // into; ready when all of them answer pings.
         let ensured = match self.calls.get(&id).map(|c| c.sched.bases.clone()) {
-            Some(bases) => self.with_pools(|p, cx| p.ensure_all(cx, program, &bases)),
+            Some(bases) => {
+                let mut ensured = Ok(false);
+                self.with_pools(&mut |p, cx| ensured = p.ensure_all(cx, program, &bases));
+                ensured
+            }
             None => Ok(false),
         };
         match ensured {
@@ -292,7 +296,7 @@ impl Reactor {
             Advance::Lost(message) => {
                 // A pool that died is noticed first: the call fails saying
                 // how (`fail_call`), else it waits for that (`Calls::lose`).
-                self.with_pools(PoolSet::check_children);
+                self.with_pools(&mut PoolSet::check_children);
                 let registry = self.poll.registry();
                 self.calls
                     .lose(id, message, registry, &mut self.sources, &self.pools);
@@ -314,7 +318,7 @@ impl Reactor {
         let (stdio, http) = (self.stdio.as_ref(), self.http.as_ref());
         if super::wants_logs(stdio, http, &call.client, &call.request) {
             // Lines the pool printed before replying go out before the reply.
-            self.with_pools(|p, cx| p.read_output(cx, program, slot));
+            self.with_pools(&mut |p, cx| p.read_output(cx, program, slot));
         }
         // No progress notification goes right before the reply: some clients
         // handle notifications after the response of the same read and
@@ -378,7 +382,7 @@ impl Reactor {
         let due = self.calls.due(now);
         if due.iter().any(|(_, kind)| *kind == CallTimer::Lost) {
             // A pool that died is noticed first: its calls fail saying how.
-            self.with_pools(PoolSet::check_children);
+            self.with_pools(&mut PoolSet::check_children);
         }
         for (id, kind) in due {
             match kind {

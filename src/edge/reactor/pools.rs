@@ -194,8 +194,10 @@ fn min_of(settings: &Settings, lang: &str) -> usize {
 
 impl Reactor {
     /// Runs pool operation `op` with what it is handed ([`Cx`]), then
-    /// applies its news in order.
-    pub(super) fn with_pools<R>(&mut self, op: impl FnOnce(&mut PoolSet, &mut Cx) -> R) -> R {
+    /// applies its news in order. Not generic, so that applying the news
+    /// is one copy for every operation (a result comes out through what
+    /// the operation captures).
+    pub(super) fn with_pools(&mut self, op: &mut dyn FnMut(&mut PoolSet, &mut Cx)) {
         let calls = &self.calls;
         let traces = |program: usize, proc: Proc| calls.running_trace(program, proc);
         let mut cx = Cx {
@@ -204,7 +206,7 @@ impl Reactor {
             settings: &self.options,
             traces: &traces,
         };
-        let out = op(&mut self.pools, &mut cx);
+        op(&mut self.pools, &mut cx);
         let news = self.pools.take_news();
         for item in news {
             match item {
@@ -238,7 +240,6 @@ impl Reactor {
                 }
             }
         }
-        out
     }
 }
 

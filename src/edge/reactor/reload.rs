@@ -143,7 +143,7 @@ impl Reactor {
                 continue;
             }
             for pool in self.pools.procs(index).collect::<Vec<_>>() {
-                self.with_pools(|p, cx| p.stop(cx, index, pool));
+                self.with_pools(&mut |p, cx| p.stop(cx, index, pool));
             }
             self.pools.retire(index);
             // Nothing refers to its commands any more: a server rebuilt a
@@ -242,7 +242,7 @@ impl Reactor {
         };
         log::warn(&format!("{what}; now serving {tools} tools (calls already running finish on the previous pools)"));
         if !self.options.lazy_pools {
-            self.with_pools(|p, cx| p.start_all(cx, index));
+            self.with_pools(&mut |p, cx| p.start_all(cx, index));
         }
         self.notify_tools_changed();
         let legacy_stdio = self.stdio.as_ref().is_some_and(|s| s.session().initialized);

@@ -357,5 +357,13 @@ pub fn length(msg: &Json) -> usize {
     count.0
 }
 
+/// The length of `value`'s compact JSON text as `serde_json` writes it
+/// (placeholders as they are), counted without writing.
+pub fn plain_length(value: &Json) -> usize {
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
 #[cfg(test)]
 mod tests;

@@ -157,19 +157,7 @@ fn first_text_mut(result: &mut Json) -> Option<&mut String> {
 
 /// The length of `value`'s compact JSON text, without building it.
 pub fn json_bytes(value: &Json) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
+    super::structured::plain_length(value)
 }
 
 /// How a running task ends.

@@ -32,7 +32,7 @@ impl Reactor {
             Connect::Unwatched(message) => return self.end_call(id, Ending::Error(message)),
             Connect::Refused(e) => e,
         };
-        self.with_pools(PoolSet::check_children);
+        self.with_pools(&mut PoolSet::check_children);
         let Some((program, pool, slot)) = self.calls.requeue(id, &mut self.pools) else {
             return;
         };
@@ -48,7 +48,9 @@ impl Reactor {
             }
             return self.dispatch_waiting(program);
         }
-        match self.with_pools(|p, cx| p.ensure(cx, program, pool)) {
+        let mut ensured = Ok(false);
+        self.with_pools(&mut |p, cx| ensured = p.ensure(cx, program, pool));
+        match ensured {
             Ok(false) => {}
             Ok(true) => {
                 // Alive but refusing: probe it again like a new pool.
@@ -84,7 +86,7 @@ impl Reactor {
             // A stuck worker would hold up every later call (a Python pool
             // serves one call at a time), so the pool is restarted.
             let reason = format!("a call timed out after {secs} s");
-            self.with_pools(|p, cx| p.restart(cx, program, slot, &reason));
+            self.with_pools(&mut |p, cx| p.restart(cx, program, slot, &reason));
         }
     }
 }

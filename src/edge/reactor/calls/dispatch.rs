@@ -80,7 +80,7 @@ impl Reactor {
             self.connect_call(id);
         }
         for (base, waiting) in demand {
-            self.with_pools(|p, cx| p.scale_up(cx, program, base, waiting));
+            self.with_pools(&mut |p, cx| p.scale_up(cx, program, base, waiting));
         }
     }
 }

@@ -93,10 +93,14 @@ impl Reactor {
         &mut self,
         op: impl FnOnce(&mut HttpFront, &mut Cx) -> R,
     ) -> Option<R> {
+        let (mut op, mut out) = (Some(op), None);
         let mut queue = VecDeque::new();
-        let out = self.http_op(&mut queue, op)?;
-        self.http_news(queue);
-        Some(out)
+        if self.http_op(&mut queue, &mut |front, cx| {
+            out = op.take().map(|op| op(front, cx));
+        }) {
+            self.http_news(queue);
+        }
+        out
     }
 
     /// Applies `queue`, in order (not generic: an arm may start an
@@ -116,9 +120,10 @@ impl Reactor {
                     let rows = pool_rows(&self.pools, &self.catalog);
                     let answer =
                         front.metrics(&self.calls, self.tasks.table(), rows, cors, keep_alive);
-                    self.http_op(&mut queue, |f, cx| {
-                        f.send(cx, token, answer, Some(metrics::CONTENT_TYPE))
-                    });
+                    self.http_op(
+                        &mut queue,
+                        &mut once(|f, cx| f.send(cx, token, answer, Some(metrics::CONTENT_TYPE))),
+                    );
                 }
                 HttpNews::Health { token, keep_alive } => {
                     let Some(front) = self.http.as_ref() else {
@@ -128,7 +133,10 @@ impl Reactor {
                     let in_flight = self.calls.live();
                     let starting = self.pools.pending().is_some();
                     let answer = front.health(rows, starting, in_flight, keep_alive);
-                    self.http_op(&mut queue, |f, cx| f.send(cx, token, answer, None));
+                    self.http_op(
+                        &mut queue,
+                        &mut once(|f, cx| f.send(cx, token, answer, None)),
+                    );
                 }
                 HttpNews::SessionEnded {
                     token,
@@ -153,7 +161,7 @@ impl Reactor {
                         self.with_http(|f, cx| f.reply(cx, conn, &msg));
                     }
                     let ok = br#"{"ok":true}"#;
-                    self.http_op(&mut queue, |f, cx| {
+                    self.http_op(&mut queue, &mut |f, cx| {
                         f.respond(cx, token, 200, &cors, ok, keep_alive)
                     });
                 }
@@ -172,28 +180,31 @@ impl Reactor {
                 }
                 HttpNews::PumpLater(token) => self.preparing.pump_later(token),
                 HttpNews::Resume(pumping) => {
-                    self.http_op(&mut queue, |f, cx| f.resume(cx, pumping));
+                    self.http_op(&mut queue, &mut once(|f, cx| f.resume(cx, pumping)));
                 }
                 HttpNews::Continue(token) => {
-                    self.http_op(&mut queue, |f, cx| {
+                    self.http_op(&mut queue, &mut |f, cx| {
                         f.flush(cx, token);
                         f.pump(cx, token);
                     });
                 }
                 HttpNews::Accept => {
-                    self.http_op(&mut queue, HttpFront::accept);
+                    self.http_op(&mut queue, &mut HttpFront::accept);
                 }
             }
         }
     }
 
-    /// Runs `op`, its news put at the front of `queue`.
-    fn http_op<R>(
+    /// Runs `op`, its news put at the front of `queue`; false without an
+    /// HTTP front.
+    fn http_op(
         &mut self,
         queue: &mut VecDeque<HttpNews>,
-        op: impl FnOnce(&mut HttpFront, &mut Cx) -> R,
-    ) -> Option<R> {
-        let front = self.http.as_mut()?;
+        op: &mut dyn FnMut(&mut HttpFront, &mut Cx),
+    ) -> bool {
+        let Some(front) = self.http.as_mut() else {
+            return false;
+        };
         let mut cx = Cx {
             registry: self.poll.registry(),
             sources: &mut self.sources,
@@ -201,10 +212,23 @@ impl Reactor {
             catalog: &self.catalog,
             news: Vec::new(),
         };
-        let out = op(front, &mut cx);
+        op(front, &mut cx);
         for news in cx.news.into_iter().rev() {
             queue.push_front(news);
         }
-        Some(out)
+        true
+    }
+}
+
+/// An operation that runs at most once, as [`Reactor::http_op`] takes it
+/// (one that moves what it captures).
+fn once<'a>(
+    op: impl FnOnce(&mut HttpFront, &mut Cx) + 'a,
+) -> impl FnMut(&mut HttpFront, &mut Cx) + 'a {
+    let mut op = Some(op);
+    move |front, cx| {
+        if let Some(op) = op.take() {
+            op(front, cx);
+        }
     }
 }

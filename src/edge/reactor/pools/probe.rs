@@ -101,10 +101,13 @@ impl PoolSet {
         self[(program, i)].status = PoolStatus::Ready;
         if log::enabled(crate::protocol::log::Level::Debug) {
             let pool = &self[(program, i)];
+            // Not `{:.1}`: the standard library's float printing would be
+            // linked for this one line (`format::decimal`).
+            let ms = pool.life.started_at.elapsed().as_secs_f64() * 1000.0;
             log::debug(&format!(
-                "pool '{}' ready after {:.1} ms",
+                "pool '{}' ready after {} ms",
                 pool.label(),
-                pool.life.started_at.elapsed().as_secs_f64() * 1000.0
+                crate::format::decimal::fixed(ms, 1)
             ));
         }
         if let Some(failed) = self[(program, i)].life.broken.take() {
