@@ -86,7 +86,8 @@ counts() {
 # with its message.
 prebuild=
 start_static_build() {
-    case " $STAGES " in *" test-real "*" static "*) ;; *) return ;; esac
+    # Only when the static stage comes after test-real.
+    case " ${STAGES#*test-real} " in *" static "*) ;; *) return ;; esac
     [ -f "$ROOT/bench/static.sh" ] || return
     echo "make test: building the static binary beside test-real (log: .cache/make-test/static-build.log)"
     sh "$ROOT/bench/static.sh" --build-only >"$LOGS/static-build.log" 2>&1 &
