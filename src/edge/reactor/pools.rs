@@ -207,6 +207,9 @@ impl Reactor {
             traces: &traces,
         };
         op(&mut self.pools, &mut cx);
+        if self.pools.news.is_empty() {
+            return;
+        }
         let news = self.pools.take_news();
         for item in news {
             match item {

@@ -93,6 +93,8 @@ impl Reactor {
         &mut self,
         op: impl FnOnce(&mut HttpFront, &mut Cx) -> R,
     ) -> Option<R> {
+        // Without an HTTP front (stdio), at no cost on every turn.
+        self.http.as_ref()?;
         let (mut op, mut out) = (Some(op), None);
         let mut queue = VecDeque::new();
         if self.http_op(&mut queue, &mut |front, cx| {
