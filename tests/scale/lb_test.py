@@ -25,6 +25,7 @@ Prints one line per step; exits 1 on the first failure.
 import http.client
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -189,7 +190,11 @@ class Cluster:
         self.binary, self.kind, self.lb_path, self.tmp = binary, kind, lb_path, tmp
         self.extra = extra or []
         self.instances: dict[str, subprocess.Popen] = {}
-        self.ports = {name: free_port() for name in NAMES}
+        # Each instance binds a port the kernel picks (`--http-port 0`) and
+        # names it in its start-up line: a port chosen here and bound later
+        # could be taken meanwhile by the other balancer's cluster, which
+        # runs beside this one, and its instance would answer for ours.
+        self.ports: dict[str, int] = {}
         self.lb_port = free_port()
         self.lb = None
         manifest = json.loads((ROOT / "tests/data/shapes/manifest.json").read_text())
@@ -203,13 +208,28 @@ class Cluster:
             # Each instance's test pools say when a call starts and ends.
             env = {**os.environ, "TESTPOOL_TRACE": str(self.trace(name))}
             self.instances[name] = subprocess.Popen(
-                [self.binary, "mcp", str(self.manifest), "--http-port", str(self.ports[name]),
+                [self.binary, "mcp", str(self.manifest), "--http-port", "0",
                  "--instance-id", name, "--drain-timeout", "20", "--task-after", "0", *self.extra],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, env=env)
         for name in NAMES:
-            self.wait_health(self.ports[name], f"instance {name}")
+            self.wait_listening(name)
         self.start_balancer()
         self.wait_health(self.lb_port, self.kind)
+
+    def wait_listening(self, name: str) -> None:
+        """Instance `name`'s port, from its start-up line, then its health."""
+        deadline = time.monotonic() + STEP_TIMEOUT
+        while time.monotonic() < deadline:
+            found = re.search(r"\(instance %s\) over HTTP at http://127\.0\.0\.1:(\d+)/" % re.escape(name),
+                              text_of(self.log(name)))
+            if found:
+                self.ports[name] = int(found.group(1))
+                self.wait_health(self.ports[name], f"instance {name}")
+                return
+            if self.instances[name].poll() is not None:
+                raise Failure(f"instance {name} exited before listening: {text_of(self.log(name))[-500:]}")
+            time.sleep(0.02)
+        raise Failure(f"instance {name} never said where it listens; logs in {self.tmp}")
 
     def trace(self, name: str) -> Path:
         """The call trace of instance `name`'s pools (TESTPOOL_TRACE)."""

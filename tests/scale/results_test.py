@@ -30,11 +30,11 @@ class ResultCluster(Cluster):
         for name in NAMES:
             log = open(self.tmp / f"{name}.log", "wb")
             self.instances[name] = subprocess.Popen(
-                [self.binary, "mcp", str(self.manifest), "--http-port", str(self.ports[name]),
+                [self.binary, "mcp", str(self.manifest), "--http-port", "0",
                  "--instance-id", name, "--max-result-chars", "1000"],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
         for name in NAMES:
-            self.wait_health(self.ports[name], f"instance {name}")
+            self.wait_listening(name)
         self.start_balancer()
         self.wait_health(self.lb_port, self.kind)
 
