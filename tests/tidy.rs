@@ -893,3 +893,46 @@ fn steps_are_applied_in_one_place() {
         offenders,
     );
 }
+
+/// The loop's two questions to the owners each turn: when is the next
+/// deadline, and act on what is due.
+const PER_TURN: &[&str] = &["fn next_deadline(&mut self)", "fn run_timers(&mut self)"];
+
+#[test]
+fn the_loop_asks_owners_for_deadlines_without_scanning() {
+    // Each owner keeps its deadlines keyed (`reactor::timers`) and answers
+    // for its own; the loop only asks, so a turn costs what is due, not
+    // what is served. The owners' side (the pools and the watches act on
+    // armed deadlines only, never on a scan) is proven by the unit tests
+    // `a_turn_acts_only_on_armed_deadlines_never_on_a_scan` and
+    // `a_turn_looks_only_at_the_watches_whose_look_is_due`.
+    let text = read(&root().join("src/edge/reactor.rs"));
+    let lines: Vec<&str> = text.lines().collect();
+    let mut offenders = Vec::new();
+    for signature in PER_TURN {
+        let Some(start) = lines
+            .iter()
+            .position(|l| l.trim_start().starts_with(signature))
+        else {
+            offenders.push(format!("`{signature}` not found in src/edge/reactor.rs"));
+            continue;
+        };
+        let body = lines[start + 1..].iter().take_while(|l| **l != "    }");
+        for line in body {
+            let code = line.split("//").next().unwrap_or("");
+            let looping = [
+                "for ", "while ", "loop {", ".iter(", ".procs(", "0..", ".len()",
+            ]
+            .iter()
+            .find(|w| code.contains(*w));
+            if let Some(word) = looping {
+                offenders.push(format!("{signature}: `{}` ({word})", line.trim()));
+            }
+        }
+    }
+    check(
+        "the loop asks each owner for its next deadline and what is due: no loop over \
+         pools, programs, watches or connections in it",
+        offenders,
+    );
+}

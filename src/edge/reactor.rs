@@ -56,7 +56,7 @@ use self::byteio::Streamed;
 use self::calls::{CallId, Calls};
 use self::http::{Content, Head, HttpFront};
 use self::obs::CallTrace;
-use self::pools::{PoolSet, Proc, Runtime};
+use self::pools::{Limits, PoolSet, Proc, Runtime};
 use self::stdio::Stdio;
 use self::tasks::{ResourceBody, TaskStore};
 pub use serve::serve;
@@ -228,6 +228,7 @@ impl Reactor {
         // `--task-dir`'s tasks and results are read back here.
         let tasks = TaskStore::new(&options, serving.instance);
         let watches = reload::Watches::new(&catalog);
+        let limits = Limits::of(&options);
         let mut reactor = Reactor {
             poll,
             catalog,
@@ -237,7 +238,7 @@ impl Reactor {
             http,
             signals,
             sources: Sources::default(),
-            pools: PoolSet::new(runtimes),
+            pools: PoolSet::new(runtimes, limits),
             calls: Calls::new(queue),
             preparing: calls::Preparing::default(),
             exit_code: None,
@@ -300,10 +301,6 @@ impl Reactor {
             if read_stdin_directly || self.preparing.pending() {
                 timeout = Some(Duration::ZERO);
             }
-            if let Some(at) = self.pools.pending() {
-                let left = at.saturating_duration_since(now);
-                timeout = Some(timeout.map_or(left, |t| t.min(left)));
-            }
             if let Err(e) = self.poll.poll(events, timeout) {
                 // A signal interrupts epoll_wait even with SA_RESTART.
                 if e.kind() == io::ErrorKind::Interrupted {
@@ -346,15 +343,6 @@ impl Reactor {
                 self.read_stdin_until(true);
             }
             self.prepare_slice();
-            if let Some(at) = self.pools.pending() {
-                let answered = self.stdio.as_ref().is_some_and(Stdio::answered_any);
-                if answered || Instant::now() >= at {
-                    self.pools.set_pending(None);
-                    for program in 0..self.pools.len() {
-                        self.with_pools(&mut |p, cx| p.start_all(cx, program));
-                    }
-                }
-            }
             self.run_timers();
             self.end_turn();
         }
@@ -376,11 +364,7 @@ impl Reactor {
                 best = Some(best.map_or(t, |b| b.min(t)));
             }
         };
-        self.pools.deadlines(
-            self.options.pool_start_timeout,
-            self.options.replica_idle,
-            &mut consider,
-        );
+        consider(self.pools.next_deadline());
         self.calls.deadlines(&mut consider);
         consider(self.tasks.next_expiry());
         if let Some(http) = &mut self.http {
@@ -395,7 +379,18 @@ impl Reactor {
 
     fn run_timers(&mut self) {
         let now = Instant::now();
+        // Eager pools start once the client's first message is answered,
+        // or when their wait is over.
+        if self.stdio.as_ref().is_some_and(Stdio::answered_any) {
+            self.pools.hurry_pending(now);
+        }
         self.with_pools(&mut |p, cx| p.timers(cx, now));
+        #[cfg(debug_assertions)]
+        {
+            // The keyed deadlines are those a full scan finds.
+            let missing = self.pools.unarmed(&self.options);
+            assert!(missing.is_empty(), "pool deadlines not armed: {missing:?}");
+        }
         self.call_timers(now);
         self.tasks.expire();
         self.with_http(|f, cx| f.timers(cx, now));

@@ -633,9 +633,7 @@ impl Calls {
             call.sched.leased = false;
             pools.touch(call.program, call.sched.slot, Instant::now());
             let sched = &call.sched;
-            pools
-                .leases_mut(call.program)
-                .release(&sched.pools, sched.mode);
+            pools.release(call.program, &sched.pools, sched.mode);
         }
         Some((call, freed))
     }

@@ -31,6 +31,7 @@ use mio::net::UnixStream;
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 
+use super::timers::Timers;
 use super::{Reactor, Source, Sources};
 use crate::edge::cli::Settings;
 use crate::edge::proc;
@@ -59,11 +60,11 @@ struct Probe {
     read: Vec<u8>,
 }
 
-/// A process's readiness probing: the probe in flight, when the next one
-/// goes, and the delay growing between them.
+/// A process's readiness probing: the probe in flight and the delay
+/// growing between them (when the next one goes is its
+/// [`PoolTimer::Probe`]).
 struct Probing {
     probe: Option<Probe>,
-    next: Option<Instant>,
     delay: Duration,
 }
 
@@ -140,6 +141,59 @@ pub(in crate::edge::reactor) struct PoolSet {
     /// What the last operations mean for other owners, for the reactor to
     /// apply ([`PoolNews`]).
     news: Vec<PoolNews>,
+    /// The processes' deadlines, armed where their state changes
+    /// ([`PoolTimer`]); a turn pops only what is due.
+    timers: Timers<PoolTimer>,
+    /// The settings the deadlines are computed from.
+    limits: Limits,
+    /// Programs whose processes changed status since `--pool-min` was
+    /// last looked at (none without `--pool-min`).
+    warm: Vec<usize>,
+}
+
+/// A pool deadline, by what it is for. The order is the order in which
+/// deadlines due at once are handled: by program, idle replicas first,
+/// then `--pool-min`, then each process's probe and start-up timeout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(in crate::edge::reactor) enum PoolTimer {
+    /// A ready replica with no call stops after `--replica-idle`.
+    Idle(usize, Proc),
+    /// `--pool-min`: a replica that failed may be started again.
+    Warm(usize),
+    /// The next readiness probe of a starting process.
+    Probe(usize, Proc),
+    /// A starting process did not become ready (`--pool-start-timeout`).
+    StartTimeout(usize, Proc),
+}
+
+impl PoolTimer {
+    /// Where a due deadline is handled among those due at once.
+    fn order(&self) -> (usize, u8, usize, u8) {
+        match *self {
+            PoolTimer::Idle(program, i) => (program, 0, i.0, 0),
+            PoolTimer::Warm(program) => (program, 1, 0, 0),
+            PoolTimer::Probe(program, i) => (program, 2, i.0, 0),
+            PoolTimer::StartTimeout(program, i) => (program, 2, i.0, 1),
+        }
+    }
+}
+
+/// The serving settings the pools' deadlines depend on.
+pub(in crate::edge::reactor) struct Limits {
+    start_timeout: Duration,
+    replica_idle: Duration,
+    /// `--pool-min` names some language.
+    pool_min: bool,
+}
+
+impl Limits {
+    pub(in crate::edge::reactor) fn of(settings: &Settings) -> Limits {
+        Limits {
+            start_timeout: settings.pool_start_timeout,
+            replica_idle: settings.replica_idle,
+            pool_min: !settings.pool_min.is_empty(),
+        }
+    }
 }
 
 /// What a pool operation means for the other owners, in the order it
@@ -276,14 +330,12 @@ impl PoolSet {
         }
     }
 
-    /// Stops replicas that have been idle for `--replica-idle`, except
-    /// those that keep their pool at its `--pool-min` (they count as used
-    /// now, so they are looked at again one idle period later).
-    fn stop_idle_replicas(&mut self, cx: &mut Cx, program: usize, now: Instant) {
-        let idle_ones = self.idle_replicas(program, now, cx.settings.replica_idle);
-        if idle_ones.is_empty() {
-            return;
-        }
+    /// Of the replicas `due` (in order) whose idle deadline came, stops
+    /// those that have been idle for `--replica-idle`, except those that
+    /// keep their pool at its `--pool-min` (they count as used now, so they
+    /// are looked at again one idle period later).
+    fn stop_idle_replicas(&mut self, cx: &mut Cx, program: usize, due: &[Proc], now: Instant) {
+        let idle_ones = self.idle_among(program, due, now, cx.settings.replica_idle);
         let mut spare: Vec<Option<usize>> = Vec::new();
         for slot in idle_ones {
             let (base, _) = self.base_of(program, slot);
@@ -304,7 +356,9 @@ impl PoolSet {
     }
 
     /// Starts, all at once, the replicas that bring each pool of `program`
-    /// whose primary is starting or ready to its `--pool-min` processes.
+    /// whose primary is starting or ready to its `--pool-min` processes; a
+    /// pool left short (its other replicas failed a moment ago) is looked
+    /// at again when the first of them may be retried.
     fn keep_warm(&mut self, cx: &mut Cx, program: usize) {
         if cx.settings.pool_min.is_empty() {
             return;
@@ -321,6 +375,8 @@ impl PoolSet {
             let (min, cap) = (min_of(cx.settings, &lang), cap_of(cx.settings, &lang));
             for _ in 0..self.replicas_to_keep(program, base, min, cap) {
                 let Some(slot) = self.replica_slot(program, base, cap, Instant::now()) else {
+                    let retry = self.first_retry(program, base);
+                    self.timers.set_no_later(PoolTimer::Warm(program), retry);
                     break;
                 };
                 self[(program, slot)].life.starts.clear();
@@ -418,9 +474,8 @@ impl PoolSet {
     fn start(&mut self, cx: &mut Cx, program: usize, i: Proc) {
         if self.stops.defer_start(program, i) {
             // Its old process is still going: it starts once that is gone.
-            let pool = &mut self[(program, i)];
-            pool.pid = None;
-            pool.status = PoolStatus::Starting;
+            self[(program, i)].pid = None;
+            self.set_status(program, i, PoolStatus::Starting);
             return;
         }
         let now = Instant::now();
@@ -440,11 +495,6 @@ impl PoolSet {
                     ));
                 }
                 pool.pid = Some(spawned.pid);
-                pool.status = PoolStatus::Starting;
-                // A pool crashing right away leaves its old socket file; the
-                // new process unlinks it before binding, so probes simply
-                // fail until then.
-                pool.probing.next = Some(now + PROBE_DELAY_MIN);
                 let fd = spawned.output;
                 let raw = fd.as_raw_fd();
                 let token = cx.sources.add(Source::PoolOutput { program, pool: i });
@@ -455,59 +505,94 @@ impl PoolSet {
                     log::error(&format!("cannot watch the output of a pool: {e}"));
                 }
                 pool.output.pipe = Some((token, fd));
+                self.set_status(program, i, PoolStatus::Starting);
+                // A pool crashing right away leaves its old socket file; the
+                // new process unlinks it before binding, so probes simply
+                // fail until then.
+                let probe = PoolTimer::Probe(program, i);
+                self.timers.set(probe, Some(now + PROBE_DELAY_MIN));
             }
             Err(e) => {
                 let message = format!("cannot start pool '{}': {e}", pool.label());
                 log::error(&message);
-                pool.status = PoolStatus::Failed {
+                let status = PoolStatus::Failed {
                     message: message.clone(),
                     at: now,
                 };
+                self.set_status(program, i, status);
                 self.open_breaker(program, i, "could not be started");
                 self.fail_calls(program, i, &message, true);
             }
         }
     }
 
-    /// The pools' timers due at `now`: stops, idle replicas, `--pool-min`,
-    /// probes and start-up timeouts.
+    /// The pools' deadlines due at `now` (stops, the eager start, idle
+    /// replicas, `--pool-min`, probes and start-up timeouts), then
+    /// `--pool-min` for the programs whose processes changed status. Only
+    /// what is due is looked at, never every process.
     pub(super) fn timers(&mut self, cx: &mut Cx, now: Instant) {
-        self.advance_stops(cx, now);
-        for program in 0..self.len() {
-            self.stop_idle_replicas(cx, program, now);
-            self.keep_warm(cx, program);
-            // Every turn: the processes by index, without a list of them.
-            let count = self.procs(program).count();
-            for i in (0..count).map(Proc) {
-                let pool = &mut self[(program, i)];
-                if pool.probing.next.is_some_and(|t| t <= now) {
-                    pool.probing.next = None;
-                    self.start_probe(cx, program, i);
-                }
-                let pool = &self[(program, i)];
-                let limit = cx.settings.pool_start_timeout;
-                // Starting without a process: its old one is being stopped.
-                if matches!(pool.status, PoolStatus::Starting)
-                    && pool.pid.is_some()
-                    && now >= pool.life.started_at + limit
-                {
-                    let message = format!(
-                        "pool '{}' did not become ready within {} s{}",
-                        pool.label(),
-                        crate::format::decimal::seconds(limit),
-                        self.rt(program).tail_note(i)
-                    );
-                    log::error(&message);
-                    self.stop(cx, program, i);
-                    self[(program, i)].status = PoolStatus::Failed {
-                        message: message.clone(),
-                        at: now,
-                    };
-                    self.open_breaker(program, i, "did not become ready");
-                    self.fail_calls(program, i, &message, true);
-                }
+        if self.stops.next_deadline().is_some_and(|at| at <= now) {
+            self.advance_stops(cx, now);
+        }
+        if self.pending.is_some_and(|at| at <= now) {
+            self.pending = None;
+            for program in 0..self.len() {
+                self.start_all(cx, program);
             }
         }
+        let mut due = Vec::new();
+        while let Some(key) = self.timers.pop_due(now) {
+            due.push(key);
+        }
+        due.sort_unstable_by_key(PoolTimer::order);
+        let mut idle: Vec<Proc> = Vec::new();
+        for (n, key) in due.iter().enumerate() {
+            match *key {
+                PoolTimer::Idle(program, i) => {
+                    idle.push(i);
+                    // The program's idle replicas are looked at together.
+                    if !matches!(due.get(n + 1), Some(PoolTimer::Idle(p, _)) if *p == program) {
+                        self.stop_idle_replicas(cx, program, &idle, now);
+                        idle.clear();
+                    }
+                }
+                PoolTimer::Warm(program) => self.keep_warm(cx, program),
+                PoolTimer::Probe(program, i) => self.start_probe(cx, program, i),
+                PoolTimer::StartTimeout(program, i) => self.start_timed_out(cx, program, i, now),
+            }
+        }
+        while let Some(program) = self.warm.pop() {
+            self.keep_warm(cx, program);
+        }
+    }
+
+    /// Process `i`'s start-up deadline came at `now`: if it is still
+    /// starting, it is stopped and failed.
+    fn start_timed_out(&mut self, cx: &mut Cx, program: usize, i: Proc, now: Instant) {
+        let pool = &self[(program, i)];
+        let limit = cx.settings.pool_start_timeout;
+        // Starting without a process: its old one is being stopped.
+        if !matches!(pool.status, PoolStatus::Starting) || pool.pid.is_none() {
+            return;
+        }
+        if now < pool.life.started_at + limit {
+            return self.rearm(program, i);
+        }
+        let message = format!(
+            "pool '{}' did not become ready within {} s{}",
+            pool.label(),
+            crate::format::decimal::seconds(limit),
+            self.rt(program).tail_note(i)
+        );
+        log::error(&message);
+        self.stop(cx, program, i);
+        let status = PoolStatus::Failed {
+            message: message.clone(),
+            at: now,
+        };
+        self.set_status(program, i, status);
+        self.open_breaker(program, i, "did not become ready");
+        self.fail_calls(program, i, &message, true);
     }
 
     /// Reaps exited children, recovers the pools among them and moves the
@@ -536,6 +621,7 @@ impl PoolSet {
             // Collect what the pool printed last, for the message.
             self.read_output(cx, program, i);
             self[(program, i)].pid = None;
+            self.rearm(program, i);
             // Its workers may outlive it: end the whole group.
             let _ = proc::kill_group(pid, libc::SIGKILL);
             self.end_probe(cx, program, i);
@@ -566,10 +652,11 @@ impl PoolSet {
                         self.rt(program).tail_note(i)
                     )
                 };
-                self[(program, i)].status = PoolStatus::Failed {
+                let status = PoolStatus::Failed {
                     message: message.clone(),
                     at: now,
                 };
+                self.set_status(program, i, status);
                 let why = if starting {
                     "died during start-up".to_string()
                 } else {
@@ -612,7 +699,7 @@ impl PoolSet {
     pub(super) fn stop(&mut self, cx: &mut Cx, program: usize, i: Proc) {
         self.stops.cancel_restart(program, i);
         let _ = self.begin_stop(cx, program, i, false);
-        self[(program, i)].status = PoolStatus::Idle;
+        self.set_status(program, i, PoolStatus::Idle);
     }
 
     /// Ends pool `i`'s probe and output, and begins stopping its process
@@ -626,6 +713,7 @@ impl PoolSet {
         let Some(pid) = self[(program, i)].pid.take() else {
             return false;
         };
+        self.rearm(program, i);
         self.stops
             .begin(pid, label, grace, Instant::now(), (program, i), restart);
         true
@@ -653,9 +741,9 @@ impl PoolSet {
     /// a ping (or the start-up deadline passes).
     pub(super) fn reprobe(&mut self, program: usize, i: Proc) {
         let pool = &mut self[(program, i)];
-        pool.status = PoolStatus::Starting;
         pool.life.started_at = Instant::now();
         pool.probing.delay = PROBE_DELAY_MIN;
+        self.set_status(program, i, PoolStatus::Starting);
         self.schedule_probe(program, i);
     }
 
@@ -668,7 +756,7 @@ impl PoolSet {
     /// no replica is started in its place; `start` probes the new process as
     /// usual.
     pub(super) fn withdraw(&mut self, program: usize, i: Proc) {
-        self[(program, i)].status = PoolStatus::Starting;
+        self.set_status(program, i, PoolStatus::Starting);
     }
 
     /// Restarts pool `i`: its calls fail with `reason`, and the slot starts

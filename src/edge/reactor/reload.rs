@@ -18,6 +18,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::pools::Runtime;
+use super::timers::Timers;
 use super::{Client, Reactor};
 use crate::edge::manifest_file;
 use crate::protocol::jsonrpc;
@@ -61,19 +62,24 @@ pub(super) struct Watch {
     /// The version seen at the previous check, if it differed from the
     /// served one.
     seen: Option<Stamp>,
-    next_check: Instant,
 }
 
-/// The watched programs (the owner of the watches).
+/// The watched programs (the owner of the watches), when each is looked
+/// at next, and the programs replaced by a reload whose pools are stopped
+/// once no call runs on them.
 pub(super) struct Watches {
     list: Vec<Watch>,
+    /// The next look at each watch, by its index in `list`.
+    checks: Timers<usize>,
+    /// Replaced programs not retired yet, by catalog index.
+    retiring: Vec<usize>,
 }
 
 impl Watches {
     /// Watches for every live program of the catalog.
     pub(super) fn new(catalog: &Catalog) -> Watches {
         let now = Instant::now();
-        let list = catalog
+        let list: Vec<Watch> = catalog
             .live()
             .iter()
             .enumerate()
@@ -85,30 +91,55 @@ impl Watches {
                     tools_file: loaded.tools_file.clone(),
                     served: (None, None),
                     seen: None,
-                    next_check: now + CHECK_EVERY,
                 };
                 watch.served = stamp(&watch);
                 watch
             })
             .collect();
-        Watches { list }
+        let mut checks = Timers::default();
+        for n in 0..list.len() {
+            checks.set(n, Some(now + CHECK_EVERY));
+        }
+        // Programs the catalog does not serve from the start.
+        let retiring = (0..catalog.programs.len())
+            .filter(|&index| !catalog.is_live(index))
+            .collect();
+        Watches {
+            list,
+            checks,
+            retiring,
+        }
+    }
+
+    /// Program `index` (of the catalog) was replaced: its pools stop once
+    /// no call runs on it.
+    fn retire_later(&mut self, index: usize) {
+        self.retiring.push(index);
+    }
+
+    /// The replaced programs not retired yet.
+    fn take_retiring(&mut self) -> Vec<usize> {
+        std::mem::take(&mut self.retiring)
     }
 
     /// When the next look is due.
-    pub(super) fn next_check(&self) -> Option<Instant> {
-        self.list.iter().map(|w| w.next_check).min()
+    pub(super) fn next_check(&mut self) -> Option<Instant> {
+        self.checks.next()
     }
 
-    /// Looks at the watches due at `now`: the live slots whose files
-    /// changed and then held still, each with whether its manifest changed
-    /// (else only its tools file).
+    /// Looks at the watches due at `now` (only those): the live slots whose
+    /// files changed and then held still, in order, each with whether its
+    /// manifest changed (else only its tools file).
     fn due(&mut self, now: Instant) -> Vec<(usize, bool)> {
+        let mut looked = Vec::new();
+        while let Some(n) = self.checks.pop_due(now) {
+            looked.push(n);
+        }
+        looked.sort_unstable();
         let mut due = Vec::new();
-        for w in &mut self.list {
-            if now < w.next_check {
-                continue;
-            }
-            w.next_check = now + CHECK_EVERY;
+        for n in looked {
+            self.checks.set(n, Some(now + CHECK_EVERY));
+            let w = &mut self.list[n];
             let current = stamp(w);
             if current == w.served {
                 w.seen = None;
@@ -135,11 +166,13 @@ impl Reactor {
         for (slot, manifest_changed) in self.watches.due(now) {
             self.reload(slot, manifest_changed);
         }
-        for index in 0..self.pools.len() {
-            if self.catalog.is_live(index) || self.pools.retired(index) {
+        // Only the programs replaced and not retired yet (usually none).
+        for index in self.watches.take_retiring() {
+            if index >= self.pools.len() || self.pools.retired(index) {
                 continue;
             }
             if self.calls.runs(index) {
+                self.watches.retire_later(index);
                 continue;
             }
             for pool in self.pools.procs(index).collect::<Vec<_>>() {
@@ -234,6 +267,7 @@ impl Reactor {
             }
         };
         self.pools.push(runtime);
+        self.watches.retire_later(old);
         let tools = self.catalog.programs[index].surface.tools.len();
         let what = if manifest_changed {
             format!("{} was rebuilt", manifest_path.display())
@@ -253,5 +287,43 @@ impl Reactor {
             );
             self.deliver(&Client::Stdio, &note, false);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_turn_looks_only_at_the_watches_whose_look_is_due() {
+        let dir = std::env::temp_dir().join(format!("morloc-mcp-watch-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temporary directory");
+        let path = dir.join("manifest.json");
+        std::fs::write(&path, "{}").expect("manifest");
+        // Both programs' manifests changed and held still since the last
+        // look, but only the second one's look is armed: a scan of every
+        // watch coming back fails this test.
+        let watch = |slot| Watch {
+            slot,
+            path: path.clone(),
+            tools_file: dir.join("absent.json"),
+            served: (None, None),
+            seen: Some((file_stamp(&path), None)),
+        };
+        let mut watches = Watches {
+            list: vec![watch(0), watch(1)],
+            checks: Timers::default(),
+            retiring: Vec::new(),
+        };
+        let now = Instant::now();
+        assert_eq!(watches.next_check(), None);
+        assert_eq!(watches.due(now), []);
+        watches.checks.set(1, Some(now));
+        assert_eq!(watches.next_check(), Some(now));
+        assert_eq!(watches.due(now), [(1, true)]);
+        // Looked at again one period later; the first still never.
+        assert_eq!(watches.next_check(), Some(now + CHECK_EVERY));
+        assert_eq!(watches.due(now + CHECK_EVERY), []);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -77,9 +77,10 @@ impl<K: Copy + Eq + Hash + Ord> Timers<K> {
         self.set(key, Some(at));
     }
 
-    /// The deadline armed for `key`.
-    #[cfg(test)]
-    fn get(&self, key: &K) -> Option<Instant> {
+    /// The deadline armed for `key` (debug builds check owners' deadlines
+    /// with it).
+    #[cfg(any(test, debug_assertions))]
+    pub(super) fn get(&self, key: &K) -> Option<Instant> {
         self.armed.get(key).map(|(at, _)| *at)
     }
 

@@ -161,9 +161,7 @@ impl Calls {
         let sched = &mut call.sched;
         if sched.leased {
             sched.leased = false;
-            pools
-                .leases_mut(call.program)
-                .release(&sched.pools, sched.mode);
+            pools.release(call.program, &sched.pools, sched.mode);
             if let Some(place) = sched.place.take() {
                 self.queue.restore(id, place);
             }

@@ -9,7 +9,7 @@ use mio::net::UnixStream;
 use mio::Interest;
 
 use super::set::PROBE_DELAY_MAX;
-use super::{Cx, PoolNews, PoolSet, PoolStatus, Probe, Proc};
+use super::{Cx, PoolNews, PoolSet, PoolStatus, PoolTimer, Probe, Proc};
 use crate::edge::log;
 use crate::edge::reactor::Source;
 use crate::format::packet;
@@ -52,8 +52,9 @@ impl PoolSet {
     /// The next ping to process `i` goes after a growing delay.
     pub(super) fn schedule_probe(&mut self, program: usize, i: Proc) {
         let pool = &mut self[(program, i)];
-        pool.probing.next = Some(Instant::now() + pool.probing.delay);
+        let at = Instant::now() + pool.probing.delay;
         pool.probing.delay = (pool.probing.delay * 3 / 2).min(PROBE_DELAY_MAX);
+        self.timers.set(PoolTimer::Probe(program, i), Some(at));
     }
 
     pub(super) fn end_probe(&mut self, cx: &mut Cx, program: usize, i: Proc) {
@@ -98,7 +99,7 @@ impl PoolSet {
         if !ok {
             return self.schedule_probe(program, i);
         }
-        self[(program, i)].status = PoolStatus::Ready;
+        self.set_status(program, i, PoolStatus::Ready);
         if log::enabled(crate::protocol::log::Level::Debug) {
             let pool = &self[(program, i)];
             // Not `{:.1}`: the standard library's float printing would be

@@ -15,11 +15,12 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::index::{BasePool, Proc};
-use super::leases::Leases;
+use super::leases::{LeaseMode, Leases};
 use super::routing::Routing;
 use super::stop::Stops;
-use super::{Life, Output, Pool, PoolSet, Probing, Runtime};
+use super::{Life, Limits, Output, Pool, PoolSet, PoolTimer, Probing, Runtime};
 use crate::edge::proc;
+use crate::edge::reactor::timers::Timers;
 use crate::edge::rundir;
 use crate::edge::shm;
 use crate::protocol::mcp::Program;
@@ -104,7 +105,6 @@ impl Pool {
             },
             probing: Probing {
                 probe: None,
-                next: None,
                 delay: PROBE_DELAY_MIN,
             },
             output: Output {
@@ -277,25 +277,18 @@ impl Runtime {
         })
     }
 
-    fn deadlines(
-        &self,
-        start_timeout: Duration,
-        replica_idle: Duration,
-        consider: &mut impl FnMut(Option<Instant>),
-    ) {
-        for (slot, pool) in self.pools.iter().enumerate() {
-            consider(pool.probing.next);
-            // Starting without a process: waiting for its old one to stop.
-            if matches!(pool.status, PoolStatus::Starting) && pool.pid.is_some() {
-                consider(Some(pool.life.started_at + start_timeout));
-            }
-            if pool.replica > 0
-                && matches!(pool.status, PoolStatus::Ready)
-                && self.leases.busy(Proc(slot)) == 0
-            {
-                consider(Some(pool.last_used + replica_idle));
-            }
-        }
+    /// The deadlines that follow from process `slot`'s state: its start-up
+    /// timeout while it starts (with a process: without one, its old one is
+    /// being stopped), and when it is idle long enough to stop while it is
+    /// a ready replica that no call holds.
+    fn due_at(&self, slot: Proc, limits: &Limits) -> (Option<Instant>, Option<Instant>) {
+        let pool = &self.pools[slot.0];
+        let starting = matches!(pool.status, PoolStatus::Starting) && pool.pid.is_some();
+        let start = starting.then(|| pool.life.started_at + limits.start_timeout);
+        let idle = pool.replica > 0
+            && matches!(pool.status, PoolStatus::Ready)
+            && self.leases.busy(slot) == 0;
+        (start, idle.then(|| pool.last_used + limits.replica_idle))
     }
 
     /// The starting or ready processes of manifest pool `base`.
@@ -426,14 +419,113 @@ pub(in crate::edge::reactor) struct ProcState {
 }
 
 impl PoolSet {
-    pub(in crate::edge::reactor) fn new(programs: Vec<Runtime>) -> PoolSet {
+    pub(in crate::edge::reactor) fn new(programs: Vec<Runtime>, limits: Limits) -> PoolSet {
         PoolSet {
             programs,
             pending: None,
             swept: false,
             stops: Stops::default(),
             news: Vec::new(),
+            timers: Timers::default(),
+            limits,
+            warm: Vec::new(),
         }
+    }
+
+    /// Sets process `i`'s status, and re-arms the deadlines that follow
+    /// from it (every status change goes through here, so no deadline is
+    /// forgotten: `check_timers` compares them with a full scan in debug
+    /// builds).
+    pub(super) fn set_status(&mut self, program: usize, i: Proc, status: PoolStatus) {
+        self[(program, i)].status = status;
+        self.rearm(program, i);
+        if self.limits.pool_min && !self.warm.contains(&program) {
+            self.warm.push(program);
+        }
+    }
+
+    /// Re-arms process `i`'s start-up timeout and idle deadline from its
+    /// state ([`Runtime::due_at`]); call it when its status, process,
+    /// start, last use or leases change.
+    pub(super) fn rearm(&mut self, program: usize, i: Proc) {
+        let (start, idle) = self.programs[program].due_at(i, &self.limits);
+        self.timers.set(PoolTimer::StartTimeout(program, i), start);
+        self.timers.set(PoolTimer::Idle(program, i), idle);
+    }
+
+    /// The pools' next deadline: a process's, a stop's, or the eager start.
+    pub(in crate::edge::reactor) fn next_deadline(&mut self) -> Option<Instant> {
+        [self.timers.next(), self.stops.next_deadline(), self.pending]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// When a replica of manifest pool `base` of `program` that failed may
+    /// first be started again.
+    pub(super) fn first_retry(&self, program: usize, base: BasePool) -> Option<Instant> {
+        let rt = &self.programs[program];
+        rt.instances(base)
+            .filter_map(|s| match &rt.pools[s.0].status {
+                PoolStatus::Failed { at, .. } if rt.pools[s.0].replica > 0 => {
+                    Some(*at + RETRY_FAILED_AFTER)
+                }
+                _ => None,
+            })
+            .min()
+    }
+
+    /// The deadlines a full scan of every process finds that are not
+    /// armed (a state change that forgot to arm one would leave a pool
+    /// stuck); debug builds check that there are none after each turn.
+    #[cfg(any(test, debug_assertions))]
+    pub(in crate::edge::reactor) fn unarmed(
+        &self,
+        settings: &crate::edge::cli::Settings,
+    ) -> Vec<String> {
+        let mut missing = Vec::new();
+        for (program, rt) in self.programs.iter().enumerate() {
+            for (slot, pool) in rt.pools.iter().enumerate() {
+                let i = Proc(slot);
+                let (start, idle) = rt.due_at(i, &self.limits);
+                let armed = |key| self.timers.get(&key);
+                let what = pool.label();
+                if start.is_some() && armed(PoolTimer::StartTimeout(program, i)) != start {
+                    missing.push(format!("start-up timeout of {what}"));
+                }
+                if idle.is_some() && armed(PoolTimer::Idle(program, i)) != idle {
+                    missing.push(format!("idle deadline of {what}"));
+                }
+                let starting = matches!(pool.status, PoolStatus::Starting) && pool.pid.is_some();
+                if starting
+                    && pool.probing.probe.is_none()
+                    && armed(PoolTimer::Probe(program, i)).is_none()
+                {
+                    missing.push(format!("probe of {what}"));
+                }
+            }
+            if settings.pool_min.is_empty() || rt.retired {
+                continue;
+            }
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+            for (slot, pool) in rt.pools.iter().enumerate() {
+                if pool.replica != 0 {
+                    continue;
+                }
+                let base = BasePool(slot);
+                let min = lang_setting(&settings.pool_min, &pool.lang).unwrap_or(1);
+                let cap = replica_cap(&settings.pool_replicas, &pool.lang, cpus);
+                if self.replicas_to_keep(program, base, min, cap) == 0 {
+                    continue;
+                }
+                let retry = self.first_retry(program, base);
+                let armed = self.timers.get(&PoolTimer::Warm(program));
+                if retry.is_none() || armed.is_none_or(|a| Some(a) > retry) {
+                    missing.push(format!("--pool-min retry of {}", pool.lang));
+                }
+            }
+        }
+        missing
     }
 
     /// Adds the runtime of a program just added to the catalog.
@@ -453,6 +545,11 @@ impl PoolSet {
 
     pub(in crate::edge::reactor) fn set_pending(&mut self, at: Option<Instant>) {
         self.pending = at;
+    }
+
+    /// Eager pools not started yet start at `now` at the latest.
+    pub(in crate::edge::reactor) fn hurry_pending(&mut self, now: Instant) {
+        self.pending = self.pending.map(|at| at.min(now));
     }
 
     /// True the first time only: stale files of dead runs are to be swept.
@@ -555,6 +652,29 @@ impl PoolSet {
     pub(in crate::edge::reactor) fn touch(&mut self, program: usize, proc: Proc, now: Instant) {
         if let Some(pool) = self.programs[program].pools.get_mut(proc.0) {
             pool.last_used = now;
+            if pool.replica > 0 {
+                self.rearm(program, proc);
+            }
+        }
+    }
+
+    /// Gives back a lease on `procs` of `program` taken in `mode` (a
+    /// replica left with no call is idle from then on).
+    pub(in crate::edge::reactor) fn release(
+        &mut self,
+        program: usize,
+        procs: &[Proc],
+        mode: LeaseMode,
+    ) {
+        self.programs[program].leases.release(procs, mode);
+        for &proc in procs {
+            if self.programs[program]
+                .pools
+                .get(proc.0)
+                .is_some_and(|p| p.replica > 0)
+            {
+                self.rearm(program, proc);
+            }
         }
     }
 
@@ -591,20 +711,6 @@ impl PoolSet {
                 }
             }
         }
-    }
-
-    /// Tells `consider` the pools' next deadlines: probes, start-up
-    /// timeouts, idle replicas.
-    pub(in crate::edge::reactor) fn deadlines(
-        &self,
-        start_timeout: Duration,
-        replica_idle: Duration,
-        consider: &mut impl FnMut(Option<Instant>),
-    ) {
-        for rt in &self.programs {
-            rt.deadlines(start_timeout, replica_idle, consider);
-        }
-        consider(self.stops.next_deadline());
     }
 
     /// The manifest pools of a live `program` for `/health`: language,

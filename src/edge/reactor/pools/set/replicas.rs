@@ -76,26 +76,31 @@ impl PoolSet {
         }
     }
 
-    /// The ready replicas of `program` that no call holds and that have
-    /// been idle for `idle` at `now`.
-    pub(in crate::edge::reactor::pools) fn idle_replicas(
-        &self,
+    /// The replicas among `slots` of `program` that are ready, held by no
+    /// call, and have been idle for `idle` at `now`, in the order given;
+    /// a candidate not idle that long yet has its deadline armed again.
+    pub(in crate::edge::reactor::pools) fn idle_among(
+        &mut self,
         program: usize,
+        slots: &[Proc],
         now: Instant,
         idle: Duration,
     ) -> Vec<Proc> {
-        let rt = &self.programs[program];
-        (0..rt.pools.len())
-            .map(Proc)
-            .filter(|&slot| {
-                let pool = &rt.pools[slot.0];
-                pool.replica > 0
-                    && matches!(pool.status, PoolStatus::Ready)
-                    && rt.leases.busy(slot) == 0
-                    && !rt.leases.exclusive(slot)
-                    && now >= pool.last_used + idle
-            })
-            .collect()
+        let mut found = Vec::new();
+        for &slot in slots {
+            let rt = &self.programs[program];
+            let pool = &rt.pools[slot.0];
+            let ready_and_free = pool.replica > 0
+                && matches!(pool.status, PoolStatus::Ready)
+                && rt.leases.busy(slot) == 0
+                && !rt.leases.exclusive(slot);
+            if ready_and_free && now >= pool.last_used + idle {
+                found.push(slot);
+            } else {
+                self.rearm(program, slot);
+            }
+        }
+        found
     }
 
     /// The starting or ready processes of manifest pool `base` of `program`.

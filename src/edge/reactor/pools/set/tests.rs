@@ -4,6 +4,8 @@
 
 use super::super::leases::LeaseMode;
 use super::*;
+use crate::edge::cli::Settings;
+use crate::edge::reactor::pools::Cx;
 
 #[test]
 fn threaded_and_single_threaded_pools_get_replicas_by_default() {
@@ -61,17 +63,20 @@ fn set_of(procs: Vec<(usize, usize, PoolStatus)>) -> PoolSet {
         })
         .collect();
     let leases = Leases::new(pools.len());
-    PoolSet::new(vec![Runtime {
-        pools,
-        tmpdir: None,
-        run_dir: None,
-        basename: String::new(),
-        volume0: None,
-        shm_reader: shm::ShmReader::new("", Path::new("")),
-        routing: Routing::new(None, false),
-        leases,
-        retired: false,
-    }])
+    PoolSet::new(
+        vec![Runtime {
+            pools,
+            tmpdir: None,
+            run_dir: None,
+            basename: String::new(),
+            volume0: None,
+            shm_reader: shm::ShmReader::new("", Path::new("")),
+            routing: Routing::new(None, false),
+            leases,
+            retired: false,
+        }],
+        Limits::of(&Settings::default()),
+    )
 }
 
 fn failed(at: Instant) -> PoolStatus {
@@ -157,8 +162,12 @@ fn only_ready_replicas_idle_long_enough_with_no_lease_stop() {
     set.touch(0, Proc(4), start + idle);
     set.leases_mut(0).take(&[Proc(2)], LeaseMode::Shared);
     let now = start + idle;
-    assert_eq!(set.idle_replicas(0, now, idle), [Proc(1)]);
-    assert_eq!(set.idle_replicas(0, now - Duration::from_secs(1), idle), []);
+    let all: Vec<Proc> = set.procs(0).collect();
+    assert_eq!(set.idle_among(0, &all, now, idle), [Proc(1)]);
+    assert_eq!(
+        set.idle_among(0, &all, now - Duration::from_secs(1), idle),
+        []
+    );
 }
 
 #[test]
@@ -183,5 +192,111 @@ fn five_starts_within_the_window_are_a_crash_loop() {
     assert_eq!(
         life.crash_loop(t0 + RESTART_WINDOW + second * 2),
         (4, false)
+    );
+}
+
+/// Runs `op` on `set` with what a pool operation is handed (a poller
+/// nothing is registered with, default settings but `settings`).
+fn with_cx(set: &mut PoolSet, settings: &Settings, op: impl FnOnce(&mut PoolSet, &mut Cx)) {
+    let poll = mio::Poll::new().expect("poller");
+    let mut sources = crate::edge::reactor::Sources::default();
+    let traces = |_: usize, _: Proc| None;
+    let mut cx = Cx {
+        registry: poll.registry(),
+        sources: &mut sources,
+        settings,
+        traces: &traces,
+    };
+    op(set, &mut cx);
+}
+
+/// No process has this pid (pids stay below 2^22 on Linux).
+const NO_PID: i32 = 1 << 30;
+
+#[test]
+fn each_deadline_follows_from_its_process_state() {
+    use PoolStatus::{Ready, Starting};
+    let limits = Limits::of(&Settings::default());
+    let mut set = set_of(vec![(0, 0, Starting), (0, 1, Ready), (0, 2, Ready)]);
+    let rt = &set.programs[0];
+    let (p0, p1) = (&rt.pools[0], &rt.pools[1]);
+    // Starting without a process (its old one is being stopped): no timeout.
+    assert_eq!(rt.due_at(Proc(0), &limits), (None, None));
+    let start = p0.life.started_at + limits.start_timeout;
+    let idle = p1.last_used + limits.replica_idle;
+    set[(0, Proc(0))].pid = Some(NO_PID);
+    let rt = &set.programs[0];
+    assert_eq!(rt.due_at(Proc(0), &limits), (Some(start), None));
+    // A ready replica with no call goes idle; the ready primary never does.
+    assert_eq!(rt.due_at(Proc(1), &limits), (None, Some(idle)));
+    set.leases_mut(0).take(&[Proc(2)], LeaseMode::Shared);
+    assert_eq!(set.programs[0].due_at(Proc(2), &limits), (None, None));
+    let mut primary = set_of(vec![(0, 0, Ready)]);
+    assert_eq!(primary.programs[0].due_at(Proc(0), &limits), (None, None));
+    primary.touch(0, Proc(0), Instant::now());
+    assert!(primary.timers.next().is_none(), "a primary never idles");
+}
+
+#[test]
+fn state_changes_arm_the_deadlines_and_a_forgotten_one_is_reported() {
+    use PoolStatus::{Ready, Starting};
+    let settings = Settings::default();
+    let mut set = set_of(vec![(0, 0, Ready), (0, 1, Starting)]);
+    let replica = (0, Proc(1));
+    set[replica].pid = Some(NO_PID);
+    // Written past `set_status`: the scan finds what is not armed.
+    let missing = set.unarmed(&settings);
+    assert_eq!(missing, ["start-up timeout of py#1", "probe of py#1"]);
+    set.set_status(0, Proc(1), Starting);
+    set.schedule_probe(0, Proc(1));
+    assert_eq!(set.unarmed(&settings), Vec::<String>::new());
+    // Ready: no timeout; idle from its last use, and again after each call.
+    set.set_status(0, Proc(1), Ready);
+    assert_eq!(set.unarmed(&settings), Vec::<String>::new());
+    let idle = set.limits.replica_idle;
+    let key = PoolTimer::Idle(0, Proc(1));
+    let later = Instant::now() + Duration::from_secs(5);
+    set.leases_mut(0).take(&[Proc(1)], LeaseMode::Exclusive);
+    set.touch(0, Proc(1), later);
+    assert_eq!(set.timers.get(&key), None, "busy: not idle");
+    set.release(0, &[Proc(1)], LeaseMode::Exclusive);
+    assert_eq!(set.timers.get(&key), Some(later + idle));
+    // A lease given back past `release` leaves the replica idle unarmed.
+    set.leases_mut(0).take(&[Proc(1)], LeaseMode::Shared);
+    set.touch(0, Proc(1), later);
+    set.leases_mut(0).release(&[Proc(1)], LeaseMode::Shared);
+    assert_eq!(set.unarmed(&settings), ["idle deadline of py#1"]);
+}
+
+#[test]
+fn a_turn_acts_only_on_armed_deadlines_never_on_a_scan() {
+    use PoolStatus::{Ready, Starting};
+    let settings = Settings::default();
+    // Every process is past a deadline a scan would act on, but none is
+    // armed (statuses written past `set_status`): a turn must do nothing,
+    // and there is no next deadline. A scan of the processes coming back
+    // into the turn or into `next_deadline` fails this test.
+    let mut set = set_of(vec![(0, 0, Starting), (0, 1, Ready), (0, 2, Ready)]);
+    set[(0, Proc(0))].pid = Some(NO_PID);
+    let far = Instant::now() + Duration::from_secs(3600);
+    assert_eq!(set.next_deadline(), None);
+    with_cx(&mut set, &settings, |set, cx| set.timers(cx, far));
+    assert!(matches!(set[(0, Proc(0))].status, Starting));
+    assert!(set[(0, Proc(0))].probing.probe.is_none());
+    assert!(matches!(set[(0, Proc(2))].status, Ready));
+    // Armed (as `set_status` does), the same deadlines are acted on.
+    set.rearm(0, Proc(0));
+    set.rearm(0, Proc(2));
+    let idle = set[(0, Proc(2))].last_used + set.limits.replica_idle;
+    assert_eq!(set.next_deadline(), Some(idle), "the idle one is first");
+    with_cx(&mut set, &settings, |set, cx| set.timers(cx, far));
+    assert!(matches!(
+        set[(0, Proc(0))].status,
+        PoolStatus::Failed { .. }
+    ));
+    assert!(matches!(set[(0, Proc(2))].status, PoolStatus::Idle));
+    assert!(
+        matches!(set[(0, Proc(1))].status, Ready),
+        "not armed: left alone"
     );
 }
