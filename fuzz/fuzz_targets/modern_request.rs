@@ -33,12 +33,23 @@ fuzz_target!(|data: &[u8]| {
         assert!(reply["error"]["code"].is_i64(), "{reply}");
     }
     let lookup = |header: &str| match header {
-        "mcp-protocol-version" => Some("2026-07-28".to_string()),
-        "mcp-method" => Some(method.clone()),
-        "mcp-name" => Some(name.clone()),
+        "mcp-protocol-version" => Some("2026-07-28"),
+        "mcp-method" => Some(method.as_str()),
+        "mcp-name" => Some(name.as_str()),
         _ => None,
     };
-    if let Err(reply) = headers::check(&id, &method, params.as_ref(), &lookup) {
+    let checked = headers::check(&id, &method, params.as_ref(), &lookup);
+    if let Err(reply) = &checked {
         assert_eq!(reply["error"]["code"], -32020, "{reply}");
+    }
+    // A call read in place is checked the same from its parts.
+    let declared = era::declared_version(params.as_ref()).and_then(|v| v.as_str());
+    let name_field = params.as_ref().and_then(|p| p.get("name"));
+    if let (Some(version), "tools/call") = (declared, method.as_str()) {
+        if name_field.is_none_or(|n| n.is_string()) {
+            let body_name = name_field.and_then(|n| n.as_str());
+            let in_place = headers::check_call(&id, version, body_name, &lookup);
+            assert_eq!(in_place, checked, "check_call and check differ");
+        }
     }
 });

@@ -138,13 +138,7 @@ pub fn decode(bytes: &[u8]) -> Incoming {
 /// never becomes a `Value` tree. Without an `arguments` object, or when the
 /// message is not a request, it is [`decode`].
 pub fn decode_lazy(bytes: &[u8]) -> (Incoming, Option<&str>) {
-    match decode_call(bytes) {
-        Decoded::Call(call) => {
-            let (msg, arguments) = call.into_message();
-            (msg, Some(arguments))
-        }
-        Decoded::Message(msg, arguments) => (msg, arguments),
-    }
+    decode_call(bytes).into_message()
 }
 
 /// What [`decode_call`] makes of a line.
@@ -181,6 +175,19 @@ pub struct CallLine<'a> {
     params: Spans,
     /// The members of `params._meta`, if given.
     meta: Option<Spans>,
+}
+
+impl<'a> Decoded<'a> {
+    /// The message [`decode_lazy`] gives, and its arguments' text.
+    pub fn into_message(self) -> (Incoming, Option<&'a str>) {
+        match self {
+            Decoded::Call(call) => {
+                let (msg, arguments) = call.into_message();
+                (msg, Some(arguments))
+            }
+            Decoded::Message(msg, arguments) => (msg, arguments),
+        }
+    }
 }
 
 impl<'a> CallLine<'a> {

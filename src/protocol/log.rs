@@ -190,6 +190,11 @@ fn quote(out: &mut String, s: &str) {
 /// with `quoted`, `"` and `\\` too (inside a JSON string); a tab stays a
 /// tab outside one.
 fn escape_into(out: &mut String, s: &str, quoted: bool) {
+    // Nothing to escape (the common case): copied whole.
+    if quoted && !needs_escape(s.as_bytes()) {
+        out.push_str(s);
+        return;
+    }
     let mut start = 0;
     for (i, c) in s.char_indices() {
         let escape = match c {
@@ -309,9 +314,10 @@ fn push_ms(out: &mut String, ms: f64) {
 /// `"` and `\` escaped and control characters spelled out, so a value
 /// can never split or forge a line.
 fn text_value(out: &mut String, s: &str) {
+    // Byte by byte: any byte of a character past ASCII is not graphic.
     let plain = !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_graphic() && c != '"' && c != '=' && c != '\\');
+        && s.bytes()
+            .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'=' && b != b'\\');
     if plain {
         out.push_str(s);
     } else {

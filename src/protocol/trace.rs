@@ -206,13 +206,19 @@ fn nonzero<const N: usize>(mut id: [u8; N]) -> [u8; N] {
 
 /// Lowercase hex of an id.
 pub fn hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 2);
+    hex_into(&mut out, bytes);
+    out
+}
+
+/// [`hex`], appended to `out`.
+pub fn hex_into(out: &mut String, bytes: &[u8]) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = Vec::with_capacity(bytes.len() * 2);
+    out.reserve(bytes.len() * 2);
     for &b in bytes {
-        out.push(HEX[(b >> 4) as usize]);
-        out.push(HEX[(b & 15) as usize]);
+        out.push(char::from(HEX[(b >> 4) as usize]));
+        out.push(char::from(HEX[(b & 15) as usize]));
     }
-    String::from_utf8(out).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -402,7 +402,7 @@ impl HttpFront {
         }
         match (&self.checks.token, peer) {
             (Some(_), _) => "token".to_string(),
-            (None, Some(ip)) => format!("peer {ip}"),
+            (None, Some(ip)) => peer_owner(ip),
             (None, None) => String::new(),
         }
     }
@@ -421,8 +421,8 @@ impl HttpFront {
         }
         match (&self.checks.token, conn.map(Conn::peer)) {
             (Some(_), _) => "token".to_string(),
-            (None, _) if !session.is_empty() => format!("session {session}"),
-            (None, Some(ip)) => format!("peer {ip}"),
+            (None, _) if !session.is_empty() => ["session ", session].concat(),
+            (None, Some(ip)) => peer_owner(ip),
             (None, None) => String::new(),
         }
     }
@@ -466,4 +466,49 @@ fn bind_ip(host: &str) -> Option<std::net::IpAddr> {
         .and_then(|h| h.strip_suffix(']'))
         .unwrap_or(host);
     bare.parse().ok()
+}
+
+/// `peer <address>`, the owner named by a peer's address: what
+/// `format!("peer {ip}")` writes, an IPv4 address without the formatting
+/// machinery (this runs for every request).
+pub(super) fn peer_owner(ip: std::net::IpAddr) -> String {
+    let std::net::IpAddr::V4(v4) = ip else {
+        return format!("peer {ip}");
+    };
+    let mut out = String::with_capacity(20);
+    out.push_str("peer ");
+    for (i, octet) in v4.octets().into_iter().enumerate() {
+        if i > 0 {
+            out.push('.');
+        }
+        if octet >= 100 {
+            out.push(char::from(b'0' + octet / 100));
+        }
+        if octet >= 10 {
+            out.push(char::from(b'0' + octet / 10 % 10));
+        }
+        out.push(char::from(b'0' + octet % 10));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::IpAddr;
+
+    #[test]
+    fn peer_owner_writes_what_format_writes() {
+        let addresses = [
+            "0.0.0.0",
+            "127.0.0.1",
+            "10.20.100.255",
+            "9.99.199.200",
+            "::1",
+            "fe80::2",
+        ];
+        for text in addresses {
+            let ip: IpAddr = text.parse().unwrap();
+            assert_eq!(super::peer_owner(ip), format!("peer {ip}"), "{text}");
+        }
+    }
 }

@@ -39,9 +39,10 @@ pub(in crate::edge::reactor) struct Access {
 }
 
 impl Access {
-    /// Opens a record if access lines are on or `incoming` carries a context.
+    /// Opens a record if access lines are on or `incoming` carries a context;
+    /// `owner` names who sent the request (asked only then).
     pub(in crate::edge::reactor) fn open(
-        owner: &str,
+        owner: impl FnOnce() -> String,
         http: Option<(&str, &str)>,
         incoming: trace::Incoming,
     ) -> Option<Access> {
@@ -54,7 +55,7 @@ impl Access {
             http: http.map(|(m, p)| (m.to_string(), p.to_string())),
             method: None,
             tool: None,
-            owner: owner.to_string(),
+            owner: owner(),
             span: Span::start(incoming, log::random_id(), log::random_id()),
             outcome: None,
         })
@@ -63,12 +64,25 @@ impl Access {
     /// Notes a JSON-RPC message's method and tool; a valid context in its
     /// `_meta` wins over the HTTP headers'.
     pub(in crate::edge::reactor) fn message(&mut self, method: &str, params: Option<&Json>) {
+        let tool = match method {
+            "tools/call" => params.and_then(|p| p.get("name")).and_then(Json::as_str),
+            _ => None,
+        };
+        self.noted(method, tool, trace::Incoming::from_params(params));
+    }
+
+    /// [`Access::message`] for a request's method, its tool (a
+    /// `tools/call`'s) and the context in its `_meta`.
+    pub(in crate::edge::reactor) fn noted(
+        &mut self,
+        method: &str,
+        tool: Option<&str>,
+        incoming: trace::Incoming,
+    ) {
         self.method = Some(method.to_string());
         if method == "tools/call" {
-            let name = params.and_then(|p| p.get("name")).and_then(Json::as_str);
-            self.tool = name.map(str::to_string);
+            self.tool = tool.map(str::to_string);
         }
-        let incoming = trace::Incoming::from_params(params);
         if let Some(parent) = incoming.parent {
             self.span.trace_id = parent.trace_id;
             self.span.parent_id = Some(parent.parent_id);
@@ -92,11 +106,20 @@ impl Access {
             return;
         }
         let (outcome, error_code) = self.outcome.unwrap_or((fallback, None));
-        let trace_id = trace::hex(&self.span.trace_id);
-        let span_id = trace::hex(&self.span.span_id);
-        let parent = self.span.parent_id.map(|p| trace::hex(&p));
-        let mut start = String::new();
-        rec::timestamp(&mut start, self.start_micros);
+        // The ids and the start in one buffer, sliced.
+        let mut text = String::with_capacity(3 * 32 + 27);
+        trace::hex_into(&mut text, &self.span.trace_id);
+        let trace_end = text.len();
+        trace::hex_into(&mut text, &self.span.span_id);
+        let span_end = text.len();
+        if let Some(parent) = &self.span.parent_id {
+            trace::hex_into(&mut text, parent);
+        }
+        let parent_end = text.len();
+        rec::timestamp(&mut text, self.start_micros);
+        let (trace_id, span_id) = (&text[..trace_end], &text[trace_end..span_end]);
+        let parent = self.span.parent_id.map(|_| &text[span_end..parent_end]);
+        let start = &text[parent_end..];
         let line = rec::Access {
             http_method: self.http.as_ref().map(|h| h.0.as_str()),
             path: self.http.as_ref().map(|h| h.1.as_str()),
@@ -107,11 +130,11 @@ impl Access {
             error_code,
             duration_ms: self.started.elapsed().as_secs_f64() * 1000.0,
             owner: &self.owner,
-            trace_id: &trace_id,
-            span_id: &span_id,
-            parent_span_id: parent.as_deref(),
+            trace_id,
+            span_id,
+            parent_span_id: parent,
             tracestate: self.span.state.as_deref(),
-            start: Some(&start),
+            start: Some(start),
         };
         log::with(Level::Info, "access", &line.fields());
     }
@@ -184,6 +207,33 @@ impl CallTrace {
     }
 }
 
+/// The trace context in the `_meta` of a plain `tools/call` read in place
+/// (`jsonrpc::CallLine`): what `trace::Incoming::from_params` finds in the
+/// parsed `params` (string values, the last of a repeated key).
+pub(in crate::edge::reactor) fn call_context(call: &CallLine<'_>) -> trace::Incoming {
+    let (mut parent, mut state) = (None, None);
+    for (key, value) in call.meta().into_iter().flatten() {
+        match key {
+            "traceparent" => parent = Some(value),
+            "tracestate" => state = Some(value),
+            _ => {}
+        }
+    }
+    let text = |value: Option<&str>| {
+        let value = value?.as_bytes();
+        (value.first() == Some(&b'"')).then(|| scan::decode_string(value, 0))
+    };
+    match (parent, state) {
+        (None, None) => trace::Incoming::default(),
+        _ => trace::Incoming::from_values(text(parent).as_deref(), text(state).as_deref()),
+    }
+}
+
+/// The owner of a stdio request.
+fn stdio_owner() -> String {
+    "stdio".to_string()
+}
+
 /// The method and params of a request (a notification has no access line).
 fn request_parts(msg: &Incoming) -> Option<(&RequestId, &str, Option<&Json>)> {
     match msg {
@@ -203,7 +253,7 @@ impl StdioAccess {
     /// not a request gets its line at once when answered with an error.
     pub(super) fn open(&mut self, msg: &Incoming) {
         if let Incoming::Invalid(reply) = msg {
-            if let Some(mut access) = Access::open("stdio", None, trace::Incoming::default()) {
+            if let Some(mut access) = Access::open(stdio_owner, None, trace::Incoming::default()) {
                 access.reply(reply);
                 access.finish(None, "error");
             }
@@ -213,7 +263,7 @@ impl StdioAccess {
             return;
         };
         let incoming = trace::Incoming::from_params(params);
-        if let Some(mut access) = Access::open("stdio", None, incoming) {
+        if let Some(mut access) = Access::open(stdio_owner, None, incoming) {
             access.message(method, params);
             self.0.insert(id.clone(), access);
         }
@@ -223,23 +273,7 @@ impl StdioAccess {
     /// opened as [`StdioAccess::open`] opens a request's, with the trace
     /// context of its `_meta` (string values, the last of a repeated key).
     pub(super) fn open_call(&mut self, call: &CallLine<'_>) {
-        let (mut parent, mut state) = (None, None);
-        for (key, value) in call.meta().into_iter().flatten() {
-            match key {
-                "traceparent" => parent = Some(value),
-                "tracestate" => state = Some(value),
-                _ => {}
-            }
-        }
-        let text = |value: Option<&str>| {
-            let value = value?.as_bytes();
-            (value.first() == Some(&b'"')).then(|| scan::decode_string(value, 0))
-        };
-        let incoming = match (parent, state) {
-            (None, None) => trace::Incoming::default(),
-            _ => trace::Incoming::from_values(text(parent).as_deref(), text(state).as_deref()),
-        };
-        if let Some(mut access) = Access::open("stdio", None, incoming) {
+        if let Some(mut access) = Access::open(stdio_owner, None, call_context(call)) {
             access.method = Some("tools/call".into());
             access.tool = call.name.map(str::to_string);
             self.0.insert(call.id.clone(), access);

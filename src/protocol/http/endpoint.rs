@@ -20,7 +20,7 @@ use serde_json::Value as Json;
 use super::parse::Request;
 use super::routes::{Answer, Headers};
 use super::session::Sessions;
-use crate::protocol::jsonrpc::{self, ErrorCode, Incoming};
+use crate::protocol::jsonrpc::{self, CallLine, Decoded, ErrorCode, Incoming};
 use crate::protocol::log::Untrusted;
 use crate::protocol::mcp::{self, era, jobs, Catalog, Step, TaskMethod, TaskRequest};
 
@@ -87,22 +87,58 @@ pub enum Post {
     Apply(Step, Framing),
 }
 
-/// Decides a `POST` of `msg` (decoded from `req`'s body, `arguments` its
-/// `tools/call` arguments left as text), answered with `cors`.
-pub fn mcp_post(
-    state: PostState<'_>,
-    req: &Request,
-    msg: Incoming,
-    arguments: Option<&str>,
-    cors: Headers,
-) -> Post {
+/// Decides a `POST` of `body` (decoded from `req`'s body by
+/// `jsonrpc::decode_call`: a plain `tools/call` read in place, or the
+/// message with its `tools/call` arguments left as text), answered with
+/// `cors`. A plain call whose era its headers and `_meta` settle at once
+/// is served from its parts; any other takes the general way, with the
+/// same outcome.
+pub fn mcp_post(state: PostState<'_>, req: &Request, body: Decoded<'_>, cors: Headers) -> Post {
     // The era is decided here, once; `mcp` is told, not asked again.
     let version = req.header("mcp-protocol-version");
     let in_session = req.header("mcp-session-id").is_some();
+    let plain = match &body {
+        Decoded::Call(call) => plain_era(call, version, in_session),
+        Decoded::Message(..) => Plain::General,
+    };
+    let (msg, arguments) = match (plain, body) {
+        (Plain::Legacy, body) => return legacy(state, req, body, cors),
+        (Plain::Modern(version), Decoded::Call(call)) => {
+            return modern_call(state.catalog, req, call, &version, cors)
+        }
+        (_, body) => body.into_message(),
+    };
     if mcp::headers::is_modern_post(&msg, version, in_session) {
         modern(state.catalog, req, msg, arguments, cors)
     } else {
-        legacy(state, req, msg, arguments, cors)
+        legacy(state, req, Decoded::Message(msg, arguments), cors)
+    }
+}
+
+/// The era of a plain `tools/call`, when it is settled without a tree of
+/// its `params`.
+enum Plain {
+    /// Legacy: no `_meta`, no modern version header outside a session.
+    Legacy,
+    /// Modern, with a `_meta` that `era::meta_in_place` reads whole (the
+    /// version it declares).
+    Modern(String),
+    /// Anything else (an error to answer, a `_meta` with more in it).
+    General,
+}
+
+/// What [`mcp::headers::is_modern_post`] decides for a plain call, when
+/// its `_meta` (or the lack of one) settles it.
+fn plain_era(call: &CallLine<'_>, version: Option<&str>, in_session: bool) -> Plain {
+    let modern_header = version.is_some_and(|v| era::MODERN_VERSIONS.contains(&v));
+    match call.meta() {
+        // A modern request without its `_meta`: `-32602`.
+        None if modern_header && !in_session => Plain::General,
+        None => Plain::Legacy,
+        Some(members) => match era::meta_in_place(members, in_session) {
+            Some(meta) => Plain::Modern(meta.version),
+            None => Plain::General,
+        },
     }
 }
 
@@ -163,81 +199,44 @@ fn job_header_mismatch(req: &Request, task: &TaskRequest) -> Option<Json> {
 }
 
 /// A request of a legacy session (or `initialize`, which creates one).
-fn legacy(
-    state: PostState<'_>,
-    req: &Request,
-    msg: Incoming,
-    arguments: Option<&str>,
-    cors: Headers,
-) -> Post {
+fn legacy(state: PostState<'_>, req: &Request, body: Decoded<'_>, cors: Headers) -> Post {
     let keep_alive = req.keep_alive;
+    let body = match body {
+        Decoded::Message(msg, arguments) => match &msg {
+            Incoming::Invalid(reply) => {
+                // Unparseable bodies and batches are HTTP errors; a
+                // well-formed request with a bad shape still gets its
+                // JSON-RPC error.
+                let status = if reply.get("id").is_none_or(Json::is_null) {
+                    400
+                } else {
+                    200
+                };
+                return message(status, cors, reply, keep_alive);
+            }
+            Incoming::Empty => {
+                let reply = jsonrpc::error_response(
+                    None,
+                    ErrorCode::ParseError,
+                    "invalid JSON: empty body",
+                );
+                return message(400, cors, &reply, keep_alive);
+            }
+            Incoming::Request { method, .. } if method == "initialize" => {
+                return initialize(state, keep_alive, msg, arguments, cors)
+            }
+            _ => Decoded::Message(msg, arguments),
+        },
+        call => call,
+    };
     let PostState {
         catalog,
         sessions,
         creator,
         oauth,
         now,
-        random,
+        random: _,
     } = state;
-    match &msg {
-        Incoming::Invalid(reply) => {
-            // Unparseable bodies and batches are HTTP errors; a well-formed
-            // request with a bad shape still gets its JSON-RPC error.
-            let status = if reply.get("id").is_none_or(Json::is_null) {
-                400
-            } else {
-                200
-            };
-            return message(status, cors, reply, keep_alive);
-        }
-        Incoming::Empty => {
-            let reply =
-                jsonrpc::error_response(None, ErrorCode::ParseError, "invalid JSON: empty body");
-            return message(400, cors, &reply, keep_alive);
-        }
-        Incoming::Request { method, .. } if method == "initialize" => {
-            let mut session = mcp::Session::default();
-            let step = mcp::handle_in_era(catalog, &mut session, msg, arguments, Some(false));
-            let version = session
-                .protocol_version
-                .unwrap_or_else(|| mcp::DEFAULT_VERSION.to_string());
-            let created = loop {
-                let bytes = match random() {
-                    Ok(bytes) => bytes,
-                    Err(e) => {
-                        let m = format!("cannot create a session: {e}");
-                        return Post::Answer(Answer::error(500, cors, &m, keep_alive));
-                    }
-                };
-                if let Some(created) = sessions.create(bytes, &version, &creator, now) {
-                    break created;
-                }
-            };
-            let notice = (created.evicted_own > 0).then(|| {
-                let who = match creator.as_str() {
-                    "token" => "the token's holders".to_string(),
-                    other => Untrusted(other).to_string(),
-                };
-                format!("{who} holds its cap of sessions (--max-sessions-per-owner); its least recently used one was dropped")
-            });
-            let mut headers = cors;
-            headers.push(("Mcp-Session-Id".into(), created.id));
-            if !matches!(step, Step::Reply(_)) {
-                let m = "initialize produced no reply";
-                return Post::Answer(Answer::error(500, headers, m, keep_alive));
-            }
-            let framing = Framing {
-                session: String::new(),
-                modern: false,
-                headers,
-                keep_alive,
-                sse: false,
-                notice,
-            };
-            return Post::Apply(step, framing);
-        }
-        _ => {}
-    }
     let Some(session_id) = req.header("mcp-session-id") else {
         let m = "missing Mcp-Session-Id header";
         return Post::Answer(Answer::error(400, cors, m, keep_alive));
@@ -265,12 +264,92 @@ fn legacy(
         protocol_version: Some(stored.protocol_version.clone()),
         log_level: stored.log_level,
     };
-    let step = mcp::handle_in_era(catalog, &mut session, msg, arguments, Some(false));
+    let step = match body {
+        Decoded::Call(call) => mcp::handle_call(catalog, &mut session, call),
+        Decoded::Message(msg, arguments) => {
+            mcp::handle_in_era(catalog, &mut session, msg, arguments, Some(false))
+        }
+    };
     stored.initialized = session.initialized;
     stored.log_level = session.log_level;
     sessions.touch(session_id, now);
     let logs = session.log_level.is_some();
     frame(step, req, session_id.to_string(), logs, cors)
+}
+
+/// A legacy `initialize`: the session it creates, and its reply.
+fn initialize(
+    state: PostState<'_>,
+    keep_alive: bool,
+    msg: Incoming,
+    arguments: Option<&str>,
+    cors: Headers,
+) -> Post {
+    let PostState {
+        catalog,
+        sessions,
+        creator,
+        now,
+        random,
+        ..
+    } = state;
+    let mut session = mcp::Session::default();
+    let step = mcp::handle_in_era(catalog, &mut session, msg, arguments, Some(false));
+    let version = session
+        .protocol_version
+        .unwrap_or_else(|| mcp::DEFAULT_VERSION.to_string());
+    let created = loop {
+        let bytes = match random() {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                let m = format!("cannot create a session: {e}");
+                return Post::Answer(Answer::error(500, cors, &m, keep_alive));
+            }
+        };
+        if let Some(created) = sessions.create(bytes, &version, &creator, now) {
+            break created;
+        }
+    };
+    let notice = (created.evicted_own > 0).then(|| {
+        let who = match creator.as_str() {
+            "token" => "the token's holders".to_string(),
+            other => Untrusted(other).to_string(),
+        };
+        format!("{who} holds its cap of sessions (--max-sessions-per-owner); its least recently used one was dropped")
+    });
+    let mut headers = cors;
+    headers.push(("Mcp-Session-Id".into(), created.id));
+    if !matches!(step, Step::Reply(_)) {
+        let m = "initialize produced no reply";
+        return Post::Answer(Answer::error(500, headers, m, keep_alive));
+    }
+    let framing = Framing {
+        session: String::new(),
+        modern: false,
+        headers,
+        keep_alive,
+        sse: false,
+        notice,
+    };
+    Post::Apply(step, framing)
+}
+
+/// A plain modern `tools/call` (its `_meta` read in place, declaring
+/// `version`): [`modern`]'s checks and step, from its parts.
+fn modern_call(
+    catalog: &Catalog,
+    req: &Request,
+    call: CallLine<'_>,
+    version: &str,
+    cors: Headers,
+) -> Post {
+    let lookup = |name: &str| req.header(name);
+    if let Err(reply) = mcp::headers::check_call(&call.id, version, call.name, &lookup) {
+        return message(400, cors, &reply, req.keep_alive);
+    }
+    let mut stateless = mcp::Session::default();
+    let step = mcp::handle_call(catalog, &mut stateless, call);
+    frame(step, req, String::new(), false, cors)
 }
 
 /// A modern (2026-07-28) request: no session, its headers checked against
@@ -297,7 +376,7 @@ fn modern(
             if let Some(reply) = malformed {
                 return message(400, cors, reply, keep_alive);
             }
-            let lookup = |name: &str| req.header(name).map(str::to_string);
+            let lookup = |name: &str| req.header(name);
             if let Err(reply) = mcp::headers::check(id, method, params.as_ref(), &lookup) {
                 return message(400, cors, &reply, keep_alive);
             }
@@ -422,8 +501,28 @@ mod tests {
             self.post_request(&request(headers, body))
         }
 
-        /// Decides a POST of `req`.
+        /// Decides a POST of `req`: read in place (`decode_call`) and,
+        /// on a copy of the table, the general way, which must agree.
         fn post_request(&mut self, req: &Request) -> Post {
+            let (msg, arguments) = jsonrpc::decode_lazy(&req.body);
+            let mut copy = self.sessions.clone();
+            let general = self.decide(&mut copy, req, Decoded::Message(msg, arguments));
+            let mut sessions = std::mem::replace(&mut self.sessions, copy);
+            let post = self.decide(&mut sessions, req, jsonrpc::decode_call(&req.body));
+            self.sessions = sessions;
+            assert_eq!(format!("{post:?}"), format!("{general:?}"));
+            self.next = post.1;
+            post.0
+        }
+
+        /// [`mcp_post`] of `body` with the table `sessions`; the random
+        /// source's next bytes after it.
+        fn decide(
+            &self,
+            sessions: &mut Sessions,
+            req: &Request,
+            body: Decoded<'_>,
+        ) -> (Post, Option<u8>) {
             let mut next = self.next;
             let mut random = || match &mut next {
                 Some(n) => {
@@ -434,16 +533,14 @@ mod tests {
             };
             let state = PostState {
                 catalog: &self.catalog,
-                sessions: &mut self.sessions,
+                sessions,
                 creator: self.creator.clone(),
                 oauth: self.oauth,
                 now: self.now,
                 random: &mut random,
             };
-            let (msg, arguments) = jsonrpc::decode_lazy(&req.body);
-            let post = mcp_post(state, req, msg, arguments, cors());
-            self.next = next;
-            post
+            let post = mcp_post(state, req, body, cors());
+            (post, next)
         }
 
         /// A legacy session, initialized; its id.

@@ -106,7 +106,9 @@ pub fn write_head(
         write_header(out, "Content-Type", content_type);
     }
     if let Some(length) = content_length {
-        write_header(out, "Content-Length", &length.to_string());
+        out.extend_from_slice(b"Content-Length: ");
+        push_decimal(out, length as u64);
+        out.extend_from_slice(b"\r\n");
     }
     let connection = if keep_alive { "keep-alive" } else { "close" };
     write_header(out, "Connection", connection);
@@ -239,21 +241,46 @@ fn write_status_line(out: &mut Vec<u8>, status: u16) {
     } else {
         500
     };
-    out.extend_from_slice(format!("HTTP/1.1 {status} {}\r\n", reason(status)).as_bytes());
+    out.extend_from_slice(b"HTTP/1.1 ");
+    push_decimal(out, u64::from(status));
+    out.push(b' ');
+    out.extend_from_slice(reason(status).as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+/// `n` in decimal, without the formatting machinery.
+fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
 }
 
 /// Appends `name: value`, replacing control bytes (other than HTAB) with
 /// spaces and dropping bytes not allowed in a field name.
 fn write_header(out: &mut Vec<u8>, name: &str, value: &str) {
-    out.extend(name.bytes().filter(|&b| b.is_ascii_graphic() && b != b':'));
+    let name_ok = |b: u8| b.is_ascii_graphic() && b != b':';
+    let value_ok = |b: u8| (b >= b' ' || b == b'\t') && b != 0x7f;
+    out.reserve(name.len() + value.len() + 4);
+    // Clean fields (all of them in practice) are copied whole.
+    if name.bytes().all(name_ok) {
+        out.extend_from_slice(name.as_bytes());
+    } else {
+        out.extend(name.bytes().filter(|&b| name_ok(b)));
+    }
     out.extend_from_slice(b": ");
-    out.extend(value.bytes().map(|b| {
-        if (b < b' ' && b != b'\t') || b == 0x7f {
-            b' '
-        } else {
-            b
-        }
-    }));
+    if value.bytes().all(value_ok) {
+        out.extend_from_slice(value.as_bytes());
+    } else {
+        out.extend(value.bytes().map(|b| if value_ok(b) { b } else { b' ' }));
+    }
     out.extend_from_slice(b"\r\n");
 }
 

@@ -51,11 +51,43 @@ fn name_field(method: &str) -> Option<&'static str> {
 
 /// Checks the mirrored headers of a modern request; `header` looks a header
 /// up by name (any case). `Err` is the complete `-32020` error response.
-pub fn check(
+pub fn check<'h>(
     id: &RequestId,
     method: &str,
     params: Option<&Json>,
-    header: &dyn Fn(&str) -> Option<String>,
+    header: &dyn Fn(&str) -> Option<&'h str>,
+) -> Result<(), Json> {
+    let declared = params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(VERSION_KEY))
+        .and_then(Json::as_str)
+        .unwrap_or("");
+    let named = name_field(method).map(|field| {
+        let body = params.and_then(|p| p.get(field)).and_then(Json::as_str);
+        (field, body)
+    });
+    check_fields(id, method, declared, named, header)
+}
+
+/// [`check`] for a plain `tools/call` read in place: `version` its
+/// `_meta` version, `name` its `params.name`.
+pub fn check_call<'h>(
+    id: &RequestId,
+    version: &str,
+    name: Option<&str>,
+    header: &dyn Fn(&str) -> Option<&'h str>,
+) -> Result<(), Json> {
+    check_fields(id, "tools/call", version, Some(("name", name)), header)
+}
+
+/// [`check`] on the body's fields: its declared version, its method, and
+/// (for a method routed by name) the name field and its string value.
+fn check_fields<'h>(
+    id: &RequestId,
+    method: &str,
+    declared: &str,
+    named: Option<(&str, Option<&str>)>,
+    header: &dyn Fn(&str) -> Option<&'h str>,
 ) -> Result<(), Json> {
     let mismatch = |message: String| {
         Err(jsonrpc::error_response(
@@ -64,11 +96,6 @@ pub fn check(
             &format!("header mismatch: {message}"),
         ))
     };
-    let declared = params
-        .and_then(|p| p.get("_meta"))
-        .and_then(|m| m.get(VERSION_KEY))
-        .and_then(Json::as_str)
-        .unwrap_or("");
     match header("mcp-protocol-version") {
         None => return mismatch("missing MCP-Protocol-Version header".into()),
         Some(v) if v != declared => {
@@ -87,17 +114,16 @@ pub fn check(
         }
         Some(_) => {}
     }
-    let Some(field) = name_field(method) else {
+    let Some((field, body)) = named else {
         return Ok(());
     };
-    let body = params.and_then(|p| p.get(field)).and_then(Json::as_str);
     match (header("mcp-name"), body) {
         (None, None) => Ok(()),
         (None, Some(_)) => mismatch(format!(
             "missing Mcp-Name header (the body has params.{field})"
         )),
         (Some(raw), body) => {
-            let value = match decode_value(&raw) {
+            let value = match decode_value(raw) {
                 Ok(v) => v,
                 Err(why) => return mismatch(format!("Mcp-Name header value '{raw}' {why}")),
             };
@@ -207,9 +233,16 @@ mod tests {
             headers
                 .iter()
                 .find(|(k, _)| k.eq_ignore_ascii_case(name))
-                .map(|(_, v)| v.to_string())
+                .map(|(_, v)| *v)
         };
-        let got = check(&RequestId::Int("1".into()), method, Some(&params), &lookup);
+        let id = RequestId::Int("1".into());
+        let got = check(&id, method, Some(&params), &lookup);
+        // A call read in place is checked the same from its parts.
+        let version = params["_meta"][VERSION_KEY].as_str();
+        if let (Some(version), "tools/call") = (version, method) {
+            let name = params["name"].as_str();
+            assert_eq!(check_call(&id, version, name, &lookup), got, "{headers:?}");
+        }
         match (got, ok) {
             (Ok(()), true) => {}
             (Err(reply), false) => assert_eq!(jsonrpc::error_code(&reply), Some(-32020)),

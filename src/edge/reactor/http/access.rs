@@ -9,9 +9,9 @@ use serde_json::Value as Json;
 
 use super::HttpFront;
 use crate::edge::log;
-use crate::edge::reactor::obs::Access;
+use crate::edge::reactor::obs::{self, Access};
 use crate::protocol::http::Request;
-use crate::protocol::jsonrpc::Incoming;
+use crate::protocol::jsonrpc::{CallLine, Incoming};
 use crate::protocol::log::Level;
 use crate::protocol::trace;
 
@@ -32,12 +32,12 @@ impl HttpFront {
     ) {
         let incoming =
             trace::Incoming::from_values(req.header("traceparent"), req.header("tracestate"));
-        let owner = match self.conns.get(&token) {
-            Some(conn) if anonymous => format!("peer {}", conn.peer()),
+        let owner = || match self.conns.get(&token) {
+            Some(conn) if anonymous => super::peer_owner(conn.peer()),
             _ => self.owner_of(token),
         };
         let http = Some((req.method.as_str(), req.path.as_str()));
-        match Access::open(&owner, http, incoming) {
+        match Access::open(owner, http, incoming) {
             Some(access) => self.access.insert(token, access),
             None => self.access.remove(&token),
         };
@@ -50,17 +50,37 @@ impl HttpFront {
             | Incoming::Notification { method, params } => (method.as_str(), params.as_ref()),
             _ => return,
         };
+        let tool = match method {
+            "tools/call" => params.and_then(|p| p.get("name")).and_then(Json::as_str),
+            _ => None,
+        };
+        let incoming = trace::Incoming::from_params(params);
+        self.access_noted(token, method, tool, incoming);
+    }
+
+    /// [`HttpFront::access_message`] for a plain `tools/call` read in place.
+    pub(in crate::edge::reactor) fn access_call(&mut self, token: Token, call: &CallLine<'_>) {
+        let incoming = obs::call_context(call);
+        self.access_noted(token, "tools/call", call.name, incoming);
+    }
+
+    /// Notes the method, tool and `_meta` context of the request on `token`.
+    fn access_noted(
+        &mut self,
+        token: Token,
+        method: &str,
+        tool: Option<&str>,
+        incoming: trace::Incoming,
+    ) {
         if !self.access.contains_key(&token) {
             // Access lines are off; a context in `_meta` still opens one.
-            let incoming = trace::Incoming::from_params(params);
-            let owner = self.owner_of(token);
-            let Some(access) = Access::open(&owner, None, incoming) else {
+            let Some(access) = Access::open(|| self.owner_of(token), None, incoming.clone()) else {
                 return;
             };
             self.access.insert(token, access);
         }
         if let Some(access) = self.access.get_mut(&token) {
-            access.message(method, params);
+            access.noted(method, tool, incoming);
         }
     }
 
@@ -87,8 +107,8 @@ impl HttpFront {
             if log::enabled(Level::Info) {
                 // Refused before its head was read whole (unparseable, too
                 // big, too slow).
-                let owner = self.owner_of(token);
-                if let Some(access) = Access::open(&owner, None, trace::Incoming::default()) {
+                let owner = || self.owner_of(token);
+                if let Some(access) = Access::open(owner, None, trace::Incoming::default()) {
                     access.finish(Some(status), "rejected");
                 }
             }

@@ -197,13 +197,21 @@ impl HttpFront {
         cors: Headers,
         checked: Option<&Checked>,
     ) {
-        // A `tools/call`'s arguments stay text (`decode_lazy`): a remote
-        // call's packet is encoded from them directly, never from a tree.
-        let (msg, arguments) = match checked {
-            Some(c) => jsonrpc::decode_checked(&req.body, &c.verdict, c.span.clone(), &c.ends),
-            None => jsonrpc::decode_lazy(&req.body),
+        // A `tools/call`'s arguments stay text: a remote call's packet is
+        // encoded from them directly, never from a tree; a plain one is
+        // read in place, in one walk (`decode_call`).
+        let body = match checked {
+            Some(c) => {
+                let (msg, arguments) =
+                    jsonrpc::decode_checked(&req.body, &c.verdict, c.span.clone(), &c.ends);
+                jsonrpc::Decoded::Message(msg, arguments)
+            }
+            None => jsonrpc::decode_call(&req.body),
         };
-        self.access_message(token, &msg);
+        match &body {
+            jsonrpc::Decoded::Call(call) => self.access_call(token, call),
+            jsonrpc::Decoded::Message(msg, _) => self.access_message(token, msg),
+        }
         let creator = self.owner_of(token);
         let oauth = self.oauth_owner(token).is_some();
         // Session ids must not be guessable: without a random source, no
@@ -221,7 +229,7 @@ impl HttpFront {
             now: Instant::now(),
             random: &mut random,
         };
-        match http::mcp_post(state, &req, msg, arguments, cors) {
+        match http::mcp_post(state, &req, body, cors) {
             Post::Answer(a) => self.send(cx, token, a, None),
             Post::Apply(mut step, mut framing) => {
                 if let Some(notice) = framing.notice.take() {
