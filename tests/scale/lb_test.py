@@ -44,6 +44,8 @@ NAMES = ["a", "b", "c"]
 DEFAULT_PORTS = {"a": 8101, "b": 8102, "c": 8103}
 DEFAULT_LB_PORT = 8100
 STEP_TIMEOUT = 60
+# Balancer starts on a fresh port after the last one was taken first.
+BIND_ATTEMPTS = 10
 
 
 class Failure(Exception):
@@ -72,6 +74,35 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def holds_listener(pid: int, port: int) -> bool:
+    """Whether process `pid` holds a socket listening on loopback `port`
+    (the inodes of /proc/net/tcp's listening sockets among its
+    descriptors)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if fields[3] == "0A" and int(fields[1].split(":")[1], 16) == port:
+                inodes.add(f"socket:[{fields[9]}]")
+    if not inodes:
+        return False
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def post(conn: http.client.HTTPConnection, body: dict, headers: dict) -> tuple[int, dict, bytes]:
@@ -195,7 +226,10 @@ class Cluster:
         # could be taken meanwhile by the other balancer's cluster, which
         # runs beside this one, and its instance would answer for ours.
         self.ports: dict[str, int] = {}
-        self.lb_port = free_port()
+        # The balancer's own port cannot be left to the kernel: it is chosen
+        # here and bound by the balancer, which is started again on a new
+        # port if another process took this one first (start_balancer).
+        self.lb_port = 0
         self.lb = None
         manifest = json.loads((ROOT / "tests/data/shapes/manifest.json").read_text())
         manifest["pools"][0]["exec"] = ["python3", str(ROOT / "tests/pool/testpool.py")]
@@ -240,6 +274,21 @@ class Cluster:
         return self.tmp / f"{name}.log"
 
     def start_balancer(self) -> None:
+        """The balancer on a free port, once it listens there. A port is
+        chosen here and bound by the balancer later, so another process (the
+        other balancer's cluster runs beside this one) may take it meanwhile:
+        the balancer then exits saying the address is in use and is started
+        again on another port."""
+        for attempt in range(1, BIND_ATTEMPTS + 1):
+            self.lb_port = free_port()
+            self.lb = self.spawn_balancer()
+            if self.wait_balancer_listening():
+                return
+            print(f"{self.kind}: port {self.lb_port} was taken before the balancer bound it "
+                  f"(attempt {attempt}); trying another", file=sys.stderr)
+        raise Failure(f"{self.kind} found no free port in {BIND_ATTEMPTS} attempts; logs in {self.tmp}")
+
+    def spawn_balancer(self) -> subprocess.Popen:
         shipped = "nginx.conf" if self.kind == "nginx" else "haproxy.cfg"
         text = (ROOT / "deploy" / shipped).read_text()
         for name in NAMES:
@@ -247,15 +296,37 @@ class Cluster:
             if old not in text:
                 raise Failure(f"deploy/{shipped} has no {old}")
             text = text.replace(old, f"127.0.0.1:{self.ports[name]}")
-        text = text.replace(f"127.0.0.1:{DEFAULT_LB_PORT}", f"127.0.0.1:{self.lb_port}")
+        old = f"127.0.0.1:{DEFAULT_LB_PORT}"
+        if old not in text:
+            raise Failure(f"deploy/{shipped} has no {old}")
+        text = text.replace(old, f"127.0.0.1:{self.lb_port}")
         conf = self.tmp / shipped
         conf.write_text(text)
-        log = open(self.tmp / f"{self.kind}.log", "wb")
+        log = open(self.balancer_log(), "wb")
         if self.kind == "nginx":
             argv = [self.lb_path, "-p", str(self.tmp), "-e", "stderr", "-c", str(conf)]
         else:
             argv = [self.lb_path, "-f", str(conf), "-db"]
-        self.lb = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+
+    def balancer_log(self) -> Path:
+        return self.tmp / f"{self.kind}.log"
+
+    def wait_balancer_listening(self) -> bool:
+        """True once the balancer process holds the listening socket of
+        `lb_port` (so whatever answers there is the balancer); False when it
+        exited because the port was in use; any other exit fails."""
+        deadline = time.monotonic() + STEP_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.lb.poll() is not None:
+                log = text_of(self.balancer_log())
+                if "Address already in use" in log:
+                    return False
+                raise Failure(f"{self.kind} exited with {self.lb.returncode}: {log[-1000:]}")
+            if holds_listener(self.lb.pid, self.lb_port):
+                return True
+            time.sleep(0.02)
+        raise Failure(f"{self.kind} never listened on port {self.lb_port}; logs in {self.tmp}")
 
     def wait_health(self, port: int, what: str) -> None:
         deadline = time.monotonic() + STEP_TIMEOUT
