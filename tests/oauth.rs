@@ -1028,3 +1028,64 @@ fn a_remembered_token_still_expires_on_time() {
         }
     });
 }
+
+/// A tool's scopes bind to the tool called, not to whichever tool comes
+/// first with the command that runs: `addOne` renders `hello` (its
+/// `_render` projection runs `hello`), so a scope on `hello` was checked
+/// against `addOne` (listed first, no scope) and a direct call of `hello`
+/// needed nothing; and a projection of a tool with a scope ran without it
+/// when the projected command's own tool came first.
+#[test]
+fn a_tool_scope_binds_to_the_tool_called_not_to_a_tool_rendering_its_command() {
+    let issuer = Issuer::start(jwks(&[("rsa1", "rsa-1")]));
+    let (iss, url) = (issuer.issuer(), issuer.jwks_url());
+    let dir = TempDir::new();
+    let manifest = write_manifest(&dir, "manifest.json", "main", |m| {
+        let commands = m["commands"].as_array_mut().unwrap();
+        let by = |commands: &mut Vec<Value>, name: &str| {
+            let i = commands.iter().position(|c| c["name"] == name).unwrap();
+            i
+        };
+        let add = by(commands, "addOne");
+        commands[add]["terminals"] = json!([{"long": "greeting", "entry": "hello"}]);
+        let hello = by(commands, "hello");
+        commands[hello]["terminals"] = json!([{"long": "sum", "entry": "addOne"}]);
+    });
+    let manifest = manifest.to_string_lossy().into_owned();
+    let base = [
+        "mcp",
+        &manifest,
+        "--http-port",
+        "0",
+        "--lazy-pools",
+        "--plain-tool-names",
+        "--oauth-issuer",
+        &iss,
+        "--oauth-jwks",
+        &url,
+        "--oauth-tool-scopes",
+        "hello=mcp:admin",
+    ];
+    let server = Server::spawn(TempDir::new(), &mut crate::util::cmd(base));
+    let narrow = mint(
+        &rs("rsa-1"),
+        &claims(&issuer, &server, "a", "mcp:tools"),
+        "rsa1",
+    );
+    let sid = initialize(&server, &narrow);
+    let call = |id: u64, tool: &str, arguments: Value| {
+        post(
+            &server,
+            Some(&narrow),
+            Some(&sid),
+            &tool_call(id, tool, arguments),
+        )
+    };
+    // hello needs mcp:admin, called directly or projected to addOne.
+    call(2, "hello", json!({"_1": "x"})).expect(403);
+    call(3, "hello", json!({"_1": "x", "_render": "sum"})).expect(403);
+    // addOne needs nothing more, even when its projection runs hello.
+    let reply = call(4, "addOne", json!({"_1": 1})).expect(200).json();
+    assert_eq!(reply["result"]["content"][0]["text"], "2", "{reply}");
+    call(5, "addOne", json!({"_1": 1, "_render": "greeting"})).expect(200);
+}

@@ -4,6 +4,7 @@
 mod args_text;
 mod bigresults;
 mod cli;
+mod crossings;
 mod curate;
 mod docs;
 mod fairness;

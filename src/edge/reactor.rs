@@ -601,9 +601,9 @@ impl Reactor {
                 let message = "the server is shutting down; the call was abandoned";
                 self.end_call(id, Ending::Error(message.into()));
             } else if let Some(call) = self.take_call(id) {
-                let (what, started) = (call.what(), call.started());
+                let started = call.started();
                 self.calls
-                    .count(&self.catalog, what, Outcome::Cancelled, started);
+                    .count(&self.catalog, call.request(), Outcome::Cancelled, started);
             }
         }
         // Every pool process is stopped, and the exit waits on the signal

@@ -84,6 +84,10 @@ pub struct CallRequest {
     pub id: RequestId,
     /// Index into [`Catalog::programs`].
     pub program: usize,
+    /// The tool called: an index into its program's `surface.tools`. What
+    /// the call needs (OAuth scopes) and what it is counted as follow the
+    /// tool, not the command that runs.
+    pub tool: usize,
     /// The command to execute (a `_render` projection's entry, or the tool's own).
     pub command: usize,
     /// Its arguments, on their way to a CALL packet (`call::input`).
@@ -119,6 +123,21 @@ impl Step {
 }
 
 impl CallRequest {
+    /// The name of the tool called, as `catalog` serves it now (a retired
+    /// program's released tools give the command's name).
+    pub fn tool_name<'c>(&self, catalog: &'c Catalog) -> &'c str {
+        let program = &catalog.programs[self.program];
+        match program.surface.tools.get(self.tool) {
+            Some(tool) => &tool.name,
+            None => program
+                .loaded
+                .manifest
+                .commands
+                .get(self.command)
+                .map_or("", |c| &c.name),
+        }
+    }
+
     /// Whether the call is a modern request.
     pub fn is_modern(&self) -> bool {
         self.modern.is_some()
@@ -304,11 +323,11 @@ fn tools_call(
         }
     };
     let resolved = match arguments {
-        Some(text) => args::resolve_text(&prog.surface, params.as_ref(), text)
-            .map(|call| (call.command, call.args)),
-        None => args::resolve(&prog.surface, params.as_ref()).map(|call| {
-            let sources = call.args.into_iter().map(args::Source::Json).collect();
-            (call.command, sources)
+        Some(text) => args::resolve_text(&prog.surface, params.as_ref(), text),
+        None => args::resolve(&prog.surface, params.as_ref()).map(|call| args::TextCall {
+            tool: call.tool,
+            command: call.command,
+            args: call.args.into_iter().map(args::Source::Json).collect(),
         }),
     };
     finish_call(
@@ -362,8 +381,7 @@ pub fn handle_call(catalog: &Catalog, session: &mut Session, call: jsonrpc::Call
         return handle_lazy(catalog, session, msg, Some(arguments));
     }
     let surface = &catalog.programs[program].surface;
-    let resolved = args::resolve_named(surface, call.name, call.arguments, call.members)
-        .map(|call| (call.command, call.args));
+    let resolved = args::resolve_named(surface, call.name, call.arguments, call.members);
     let modern = meta.flatten();
     finish_call(
         catalog,
@@ -384,15 +402,20 @@ fn finish_call(
     program: usize,
     progress_token: Option<Json>,
     modern: Option<era::RequestMeta>,
-    resolved: Result<(Result<usize, String>, Vec<args::Source>), args::ArgError>,
+    resolved: Result<args::TextCall, args::ArgError>,
     arguments: Option<&str>,
 ) -> Step {
     let is_modern = modern.is_some();
     match resolved {
-        Ok((Ok(command), sources)) => {
+        Ok(args::TextCall {
+            tool,
+            command: Ok(command),
+            args: sources,
+        }) => {
             let input = call::input(&catalog.programs[program], command, sources, arguments);
             Step::Call(CallRequest {
                 program,
+                tool,
                 progress_token,
                 id,
                 command,
@@ -402,7 +425,10 @@ fn finish_call(
             })
         }
         // A `_render` projection whose entry command does not exist.
-        Ok((Err(entry), _)) => Step::Reply(call_response(
+        Ok(args::TextCall {
+            command: Err(entry),
+            ..
+        }) => Step::Reply(call_response(
             catalog,
             &id,
             is_modern,

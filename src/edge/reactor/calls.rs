@@ -202,11 +202,6 @@ impl Call {
         &self.request
     }
 
-    /// Its program and command (see [`Calls::count`]).
-    pub(super) fn what(&self) -> (usize, usize) {
-        (self.program, self.request.command)
-    }
-
     /// When it started.
     pub(super) fn started(&self) -> Instant {
         self.started
@@ -227,9 +222,8 @@ impl Reactor {
             Start::Answered(client, request, ending) => {
                 let ending = self.tasks.link_big(&self.catalog, &request, ending);
                 let outcome = ending.outcome();
-                let what = (request.program, request.command);
                 self.calls
-                    .count(&self.catalog, what, outcome, Instant::now());
+                    .count(&self.catalog, &request, outcome, Instant::now());
                 let reply = call::respond(&self.catalog, &request.id, request.is_modern(), ending);
                 return self.deliver(&client, reply, true);
             }
@@ -326,9 +320,8 @@ impl Reactor {
         let Some(call) = self.take_call(id) else {
             return;
         };
-        let what = (call.program, call.request.command);
         self.calls
-            .count(&self.catalog, what, ending.outcome(), call.started);
+            .count(&self.catalog, &call.request, ending.outcome(), call.started);
         let ending = self.tasks.link_big(&self.catalog, &call.request, ending);
         if let Some(task) = &call.task {
             return self.settle_task(task, ending.into_task_outcome());
@@ -350,10 +343,8 @@ impl Reactor {
         match task {
             Some(task) => {
                 if let Some(call) = self.take_call(id) {
-                    let (program, command) = (call.program, call.request.command);
-                    let what = (program, command);
                     self.calls
-                        .count(&self.catalog, what, Outcome::Failed, call.started);
+                        .count(&self.catalog, &call.request, Outcome::Failed, call.started);
                 }
                 self.settle_task(&task, Ending::Failed(message).into_task_outcome());
             }
@@ -676,23 +667,17 @@ impl Calls {
     }
 
     /// Counts a call of `catalog` that ended (`/metrics`), under the name
-    /// its tool has.
+    /// of the tool called.
     pub(super) fn count(
         &mut self,
         catalog: &Catalog,
-        (program, command): (usize, usize),
+        request: &CallRequest,
         outcome: Outcome,
         started: Instant,
     ) {
-        let prog = &catalog.programs[program];
-        let tool = prog
-            .surface
-            .tools
-            .iter()
-            .find(|t| t.command == command)
-            .map_or_else(|| prog.command(command).name.as_str(), |t| t.name.as_str());
         let seconds = started.elapsed().as_secs_f64();
-        self.metrics.record(tool, outcome, seconds);
+        self.metrics
+            .record(request.tool_name(catalog), outcome, seconds);
     }
 
     /// The trace of the one call running on process `proc` of `program`,

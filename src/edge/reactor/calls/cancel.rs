@@ -83,7 +83,6 @@ impl Calls {
         let Some(call) = self.get_mut(&id) else {
             return false;
         };
-        let (what, started) = ((call.program, call.request.command), call.started);
         let connected = call.wire.stream.is_some();
         if connected {
             call.abandoned = true;
@@ -91,7 +90,11 @@ impl Calls {
             self.arm(id, CallTimer::Task, None);
             self.arm(id, CallTimer::Progress, None);
         }
-        self.count(catalog, what, Outcome::Cancelled, started);
+        if let Some(call) = self.map.get(&id) {
+            let tool = call.request.tool_name(catalog);
+            let seconds = call.started.elapsed().as_secs_f64();
+            self.metrics.record(tool, Outcome::Cancelled, seconds);
+        }
         !connected
     }
 

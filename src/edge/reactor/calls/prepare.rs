@@ -206,14 +206,10 @@ impl Reactor {
                             self.start_call(call.client, call.request);
                         }
                         Err(message) => {
-                            let (program, command) = (call.program, call.request.command);
                             let outcome = crate::protocol::metrics::Outcome::ToolError;
-                            self.calls.count(
-                                &self.catalog,
-                                (program, command),
-                                outcome,
-                                call.started,
-                            );
+                            let started = call.started;
+                            self.calls
+                                .count(&self.catalog, &call.request, outcome, started);
                             let reply = mcp::call_response(
                                 &self.catalog,
                                 &call.request.id,

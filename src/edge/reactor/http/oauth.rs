@@ -354,9 +354,9 @@ impl HttpFront {
         let oauth = self.oauth.as_ref()?;
         let principal = self.conns.get(&token)?.principal()?;
         let program = catalog.programs.get(call.program)?;
-        let tool = program.surface.tools.iter().find(|t| {
-            t.command == call.command || t.renders.iter().any(|r| r.command == Some(call.command))
-        })?;
+        // The tool called: a `_render` projection runs another command,
+        // whose own tool may need other scopes (or none).
+        let tool = program.surface.tools.get(call.tool)?;
         let key = command_key(program, tool.command);
         // The flag's scopes and the tools file's: a call needs both.
         let mut all = oauth.config.scopes.clone();

@@ -22,17 +22,7 @@ use crate::edge::reactor::timers::now_ms;
 
 /// The response answering `call`, which became the job `task`.
 pub(super) fn handle(catalog: &Catalog, call: &Call, task: &Task, ttl: u64, now: u64) -> Json {
-    let (program, command) = call.what();
-    let program = &catalog.programs[program];
-    let tool = program
-        .surface
-        .tools
-        .iter()
-        .find(|t| t.command == command)
-        .map_or_else(
-            || program.command(command).name.as_str(),
-            |t| t.name.as_str(),
-        );
+    let tool = call.request().tool_name(catalog);
     let result = jobs::handle_result(task, tool, ttl, now);
     let modern = call.request().is_modern();
     call::call_response(catalog, &call.request().id, modern, result)
