@@ -1089,3 +1089,61 @@ fn a_tool_scope_binds_to_the_tool_called_not_to_a_tool_rendering_its_command() {
     assert_eq!(reply["result"]["content"][0]["text"], "2", "{reply}");
     call(5, "addOne", json!({"_1": 1, "_render": "greeting"})).expect(200);
 }
+
+/// A modern request's raw body `body` with `token`: status and reply.
+fn modern_text(server: &Server, token: &str, method: &str, name: &str, body: &str) -> (u16, Value) {
+    let auth = format!("Bearer {token}");
+    let headers = [
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", method),
+        ("Mcp-Name", name),
+        ("Authorization", auth.as_str()),
+    ];
+    let request = post_request(server.addr, None, body.as_bytes(), &headers);
+    let reply = Client::connect(server.addr).roundtrip(&request);
+    (reply.status, reply.json())
+}
+
+/// A task made by a call read in place and one made by the same call read
+/// the long way (an escaped key forces the full parse) belong alike to the
+/// token's subject: another subject can neither read, update nor cancel
+/// them, and its attempts leave them as they were.
+#[test]
+fn tasks_of_calls_read_either_way_belong_to_the_subject() {
+    let issuer = Issuer::start(jwks(&[("rsa1", "rsa-1")]));
+    let server = serve(&issuer, &["--task-after", "0"]);
+    let token = |sub: &str| {
+        let claims = claims(&issuer, &server, sub, "mcp:tools");
+        mint(&rs("rsa-1"), &claims, "rsa1")
+    };
+    let (alice, bob) = (token("alice"), token("bob"));
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+    });
+    let plain = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "slowEcho", "arguments": {"_1": 60000}, "_meta": meta}})
+    .to_string();
+    let twin = plain.replacen('{', r#"{"\u0078":0,"#, 1);
+    for body in [plain, twin] {
+        let (status, created) = modern_text(&server, &alice, "tools/call", "slowEcho", &body);
+        assert_eq!(status, 200, "{created}");
+        assert_eq!(created["result"]["resultType"], "task", "{created}");
+        let task = created["result"]["taskId"].as_str().expect("a task");
+        let ask = |who: &str, method: &str| {
+            let mut params = json!({"taskId": task});
+            if method == "tasks/update" {
+                params["inputResponses"] = json!({});
+            }
+            modern(&server, who, 2, method, task, params).1
+        };
+        for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
+            let theirs = ask(&bob, method);
+            assert_eq!(theirs["error"]["code"], -32602, "{method}: {theirs}");
+        }
+        assert_eq!(ask(&alice, "tasks/get")["result"]["status"], "working");
+        let cancelled = ask(&alice, "tasks/cancel");
+        assert_eq!(cancelled["result"]["resultType"], "complete", "{cancelled}");
+        assert_eq!(ask(&alice, "tasks/get")["result"]["status"], "cancelled");
+    }
+}
