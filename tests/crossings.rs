@@ -372,3 +372,121 @@ fn http_calls_read_in_place_answer_as_the_full_parse_and_count_once() {
         }
     }
 }
+
+/// A call's `_meta`, its session header and its other headers.
+type HeaderCase<'a> = (Option<Value>, Option<&'a str>, Vec<(&'a str, &'a str)>);
+
+/// The checks of a request's HTTP headers against its body (the modern
+/// mirrored headers, the session, the version) answer a call read in place
+/// as they answer it read the long way.
+#[test]
+fn http_header_checks_answer_alike_either_way() {
+    let server = HttpServer::start(&[]);
+    let mut client = Client::connect(server.addr);
+    let sid = client.initialize();
+    let legacy = "2025-06-18";
+    let cases: Vec<HeaderCase> = vec![
+        // Modern: right, then each mirrored header wrong or missing.
+        (
+            Some(modern_meta(json!({}))),
+            None,
+            vec![
+                ("MCP-Protocol-Version", MODERN),
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", "main__addOne"),
+            ],
+        ),
+        (
+            Some(modern_meta(json!({}))),
+            None,
+            vec![
+                ("MCP-Protocol-Version", MODERN),
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", "main__hello"),
+            ],
+        ),
+        (
+            Some(modern_meta(json!({}))),
+            None,
+            vec![
+                ("MCP-Protocol-Version", MODERN),
+                ("Mcp-Method", "tools/call"),
+            ],
+        ),
+        (
+            Some(modern_meta(json!({}))),
+            None,
+            vec![
+                ("MCP-Protocol-Version", MODERN),
+                ("Mcp-Method", "tools/list"),
+                ("Mcp-Name", "main__addOne"),
+            ],
+        ),
+        (
+            Some(modern_meta(json!({}))),
+            None,
+            vec![
+                ("MCP-Protocol-Version", legacy),
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", "main__addOne"),
+            ],
+        ),
+        (Some(modern_meta(json!({}))), None, vec![]),
+        // A modern version header without `_meta`; with a legacy one.
+        (
+            None,
+            None,
+            vec![
+                ("MCP-Protocol-Version", MODERN),
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", "main__addOne"),
+            ],
+        ),
+        (
+            Some(
+                json!({"io.modelcontextprotocol/protocolVersion": legacy, "io.modelcontextprotocol/clientCapabilities": {}}),
+            ),
+            None,
+            vec![("MCP-Protocol-Version", MODERN)],
+        ),
+        // Modern `_meta` inside a session, with and without its headers.
+        (Some(modern_meta(json!({}))), Some(sid.as_str()), vec![]),
+        (
+            Some(modern_meta(json!({}))),
+            Some(sid.as_str()),
+            vec![
+                ("MCP-Protocol-Version", MODERN),
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", "main__addOne"),
+            ],
+        ),
+        (Some(modern_meta(json!({}))), Some("main.unknown"), vec![]),
+        // Legacy: in the session, with a wrong version header, an unknown
+        // session, no session.
+        (None, Some(sid.as_str()), vec![]),
+        (
+            None,
+            Some(sid.as_str()),
+            vec![("MCP-Protocol-Version", "2025-03-26")],
+        ),
+        (
+            None,
+            Some(sid.as_str()),
+            vec![("MCP-Protocol-Version", MODERN)],
+        ),
+        (None, Some("main.unknown"), vec![]),
+        (None, None, vec![]),
+    ];
+    for (n, (meta, session, headers)) in cases.into_iter().enumerate() {
+        let id = n as u64 + 1;
+        let line = call_line(id, "main__addOne", json!({"_1": 1}), meta);
+        let mut ask = |body: &str| {
+            let request = post_request(server.addr, session, body.as_bytes(), &headers);
+            seen(client.roundtrip(&request))
+        };
+        let answer = ask(&line);
+        for twin in twins(&line) {
+            assert_eq!(ask(&twin), answer, "{twin} with {headers:?}");
+        }
+    }
+}
