@@ -746,3 +746,29 @@ fn config_passes_serving_options_on() {
         ])
     );
 }
+
+/// `--pool-replicas`' help names the known pool languages and which scale
+/// up by default, as `format::lang` has them: a language added there is
+/// named here too.
+#[test]
+fn the_pool_replicas_help_names_the_languages_of_the_table() {
+    let flag = settings::FLAGS.iter().find(|f| f.name == "pool-replicas");
+    let flag = flag.expect("the flag");
+    let words = |text: &str| -> Vec<String> {
+        let words = text.split(|c: char| !c.is_ascii_alphanumeric() && c != '+');
+        words
+            .filter(|w| !w.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let help = words(&flag.help.join(" "));
+    let settings::Shown::Said(shown) = flag.default else {
+        panic!("the default is said in words")
+    };
+    let shown = words(shown);
+    for lang in crate::format::lang::LANGUAGES {
+        assert!(help.contains(&lang.name.to_string()), "{}", lang.name);
+        let scaled = shown.contains(&lang.name.to_string());
+        assert_eq!(scaled, lang.replicated, "{}: {shown:?}", lang.name);
+    }
+}
