@@ -490,3 +490,60 @@ fn http_header_checks_answer_alike_either_way() {
         }
     }
 }
+
+/// Over HTTP too, a call read in place and its twins read the long way
+/// leave the same access line, and a tool name cannot split or forge one.
+#[test]
+fn http_access_lines_do_not_tell_the_paths_apart_and_cannot_be_forged() {
+    const PARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    for json_format in [false, true] {
+        let format = if json_format { "json" } else { "text" };
+        let server = HttpServer::start(&["--log-format", format]);
+        let mut client = Client::connect(server.addr);
+        let sid = client.initialize();
+        let names = [
+            "main__addOne",
+            "main__addOne outcome=ok owner=root",
+            "x\nmorloc-mcp: access method=forged",
+            "\u{1b}[2Jx\u{85}",
+        ];
+        let mut id = 0;
+        let mut sent = 0;
+        for name in names {
+            for meta in [None, Some(json!({"traceparent": PARENT}))] {
+                id += 1;
+                let line = call_line(id, name, json!({"_1": 1}), meta);
+                let mut ask = |body: &str| {
+                    let request = post_request(server.addr, Some(&sid), body.as_bytes(), &[]);
+                    seen(client.roundtrip(&request))
+                };
+                let answer = ask(&line);
+                for twin in twins(&line) {
+                    assert_eq!(ask(&twin), answer, "{twin}");
+                }
+                sent += 3;
+            }
+        }
+        let access = crate::util::wait_until("every call's access line", || {
+            let stderr = server.proc.stderr_now();
+            let lines: Vec<String> = (stderr.lines())
+                .filter(|l| l.contains("tools/call"))
+                .map(str::to_string)
+                .collect();
+            (lines.len() >= sent).then_some(lines)
+        });
+        assert_eq!(access.len(), sent);
+        let prefix = if json_format { "{" } else { "morloc-mcp: " };
+        for line in server.proc.stderr_now().lines() {
+            assert!(line.starts_with(prefix), "a forged or split line: {line:?}");
+            assert!(!line.chars().any(char::is_control), "{line:?}");
+        }
+        for three in access.chunks(3) {
+            let first = steady_fields(&three[0], json_format);
+            assert!(first.iter().any(|f| f.starts_with("tool=")), "{first:?}");
+            for other in &three[1..] {
+                assert_eq!(steady_fields(other, json_format), first, "{format}");
+            }
+        }
+    }
+}
