@@ -48,8 +48,8 @@ pub use budget::{suppressed_suffix, Budget, Notice, Notices, DEFAULT_MAX_BUFFERE
 pub use endpoint::{mcp_delete, mcp_post, Framing, Post, PostState};
 pub use error::HttpError;
 pub use parse::{
-    Limits, Parser, Progress, Request, DEFAULT_MAX_BODY, DEFAULT_MAX_HEADERS, DEFAULT_MAX_LINE,
-    MAX_BLANK_LINES,
+    Fields, Limits, Parser, Progress, Request, DEFAULT_MAX_BODY, DEFAULT_MAX_HEADERS,
+    DEFAULT_MAX_LINE, MAX_BLANK_LINES,
 };
 pub use response::{
     cors_headers, cors_preflight_headers, reason, write_continue, write_head, write_last_chunk,

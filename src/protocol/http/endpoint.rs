@@ -571,11 +571,8 @@ mod tests {
             target: "/mcp".into(),
             path: "/mcp".into(),
             minor_version: 1,
-            headers: headers
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            trailers: Vec::new(),
+            headers: headers.iter().copied().collect(),
+            trailers: Default::default(),
             body,
             keep_alive: true,
         }

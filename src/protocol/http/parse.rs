@@ -69,10 +69,10 @@ pub struct Request {
     pub minor_version: u8,
     /// Header fields in arrival order, names lowercased, values with
     /// surrounding blanks removed (bytes that are not UTF-8 become U+FFFD).
-    pub headers: Vec<(String, String)>,
+    pub headers: Fields,
     /// Trailer fields of a chunked body, in the same form; not merged into
     /// `headers` because RFC 9110 forbids that for most fields.
-    pub trailers: Vec<(String, String)>,
+    pub trailers: Fields,
     /// The body with any chunked framing removed.
     pub body: Vec<u8>,
     /// Whether the connection may carry another request after this one:
@@ -84,10 +84,82 @@ pub struct Request {
 impl Request {
     /// The value of the first header field called `name` (any case).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
+        self.headers.get(name)
+    }
+}
+
+/// Header (or trailer) fields in arrival order, names lowercased: all of
+/// their text in one string, each field a span of it, so a request's fields
+/// cost two allocations however many there are (a `String` pair per field
+/// cost two each).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Fields {
+    text: String,
+    /// Each field's name start, value start (its name's end) and value end
+    /// in `text`.
+    spans: Vec<(usize, usize, usize)>,
+}
+
+impl Fields {
+    /// Appends a field; its name is lowercased.
+    pub fn push(&mut self, name: &str, value: &str) {
+        if self.spans.is_empty() {
+            // Room for a usual request's fields at once.
+            self.text.reserve(256);
+            self.spans.reserve(16);
+        }
+        let start = self.text.len();
+        self.text.push_str(name);
+        self.text[start..].make_ascii_lowercase();
+        let middle = self.text.len();
+        self.text.push_str(value);
+        self.spans.push((start, middle, self.text.len()));
+    }
+
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    /// Each field's (lowercase) name and value, in arrival order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
+        self.spans
             .iter()
-            .find(|(key, _)| key.eq_ignore_ascii_case(name))
-            .map(|(_, value)| value.as_str())
+            .map(|&(start, middle, end)| (&self.text[start..middle], &self.text[middle..end]))
+    }
+
+    /// The value of the first field called `name` (any case).
+    pub fn get(&self, name: &str) -> Option<&str> {
+        // Compared as bytes, lengths first: this runs many times a request.
+        let (text, name) = (self.text.as_bytes(), name.as_bytes());
+        let &(_, middle, end) = self.spans.iter().find(|&&(start, middle, _)| {
+            middle - start == name.len() && text[start..middle].eq_ignore_ascii_case(name)
+        })?;
+        self.text.get(middle..end)
+    }
+
+    /// Gives every field called `name` (lowercase) the value `value`.
+    pub fn set(&mut self, name: &str, value: &str) {
+        if self.iter().any(|(key, _)| key == name) {
+            let mut fields = Fields::default();
+            for (key, old) in self.iter() {
+                fields.push(key, if key == name { value } else { old });
+            }
+            *self = fields;
+        }
+    }
+}
+
+impl<'a> FromIterator<(&'a str, &'a str)> for Fields {
+    fn from_iter<I: IntoIterator<Item = (&'a str, &'a str)>>(fields: I) -> Fields {
+        let mut all = Fields::default();
+        for (name, value) in fields {
+            all.push(name, value);
+        }
+        all
     }
 }
 
@@ -279,13 +351,13 @@ impl Parser {
                         return Ok((Progress::NeedMore, pos));
                     }
                     if !self.line.is_empty() {
-                        let field = parse_field(&self.line)?;
+                        let (name, value) = parse_field(&self.line)?;
                         if self.request.headers.len() >= self.limits.max_headers {
                             return Err(HttpError::TooManyHeaders {
                                 limit: self.limits.max_headers,
                             });
                         }
-                        self.request.headers.push(field);
+                        self.request.headers.push(name, &value);
                         continue;
                     }
                     match self.finish_head()? {
@@ -358,13 +430,13 @@ impl Parser {
                     if self.line.is_empty() {
                         return Ok((Progress::Done(self.take()), pos));
                     }
-                    let field = parse_field(&self.line)?;
+                    let (name, value) = parse_field(&self.line)?;
                     if self.request.trailers.len() >= self.limits.max_headers {
                         return Err(HttpError::TooManyHeaders {
                             limit: self.limits.max_headers,
                         });
                     }
-                    self.request.trailers.push(field);
+                    self.request.trailers.push(name, &value);
                 }
                 State::Failed(ref err) => return Err(err.clone()),
             }
@@ -443,8 +515,8 @@ impl Parser {
         let mut close = false;
         let mut keep_alive = false;
         let mut expect_continue = false;
-        for (name, value) in &request.headers {
-            match name.as_str() {
+        for (name, value) in request.headers.iter() {
+            match name {
                 "content-length" => {
                     for item in value.split(',') {
                         let item = item.trim_matches(is_blank);

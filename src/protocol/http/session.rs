@@ -23,6 +23,7 @@
 //! scan of the whole table.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::time::{Duration, Instant};
 
 use crate::protocol::instance::InstanceId;
@@ -104,7 +105,7 @@ pub struct Sessions {
     limits: SessionLimits,
     /// The name every id of this table starts with.
     instance: InstanceId,
-    by_id: HashMap<[u8; 16], Session>,
+    by_id: HashMap<[u8; 16], Session, BuildHasherDefault<RandomKeyHasher>>,
     /// INVARIANT: holds `(last_used, serial) -> id` for exactly the sessions
     /// in `by_id`, so its first entry is the least recently used.
     by_use: BTreeMap<(Instant, u64), [u8; 16]>,
@@ -116,13 +117,33 @@ pub struct Sessions {
     next_serial: u64,
 }
 
+/// The hasher of the table's keys: they are the random bytes of session
+/// ids drawn by the server (a client can look an id up, never place one),
+/// so their own bits spread them and no keyed hash is needed.
+#[derive(Default)]
+struct RandomKeyHasher(u64);
+
+impl Hasher for RandomKeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 = self.0.rotate_left(29) ^ u64::from_le_bytes(word);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 impl Sessions {
     /// An empty table whose ids start with `instance`.
     pub fn new(limits: SessionLimits, instance: InstanceId) -> Self {
         Sessions {
             limits,
             instance,
-            by_id: HashMap::new(),
+            by_id: HashMap::default(),
             by_use: BTreeMap::new(),
             by_owner: HashMap::new(),
             by_size: BTreeSet::new(),
@@ -208,8 +229,9 @@ impl Sessions {
     /// session is removed and reported as unknown, like an id never issued.
     pub fn get(&mut self, id: &str, now: Instant) -> Option<&mut Session> {
         let key = self.instance.owns(id)?;
-        let session = self.by_id.get(&key)?;
-        if now.saturating_duration_since(session.last_used) >= self.limits.ttl {
+        let ttl = self.limits.ttl;
+        let live = |s: &Session| now.saturating_duration_since(s.last_used) < ttl;
+        if !self.by_id.get(&key).is_some_and(live) {
             self.remove_key(&key);
             return None;
         }
@@ -222,13 +244,17 @@ impl Sessions {
         let Some(key) = self.instance.owns(id) else {
             return false;
         };
-        if self.get(id, now).is_none() {
-            return false;
-        }
-        let serial = self.next_serial();
-        let Some(session) = self.by_id.get_mut(&key) else {
-            return false;
+        let serial = self.next_serial + 1;
+        let ttl = self.limits.ttl;
+        let session = match self.by_id.get_mut(&key) {
+            Some(s) if now.saturating_duration_since(s.last_used) < ttl => s,
+            Some(_) => {
+                self.remove_key(&key);
+                return false;
+            }
+            None => return false,
         };
+        self.next_serial = serial;
         let old = (session.last_used, session.serial);
         self.by_use.remove(&old);
         session.last_used = now;

@@ -4,6 +4,8 @@
 //! These functions see one complete line at a time and know nothing about
 //! limits or parser state, which keeps `parse` about framing only.
 
+use std::borrow::Cow;
+
 use super::error::HttpError;
 
 /// Splits `method SP target SP HTTP/d.d`.
@@ -57,8 +59,8 @@ pub(super) fn path_of(target: &str) -> &str {
     &path[..path.find(['?', '#']).unwrap_or(path.len())]
 }
 
-/// Splits a `name: value` field line; the name is lowercased.
-pub(super) fn parse_field(line: &[u8]) -> Result<(String, String), HttpError> {
+/// Splits a `name: value` field line (the name as sent: tokens, ASCII).
+pub(super) fn parse_field(line: &[u8]) -> Result<(&str, Cow<'_, str>), HttpError> {
     let bad = || HttpError::BadHeader(snippet(line));
     // A name may not be followed by blanks before the colon, and a line
     // starting with a blank is an obsolete continuation line; RFC 9112
@@ -75,18 +77,15 @@ pub(super) fn parse_field(line: &[u8]) -> Result<(String, String), HttpError> {
         _ => &[],
     };
     // Visible characters, blanks and bytes past ASCII; no control byte.
-    if !value
-        .iter()
-        .all(|&b| (b >= b' ' && b != 0x7f) || b == b'\t')
-    {
+    if value.iter().any(|&b| (b < b' ' && b != b'\t') || b == 0x7f) {
         return Err(bad());
     }
     // A name is tokens only (ASCII); a value is taken as it is when it is
     // UTF-8, its bad bytes replaced otherwise.
-    let name = String::from_utf8(name.to_ascii_lowercase()).unwrap_or_default();
+    let name = std::str::from_utf8(name).map_err(|_| bad())?;
     let value = match std::str::from_utf8(value) {
-        Ok(value) => value.to_owned(),
-        Err(_) => String::from_utf8_lossy(value).into_owned(),
+        Ok(value) => Cow::Borrowed(value),
+        Err(_) => String::from_utf8_lossy(value),
     };
     Ok((name, value))
 }
@@ -132,25 +131,26 @@ pub(super) fn list_items(value: &str) -> impl Iterator<Item = &str> {
 
 /// RFC 9110 `tchar`: the bytes allowed in methods and field names.
 pub(super) fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric()
-        || matches!(
-            b,
-            b'!' | b'#'
-                | b'$'
-                | b'%'
-                | b'&'
-                | b'\''
-                | b'*'
-                | b'+'
-                | b'-'
-                | b'.'
-                | b'^'
-                | b'_'
-                | b'`'
-                | b'|'
-                | b'~'
-        )
+    TCHAR[b as usize]
 }
+
+/// [`is_tchar`] by byte: letters, digits and ``!#$%&'*+-.^_`|~``.
+const TCHAR: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric();
+        b += 1;
+    }
+    let marks = b"!#$%&'*+-.^_`|~";
+    let mut i = 0;
+    while i < marks.len() {
+        table[marks[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
 
 pub(super) fn is_blank(c: char) -> bool {
     c == ' ' || c == '\t'
@@ -181,16 +181,20 @@ mod tests {
             let listed = b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
             assert_eq!(is_tchar(b), listed, "{b}");
         }
-        let field = |line: &[u8]| parse_field(line).map_err(|_| ());
+        let field = |line: &[u8]| {
+            let parsed = parse_field(line).map_err(|_| ());
+            parsed.map(|(name, value)| (name.to_string(), value.into_owned()))
+        };
         let ok = |name: &str, value: &str| Ok((name.to_string(), value.to_string()));
+        // Names come as sent (`Fields::push` lowercases them).
         assert_eq!(
             field(b"Mcp-Session-Id: \tab c\t "),
-            ok("mcp-session-id", "ab c")
+            ok("Mcp-Session-Id", "ab c")
         );
-        assert_eq!(field(b"X:caf\xc3\xa9"), ok("x", "caf\u{e9}"));
-        assert_eq!(field(b"X: a\xffb"), ok("x", "a\u{fffd}b"));
-        assert_eq!(field(b"X: \x80"), ok("x", "\u{fffd}"));
-        assert_eq!(field(b"X:"), ok("x", ""));
+        assert_eq!(field(b"X:caf\xc3\xa9"), ok("X", "caf\u{e9}"));
+        assert_eq!(field(b"X: a\xffb"), ok("X", "a\u{fffd}b"));
+        assert_eq!(field(b"X: \x80"), ok("X", "\u{fffd}"));
+        assert_eq!(field(b"X:"), ok("X", ""));
         for bad in [
             &b"X: a\x7fb"[..],
             b"X: a\x01",

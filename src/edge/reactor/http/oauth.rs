@@ -309,11 +309,7 @@ impl HttpFront {
         match verdict {
             Verdict::Accepted(principal) => {
                 let owner = principal.owner();
-                for (name, value) in req.headers.iter_mut() {
-                    if name == "authorization" {
-                        *value = owner.clone();
-                    }
-                }
+                req.headers.set("authorization", &owner);
                 if let Some(conn) = self.conns.get_mut(&token) {
                     conn.set_principal(Some(principal));
                 }

@@ -1,6 +1,7 @@
 //! Unit tests of the route table and the checks before a handler.
 
 use super::*;
+use crate::protocol::http::Fields;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum H {
@@ -31,12 +32,9 @@ const TABLE: &[Route<H>] = &[
 ];
 
 fn request(method: &str, path: &str, headers: &[(&str, &str)]) -> Request {
-    let mut headers: Vec<(String, String)> = headers
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    if !headers.iter().any(|(k, _)| k == "host") {
-        headers.push(("host".into(), "127.0.0.1:8000".into()));
+    let mut headers: Fields = headers.iter().copied().collect();
+    if headers.get("host").is_none() {
+        headers.push("host", "127.0.0.1:8000");
     }
     Request {
         method: method.into(),
