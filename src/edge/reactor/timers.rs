@@ -34,6 +34,9 @@ pub(super) struct Timers<K> {
     armed: IdMap<K, (Instant, u64)>,
     /// Numbers the armings, so a re-armed key's old entry is told apart.
     seq: u64,
+    /// The heap's top is known to be live (nothing was armed, cancelled
+    /// or popped since it was checked), so asking again costs no lookup.
+    top_live: bool,
 }
 
 impl<K> Default for Timers<K> {
@@ -42,6 +45,7 @@ impl<K> Default for Timers<K> {
             heap: BinaryHeap::new(),
             armed: IdMap::default(),
             seq: 0,
+            top_live: false,
         }
     }
 }
@@ -50,12 +54,15 @@ impl<K: Copy + Eq + Hash + Ord> Timers<K> {
     /// Arms `key` at `at`, replacing its deadline; `None` cancels it.
     pub(super) fn set(&mut self, key: K, at: Option<Instant>) {
         let Some(at) = at else {
-            self.armed.remove(&key);
+            if self.armed.remove(&key).is_some() {
+                self.top_live = false;
+            }
             return;
         };
         if self.armed.get(&key).is_some_and(|(t, _)| *t == at) {
             return;
         }
+        self.top_live = false;
         self.seq += 1;
         self.armed.insert(key, (at, self.seq));
         self.heap.push(Reverse((at, self.seq, key)));
@@ -99,13 +106,18 @@ impl<K: Copy + Eq + Hash + Ord> Timers<K> {
         }
         self.heap.pop();
         self.armed.remove(&key);
+        self.top_live = false;
         Some(key)
     }
 
     /// Pops the heap's top while it is an entry no longer armed.
     fn drop_stale(&mut self) {
+        if self.top_live {
+            return;
+        }
         while let Some(Reverse((at, seq, key))) = self.heap.peek() {
             if self.armed.get(key) == Some(&(*at, *seq)) {
+                self.top_live = true;
                 return;
             }
             self.heap.pop();
@@ -145,6 +157,26 @@ mod tests {
         assert_eq!(timers.pop_due(t0 + Duration::from_millis(45)), Some(2));
         assert_eq!(timers.next(), None);
         assert_eq!(timers.get(&1), None);
+    }
+
+    #[test]
+    fn a_top_checked_once_is_still_dropped_when_cancelled_or_re_armed() {
+        let t0 = Instant::now();
+        let at = |ms| Some(t0 + Duration::from_millis(ms));
+        let mut timers = Timers::default();
+        timers.set(1u32, at(10));
+        timers.set(2, at(20));
+        assert_eq!(timers.next(), at(10));
+        assert_eq!(timers.next(), at(10), "asked again");
+        timers.set(1, None);
+        assert_eq!(timers.next(), at(20));
+        timers.set(2, at(40));
+        assert_eq!(timers.next(), at(40));
+        timers.set(3, at(5));
+        assert_eq!(timers.pop_due(t0 + Duration::from_millis(50)), Some(3));
+        assert_eq!(timers.next(), at(40));
+        assert_eq!(timers.pop_due(t0 + Duration::from_millis(50)), Some(2));
+        assert_eq!(timers.next(), None);
     }
 
     #[test]
