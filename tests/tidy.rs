@@ -905,7 +905,7 @@ fn the_loop_asks_owners_for_deadlines_without_scanning() {
     // what is served. The owners' side (the pools and the watches act on
     // armed deadlines only, never on a scan) is proven by the unit tests
     // `a_turn_acts_only_on_armed_deadlines_never_on_a_scan` and
-    // `a_turn_looks_only_at_the_watches_whose_look_is_due`.
+    // `a_turn_looks_at_the_watches_only_when_their_look_is_due`.
     let text = read(&root().join("src/edge/reactor.rs"));
     let lines: Vec<&str> = text.lines().collect();
     let mut offenders = Vec::new();

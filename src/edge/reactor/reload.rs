@@ -18,7 +18,6 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::pools::Runtime;
-use super::timers::Timers;
 use super::{Client, Reactor};
 use crate::edge::manifest_file;
 use crate::protocol::jsonrpc;
@@ -64,13 +63,13 @@ pub(super) struct Watch {
     seen: Option<Stamp>,
 }
 
-/// The watched programs (the owner of the watches), when each is looked
+/// The watched programs (the owner of the watches), when they are looked
 /// at next, and the programs replaced by a reload whose pools are stopped
 /// once no call runs on them.
 pub(super) struct Watches {
     list: Vec<Watch>,
-    /// The next look at each watch, by its index in `list`.
-    checks: Timers<usize>,
+    /// The next look at every watch (they are looked at together).
+    next_check: Instant,
     /// Replaced programs not retired yet, by catalog index.
     retiring: Vec<usize>,
 }
@@ -96,17 +95,13 @@ impl Watches {
                 watch
             })
             .collect();
-        let mut checks = Timers::default();
-        for n in 0..list.len() {
-            checks.set(n, Some(now + CHECK_EVERY));
-        }
         // Programs the catalog does not serve from the start.
         let retiring = (0..catalog.programs.len())
             .filter(|&index| !catalog.is_live(index))
             .collect();
         Watches {
             list,
-            checks,
+            next_check: now + CHECK_EVERY,
             retiring,
         }
     }
@@ -122,24 +117,22 @@ impl Watches {
         std::mem::take(&mut self.retiring)
     }
 
-    /// When the next look is due.
-    pub(super) fn next_check(&mut self) -> Option<Instant> {
-        self.checks.next()
+    /// When the next look is due (one deadline for every watch).
+    pub(super) fn next_check(&self) -> Option<Instant> {
+        (!self.list.is_empty()).then_some(self.next_check)
     }
 
-    /// Looks at the watches due at `now` (only those): the live slots whose
-    /// files changed and then held still, in order, each with whether its
-    /// manifest changed (else only its tools file).
+    /// Once the look is due at `now` (not before: a turn does not visit the
+    /// watches), looks at every watch: the live slots whose files changed
+    /// and then held still, each with whether its manifest changed (else
+    /// only its tools file).
     fn due(&mut self, now: Instant) -> Vec<(usize, bool)> {
-        let mut looked = Vec::new();
-        while let Some(n) = self.checks.pop_due(now) {
-            looked.push(n);
-        }
-        looked.sort_unstable();
         let mut due = Vec::new();
-        for n in looked {
-            self.checks.set(n, Some(now + CHECK_EVERY));
-            let w = &mut self.list[n];
+        if now < self.next_check {
+            return due;
+        }
+        self.next_check = now + CHECK_EVERY;
+        for w in &mut self.list {
             let current = stamp(w);
             if current == w.served {
                 w.seen = None;
@@ -295,14 +288,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_turn_looks_only_at_the_watches_whose_look_is_due() {
+    fn a_turn_looks_at_the_watches_only_when_their_look_is_due() {
         let dir = std::env::temp_dir().join(format!("morloc-mcp-watch-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temporary directory");
         let path = dir.join("manifest.json");
         std::fs::write(&path, "{}").expect("manifest");
         // Both programs' manifests changed and held still since the last
-        // look, but only the second one's look is armed: a scan of every
-        // watch coming back fails this test.
+        // look: they are reported when the look is due, never before (a
+        // turn that visits every watch coming back fails this test).
         let watch = |slot| Watch {
             slot,
             path: path.clone(),
@@ -310,20 +303,18 @@ mod tests {
             served: (None, None),
             seen: Some((file_stamp(&path), None)),
         };
+        let now = Instant::now();
         let mut watches = Watches {
             list: vec![watch(0), watch(1)],
-            checks: Timers::default(),
+            next_check: now + CHECK_EVERY,
             retiring: Vec::new(),
         };
-        let now = Instant::now();
-        assert_eq!(watches.next_check(), None);
-        assert_eq!(watches.due(now), []);
-        watches.checks.set(1, Some(now));
-        assert_eq!(watches.next_check(), Some(now));
-        assert_eq!(watches.due(now), [(1, true)]);
-        // Looked at again one period later; the first still never.
         assert_eq!(watches.next_check(), Some(now + CHECK_EVERY));
-        assert_eq!(watches.due(now + CHECK_EVERY), []);
+        assert_eq!(watches.due(now), []);
+        let at = now + CHECK_EVERY;
+        assert_eq!(watches.due(at), [(0, true), (1, true)]);
+        assert_eq!(watches.next_check(), Some(at + CHECK_EVERY));
+        assert_eq!(watches.due(at), [], "looked at once per period");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

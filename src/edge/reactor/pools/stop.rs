@@ -14,18 +14,15 @@ use std::time::{Duration, Instant};
 use super::index::Proc;
 use crate::edge::log;
 use crate::edge::proc;
-use crate::edge::reactor::timers::Timers;
 
 /// How long after SIGKILL a group may take to vanish before it is given
 /// up on (a process in uninterruptible sleep dies when it wakes).
 const KILL_SETTLE: Duration = Duration::from_millis(100);
 
-/// The process groups being stopped, and when each one's next step is
-/// due (by process group).
+/// The process groups being stopped.
 #[derive(Default)]
 pub(in crate::edge::reactor) struct Stops {
     groups: Vec<Stopping>,
-    due: Timers<i32>,
 }
 
 /// One process group being stopped.
@@ -61,7 +58,6 @@ impl Stops {
         restart: bool,
     ) {
         let _ = proc::kill_group(pgid, libc::SIGTERM);
-        self.due.set(pgid, Some(now + grace));
         self.groups.push(Stopping {
             pgid,
             label,
@@ -107,8 +103,14 @@ impl Stops {
     }
 
     /// When [`Stops::advance`] has something to do without a SIGCHLD.
-    pub(super) fn next_deadline(&mut self) -> Option<Instant> {
-        self.due.next()
+    pub(super) fn next_deadline(&self) -> Option<Instant> {
+        self.groups
+            .iter()
+            .map(|g| match g.phase {
+                Phase::Term { kill_at } => kill_at,
+                Phase::Kill { give_up_at } => give_up_at,
+            })
+            .min()
     }
 
     #[cfg(test)]
@@ -121,7 +123,6 @@ impl Stops {
     /// those that outlived SIGKILL. Returns the slots to start again.
     pub(super) fn advance(&mut self, now: Instant) -> Vec<(usize, Proc)> {
         let mut restarts = Vec::new();
-        let due = &mut self.due;
         self.groups.retain_mut(|group| {
             let gone = !proc::group_alive(group.pgid);
             match group.phase {
@@ -135,7 +136,6 @@ impl Stops {
                     group.phase = Phase::Kill {
                         give_up_at: now + KILL_SETTLE,
                     };
-                    due.set(group.pgid, Some(now + KILL_SETTLE));
                     return true;
                 }
                 Phase::Kill { give_up_at } if now >= give_up_at => {
@@ -149,7 +149,6 @@ impl Stops {
             if group.restart {
                 restarts.push(group.slot);
             }
-            due.set(group.pgid, None);
             false
         });
         restarts
@@ -177,7 +176,6 @@ mod tests {
         assert_eq!(stops.next_deadline(), Some(now + Duration::from_secs(60)));
         assert_eq!(stops.advance(now), vec![(0, Proc(1))]);
         assert!(stops.is_empty());
-        assert_eq!(stops.next_deadline(), None, "its deadline went with it");
         assert_eq!(stops.advance(now), vec![]);
     }
 
