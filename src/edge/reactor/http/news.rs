@@ -215,8 +215,13 @@ impl Reactor {
             news: Vec::new(),
         };
         op(front, &mut cx);
-        for news in cx.news.into_iter().rev() {
-            queue.push_front(news);
+        if queue.is_empty() {
+            // The usual case: the list becomes the queue, no copy.
+            *queue = VecDeque::from(cx.news);
+        } else {
+            for news in cx.news.into_iter().rev() {
+                queue.push_front(news);
+            }
         }
         true
     }
