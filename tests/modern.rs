@@ -11,7 +11,7 @@ use crate::support::http::{
     post_request, router, write_manifest, Client, Response, Server as HttpServer,
 };
 use crate::support::stdio::Lines;
-use crate::util::{self, wait_for, CallTrace, Hold, TempDir};
+use crate::util::{self, procfs, wait_for, CallTrace, Hold, TempDir};
 
 const MODERN: &str = "2026-07-28";
 const SCHEMA: &str = "https://json-schema.org/draft/2020-12/schema";
@@ -711,6 +711,62 @@ fn a_rebuilt_program_is_reloaded_and_subscribers_are_told() {
     assert!(stderr.contains("cannot be served"), "{stderr}");
     let rest = s.finish();
     assert!(rest.contains(r#""id":"sub""#), "{rest}");
+}
+
+/// What the server holds for a program's pools goes with them when the
+/// program is rebuilt: the old processes' pipes and spare sockets are
+/// closed, so open descriptors do not grow with rebuilds.
+#[test]
+fn open_descriptors_do_not_grow_with_rebuilds() {
+    let dir = TempDir::new();
+    let manifest = util::shapes_manifest(&dir);
+    let mut s = Stdio(Lines::mcp(&manifest, &[], &[], None));
+    s.ask(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "l", "version": "1"}}}));
+    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let pid = s.proc.pid() as i32;
+    let mut counts = Vec::new();
+    for round in 0..4 {
+        if round > 0 {
+            let scratch = TempDir::new();
+            let written = util::shapes_manifest_with(&scratch, |m| {
+                m["build"]["time"] = json!(round);
+            });
+            let next = dir.join("manifest.json.next");
+            std::fs::copy(&written, &next).unwrap();
+            std::fs::rename(&next, dir.join("manifest.json")).unwrap();
+            wait_for("the rebuild to be served", || {
+                s.proc
+                    .stderr_now()
+                    .matches("was rebuilt; now serving")
+                    .count()
+                    == round
+            });
+        }
+        // A call readies the program's pool (and its spare socket); the
+        // ping after it ends the turn that made the spare.
+        s.send(
+            &json!({"jsonrpc": "2.0", "id": round + 1, "method": "tools/call",
+            "params": {"name": "addOne", "arguments": {"_1": round}}}),
+        );
+        // The session hears of each rebuild before the answer.
+        let mut reply = s.next();
+        while reply["method"] == "notifications/tools/list_changed" {
+            reply = s.next();
+        }
+        assert_eq!(
+            reply["result"]["content"][0]["text"],
+            (round + 1).to_string(),
+            "{reply}"
+        );
+        s.quiet("settled");
+        counts.push(procfs::fd_count(pid));
+    }
+    assert!(
+        counts.windows(2).all(|w| w[0] == w[1]),
+        "open descriptors after each rebuild: {counts:?}"
+    );
+    s.finish();
 }
 
 #[test]

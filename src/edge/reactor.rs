@@ -132,10 +132,21 @@ impl Default for Sources {
 
 impl Sources {
     fn add(&mut self, source: Source) -> Token {
-        let t = Token(self.next);
+        let token = self.reserve();
+        self.bind(token, source);
+        token
+    }
+
+    /// A new token that names no source yet (see `pools::Spare`); events
+    /// under it are ignored until it is bound.
+    fn reserve(&mut self) -> Token {
+        let token = Token(self.next);
         self.next += 1;
-        self.map.insert(t, source);
-        t
+        token
+    }
+
+    fn bind(&mut self, token: Token, source: Source) {
+        self.map.insert(token, source);
     }
 
     fn get(&self, token: &Token) -> Option<&Source> {
@@ -301,7 +312,7 @@ impl Reactor {
             if read_stdin_directly || self.preparing.pending() {
                 timeout = Some(Duration::ZERO);
             }
-            if let Err(e) = self.poll.poll(events, timeout) {
+            if let Err(e) = wait(&mut self.poll, &self.sources, events, (now, timeout)) {
                 // A signal interrupts epoll_wait even with SA_RESTART.
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
@@ -350,10 +361,13 @@ impl Reactor {
 
     /// Work kept off the path of a call: after the turn's answers are
     /// written, the finished calls' pool connections are closed, and every
-    /// ready pool process gets a spare socket for its next call.
+    /// ready pool process gets a spare socket for its next call, already
+    /// watched by the poller (so a call only connects and sends).
     fn end_turn(&mut self) {
         self.calls.close_finished();
-        self.pools.make_spares(|| calls::unix_socket().ok());
+        let (registry, sources) = (self.poll.registry(), &mut self.sources);
+        self.pools
+            .make_spares(|| calls::spare(registry, sources).ok());
         log::flush();
     }
 
@@ -625,6 +639,29 @@ impl Reactor {
         if self.stdio.as_mut().is_some_and(Stdio::block_for_exit) {
             self.flush_stdout();
         }
+    }
+}
+
+/// Waits on `poll` for events, at most `timeout` from `now`. A wake-up
+/// whose events all name no source in `sources` (a new spare socket's
+/// hang-up, see `pools::Spare`) needs no turn: the wait goes on.
+fn wait(
+    poll: &mut Poll,
+    sources: &Sources,
+    events: &mut Events,
+    (now, mut timeout): (Instant, Option<Duration>),
+) -> io::Result<()> {
+    let until = timeout.map(|t| now + t);
+    let stray = |e: &mio::event::Event| {
+        let token = e.token();
+        token.0 >= FIRST_DYNAMIC && sources.get(&token).is_none()
+    };
+    loop {
+        poll.poll(events, timeout)?;
+        if events.is_empty() || timeout == Some(Duration::ZERO) || !events.iter().all(stray) {
+            return Ok(());
+        }
+        timeout = until.map(|t| t.saturating_duration_since(Instant::now()));
     }
 }
 

@@ -67,8 +67,7 @@ pub(super) use cancel::Cancel;
 use dispatch::Owner;
 pub(super) use dispatch::Queue;
 pub(super) use prepare::{Checked, Preparing};
-use socket::new_connection;
-pub(super) use socket::unix_socket;
+pub(super) use socket::spare;
 use wire::Advance;
 
 /// The calls in flight (see `table`): its fields are the calls module's.

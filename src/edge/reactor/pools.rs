@@ -104,12 +104,23 @@ pub(in crate::edge::reactor) struct Pool {
     spawn: proc::PoolSpawn,
     status: PoolStatus,
     pid: Option<i32>,
-    /// A socket made ahead of the next call to this process, not connected
-    /// yet (see `Reactor::end_turn`).
-    spare: Option<OwnedFd>,
+    /// A socket made ahead of the next call to this process (see
+    /// `Reactor::end_turn`).
+    spare: Option<Spare>,
     life: Life,
     probing: Probing,
     output: Output,
+}
+
+/// A socket made ahead of the next call to a pool process, not connected
+/// yet, and already watched by the poller under `token`, which no source
+/// names until a call takes it: the call then only connects and sends.
+/// Until it is connected the socket reports a hang-up, which finds no
+/// source and is ignored; closing it (a process or program that goes,
+/// the exit) also ends its watch.
+pub(in crate::edge::reactor) struct Spare {
+    pub(in crate::edge::reactor) token: Token,
+    pub(in crate::edge::reactor) socket: UnixStream,
 }
 
 /// The per-program run state.
@@ -708,6 +719,9 @@ impl PoolSet {
     fn begin_stop(&mut self, cx: &mut Cx, program: usize, i: Proc, restart: bool) -> bool {
         self.end_probe(cx, program, i);
         self.close_output(cx, program, i);
+        // Its spare socket is closed (and so no longer watched); a process
+        // that becomes ready again gets a new one.
+        self[(program, i)].spare = None;
         let grace = cx.settings.pool_stop_grace;
         let label = self[(program, i)].label();
         let Some(pid) = self[(program, i)].pid.take() else {

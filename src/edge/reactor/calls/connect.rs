@@ -7,9 +7,10 @@ use crate::edge::log;
 use std::io;
 use std::time::{Duration, Instant};
 
-use mio::{Interest, Registry};
+use mio::Registry;
 
-use super::{new_connection, Call, CallId, CallStage, CallTimer, Calls};
+use super::socket::{new_connection, Failed};
+use super::{Call, CallId, CallStage, CallTimer, Calls};
 use crate::edge::reactor::pools::{BasePool, PoolSet, Proc};
 use crate::edge::reactor::{Reactor, Source, Sources};
 use crate::protocol::mcp::call::Ending;
@@ -122,19 +123,18 @@ impl Calls {
         };
         let (program, slot) = (call.program, call.sched.slot);
         let (spare, path) = pools.connect_to(program, slot);
-        let mut stream = match new_connection(spare, path) {
-            Ok(stream) => stream,
-            Err(e) => return Connect::Refused(e),
+        let (token, stream) = match new_connection(spare, path, registry, sources) {
+            Ok(connected) => connected,
+            Err(Failed::Refused(e)) => return Connect::Refused(e),
+            Err(Failed::Unwatched(e)) => {
+                let message = format!(
+                    "cannot watch the connection to pool '{}': {e}",
+                    pools.label(program, slot)
+                );
+                return Connect::Unwatched(message);
+            }
         };
-        let token = sources.add(Source::Call(id));
-        if let Err(e) = registry.register(&mut stream, token, Interest::READABLE) {
-            sources.remove(&token);
-            let message = format!(
-                "cannot watch the connection to pool '{}': {e}",
-                pools.label(program, slot)
-            );
-            return Connect::Unwatched(message);
-        }
+        sources.bind(token, Source::Call(id));
         if let Some(call) = self.get_mut(&id) {
             call.wire.stream = Some((token, stream));
             call.stage = CallStage::Sending;

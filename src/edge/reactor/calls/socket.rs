@@ -1,16 +1,38 @@
-//! The Unix-socket connections of calls: sockets made ahead of a call (a
-//! pool process's spare) and the non-blocking `connect` to a pool.
+//! The Unix-socket connections of calls: sockets made and watched ahead of
+//! a call (a pool process's [`Spare`]) and the non-blocking `connect` to a
+//! pool.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 
 use mio::net::UnixStream;
+use mio::{Interest, Registry, Token};
 
 use crate::edge::proc::syscall;
+use crate::edge::reactor::pools::Spare;
+use crate::edge::reactor::Sources;
+
+/// A new spare socket, watched (readable) by `registry` under a token of
+/// `sources` that names no source yet.
+pub(in crate::edge::reactor) fn spare(
+    registry: &Registry,
+    sources: &mut Sources,
+) -> io::Result<Spare> {
+    let mut socket = stream(unix_socket()?);
+    let token = sources.reserve();
+    // Through the stream, so that the poller knows it as the stream's own
+    // registration (a later `reregister` checks that).
+    registry.register(&mut socket, token, Interest::READABLE)?;
+    Ok(Spare { token, socket })
+}
+
+fn stream(socket: OwnedFd) -> UnixStream {
+    UnixStream::from_std(std::os::unix::net::UnixStream::from(socket))
+}
 
 /// A new non-blocking, close-on-exec Unix stream socket, not connected.
-pub(in crate::edge::reactor) fn unix_socket() -> io::Result<OwnedFd> {
+fn unix_socket() -> io::Result<OwnedFd> {
     let kind = libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
     // SAFETY: plain system call; a valid descriptor is owned by the OwnedFd.
     let fd = syscall!(socket(libc::AF_UNIX, kind, 0))?;
@@ -18,16 +40,39 @@ pub(in crate::edge::reactor) fn unix_socket() -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// A socket (the pool process's spare, or a new one) connected to the pool
-/// listening at `path`.
-pub(super) fn new_connection(spare: Option<OwnedFd>, path: &Path) -> io::Result<UnixStream> {
-    let socket = match spare {
-        Some(fd) => fd,
-        None => unix_socket()?,
+/// A connection to the pool listening at `path`: the pool process's spare
+/// (watched already under its token), or else a new socket, watched once
+/// connected under a new token of `sources`.
+pub(super) fn new_connection(
+    spare: Option<Spare>,
+    path: &Path,
+    registry: &Registry,
+    sources: &mut Sources,
+) -> Result<(Token, UnixStream), Failed> {
+    let (token, mut stream) = match spare {
+        Some(Spare { token, socket }) => (Some(token), socket),
+        None => (None, stream(unix_socket().map_err(Failed::Refused)?)),
     };
-    let stream = UnixStream::from_std(std::os::unix::net::UnixStream::from(socket));
-    connect_unix(&stream, path)?;
-    Ok(stream)
+    connect_unix(&stream, path).map_err(Failed::Refused)?;
+    let token = match token {
+        Some(token) => token,
+        None => {
+            let token = sources.reserve();
+            registry
+                .register(&mut stream, token, Interest::READABLE)
+                .map_err(Failed::Unwatched)?;
+            token
+        }
+    };
+    Ok((token, stream))
+}
+
+/// Why [`new_connection`] failed.
+pub(super) enum Failed {
+    /// No socket, or the pool refused the connection.
+    Refused(io::Error),
+    /// The poller cannot watch it.
+    Unwatched(io::Error),
 }
 
 /// Connects `socket` (from [`unix_socket`], not connected yet) to the pool

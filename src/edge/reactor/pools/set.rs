@@ -10,7 +10,6 @@ use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::io;
 use std::ops::{Index, IndexMut};
-use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -18,7 +17,7 @@ use super::index::{BasePool, Proc};
 use super::leases::{LeaseMode, Leases};
 use super::routing::Routing;
 use super::stop::Stops;
-use super::{Life, Limits, Output, Pool, PoolSet, PoolTimer, Probing, Runtime};
+use super::{Life, Limits, Output, Pool, PoolSet, PoolTimer, Probing, Runtime, Spare};
 use crate::edge::proc;
 use crate::edge::reactor::timers::Timers;
 use crate::edge::rundir;
@@ -683,7 +682,7 @@ impl PoolSet {
         &mut self,
         program: usize,
         proc: Proc,
-    ) -> (Option<OwnedFd>, &Path) {
+    ) -> (Option<Spare>, &Path) {
         let pool = &mut self.programs[program].pools[proc.0];
         (pool.spare.take(), &pool.socket_path)
     }
@@ -703,7 +702,10 @@ impl PoolSet {
 
     /// Gives every ready process of the live programs a spare socket for its
     /// next call (made by `make`).
-    pub(in crate::edge::reactor) fn make_spares(&mut self, make: impl Fn() -> Option<OwnedFd>) {
+    pub(in crate::edge::reactor) fn make_spares(
+        &mut self,
+        mut make: impl FnMut() -> Option<Spare>,
+    ) {
         for rt in self.programs.iter_mut().filter(|rt| !rt.retired) {
             for pool in &mut rt.pools {
                 if pool.spare.is_none() && matches!(pool.status, PoolStatus::Ready) {
