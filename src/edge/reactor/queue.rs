@@ -233,7 +233,9 @@ where
 
     /// Forgets the owners with nothing queued whose turn is in the past.
     fn forget_resting(&mut self) {
-        for owner in std::mem::take(&mut self.resting) {
+        // Drained in place: the list keeps its room for the next round.
+        let mut resting = std::mem::take(&mut self.resting);
+        for owner in resting.drain(..) {
             if self
                 .owners
                 .get(&owner)
@@ -242,6 +244,7 @@ where
                 self.owners.remove(&owner);
             }
         }
+        self.resting = resting;
     }
 
     /// The next call in the fair order among the classes `wanted` accepts:

@@ -59,23 +59,21 @@ pub(super) struct Plan<I, O> {
 
 /// The ready processes a call of `bases` may run on (none while a pool it
 /// needs is not ready).
-fn candidates(bases: &[BasePool], primary_only: bool, procs: &[ProcState]) -> Vec<Proc> {
+fn candidates<'a>(
+    bases: &[BasePool],
+    primary_only: bool,
+    procs: &'a [ProcState],
+) -> impl Iterator<Item = Proc> + 'a {
     let ready = |p: Proc| procs.get(p.0).is_some_and(|s| s.ready);
-    if !others_ready(bases, procs) {
-        return Vec::new();
-    }
     let own = bases[0];
-    if primary_only {
-        return if ready(own.primary()) {
-            vec![own.primary()]
-        } else {
-            Vec::new()
-        };
-    }
-    (0..procs.len())
-        .map(Proc)
-        .filter(|&p| procs[p.0].base == own && ready(p))
-        .collect()
+    let usable = others_ready(bases, procs);
+    (0..procs.len()).map(Proc).filter(move |&p| {
+        usable
+            && match primary_only {
+                true => p == own.primary() && ready(p),
+                false => procs[p.0].base == own && ready(p),
+            }
+    })
 }
 
 /// Whether the primaries of the pools a call of `bases` goes through
@@ -103,8 +101,17 @@ where
     I: Copy + Eq + Hash,
     O: Clone + Eq + Hash,
 {
-    let mut blocked = vec![false; n_bases];
-    let mut demand = vec![0usize; n_bases];
+    // Sized when a pool is first blocked, and counted only for pools with
+    // calls left waiting: a call that goes at once allocates neither.
+    let mut blocked: Vec<bool> = Vec::new();
+    let mut demand: Vec<(BasePool, usize)> = Vec::new();
+    let wanted = |demand: &mut Vec<(BasePool, usize)>, base: BasePool, n: usize| match demand
+        .iter_mut()
+        .find(|(b, _)| *b == base)
+    {
+        Some((_, waiting)) => *waiting += n,
+        None => demand.push((base, n)),
+    };
     let mut done: Vec<Rc<[BasePool]>> = Vec::new();
     let mut grants = Vec::new();
     while let Some((class, id)) = queue.next(|(p, bases)| *p == program && !done.contains(bases)) {
@@ -115,42 +122,51 @@ where
             continue;
         };
         let bases = class.1.clone();
-        if bases.iter().any(|b| blocked[b.0]) {
+        if bases.iter().any(|b| blocked.get(b.0) == Some(&true)) {
             if !primary_only {
-                demand[bases[0].0] += queue.class_len(class);
-            }
-            done.push(bases);
-            continue;
-        }
-        let found = candidates(&bases, primary_only, procs);
-        if found.is_empty() {
-            // Waiting for a pool to start (so is the whole class): it is
-            // scheduled again when the pool is ready. A burst that arrives
-            // meanwhile asks for its replicas now, so that they start at
-            // the same time as the pool rather than after it.
-            if !primary_only && others_ready(&bases, procs) {
-                demand[bases[0].0] += queue.class_len(class);
+                wanted(&mut demand, bases[0], queue.class_len(class));
             }
             done.push(bases);
             continue;
         }
         let others: Vec<Proc> = bases[1..].iter().map(|b| b.primary()).collect();
-        let chosen = found
-            .into_iter()
-            .filter(|&p| leases.available(&[p], mode) && leases.available(&others, mode))
-            .min_by_key(|&p| (leases.busy(p), p));
+        let mut found = false;
+        let mut chosen: Option<Proc> = None;
+        for p in candidates(&bases, primary_only, procs) {
+            found = true;
+            let free = leases.available(&[p], mode) && leases.available(&others, mode);
+            if free && chosen.is_none_or(|c| (leases.busy(p), p) < (leases.busy(c), c)) {
+                chosen = Some(p);
+            }
+        }
+        if !found {
+            // Waiting for a pool to start (so is the whole class): it is
+            // scheduled again when the pool is ready. A burst that arrives
+            // meanwhile asks for its replicas now, so that they start at
+            // the same time as the pool rather than after it.
+            if !primary_only && others_ready(&bases, procs) {
+                wanted(&mut demand, bases[0], queue.class_len(class));
+            }
+            done.push(bases);
+            continue;
+        }
         let Some(proc) = chosen else {
+            if blocked.is_empty() {
+                blocked.resize(n_bases, false);
+            }
             for b in bases.iter() {
-                blocked[b.0] = true;
+                if let Some(flag) = blocked.get_mut(b.0) {
+                    *flag = true;
+                }
             }
             if !primary_only {
-                demand[bases[0].0] += queue.class_len(class);
+                wanted(&mut demand, bases[0], queue.class_len(class));
             }
             done.push(bases);
             continue;
         };
-        let mut pools = vec![proc];
-        pools.extend(others);
+        let mut pools = others;
+        pools.insert(0, proc);
         let place = queue.serve(id);
         leases.take(&pools, mode);
         grants.push(Grant {
@@ -160,12 +176,7 @@ where
             place,
         });
     }
-    let demand = demand
-        .into_iter()
-        .enumerate()
-        .filter(|&(_, n)| n > 0)
-        .map(|(b, n)| (BasePool(b), n))
-        .collect();
+    demand.sort_unstable_by_key(|&(base, _)| base.0);
     Plan { grants, demand }
 }
 

@@ -8,9 +8,9 @@ use crate::edge::log;
 use std::time::{Duration, Instant};
 
 use super::{CallId, Calls};
-use crate::edge::reactor::pools::{BasePool, PoolSet};
+use crate::edge::reactor::pools::PoolSet;
 use crate::edge::reactor::queue::{self, FairQueue, Refused};
-use crate::edge::reactor::schedule::{self, Class, Need};
+use crate::edge::reactor::schedule::{self, Class, Need, Plan};
 use crate::edge::reactor::{Client, Reactor};
 use crate::protocol::log::{Level, Value};
 
@@ -75,11 +75,11 @@ impl Reactor {
             return;
         }
         let n_bases = self.catalog.programs[program].loaded.manifest.pools.len();
-        let (go, demand) = self.calls.place(&mut self.pools, program, n_bases);
-        for id in go {
-            self.connect_call(id);
+        let plan = self.calls.place(&mut self.pools, program, n_bases);
+        for grant in plan.grants {
+            self.connect_call(grant.call);
         }
-        for (base, waiting) in demand {
+        for (base, waiting) in plan.demand {
             self.with_pools(&mut |p, cx| p.scale_up(cx, program, base, waiting));
         }
     }
@@ -88,14 +88,15 @@ impl Reactor {
 impl Calls {
     /// Places the waiting calls of `program` (of `n_bases` pools) that can
     /// run now (`schedule`), taking their leases and touching their
-    /// processes: the calls to connect, in order, and the replicas wanted
+    /// processes: the calls to connect, in order (their grants, emptied
+    /// into the calls), and the replicas wanted
     /// (a pool, and how many calls wait for it).
     fn place(
         &mut self,
         pools: &mut PoolSet,
         program: usize,
         n_bases: usize,
-    ) -> (Vec<CallId>, Vec<(BasePool, usize)>) {
+    ) -> Plan<CallId, Owner> {
         let states = pools.states(program);
         let (queue, calls) = (&mut self.queue, &self.map);
         let need = |id: CallId| {
@@ -106,22 +107,18 @@ impl Calls {
             })
         };
         let leases = pools.leases_mut(program);
-        let plan = schedule::schedule(queue, program, n_bases, &states, leases, need);
+        let mut plan = schedule::schedule(queue, program, n_bases, &states, leases, need);
         let now = Instant::now();
-        for grant in &plan.grants {
+        for grant in &mut plan.grants {
             pools.touch(program, grant.proc, now);
-        }
-        let mut go = Vec::with_capacity(plan.grants.len());
-        for grant in plan.grants {
             if let Some(call) = self.get_mut(&grant.call) {
                 call.sched.leased = true;
                 call.sched.slot = grant.proc;
-                call.sched.pools = grant.pools;
-                call.sched.place = grant.place;
+                call.sched.pools = std::mem::take(&mut grant.pools);
+                call.sched.place = grant.place.take();
             }
-            go.push(grant.call);
         }
-        (go, plan.demand)
+        plan
     }
 
     /// The calls that waited longer than `timeout` (`--queue-timeout`) for
