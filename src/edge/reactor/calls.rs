@@ -319,10 +319,11 @@ impl Reactor {
         let Some(call) = self.take_call(id) else {
             return;
         };
-        self.calls
-            .count(&self.catalog, &call.request, ending.outcome(), call.started);
+        let outcome = ending.outcome();
         let ending = self.tasks.link_big(&self.catalog, &call.request, ending);
         if let Some(task) = &call.task {
+            self.calls
+                .count(&self.catalog, &call.request, outcome, call.started);
             return self.settle_task(task, ending.into_task_outcome());
         }
         let reply = call::respond(
@@ -332,6 +333,9 @@ impl Reactor {
             ending,
         );
         self.deliver(&call.client, reply, true);
+        // Counted (`/metrics`) once the answer is on its way.
+        self.calls
+            .count(&self.catalog, &call.request, outcome, call.started);
     }
 
     /// Ends a call with a protocol-level failure (its pool died, or it timed
