@@ -18,6 +18,7 @@
 //! the caller (`eval::Host`, `voidstar::Memory`, a file reader).
 
 use std::path::Path;
+use std::rc::Rc;
 
 use serde_json::Value as Json;
 
@@ -26,11 +27,11 @@ use crate::format::manifest::{Arg, Command, CommandKind};
 use crate::format::msgpack;
 use crate::format::packet::{self, Reply};
 use crate::format::schema::{self, Schema};
-use crate::format::value::{self, Layout, LayoutError, Value, ValueError, ValueErrorKind};
+use crate::format::value::{self, Layout, LayoutError, Value};
 use crate::format::voidstar::{self, Memory};
 use crate::protocol::jsonrpc::{self, ErrorCode, RequestId};
 
-use super::packing::{PacketJob, SLICE_ABOVE};
+use super::packing::{Form, PacketJob, Slot, SLICE_ABOVE};
 use super::tasks::Outcome;
 use super::{era, results, structured, CallRequest, Catalog, Program};
 use crate::protocol::args;
@@ -41,8 +42,9 @@ mod tests;
 /// What the calls of one command need, built once per program load.
 #[derive(Debug)]
 pub struct Compiled {
-    /// One per argument slot, in manifest order.
-    pub slots: Vec<Slot>,
+    /// One per argument slot, in manifest order (shared with the calls'
+    /// packet jobs, which read them without copying).
+    pub slots: Rc<[Slot]>,
     /// The return schema compiled (`None` when it does not parse).
     pub ret: Option<Result<Layout, LayoutError>>,
     /// The largest flat size a return value can have, if bounded
@@ -51,24 +53,6 @@ pub struct Compiled {
     /// The argument schemas a pure command is evaluated with (`Nil` for an
     /// unusable one); empty for remote commands.
     pub eval_schemas: Vec<Schema>,
-}
-
-/// One argument slot of a command.
-#[derive(Debug)]
-pub struct Slot {
-    /// The name a client knows the slot by, for messages ([`slot_name`]).
-    pub name: String,
-    /// How it is encoded, or why it cannot be passed ([`slot_schema`]).
-    pub form: Result<Form, String>,
-}
-
-/// The schema an argument is encoded with, compiled.
-#[derive(Debug)]
-pub struct Form {
-    pub schema: Schema,
-    /// `schema` as the packet's metadata spells it.
-    pub wire: String,
-    pub layout: Result<Layout, LayoutError>,
 }
 
 impl Compiled {
@@ -86,7 +70,8 @@ impl Compiled {
                     schema,
                 }),
             })
-            .collect();
+            .collect::<Vec<Slot>>()
+            .into();
         let eval_schemas = match command.kind {
             CommandKind::Pure => command
                 .args
@@ -108,25 +93,6 @@ impl Compiled {
     /// pool's `threshold` (a bounded return within it).
     pub fn always_inline(&self, threshold: u64) -> bool {
         self.ret_max_flat.is_some_and(|size| size <= threshold)
-    }
-}
-
-impl Slot {
-    /// The slot's schema and layout, or the message of a call that passes it.
-    pub fn form(&self) -> Result<&Form, String> {
-        self.form
-            .as_ref()
-            .map_err(|why| format!("argument '{}' cannot be passed: {why}", self.name))
-    }
-}
-
-impl Form {
-    /// The compiled layout, or its error as the value checks report it.
-    pub fn layout(&self, name: &str) -> Result<&Layout, ValueError> {
-        self.layout.as_ref().map_err(|e| ValueError {
-            path: name.to_string(),
-            kind: ValueErrorKind::Schema(e.0.clone()),
-        })
     }
 }
 
@@ -230,15 +196,14 @@ pub fn input(
     let Some(text) = text.filter(|_| remote) else {
         return CallInput::Values(sources.into_iter().map(args::Source::into_value).collect());
     };
-    let mut job = match PacketJob::new(program, command, &sources, text) {
+    let job = match PacketJob::new(program, command, &sources, text) {
         Ok(job) => job,
         Err(message) => return CallInput::Refused(message),
     };
     if text.len() > SLICE_ABOVE {
         return CallInput::Building(Box::new(job));
     }
-    job.copy_text(text.as_bytes());
-    match job.run() {
+    match job.run_on(text) {
         Ok(packet) => CallInput::Packet(packet),
         Err(message) => CallInput::Refused(message),
     }

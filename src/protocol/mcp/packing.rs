@@ -17,14 +17,52 @@
 //!
 //! Architecture Invariant: pure; no I/O.
 
+use std::rc::Rc;
+
 use crate::format::packet;
 use crate::format::schema::Schema;
-use crate::format::value;
-use crate::format::value::{Layout, ValueError};
+use crate::format::value::{self, Layout, LayoutError, ValueError, ValueErrorKind};
 use crate::format::voidstar::{self, text};
 use crate::protocol::args::Source;
 
 use super::Program;
+
+/// One argument slot of a command, compiled at load (`call::Compiled`).
+#[derive(Debug)]
+pub struct Slot {
+    /// The name a client knows the slot by, for messages (`call::slot_name`).
+    pub name: String,
+    /// How it is encoded, or why it cannot be passed (`call::slot_schema`).
+    pub form: Result<Form, String>,
+}
+
+/// The schema an argument is encoded with, compiled.
+#[derive(Debug)]
+pub struct Form {
+    pub schema: Schema,
+    /// `schema` as the packet's metadata spells it.
+    pub wire: String,
+    pub layout: Result<Layout, LayoutError>,
+}
+
+impl Slot {
+    /// The slot's schema and layout, or the message of a call that passes it.
+    pub fn form(&self) -> Result<&Form, String> {
+        self.form
+            .as_ref()
+            .map_err(|why| format!("argument '{}' cannot be passed: {why}", self.name))
+    }
+}
+
+impl Form {
+    /// The compiled layout, or its error as the value checks report it.
+    pub fn layout(&self, name: &str) -> Result<&Layout, ValueError> {
+        self.layout.as_ref().map_err(|e| ValueError {
+            path: name.to_string(),
+            kind: ValueErrorKind::Schema(e.0.clone()),
+        })
+    }
+}
 
 /// The one message for a call vector of the wrong length.
 fn arity(expected: usize, sources: &[Source]) -> Result<(), String> {
@@ -59,7 +97,7 @@ pub fn call_packet(
     // Schemas, wire strings and layouts, compiled at load.
     let slots = &program.compiled(command).slots;
     let mut forms = Vec::with_capacity(sources.len());
-    for slot in slots {
+    for slot in slots.iter() {
         forms.push(slot.form()?);
     }
     let mut ready = Vec::with_capacity(sources.len());
@@ -118,7 +156,8 @@ pub const SLICE_ABOVE: usize = 64 * 1024;
 /// bounded amount of it, and the outcome is the same packet or message.
 /// Made while the arguments text is borrowed, it then needs the text for
 /// good: the request's whole body handed over ([`PacketJob::take_text`],
-/// no copy), or a copy of the arguments ([`PacketJob::copy_text`]).
+/// no copy), or a copy of the arguments ([`PacketJob::copy_text`]); a short
+/// text is encoded at once while still borrowed ([`PacketJob::run_on`]).
 #[derive(Clone, Debug)]
 pub struct PacketJob {
     /// The text holding the arguments (empty until handed over), and where
@@ -129,7 +168,10 @@ pub struct PacketJob {
     /// are found again in the text handed over.
     origin: (usize, usize),
     mid: u32,
-    slots: Vec<JobSlot>,
+    /// The command's compiled slots (shared with the program, each with a
+    /// usable form) and, slot by slot, what was given for it.
+    slots: Rc<[Slot]>,
+    sources: Vec<JobSource>,
     /// The slot being planned (then written).
     at: usize,
     writing: bool,
@@ -137,15 +179,6 @@ pub struct PacketJob {
     /// Where the CALL header and the current DATA packet start in `out`.
     call: usize,
     data: Option<usize>,
-}
-
-#[derive(Clone, Debug)]
-struct JobSlot {
-    name: String,
-    wire: String,
-    schema: Schema,
-    layout: Result<Layout, ValueError>,
-    source: JobSource,
 }
 
 #[derive(Clone, Debug)]
@@ -169,30 +202,23 @@ impl PacketJob {
         let cmd = program.command(command);
         arity(cmd.args.len(), sources)?;
         let base = arguments.as_ptr() as usize;
-        let mut slots = Vec::with_capacity(sources.len());
         // Schemas, wire strings and layouts, compiled at load.
-        let compiled = &program.compiled(command).slots;
-        for (slot, source) in sources.iter().enumerate() {
-            let name = compiled[slot].name.clone();
-            let form = compiled[slot].form()?;
-            let layout = form.layout(&name).cloned();
-            let source = match source {
+        let slots = Rc::clone(&program.compiled(command).slots);
+        let mut given = Vec::with_capacity(sources.len());
+        for (slot, source) in slots.iter().zip(sources) {
+            slot.form()?;
+            given.push(match source {
                 Source::Text(t) => {
                     // A slice of `arguments`: its place in it.
                     let start = (t.as_ptr() as usize)
                         .checked_sub(base)
                         .filter(|s| s + t.len() <= arguments.len())
-                        .ok_or_else(|| format!("argument '{name}' is not in the arguments"))?;
+                        .ok_or_else(|| {
+                            format!("argument '{}' is not in the arguments", slot.name)
+                        })?;
                     JobSource::Text(start..start + t.len(), Box::default())
                 }
                 Source::Json(v) => JobSource::Json(v.clone(), None),
-            };
-            slots.push(JobSlot {
-                name,
-                wire: form.wire.clone(),
-                schema: form.schema.clone(),
-                layout,
-                source,
             });
         }
         Ok(PacketJob {
@@ -201,6 +227,7 @@ impl PacketJob {
             origin: (arguments.as_ptr() as usize, arguments.len()),
             mid: cmd.mid,
             slots,
+            sources: given,
             at: 0,
             writing: false,
             out: Vec::new(),
@@ -243,14 +270,19 @@ impl PacketJob {
     /// Does about `budget` units of work (see [`text::Sliced`]); the
     /// outcome once done.
     pub fn step(&mut self, mut budget: usize) -> Option<Result<Vec<u8>, String>> {
-        match self.advance(&mut budget) {
-            Ok(true) => Some(Ok(std::mem::take(&mut self.out))),
-            Ok(false) => None,
-            Err(message) => Some(Err(message)),
-        }
+        let Some(base) = self.base else {
+            let message = "internal error: the arguments text was not handed over";
+            return Some(Err(message.into()));
+        };
+        let text = std::mem::take(&mut self.text);
+        let arguments = text.get(base..base + self.origin.1).unwrap_or_default();
+        let advanced = self.advance(arguments, &mut budget);
+        self.text = text;
+        self.outcome(advanced)
     }
 
     /// Runs the job to its end.
+    #[cfg(test)]
     pub fn run(mut self) -> Result<Vec<u8>, String> {
         loop {
             if let Some(outcome) = self.step(usize::MAX) {
@@ -259,32 +291,56 @@ impl PacketJob {
         }
     }
 
-    fn advance(&mut self, budget: &mut usize) -> Result<bool, String> {
-        let Some(base) = self.base else {
-            return Err("internal error: the arguments text was not handed over".into());
-        };
+    /// Runs the job to its end on `arguments`, the text it was made from,
+    /// still borrowed (nothing is copied).
+    pub fn run_on(mut self, arguments: &str) -> Result<Vec<u8>, String> {
+        if self.place_in(arguments.as_bytes()) != Some(0) {
+            return Err("internal error: not the arguments text of the call".into());
+        }
+        loop {
+            let mut budget = usize::MAX;
+            let advanced = self.advance(arguments.as_bytes(), &mut budget);
+            if let Some(outcome) = self.outcome(advanced) {
+                return outcome;
+            }
+        }
+    }
+
+    fn outcome(&mut self, advanced: Result<bool, String>) -> Option<Result<Vec<u8>, String>> {
+        match advanced {
+            Ok(true) => Some(Ok(std::mem::take(&mut self.out))),
+            Ok(false) => None,
+            Err(message) => Some(Err(message)),
+        }
+    }
+
+    /// Moves the job on over `arguments` (the arguments text itself).
+    fn advance(&mut self, arguments: &[u8], budget: &mut usize) -> Result<bool, String> {
         while !self.writing {
-            let Some(slot) = self.slots.get_mut(self.at) else {
+            let (Some(slot), Some(source)) =
+                (self.slots.get(self.at), self.sources.get_mut(self.at))
+            else {
                 self.begin_writing()?;
                 break;
             };
-            match &mut slot.source {
+            let form = slot.form()?;
+            let name = &slot.name;
+            match source {
                 JobSource::Text(span, enc) => {
-                    let layout = slot.layout.as_ref().map_err(ToString::to_string)?;
-                    let json = &self.text[base + span.start..base + span.end];
+                    let layout = form.layout(name).map_err(|e| e.to_string())?;
+                    let json = &arguments[span.clone()];
                     let done = enc
-                        .plan_step(layout, json, &slot.name, budget)
+                        .plan_step(layout, json, name, budget)
                         .map_err(|e| e.to_string())?;
                     if !done {
                         return Ok(false);
                     }
                 }
                 JobSource::Json(json, blob) => {
-                    let name = &slot.name;
                     let v =
-                        value::from_json(&slot.schema, json, name).map_err(|e| e.to_string())?;
+                        value::from_json(&form.schema, json, name).map_err(|e| e.to_string())?;
                     *blob = Some(
-                        voidstar::encode_flat(&slot.schema, &v)
+                        voidstar::encode_flat(&form.schema, &v)
                             .map_err(|e| format!("cannot encode argument '{name}': {e}")),
                     );
                 }
@@ -294,21 +350,24 @@ impl PacketJob {
                 return Ok(false);
             }
         }
-        while let Some(slot) = self.slots.get_mut(self.at) {
+        while let (Some(slot), Some(source)) =
+            (self.slots.get(self.at), self.sources.get_mut(self.at))
+        {
+            let form = slot.form()?;
             let start = match self.data {
                 Some(start) => start,
                 None => {
-                    let start = packet::begin_data_packet(&mut self.out, &slot.wire);
+                    let start = packet::begin_data_packet(&mut self.out, &form.wire);
                     self.data = Some(start);
                     start
                 }
             };
-            match &mut slot.source {
+            match source {
                 JobSource::Text(span, enc) => {
-                    let Ok(layout) = &slot.layout else {
+                    let Ok(layout) = &form.layout else {
                         return Err("internal error: an unplanned argument".into());
                     };
-                    let json = &self.text[base + span.start..base + span.end];
+                    let json = &arguments[span.clone()];
                     if !enc.write_step(layout, json, &mut self.out, budget) {
                         return Ok(false);
                     }
@@ -316,7 +375,7 @@ impl PacketJob {
                 JobSource::Json(_, Some(Ok(blob))) => self.out.extend_from_slice(blob),
                 JobSource::Json(..) => {}
             }
-            packet::end_data_packet(&mut self.out, start, &slot.wire);
+            packet::end_data_packet(&mut self.out, start, &form.wire);
             self.data = None;
             self.at += 1;
             if *budget == 0 {
@@ -331,8 +390,8 @@ impl PacketJob {
     /// the buffer sized for the whole packet.
     fn begin_writing(&mut self) -> Result<(), String> {
         let mut total = packet::HEADER_LEN;
-        for slot in &self.slots {
-            let len = match &slot.source {
+        for (slot, source) in self.slots.iter().zip(&self.sources) {
+            let len = match source {
                 JobSource::Text(_, enc) => match enc.encode_error() {
                     Some(e) => return Err(format!("cannot encode argument '{}': {e}", slot.name)),
                     None => enc.size(),
@@ -341,7 +400,7 @@ impl PacketJob {
                 JobSource::Json(_, Some(Err(message))) => return Err(message.clone()),
                 JobSource::Json(_, None) => 0,
             };
-            total += packet::data_packet_len(&slot.wire, len);
+            total += packet::data_packet_len(&slot.form()?.wire, len);
         }
         self.out = Vec::with_capacity(total);
         self.call = packet::begin_call_packet(&mut self.out);
