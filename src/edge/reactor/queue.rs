@@ -75,6 +75,10 @@ pub(super) struct FairQueue<I, O, K> {
     owners: IdMap<O, OwnerState>,
     classes: BTreeMap<K, BTreeMap<Tag, I>>,
     entries: IdMap<I, Entry<O, K>>,
+    /// A call waiting alone, kept out of the ordered maps (most calls find
+    /// a process at once and leave in the turn they came).
+    /// INVARIANT: while it is set, `entries` (and so every map) is empty.
+    lone: Option<(I, Entry<O, K>)>,
     deadlines: BTreeSet<(Instant, Tag)>,
     by_tag: IdMap<Tag, I>,
     /// Owners with nothing queued whose last call was served in the current
@@ -99,6 +103,7 @@ where
             owners: IdMap::default(),
             classes: BTreeMap::new(),
             entries: IdMap::default(),
+            lone: None,
             deadlines: BTreeSet::new(),
             by_tag: IdMap::default(),
             resting: Vec::new(),
@@ -107,7 +112,7 @@ where
 
     /// How many calls wait.
     pub(super) fn len(&self) -> usize {
-        self.entries.len()
+        self.entries.len() + usize::from(self.lone.is_some())
     }
 
     /// How many calls of `owner` wait.
@@ -117,12 +122,14 @@ where
 
     /// How many calls of `class` wait.
     pub(super) fn class_len(&self, class: &K) -> usize {
+        if let Some((_, entry)) = &self.lone {
+            return usize::from(entry.class == *class);
+        }
         self.classes.get(class).map_or(0, BTreeMap::len)
     }
 
-    #[cfg(test)]
     fn contains(&self, id: I) -> bool {
-        self.entries.contains_key(&id)
+        self.lone.as_ref().is_some_and(|(lone, _)| *lone == id) || self.entries.contains_key(&id)
     }
 
     /// Queues call `id` behind its owner's other calls, or refuses it at a
@@ -134,10 +141,10 @@ where
         class: K,
         deadline: Option<Instant>,
     ) -> Result<(), Refused> {
-        if self.entries.contains_key(&id) {
+        if self.contains(id) {
             return Ok(());
         }
-        if self.total > 0 && self.entries.len() >= self.total {
+        if self.total > 0 && self.len() >= self.total {
             return Err(Refused::Total { limit: self.total });
         }
         if self.per_owner > 0 && self.owner_len(&owner) >= self.per_owner {
@@ -165,13 +172,26 @@ where
     /// Puts back a call taken out by [`FairQueue::pop`], at its old place
     /// and past the caps (it was admitted once).
     pub(super) fn restore(&mut self, id: I, entry: Entry<O, K>) {
-        if !self.entries.contains_key(&id) {
+        if !self.contains(id) {
             self.insert(id, entry);
         }
     }
 
     fn insert(&mut self, id: I, entry: Entry<O, K>) {
         self.owners.entry(entry.owner.clone()).or_default().queued += 1;
+        if self.entries.is_empty() && self.lone.is_none() {
+            self.lone = Some((id, entry));
+            return;
+        }
+        if let Some((lone, lone_entry)) = self.lone.take() {
+            self.insert_ordered(lone, lone_entry);
+        }
+        self.insert_ordered(id, entry);
+    }
+
+    /// Puts call `id` in the ordered maps (the one waiting alone goes
+    /// there too once a second call waits).
+    fn insert_ordered(&mut self, id: I, entry: Entry<O, K>) {
         // A class seen before keeps its (maybe empty) map: no key to clone
         // and no node to allocate for each call that passes through.
         match self.classes.get_mut(&entry.class) {
@@ -197,19 +217,13 @@ where
     }
 
     fn take_out(&mut self, id: I, served: bool) -> Option<Entry<O, K>> {
-        let entry = self.entries.remove(&id)?;
-        if let Some(calls) = self.classes.get_mut(&entry.class) {
-            calls.remove(&entry.tag);
-            // An emptied class is kept (`next` skips it) while there are
-            // few: the next call of the class then allocates nothing here.
-            if calls.is_empty() && self.classes.len() > KEPT_EMPTY_CLASSES {
-                self.classes.remove(&entry.class);
+        let entry = match self.lone.take() {
+            Some((lone, entry)) if lone == id => entry,
+            other => {
+                self.lone = other;
+                self.take_ordered(id)?
             }
-        }
-        if let Some(at) = entry.deadline {
-            self.deadlines.remove(&(at, entry.tag));
-        }
-        self.by_tag.remove(&entry.tag);
+        };
         if served {
             let round = self.round;
             self.round = round.max(entry.tag.0);
@@ -228,6 +242,24 @@ where
                 }
             }
         }
+        Some(entry)
+    }
+
+    /// Takes call `id` out of the ordered maps.
+    fn take_ordered(&mut self, id: I) -> Option<Entry<O, K>> {
+        let entry = self.entries.remove(&id)?;
+        if let Some(calls) = self.classes.get_mut(&entry.class) {
+            calls.remove(&entry.tag);
+            // An emptied class is kept (`next` skips it) while there are
+            // few: the next call of the class then allocates nothing here.
+            if calls.is_empty() && self.classes.len() > KEPT_EMPTY_CLASSES {
+                self.classes.remove(&entry.class);
+            }
+        }
+        if let Some(at) = entry.deadline {
+            self.deadlines.remove(&(at, entry.tag));
+        }
+        self.by_tag.remove(&entry.tag);
         Some(entry)
     }
 
@@ -250,6 +282,9 @@ where
     /// The next call in the fair order among the classes `wanted` accepts:
     /// the class and the id of the head with the smallest tag.
     pub(super) fn next(&self, wanted: impl Fn(&K) -> bool) -> Option<(&K, I)> {
+        if let Some((id, entry)) = &self.lone {
+            return wanted(&entry.class).then_some((&entry.class, *id));
+        }
         self.classes
             .iter()
             .filter(|(class, _)| wanted(class))
@@ -262,7 +297,10 @@ where
     /// served now (the current round moves on to its round).
     #[cfg(test)]
     pub(super) fn pop(&mut self, class: &K) -> Option<(I, Entry<O, K>)> {
-        let (_, &id) = self.classes.get(class)?.first_key_value()?;
+        let id = match &self.lone {
+            Some((id, entry)) => (entry.class == *class).then_some(*id)?,
+            None => *self.classes.get(class)?.first_key_value()?.1,
+        };
         let entry = self.serve(id)?;
         Some((id, entry))
     }
@@ -276,13 +314,22 @@ where
 
     /// The earliest queue deadline.
     pub(super) fn next_deadline(&self) -> Option<Instant> {
-        self.deadlines.first().map(|(at, _)| *at)
+        let lone = self.lone.as_ref().and_then(|(_, entry)| entry.deadline);
+        lone.or(self.deadlines.first().map(|(at, _)| *at))
     }
 
     /// Takes out every call whose deadline is `now` or earlier, oldest
     /// deadline first.
     pub(super) fn expire(&mut self, now: Instant) -> Vec<(I, Entry<O, K>)> {
         let mut gone = Vec::new();
+        if let Some((id, entry)) = &self.lone {
+            if entry.deadline.is_some_and(|at| at <= now) {
+                let id = *id;
+                if let Some(entry) = self.remove(id) {
+                    gone.push((id, entry));
+                }
+            }
+        }
         while let Some(&(at, tag)) = self.deadlines.first() {
             if at > now {
                 break;

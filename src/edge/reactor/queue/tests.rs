@@ -249,3 +249,34 @@ fn an_owner_just_served_waits_for_the_next_round() {
     assert_eq!(drain(&mut q), vec![30, 31]);
     assert_eq!(q.owners.keys().collect::<Vec<_>>(), vec![&"d"]);
 }
+
+#[test]
+fn a_call_waiting_alone_is_queued_like_any_other() {
+    let now = Instant::now();
+    let mut q = Q::new(0, 0);
+    // Alone: counted, found, given its deadline, served with its turn.
+    q.push(1, "a", 0, Some(now + Duration::from_secs(5)))
+        .unwrap();
+    assert_eq!((q.len(), q.class_len(&0), q.class_len(&1)), (1, 1, 0));
+    assert_eq!(q.next(|&c| c == 1), None);
+    assert_eq!(q.next_deadline(), Some(now + Duration::from_secs(5)));
+    assert_eq!(q.pop(&0).unwrap().0, 1);
+    // The owner just served waits behind a newcomer of the same round.
+    q.push(2, "a", 0, None).unwrap();
+    q.push(3, "b", 1, None).unwrap();
+    assert_eq!(q.len(), 2);
+    assert_eq!(q.next(|_| true).map(|(_, id)| id), Some(3));
+    // Alone again, then past its deadline.
+    assert_eq!(q.pop(&1).unwrap().0, 3);
+    assert_eq!(q.pop(&0).unwrap().0, 2);
+    q.push(4, "a", 0, Some(now)).unwrap();
+    let gone: Vec<u32> = q.expire(now).into_iter().map(|(id, _)| id).collect();
+    assert_eq!(gone, vec![4]);
+    assert_eq!((q.len(), q.next_deadline()), (0, None));
+    // A call given back after its connection failed keeps its place.
+    q.push(5, "a", 0, None).unwrap();
+    let (id, entry) = q.pop(&0).unwrap();
+    q.restore(id, entry);
+    q.push(6, "b", 0, None).unwrap();
+    assert_eq!(drain(&mut q), vec![5, 6]);
+}
