@@ -87,12 +87,13 @@ fn a_changed_tools_file_is_reloaded_and_a_broken_one_keeps_the_old_tools() {
     let list = s.ask_json(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
     assert!(tool(&list, "plus_one").is_some(), "{list}");
     assert!(tool(&list, "slowEcho").is_some(), "{list}");
-    // The log says what changed: the tools file, not the program.
+    // The log says what changed: the tools file, not the program. Its line
+    // and the notification leave in one turn, by two pipes: wait for it.
+    let reloaded = format!("the tools file {given} was reloaded; now serving");
+    wait_for("the reload's line on stderr", || {
+        s.proc.stderr_now().contains(&reloaded)
+    });
     let stderr = s.proc.stderr_now();
-    assert!(
-        stderr.contains(&format!("the tools file {given} was reloaded; now serving")),
-        "{stderr}"
-    );
     assert!(!stderr.contains("was rebuilt"), "{stderr}");
     // The old names answer with the new one.
     let old = call(&mut s, 21, "addOne", json!({"_1": 1}));

@@ -563,11 +563,12 @@ fn one_subjects_calls_share_one_place_in_the_queue() {
     for t in threads {
         assert_eq!(t.join().unwrap()["result"]["isError"], false);
     }
-    let stderr = server.proc.stderr_now();
-    assert!(
-        stderr.contains("an OAuth subject reached the cap of 2 calls waiting"),
-        "{stderr}"
-    );
+    wait_for("the cap's warning on stderr", || {
+        server
+            .proc
+            .stderr_now()
+            .contains("an OAuth subject reached the cap of 2 calls waiting")
+    });
 }
 
 /// A modern (2026-07-28) request declaring the tasks extension, with
