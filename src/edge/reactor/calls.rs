@@ -33,7 +33,7 @@ use super::pools::{BasePool, LeaseMode, PoolSet, Proc};
 use super::queue;
 use super::queue::Throttle;
 use super::schedule::Class;
-use super::timers::Timers;
+use super::timers::{TimerKey, Timers};
 use super::{Client, Reactor, Sources};
 use crate::protocol::jsonrpc::RequestId;
 use crate::protocol::mcp::call::{self, Ending, Prepared};
@@ -115,6 +115,17 @@ impl CallTimer {
         CallTimer::Lost,
         CallTimer::Task,
     ];
+}
+
+/// A call's timer in one word: the call's number above the timer's kind
+/// (call numbers count up from 1 and never reach 2^62).
+impl TimerKey for (CallId, CallTimer) {
+    fn pack(self) -> u64 {
+        (self.0 .0 << 2) | self.1 as u64
+    }
+    fn unpack(word: u64) -> (CallId, CallTimer) {
+        (CallId(word >> 2), CallTimer::ALL[(word & 3) as usize])
+    }
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -743,5 +754,20 @@ impl crate::format::eval::Host for FsHost {
         std::fs::rename(&tmp, target).inspect_err(|_| {
             let _ = std::fs::remove_file(&tmp);
         })
+    }
+}
+
+#[cfg(test)]
+mod timer_key_tests {
+    use super::*;
+
+    #[test]
+    fn a_calls_timer_packs_into_one_word_and_back() {
+        for id in [1, 2, 1 << 40, (1 << 62) - 1] {
+            for kind in CallTimer::ALL {
+                let key = (CallId(id), kind);
+                assert_eq!(<(CallId, CallTimer)>::unpack(key.pack()), key);
+            }
+        }
     }
 }

@@ -31,7 +31,7 @@ use mio::net::UnixStream;
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 
-use super::timers::Timers;
+use super::timers::{TimerKey, Timers};
 use super::{Reactor, Source, Sources};
 use crate::edge::cli::Settings;
 use crate::edge::proc;
@@ -45,7 +45,7 @@ mod probe;
 mod routing;
 mod set;
 mod stop;
-pub(super) use index::{BasePool, Proc};
+pub(super) use index::{BasePool, PoolTimer, Proc};
 pub(super) use leases::{LeaseMode, Leases};
 use routing::Routing;
 use set::{lang_setting, replica_cap, PROBE_DELAY_MIN, RESTART_WINDOW, RETRY_FAILED_AFTER};
@@ -160,33 +160,6 @@ pub(in crate::edge::reactor) struct PoolSet {
     /// Programs whose processes changed status since `--pool-min` was
     /// last looked at (none without `--pool-min`).
     warm: Vec<usize>,
-}
-
-/// A pool deadline, by what it is for. The order is the order in which
-/// deadlines due at once are handled: by program, idle replicas first,
-/// then `--pool-min`, then each process's probe and start-up timeout.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(in crate::edge::reactor) enum PoolTimer {
-    /// A ready replica with no call stops after `--replica-idle`.
-    Idle(usize, Proc),
-    /// `--pool-min`: a replica that failed may be started again.
-    Warm(usize),
-    /// The next readiness probe of a starting process.
-    Probe(usize, Proc),
-    /// A starting process did not become ready (`--pool-start-timeout`).
-    StartTimeout(usize, Proc),
-}
-
-impl PoolTimer {
-    /// Where a due deadline is handled among those due at once.
-    fn order(&self) -> (usize, u8, usize, u8) {
-        match *self {
-            PoolTimer::Idle(program, i) => (program, 0, i.0, 0),
-            PoolTimer::Warm(program) => (program, 1, 0, 0),
-            PoolTimer::Probe(program, i) => (program, 2, i.0, 0),
-            PoolTimer::StartTimeout(program, i) => (program, 2, i.0, 1),
-        }
-    }
 }
 
 /// The serving settings the pools' deadlines depend on.
@@ -555,11 +528,12 @@ impl PoolSet {
         while let Some(key) = self.timers.pop_due(now) {
             due.push(key);
         }
-        // In the order they are handled; few are due at once, and an
-        // insertion sort adds far less to the binary than the library's.
+        // In the order they are handled (their packed keys' order); few
+        // are due at once, and an insertion sort adds far less to the
+        // binary than the library's.
         for n in 1..due.len() {
             let mut j = n;
-            while j > 0 && due[j - 1].order() > due[j].order() {
+            while j > 0 && due[j - 1].pack() > due[j].pack() {
                 due.swap(j - 1, j);
                 j -= 1;
             }

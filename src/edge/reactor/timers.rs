@@ -14,7 +14,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::hash::Hash;
+use std::marker::PhantomData;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use super::idhash::IdMap;
@@ -26,12 +26,86 @@ pub(super) fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// The armed deadlines of keys `K` (see the module documentation).
+/// A key of [`Timers`]: its owner's type, packed losslessly into one word,
+/// so every owner shares the one heap and map below (each typed copy of
+/// them cost about 10 KB of the static binary).
+pub(super) trait TimerKey: Copy {
+    fn pack(self) -> u64;
+    fn unpack(word: u64) -> Self;
+}
+
+impl TimerKey for u64 {
+    fn pack(self) -> u64 {
+        self
+    }
+    fn unpack(word: u64) -> u64 {
+        word
+    }
+}
+
+impl TimerKey for mio::Token {
+    fn pack(self) -> u64 {
+        self.0 as u64
+    }
+    fn unpack(word: u64) -> mio::Token {
+        mio::Token(word as usize)
+    }
+}
+
+/// The armed deadlines of keys `K` (see the module documentation): a thin
+/// typed face on [`Deadlines`].
 pub(super) struct Timers<K> {
+    inner: Deadlines,
+    key: PhantomData<K>,
+}
+
+impl<K> Default for Timers<K> {
+    fn default() -> Timers<K> {
+        Timers {
+            inner: Deadlines::default(),
+            key: PhantomData,
+        }
+    }
+}
+
+impl<K: TimerKey> Timers<K> {
+    /// Arms `key` at `at`, replacing its deadline; `None` cancels it.
+    pub(super) fn set(&mut self, key: K, at: Option<Instant>) {
+        self.inner.set(key.pack(), at);
+    }
+
+    /// Arms `key` at `at` unless it is armed no later already (its owner
+    /// checks what is due when it fires, and arms it again then); `None`
+    /// leaves an armed deadline too. For deadlines that mostly move later.
+    pub(super) fn set_no_later(&mut self, key: K, at: Option<Instant>) {
+        self.inner.set_no_later(key.pack(), at);
+    }
+
+    /// The deadline armed for `key` (debug builds check owners' deadlines
+    /// with it).
+    #[cfg(any(test, debug_assertions))]
+    pub(super) fn get(&self, key: &K) -> Option<Instant> {
+        self.inner.armed.get(&key.pack()).map(|(at, _)| *at)
+    }
+
+    /// The earliest armed deadline.
+    pub(super) fn next(&mut self) -> Option<Instant> {
+        self.inner.next()
+    }
+
+    /// The next key due at `now` (its deadline is disarmed), if any.
+    pub(super) fn pop_due(&mut self, now: Instant) -> Option<K> {
+        self.inner.pop_due(now).map(K::unpack)
+    }
+}
+
+/// The deadlines of packed keys, shared by every [`Timers`].
+#[derive(Default)]
+struct Deadlines {
     /// Every deadline armed, stale ones included: (when, arming number, key).
-    heap: BinaryHeap<Reverse<(Instant, u64, K)>>,
+    heap: BinaryHeap<Reverse<(Instant, u64, u64)>>,
     /// The live deadline of each armed key and its arming number.
-    armed: IdMap<K, (Instant, u64)>,
+    armed: IdMap<u64, (Instant, u64)>,
     /// Numbers the armings, so a re-armed key's old entry is told apart.
     seq: u64,
     /// The heap's top is known to be live (nothing was armed, cancelled
@@ -39,20 +113,8 @@ pub(super) struct Timers<K> {
     top_live: bool,
 }
 
-impl<K> Default for Timers<K> {
-    fn default() -> Timers<K> {
-        Timers {
-            heap: BinaryHeap::new(),
-            armed: IdMap::default(),
-            seq: 0,
-            top_live: false,
-        }
-    }
-}
-
-impl<K: Copy + Eq + Hash + Ord> Timers<K> {
-    /// Arms `key` at `at`, replacing its deadline; `None` cancels it.
-    pub(super) fn set(&mut self, key: K, at: Option<Instant>) {
+impl Deadlines {
+    fn set(&mut self, key: u64, at: Option<Instant>) {
         let Some(at) = at else {
             if self.armed.remove(&key).is_some() {
                 self.top_live = false;
@@ -71,10 +133,7 @@ impl<K: Copy + Eq + Hash + Ord> Timers<K> {
         }
     }
 
-    /// Arms `key` at `at` unless it is armed no later already (its owner
-    /// checks what is due when it fires, and arms it again then); `None`
-    /// leaves an armed deadline too. For deadlines that mostly move later.
-    pub(super) fn set_no_later(&mut self, key: K, at: Option<Instant>) {
+    fn set_no_later(&mut self, key: u64, at: Option<Instant>) {
         let Some(at) = at else {
             return;
         };
@@ -84,21 +143,12 @@ impl<K: Copy + Eq + Hash + Ord> Timers<K> {
         self.set(key, Some(at));
     }
 
-    /// The deadline armed for `key` (debug builds check owners' deadlines
-    /// with it).
-    #[cfg(any(test, debug_assertions))]
-    pub(super) fn get(&self, key: &K) -> Option<Instant> {
-        self.armed.get(key).map(|(at, _)| *at)
-    }
-
-    /// The earliest armed deadline.
-    pub(super) fn next(&mut self) -> Option<Instant> {
+    fn next(&mut self) -> Option<Instant> {
         self.drop_stale();
         self.heap.peek().map(|Reverse((at, _, _))| *at)
     }
 
-    /// The next key due at `now` (its deadline is disarmed), if any.
-    pub(super) fn pop_due(&mut self, now: Instant) -> Option<K> {
+    fn pop_due(&mut self, now: Instant) -> Option<u64> {
         self.drop_stale();
         let Reverse((at, _, key)) = *self.heap.peek()?;
         if at > now {
@@ -145,7 +195,7 @@ mod tests {
         let t0 = Instant::now();
         let at = |ms| Some(t0 + Duration::from_millis(ms));
         let mut timers = Timers::default();
-        timers.set(1u32, at(30));
+        timers.set(1u64, at(30));
         timers.set(2, at(10));
         timers.set(3, at(20));
         timers.set(2, at(40)); // re-armed later
@@ -164,7 +214,7 @@ mod tests {
         let t0 = Instant::now();
         let at = |ms| Some(t0 + Duration::from_millis(ms));
         let mut timers = Timers::default();
-        timers.set(1u32, at(10));
+        timers.set(1u64, at(10));
         timers.set(2, at(20));
         assert_eq!(timers.next(), at(10));
         assert_eq!(timers.next(), at(10), "asked again");
@@ -184,7 +234,7 @@ mod tests {
         let t0 = Instant::now();
         let at = |ms| Some(t0 + Duration::from_millis(ms));
         let mut timers = Timers::default();
-        timers.set_no_later(1u32, at(10));
+        timers.set_no_later(1u64, at(10));
         timers.set_no_later(1, at(30));
         timers.set_no_later(1, None);
         assert_eq!(timers.get(&1), at(10), "the earlier one stays");
@@ -196,13 +246,23 @@ mod tests {
     }
 
     #[test]
+    fn a_token_packs_into_one_word_and_back() {
+        let token = mio::Token(usize::MAX >> 1);
+        assert_eq!(mio::Token::unpack(token.pack()), token);
+    }
+
+    #[test]
     fn re_arming_many_times_keeps_the_heap_small() {
         let t0 = Instant::now();
         let mut timers = Timers::default();
         for n in 0..10_000u64 {
             timers.set(n % 3, Some(t0 + Duration::from_millis(n)));
         }
-        assert!(timers.heap.len() <= 2 * 3 + 64 + 1, "{}", timers.heap.len());
+        assert!(
+            timers.inner.heap.len() <= 2 * 3 + 64 + 1,
+            "{}",
+            timers.inner.heap.len()
+        );
         assert_eq!(timers.next(), Some(t0 + Duration::from_millis(9_997)));
     }
 }
