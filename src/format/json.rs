@@ -96,6 +96,16 @@ pub fn text(value: &serde_json::Value) -> String {
     serde_json::to_string(value).unwrap_or_default()
 }
 
+/// Parses JSON bytes with the parser text goes through
+/// (`serde_json::from_str`): `from_slice` compiles a second whole parser,
+/// about 11 KB of code. The error is serde_json's, or names the first byte
+/// that is not UTF-8 (JSON text is UTF-8).
+pub fn parse_bytes(bytes: &[u8]) -> Result<serde_json::Value, String> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| format!("invalid UTF-8 at byte {}", e.valid_up_to()))?;
+    serde_json::from_str(text).map_err(|e| e.to_string())
+}
+
 /// Appends a finite `f64` in shortest round-trip form (`2.0`, `0.1`,
 /// `1e+16`, `1e-6`, `-0.0`). Non-finite values must be handled by the
 /// caller (JSON has no literal for them); they print as `null` here.
@@ -193,6 +203,21 @@ fn lay_out(out: &mut String, negative: bool, digits: &str, exp: i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bytes_parse_as_their_text_does_and_non_utf8_is_named() {
+        let text = r#"{"a":[1,-2.5e3,"x\u00e9y"],"b":null}"#;
+        assert_eq!(
+            parse_bytes(text.as_bytes()),
+            Ok(serde_json::from_str::<serde_json::Value>(text).unwrap())
+        );
+        let err = serde_json::from_str::<serde_json::Value>("{\"a\":").unwrap_err();
+        assert_eq!(parse_bytes(b"{\"a\":"), Err(err.to_string()));
+        assert_eq!(
+            parse_bytes(b"[\"ab\xff\"]"),
+            Err("invalid UTF-8 at byte 4".into())
+        );
+    }
 
     fn f64_text(x: f64) -> String {
         let mut out = String::new();

@@ -174,7 +174,7 @@ fn from_json(schema: &Schema, path: &str, json: &Json) -> Result<Value, EvalErro
 }
 
 fn from_json_text(schema: &Schema, path: &str, bytes: &[u8]) -> Result<Value, EvalError> {
-    let json: Json = serde_json::from_slice(bytes)
+    let json: Json = crate::format::json::parse_bytes(bytes)
         .map_err(|e| EvalError::user(format!("@load: cannot read '{path}' as JSON: {e}")))?;
     from_json(schema, path, &json)
 }

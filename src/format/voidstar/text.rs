@@ -223,7 +223,7 @@ fn shown(text: &[u8], pos: usize) -> String {
         Some(b'{') => "an object".into(),
         _ => {
             let end = scan::value_end(text, pos);
-            match serde_json::from_slice::<serde_json::Value>(&text[pos..end]) {
+            match crate::format::json::parse_bytes(&text[pos..end]) {
                 Ok(v) => show_json(&v),
                 Err(_) => String::from_utf8_lossy(&text[pos..end]).into_owned(),
             }

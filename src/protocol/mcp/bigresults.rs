@@ -505,8 +505,8 @@ pub fn from_stored(mut bytes: Vec<u8>) -> Result<(StoredHead, String), String> {
         .iter()
         .position(|&b| b == b'\n')
         .ok_or("no head line")?;
-    let head: Json =
-        serde_json::from_slice(&bytes[..end]).map_err(|e| format!("head is not JSON: {e}"))?;
+    let head: Json = crate::format::json::parse_bytes(&bytes[..end])
+        .map_err(|e| format!("head is not JSON: {e}"))?;
     let text = |key: &str| match head.get(key) {
         Some(Json::String(s)) => Ok(s.clone()),
         _ => Err(format!("head needs '{key}' as a string")),

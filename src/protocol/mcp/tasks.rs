@@ -548,7 +548,8 @@ pub fn to_stored(task: &Task) -> Json {
 /// Reads a task file's bytes back (see [`to_stored`]); the error names the
 /// field at fault.
 pub fn from_stored(bytes: &[u8]) -> Result<Task, String> {
-    let json: Json = serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
+    let json: Json =
+        crate::format::json::parse_bytes(bytes).map_err(|e| format!("not JSON: {e}"))?;
     let Json::Object(o) = json else {
         return Err("not a JSON object".into());
     };

@@ -85,8 +85,8 @@ impl Jwks {
         if text.len() > MAX_JWKS {
             return Err(format!("the JWKS is over {MAX_JWKS} bytes"));
         }
-        let doc: Json =
-            serde_json::from_slice(text).map_err(|e| format!("the JWKS is not JSON: {e}"))?;
+        let doc: Json = crate::format::json::parse_bytes(text)
+            .map_err(|e| format!("the JWKS is not JSON: {e}"))?;
         let Some(Json::Array(entries)) = doc.get("keys") else {
             return Err("the JWKS has no \"keys\" array".into());
         };

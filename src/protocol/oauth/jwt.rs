@@ -81,7 +81,8 @@ pub fn parse(token: &str) -> Result<Jws<'_>, &'static str> {
         return Err("not a compact JWS (three dot-separated parts)");
     };
     let header = base64url(head.as_bytes()).ok_or("header is not base64url")?;
-    let header: Json = serde_json::from_slice(&header).map_err(|_| "header is not JSON")?;
+    let header: Json =
+        crate::format::json::parse_bytes(&header).map_err(|_| "header is not JSON")?;
     let Json::Object(header) = header else {
         return Err("header is not a JSON object");
     };
@@ -99,7 +100,8 @@ pub fn parse(token: &str) -> Result<Jws<'_>, &'static str> {
         Some(_) => return Err("header kid is not a string"),
     };
     let claims = base64url(payload.as_bytes()).ok_or("payload is not base64url")?;
-    let claims: Json = serde_json::from_slice(&claims).map_err(|_| "payload is not JSON")?;
+    let claims: Json =
+        crate::format::json::parse_bytes(&claims).map_err(|_| "payload is not JSON")?;
     let Json::Object(claims) = claims else {
         return Err("payload is not a JSON object");
     };

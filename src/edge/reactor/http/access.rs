@@ -116,7 +116,7 @@ impl HttpFront {
         };
         if access.outcome.is_none() {
             let body = body.filter(|b| b.len() <= SNIFF_MAX && b.starts_with(b"{\"jsonrpc\""));
-            if let Some(reply) = body.and_then(|b| serde_json::from_slice::<Json>(b).ok()) {
+            if let Some(reply) = body.and_then(|b| crate::format::json::parse_bytes(b).ok()) {
                 access.reply(&reply);
             }
         }
