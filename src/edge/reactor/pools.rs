@@ -160,6 +160,9 @@ pub(in crate::edge::reactor) struct PoolSet {
     /// Programs whose processes changed status since `--pool-min` was
     /// last looked at (none without `--pool-min`).
     warm: Vec<usize>,
+    /// Processes that became ready or gave their spare socket to a call
+    /// since the last end of turn: the ones that may need a new spare.
+    spareless: Vec<(usize, Proc)>,
 }
 
 /// The serving settings the pools' deadlines depend on.

@@ -428,6 +428,7 @@ impl PoolSet {
             timers: Timers::default(),
             limits,
             warm: Vec::new(),
+            spareless: Vec::new(),
         }
     }
 
@@ -436,8 +437,12 @@ impl PoolSet {
     /// forgotten: `check_timers` compares them with a full scan in debug
     /// builds).
     pub(super) fn set_status(&mut self, program: usize, i: Proc, status: PoolStatus) {
+        let ready = matches!(status, PoolStatus::Ready);
         self[(program, i)].status = status;
         self.rearm(program, i);
+        if ready {
+            self.spareless.push((program, i));
+        }
         if self.limits.pool_min && !self.warm.contains(&program) {
             self.warm.push(program);
         }
@@ -683,6 +688,7 @@ impl PoolSet {
         program: usize,
         proc: Proc,
     ) -> (Option<Spare>, &Path) {
+        self.spareless.push((program, proc));
         let pool = &mut self.programs[program].pools[proc.0];
         (pool.spare.take(), &pool.socket_path)
     }
@@ -700,18 +706,31 @@ impl PoolSet {
         self.programs[program].retired
     }
 
-    /// Gives every ready process of the live programs a spare socket for its
-    /// next call (made by `make`).
+    /// Gives a spare socket for its next call (made by `make`) to each
+    /// ready process of the live programs that became ready or gave its
+    /// spare to a call since this last ran; one `make` failed for is tried
+    /// again next time. Only those processes are visited, never all.
     pub(in crate::edge::reactor) fn make_spares(
         &mut self,
         mut make: impl FnMut() -> Option<Spare>,
     ) {
-        for rt in self.programs.iter_mut().filter(|rt| !rt.retired) {
-            for pool in &mut rt.pools {
-                if pool.spare.is_none() && matches!(pool.status, PoolStatus::Ready) {
-                    pool.spare = make();
+        let mut wanting = std::mem::take(&mut self.spareless);
+        for &(program, proc) in &wanting {
+            let rt = &mut self.programs[program];
+            let Some(pool) = rt.pools.get_mut(proc.0).filter(|_| !rt.retired) else {
+                continue;
+            };
+            if pool.spare.is_none() && matches!(pool.status, PoolStatus::Ready) {
+                pool.spare = make();
+                if pool.spare.is_none() {
+                    self.spareless.push((program, proc));
                 }
             }
+        }
+        // The list keeps its room for the next turn.
+        wanting.clear();
+        if self.spareless.is_empty() {
+            self.spareless = wanting;
         }
     }
 

@@ -300,3 +300,40 @@ fn a_turn_acts_only_on_armed_deadlines_never_on_a_scan() {
         "not armed: left alone"
     );
 }
+
+#[test]
+fn spares_are_made_only_for_processes_that_became_ready_or_gave_theirs_away() {
+    let mut set = set_of(vec![(0, 0, PoolStatus::Idle), (1, 0, PoolStatus::Idle)]);
+    let made = std::cell::Cell::new(0);
+    let make = || {
+        made.set(made.get() + 1);
+        let (socket, _) = mio::net::UnixStream::pair().ok()?;
+        Some(Spare {
+            token: mio::Token(made.get()),
+            socket,
+        })
+    };
+    set.make_spares(make);
+    assert_eq!(made.get(), 0, "no process is ready");
+    set.set_status(0, Proc(1), PoolStatus::Ready);
+    set.make_spares(make);
+    set.make_spares(make);
+    assert_eq!(made.get(), 1, "the process that became ready, once");
+    assert!(set.connect_to(0, Proc(1)).0.is_some());
+    assert!(
+        set.connect_to(0, Proc(0)).0.is_none(),
+        "not ready: none made"
+    );
+    set.make_spares(make);
+    assert_eq!(
+        made.get(),
+        2,
+        "the spare given away is replaced; the idle process gets none"
+    );
+    // A failed make is tried again next time.
+    set.connect_to(0, Proc(1));
+    set.make_spares(|| None);
+    set.make_spares(make);
+    assert_eq!(made.get(), 3);
+    assert!(set.connect_to(0, Proc(1)).0.is_some());
+}
