@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use super::*;
-use crate::edge::proc;
+use crate::edge::proc::syscall;
 
 /// What one call of a fake reader or writer does.
 enum Act {
@@ -200,15 +200,31 @@ fn the_read_loop_reports_eof_failure_and_a_stop() {
     assert_eq!((calls, src.pos), (1, 2), "nothing is read after a stop");
 }
 
-/// A non-blocking pipe: (read end, write end).
+/// A non-blocking pipe: (read end, write end), both close-on-exec. Other
+/// tests of this process start children meanwhile; a child that inherited
+/// the write end would hold it open past our `drop`, and the reader would
+/// never see the end of the stream.
 fn pipe() -> (OwnedFd, std::fs::File) {
     let mut fds = [0; 2];
-    // SAFETY: pipe fills the two descriptors, which we then own.
-    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    let flags = libc::O_CLOEXEC | libc::O_NONBLOCK;
+    // SAFETY: pipe2 fills the two descriptors, which we then own.
+    syscall!(pipe2(fds.as_mut_ptr(), flags)).expect("pipe2");
     let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    proc::set_nonblocking(std::os::fd::AsFd::as_fd(&r)).unwrap();
-    proc::set_nonblocking(std::os::fd::AsFd::as_fd(&w)).unwrap();
     (r, std::fs::File::from(w))
+}
+
+/// Waits until `fd` is readable (data or the end of the stream). A child
+/// forked by another test holds the write end between its fork and its
+/// exec, so the end may come a moment after our `drop`.
+fn wait_readable(fd: std::os::fd::RawFd) {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the duration of the call.
+    let n = syscall!(poll(&mut p, 1, 60_000)).expect("poll");
+    assert_eq!(n, 1, "the pipe became readable");
 }
 
 #[test]
@@ -233,11 +249,17 @@ fn a_full_pipe_blocks_the_queue_and_the_read_loop_drains_it_in_order() {
         assert!(matches!(end, ReadEnd::Drained));
     }
     drop(w);
-    let end = read_until(&mut reader, &mut buf, |c| {
-        got.extend_from_slice(c);
-        ControlFlow::Continue(())
-    });
-    assert!(matches!(end, ReadEnd::Eof));
+    let end = loop {
+        wait_readable(r.as_raw_fd());
+        match read_until(&mut reader, &mut buf, |c| {
+            got.extend_from_slice(c);
+            ControlFlow::Continue(())
+        }) {
+            ReadEnd::Drained => continue,
+            end => break end,
+        }
+    };
+    assert!(matches!(end, ReadEnd::Eof), "{end:?}");
     assert!(got == data, "every byte, in order");
 }
 
