@@ -60,6 +60,7 @@ mod cancel;
 mod connect;
 mod dispatch;
 mod prepare;
+mod result_file;
 mod socket;
 mod table;
 mod wire;
@@ -67,6 +68,7 @@ pub(super) use cancel::Cancel;
 use dispatch::Owner;
 pub(super) use dispatch::Queue;
 pub(super) use prepare::{Checked, Preparing};
+use result_file::ResultFile;
 pub(super) use socket::spare;
 use wire::Advance;
 
@@ -133,6 +135,9 @@ pub(super) enum CallStage {
     WaitingForPool,
     Sending,
     Receiving,
+    /// The reply was a result file, being read a slice per turn
+    /// (`result_file`): the connection is closed and the process free.
+    ReadingFile,
     /// The connection broke; the call fails with `message` at the `Lost`
     /// timer unless the pool's death is noticed first (`exiting`: its
     /// process was seen on its way out, and the longer grace runs).
@@ -199,6 +204,8 @@ struct Wire {
     /// The reply's length, once its header is in.
     expected: Option<usize>,
     stream: Option<(Token, UnixStream)>,
+    /// The result file being read (`CallStage::ReadingFile`).
+    file: Option<Box<ResultFile>>,
 }
 
 impl Call {
@@ -297,6 +304,16 @@ impl Reactor {
         {
             Advance::Wait => {}
             Advance::SendLater => self.preparing.send_later(id),
+            Advance::ReadFile => {
+                // The connection and the process are done with: the file
+                // is read a slice per turn (`prepare`).
+                let (calls, sources) = (&mut self.calls, &mut self.sources);
+                let freed = calls.reading_file(id, &mut self.pools, sources);
+                self.preparing.read_later(id);
+                if let Some(program) = freed {
+                    self.dispatch_waiting(program);
+                }
+            }
             Advance::Lost(message) => {
                 // A pool that died is noticed first: the call fails saying
                 // how (`fail_call`), else it waits for that (`Calls::lose`).
@@ -576,6 +593,7 @@ impl Calls {
                     reply: Vec::new(),
                     expected: None,
                     stream: None,
+                    file: None,
                 },
                 stage: CallStage::WaitingForPool,
                 started: now,
@@ -625,22 +643,23 @@ impl Calls {
         }
         self.queue.remove(id);
         self.disarm(id);
-        if let Some((token, stream)) = call.wire.stream.take() {
-            // Closed at the end of this turn, once the answer is written
-            // (`end_turn`). Closing removes it from epoll by itself (no other
-            // descriptor refers to it), which saves a system call per call;
-            // until then its events find no source and are ignored.
-            self.closing.push(stream);
-            sources.remove(&token);
-        }
-        let freed = call.sched.leased;
-        if freed {
-            call.sched.leased = false;
-            pools.touch(call.program, call.sched.slot, Instant::now());
-            let sched = &call.sched;
-            pools.release(call.program, &sched.pools, sched.mode);
-        }
+        let freed = hang_up(&mut self.closing, &mut call, pools, sources);
         Some((call, freed))
+    }
+
+    /// Call `id`'s reply named a result file, now open: the call no longer
+    /// needs its connection nor its process (a file result is not in
+    /// shared memory), which [`Calls::hang_up`] gives back. Its program,
+    /// if a lease was given back (its waiting calls may then go).
+    fn reading_file(
+        &mut self,
+        id: CallId,
+        pools: &mut PoolSet,
+        sources: &mut Sources,
+    ) -> Option<usize> {
+        let call = self.map.get_mut(&id)?;
+        let freed = hang_up(&mut self.closing, call, pools, sources);
+        freed.then_some(call.program)
     }
 
     /// `notifications/progress` for call `id`, if it carries a progress
@@ -729,6 +748,33 @@ impl Calls {
             })
             .collect()
     }
+}
+
+/// Closes `call`'s connection at the end of this turn (it joins `closing`;
+/// its token in `sources` goes now) and gives back the lease it holds on
+/// `pools`: whether it held one.
+fn hang_up(
+    closing: &mut Vec<UnixStream>,
+    call: &mut Call,
+    pools: &mut PoolSet,
+    sources: &mut Sources,
+) -> bool {
+    if let Some((token, stream)) = call.wire.stream.take() {
+        // Closed at the end of this turn, once the answer is written
+        // (`end_turn`). Closing removes it from epoll by itself (no other
+        // descriptor refers to it), which saves a system call per call;
+        // until then its events find no source and are ignored.
+        closing.push(stream);
+        sources.remove(&token);
+    }
+    let freed = call.sched.leased;
+    if freed {
+        call.sched.leased = false;
+        pools.touch(call.program, call.sched.slot, Instant::now());
+        let sched = &call.sched;
+        pools.release(call.program, &sched.pools, sched.mode);
+    }
+    freed
 }
 
 /// File access for the `@save` / `@load` intrinsics of pure commands.

@@ -1,7 +1,8 @@
 //! Calls meeting their pool processes: connecting a call the scheduler
 //! placed (and putting it back in the queue when the process refuses), the
 //! calls that fail with a process that died or restarts
-//! (`Calls::of_process`), and timing calls out.
+//! (`Calls::of_process`; not one reading its result file, which needs its
+//! process no more), and timing calls out.
 
 use crate::edge::log;
 use std::io;
@@ -74,7 +75,12 @@ impl Reactor {
         let (program, slot) = (call.program, call.sched.slot);
         let secs = crate::format::decimal::seconds(self.options.call_timeout.unwrap_or_default());
         let lang = self.pools.label(program, slot);
-        let was_running = call.stage != CallStage::WaitingForPool;
+        // A call reading its result file has its answer: its process is
+        // not stuck.
+        let was_running = !matches!(
+            call.stage,
+            CallStage::WaitingForPool | CallStage::ReadingFile
+        );
         if was_running {
             // Restarted below: no waiting call may take its place on it.
             self.pools.withdraw(program, slot);
@@ -192,6 +198,8 @@ impl Calls {
             .filter(|(_, c)| c.program == program)
             .filter(|(_, c)| match c.stage {
                 CallStage::WaitingForPool => include_waiting && primary && needs(c),
+                // Its result is in its file, whatever becomes of the process.
+                CallStage::ReadingFile => false,
                 _ => c.sched.slot == slot,
             })
             .map(|(id, _)| *id)

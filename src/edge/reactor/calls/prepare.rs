@@ -11,9 +11,10 @@
 //! one whose packet came ready; a refusal is answered as `isError`. A call
 //! that is gone (cancelled, its client closed) is dropped at its turn with
 //! its memory. Over HTTP what a job holds counts against `--max-buffered`.
-//! The same line carries big packets being written to their pools and
-//! connections with more to read than one turn's share, so no single
-//! transfer holds the thread either.
+//! The same line carries big packets being written to their pools,
+//! connections with more to read than one turn's share, and result files
+//! being read (`result_file`), so no single transfer holds the thread
+//! either.
 
 use std::collections::VecDeque;
 
@@ -22,6 +23,7 @@ use mio::Token;
 use super::super::http::HttpFront;
 use super::super::idhash::IdMap;
 use super::super::Reactor;
+use super::wire::FileSlice;
 use super::CallId;
 use crate::format::json::check::{self, Checker};
 use crate::format::json::scan::Ends;
@@ -57,6 +59,8 @@ enum Work {
     Send(CallId),
     /// A connection to read on.
     Pump(Token),
+    /// A call's result file to read on.
+    File(CallId),
 }
 
 /// The calls being prepared and the bodies being checked, in turn order.
@@ -82,6 +86,11 @@ impl Preparing {
     /// Call `id` has more of its packet to write, in a later turn.
     pub(super) fn send_later(&mut self, id: CallId) {
         self.line.push_back(Work::Send(id));
+    }
+
+    /// Call `id` has its result file to read, from a later turn on.
+    pub(super) fn read_later(&mut self, id: CallId) {
+        self.line.push_back(Work::File(id));
     }
 
     /// Connection `token` may have more to read, in a later turn.
@@ -159,6 +168,11 @@ impl Reactor {
             let id = match work {
                 Work::Call(id) => id,
                 Work::Send(id) => return self.advance_call(id),
+                Work::File(id) => match self.calls.read_slice(id, &self.catalog, &mut self.pools) {
+                    None => continue,
+                    Some(FileSlice::Later) => return self.preparing.read_later(id),
+                    Some(FileSlice::Ended(ending)) => return self.end_call(id, ending),
+                },
                 Work::Pump(token) => {
                     self.with_http(|f, cx| f.pump(cx, token));
                     return;

@@ -1,12 +1,17 @@
 //! A call's wire: its CALL packet written to its pool process and the
 //! reply read until complete, a big packet a slice per turn (`prepare`),
-//! the reply decoded in the same turn, before anything else can run.
+//! the reply decoded in the same turn, before anything else can run; a
+//! reply naming a result file opens it, to be read a slice per turn
+//! (`result_file`) and then decoded.
 
 use std::io::{self, Read, Write};
+use std::path::PathBuf;
 
 use mio::{Interest, Registry};
 
+use super::result_file::{ResultFile, Sliced};
 use super::{CallId, CallStage, Calls};
+use crate::edge::log;
 use crate::edge::reactor::pools::{BasePool, PoolSet, Proc};
 use crate::format::packet;
 use crate::protocol::mcp::call::{self, Ending};
@@ -26,6 +31,18 @@ pub(super) enum Advance {
     /// The connection broke (see `Calls::lose`).
     Lost(String),
     /// The call ends so (its reply, or a bad one).
+    Ended(Ending),
+    /// The reply named a result file, now open: it is read a slice per
+    /// turn ([`Calls::read_slice`]).
+    ReadFile,
+}
+
+/// What [`Calls::read_slice`] did.
+pub(super) enum FileSlice {
+    /// A slice was read; the rest waits for a later turn.
+    Later,
+    /// The call ends so (its result, or the error reading it). An
+    /// abandoned call ends too (its result goes nowhere).
     Ended(Ending),
 }
 
@@ -168,48 +185,89 @@ impl Calls {
         // A complete reply: decode it now, before anything else runs.
         let reply = std::mem::take(&mut wire.reply);
         let (program, command, slot) = (call.program, call.request.command, call.sched.slot);
-        Advance::Ended(decode_reply(
-            catalog,
-            pools,
-            (program, slot),
-            command,
-            &reply,
-        ))
+        let path = match decode_reply(catalog, pools, (program, slot), command, &reply) {
+            Ok(ending) => return Advance::Ended(ending),
+            Err(path) => path,
+        };
+        match ResultFile::open(&path, MAX_REPLY) {
+            Ok(file) => {
+                log::debug(&format!(
+                    "reading the result file {} in slices",
+                    path.display()
+                ));
+                wire.file = Some(Box::new(file));
+                call.stage = CallStage::ReadingFile;
+                Advance::ReadFile
+            }
+            Err(message) => Advance::Ended(Ending::Error(message)),
+        }
+    }
+
+    /// Reads one slice of call `id`'s result file; at its end the result
+    /// is decoded. `None` when the call is gone.
+    pub(super) fn read_slice(
+        &mut self,
+        id: CallId,
+        catalog: &Catalog,
+        pools: &mut PoolSet,
+    ) -> Option<FileSlice> {
+        let call = self.get_mut(&id)?;
+        let file = call.wire.file.as_mut()?;
+        if call.abandoned {
+            // Its client is gone: the file goes with the call, unread.
+            return Some(FileSlice::Ended(Ending::Error(String::new())));
+        }
+        let bytes = match file.step() {
+            Sliced::More => return Some(FileSlice::Later),
+            Sliced::Failed(message) => return Some(FileSlice::Ended(Ending::Error(message))),
+            Sliced::Done(bytes) => bytes,
+        };
+        log::debug(&format!(
+            "read the result file {}: {} bytes in {} slices",
+            file.path().display(),
+            bytes.len(),
+            file.slices.steps()
+        ));
+        let path = file.path().to_path_buf();
+        // Removed now that it is read.
+        call.wire.file = None;
+        let prog = &catalog.programs[call.program];
+        let reader = pools.reader(call.program, call.sched.slot);
+        let mut bytes = Some(bytes);
+        let mut take = |_: &std::path::Path| bytes.take().ok_or_else(String::new);
+        let reply = packet::Reply::File(path);
+        let ending = call::reply_result(prog, call.request.command, reply, &*reader, &mut take);
+        Some(FileSlice::Ended(ending))
     }
 }
 
 /// The outcome a complete reply packet from process `slot` of `program`
 /// gives call of `command` (a shared-memory result is read through the
-/// process's reader).
+/// process's reader), or the path of the result file it names, to read
+/// first.
 fn decode_reply(
     catalog: &Catalog,
     pools: &mut PoolSet,
     (program, slot): (usize, Proc),
     command: usize,
     bytes: &[u8],
-) -> Ending {
+) -> Result<Ending, PathBuf> {
     let prog = &catalog.programs[program];
     let lang = pools.lang(program, BasePool(prog.command(command).pool));
     let reply = match packet::parse_reply(bytes) {
+        Ok(packet::Reply::File(path)) => return Err(path),
         Ok(reply) => reply,
-        Err(e) => return Ending::Error(format!("{e} (pool '{lang}')")),
+        Err(e) => return Ok(Ending::Error(format!("{e} (pool '{lang}')"))),
     };
     let shared = matches!(reply, packet::Reply::Rptr(_));
     let reader = pools.reader(program, slot);
-    let result = call::reply_result(prog, command, reply, &*reader, &mut take_file);
+    // Result files are read before (`Calls::read_slice`).
+    let mut no_file = |_: &std::path::Path| Err(String::new());
+    let result = call::reply_result(prog, command, reply, &*reader, &mut no_file);
     if shared {
         // Volumes may be unlinked and recreated under the same index;
         // mappings are cheap to redo.
         reader.clear();
     }
-    result
-}
-
-/// Reads and removes a FILE result (pools never delete them; the server
-/// owns the file once it has the reply).
-fn take_file(path: &std::path::Path) -> Result<Vec<u8>, String> {
-    let data = std::fs::read(path)
-        .map_err(|e| format!("cannot read the result file {}: {e}", path.display()))?;
-    let _ = std::fs::remove_file(path);
-    Ok(data)
+    Ok(result)
 }
