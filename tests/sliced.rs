@@ -1,11 +1,12 @@
 //! Big `tools/call` bodies are checked and encoded in slices between other
-//! events: other clients are served meanwhile, several big calls share the
-//! thread, a client that leaves mid-way costs nothing more, and every
-//! result is exact.
+//! events, and big result files read so: other clients are served
+//! meanwhile, several big calls share the thread, a client that leaves
+//! mid-way costs nothing more, and every result is exact.
 
 use serde_json::{json, Value};
 
-use crate::support::http::{post_request, simple_request, tool_call, Server};
+use crate::support::http::{find, post_request, simple_request, tool_call, write_manifest, Server};
+use crate::support::{cmd, procfs, spin_until, wait_for, TempDir};
 
 /// A `sumMany` request of `n` integers (one beyond 64 bits) and its sum.
 fn big_sum(id: u64, n: i64) -> (String, String) {
@@ -125,4 +126,126 @@ fn a_big_call_whose_client_leaves_is_dropped_and_others_go_on() {
     assert_eq!(result_text(&reply), sum);
     let health = other.roundtrip(&simple_request("GET", "/health", server.addr, ""));
     assert_eq!(health.status, 200);
+}
+
+/// The bytes of a result file the server reads per turn.
+const FILE_SLICE: u64 = 512 << 10;
+
+/// A result of tens of MB that a pool without shared memory (`no_shm`)
+/// writes to a file is read a slice per turn: a `/health` sent while the
+/// server holds the file open with most of it unread is answered between
+/// the read's start and its end. The server is stopped (SIGSTOP) inside
+/// the read to place the request there, so the overlap is certain; an
+/// attempt whose read ended before the test could stop it is tried again.
+#[test]
+fn another_client_is_answered_while_a_big_result_file_is_read() {
+    const CHARS: u64 = 64 << 20;
+    let dir = TempDir::new();
+    let manifest = write_manifest(&dir, "manifest.json", "main", |m| {
+        m["no_shm"] = json!(true);
+    });
+    let mut command = cmd([
+        "mcp".as_ref(),
+        manifest.as_os_str(),
+        "--http-port".as_ref(),
+        "0".as_ref(),
+        "--lazy-pools".as_ref(),
+        "--plain-tool-names".as_ref(),
+        "--log-level".as_ref(),
+        "debug".as_ref(),
+    ]);
+    let server = Server::spawn(dir, &mut command);
+    let pid = server.proc.pid() as i32;
+    let (mut caller, sid) = server.session();
+    let warm = caller
+        .post(Some(&sid), &tool_call(1, "addOne", json!({"_1": 1})))
+        .expect(200)
+        .json();
+    assert_eq!(result_text(&warm), "2");
+    let health_request = simple_request("GET", "/health", server.addr, "");
+    let mut health = server.connect();
+    assert_eq!(health.roundtrip(&health_request).status, 200);
+    let reads_ended = || {
+        server
+            .proc
+            .stderr_now()
+            .matches("read the result file ")
+            .count()
+    };
+    let stopped = |pid: i32| procfs::stat(pid).is_some_and(|s| s.state == "T");
+    let mut caught = false;
+    for attempt in 0..10 {
+        let ended = reads_ended();
+        let call = tool_call(100 + attempt, "bigText", json!({"_1": CHARS})).to_string();
+        caller.send(&post_request(server.addr, Some(&sid), call.as_bytes(), &[]));
+        // Stops the server while its read of the file has at least 16
+        // slices to go (the file is open, its offset far from its end).
+        let inside = spin_until(|| {
+            if let Some(open) = procfs::open_file(pid, "morloc-pkt-") {
+                if open.size - open.pos >= 16 * FILE_SLICE {
+                    server.proc.signal(libc::SIGSTOP);
+                    wait_for("the server stopped", || stopped(pid));
+                    let open = procfs::open_file(pid, "morloc-pkt-");
+                    let inside = open.is_some_and(|o| o.size - o.pos >= 16 * FILE_SLICE);
+                    if !inside {
+                        server.proc.signal(libc::SIGCONT);
+                    }
+                    return Some(inside);
+                }
+            }
+            (reads_ended() > ended).then_some(false)
+        })
+        .expect("neither the result file open nor its read ended");
+        if inside {
+            // Stopped mid-read: the request waits in the socket.
+            health.send(&health_request);
+            server.proc.signal(libc::SIGCONT);
+        }
+        // The big reply first: while it is unread, the per-address output
+        // budget holds this address's other connections.
+        let reply = caller.read_response().expect(200);
+        if inside {
+            assert_eq!(health.read_response().status, 200);
+        }
+        // The text is the JSON string: `"\"xx...x\""`.
+        let needle = b"\"text\":\"\\\"";
+        let text_at = find(&reply.body, needle).expect("a text result") + needle.len();
+        let run = reply.body[text_at..]
+            .iter()
+            .take_while(|&&b| b == b'x')
+            .count();
+        assert_eq!(run as u64, CHARS, "attempt {attempt}");
+        if inside {
+            caught = true;
+            break;
+        }
+    }
+    assert!(
+        caught,
+        "the server was never stopped inside a result file's read"
+    );
+    // In order: the read began, `/health` was answered, the read ended, in
+    // more than one slice.
+    let stderr = server.proc.stderr_now();
+    let lines: Vec<&str> = stderr.lines().collect();
+    let began = lines
+        .iter()
+        .rposition(|l| l.contains("reading the result file "))
+        .expect("the read's first line");
+    let after = |needle: &str| {
+        lines[began..]
+            .iter()
+            .position(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no {needle:?} after the read began:\n{stderr}"))
+    };
+    let answered = after("path=/health");
+    let ended = after("read the result file ");
+    assert!(answered < ended, "{stderr}");
+    let slices: u64 = lines[began + ended]
+        .split(" in ")
+        .last()
+        .and_then(|s| s.strip_suffix(" slices"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no slice count in {}", lines[began + ended]));
+    assert!(slices > 16, "{}", lines[began + ended]);
 }

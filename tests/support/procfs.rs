@@ -90,6 +90,34 @@ pub fn shm_files(server_pid: i32) -> Vec<String> {
     names
 }
 
+/// A regular file a process has open: its offset and its size.
+#[derive(Clone, Copy, Debug)]
+pub struct OpenFile {
+    pub pos: u64,
+    pub size: u64,
+}
+
+/// The first file `pid` has open whose path contains `needle`, if any.
+pub fn open_file(pid: i32, needle: &str) -> Option<OpenFile> {
+    for entry in fs::read_dir(format!("/proc/{pid}/fd")).ok()?.flatten() {
+        let Ok(target) = fs::read_link(entry.path()) else {
+            continue;
+        };
+        if !target.to_string_lossy().contains(needle) {
+            continue;
+        }
+        let fd = entry.file_name();
+        let info = fs::read_to_string(format!("/proc/{pid}/fdinfo/{}", fd.to_string_lossy()));
+        let pos = info
+            .ok()?
+            .lines()
+            .find_map(|l| l.strip_prefix("pos:")?.trim().parse().ok())?;
+        let size = fs::metadata(entry.path()).ok()?.len();
+        return Some(OpenFile { pos, size });
+    }
+    None
+}
+
 /// How many descriptors a process has open.
 #[track_caller]
 pub fn fd_count(pid: i32) -> usize {

@@ -66,6 +66,22 @@ pub fn poll_until<T>(mut probe: impl FnMut() -> Option<T>) -> Option<T> {
     }
 }
 
+/// [`poll_until`] without a pause between probes: for a state that lasts
+/// only milliseconds, which the test then freezes (e.g. stops the server
+/// inside it) before asserting on it. `None` after [`TIMEOUT`].
+pub fn spin_until<T>(mut probe: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        if let Some(value) = probe() {
+            return Some(value);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        thread::yield_now();
+    }
+}
+
 /// [`wait_until`] for a plain condition.
 #[track_caller]
 pub fn wait_for(what: impl Display, mut condition: impl FnMut() -> bool) {

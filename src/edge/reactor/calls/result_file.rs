@@ -243,10 +243,7 @@ mod tests {
         fake.fail_at = Some(30);
         let mut slices = Slices::new(fake, 100, 1000);
         assert_eq!(slices.step(20), Sliced::More);
-        assert_eq!(
-            slices.step(20),
-            Sliced::Failed("disk on fire".to_string())
-        );
+        assert_eq!(slices.step(20), Sliced::Failed("disk on fire".to_string()));
     }
 
     #[test]
@@ -292,7 +289,10 @@ mod tests {
         assert!(!path.exists());
         // Missing: its error names it.
         let missing = ResultFile::open(&path, u64::MAX).err().unwrap();
-        assert!(missing.starts_with("cannot read the result file "), "{missing}");
+        assert!(
+            missing.starts_with("cannot read the result file "),
+            "{missing}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
