@@ -5,7 +5,9 @@
 
 use serde_json::{json, Value};
 
-use crate::support::http::{find, post_request, simple_request, tool_call, write_manifest, Server};
+use crate::support::http::{
+    find, post_request, simple_request, tool_call, write_manifest, Client, Response, Server,
+};
 use crate::support::{cmd, procfs, spin_until, wait_for, TempDir};
 
 /// A `sumMany` request of `n` integers (one beyond 64 bits) and its sum.
@@ -130,6 +132,105 @@ fn a_big_call_whose_client_leaves_is_dropped_and_others_go_on() {
 
 /// The bytes of a result file the server reads per turn.
 const FILE_SLICE: u64 = 512 << 10;
+/// The characters of a big text result: 128 slices of its file.
+const CHARS: u64 = 64 << 20;
+
+/// A server whose pool writes large results to files (`no_shm`), logging
+/// its reads of them (`--log-level debug`), its pool warm.
+struct FileResults {
+    server: Server,
+    pid: i32,
+}
+
+impl FileResults {
+    fn start() -> FileResults {
+        let dir = TempDir::new();
+        let manifest = write_manifest(&dir, "manifest.json", "main", |m| {
+            m["no_shm"] = json!(true);
+        });
+        let mut command = cmd([
+            "mcp".as_ref(),
+            manifest.as_os_str(),
+            "--http-port".as_ref(),
+            "0".as_ref(),
+            "--lazy-pools".as_ref(),
+            "--plain-tool-names".as_ref(),
+            "--log-level".as_ref(),
+            "debug".as_ref(),
+        ]);
+        let server = Server::spawn(dir, &mut command);
+        let pid = server.proc.pid() as i32;
+        let (mut warm, sid) = server.session();
+        let reply = warm
+            .post(Some(&sid), &tool_call(1, "addOne", json!({"_1": 1})))
+            .expect(200)
+            .json();
+        assert_eq!(result_text(&reply), "2");
+        FileResults { server, pid }
+    }
+
+    /// Reads of result files that ended with every byte.
+    fn reads_ended(&self) -> usize {
+        let stderr = self.server.proc.stderr_now();
+        stderr.matches("read the result file ").count()
+    }
+
+    /// Sends a `bigText` call of [`CHARS`] on `client` and stops the server
+    /// (SIGSTOP) while its read of the result file has at least 16 slices
+    /// to go (the file open, its offset far from its end): true. False if
+    /// the read ended before the test could stop it (the server runs on).
+    fn stop_inside_read(&self, client: &mut Client, sid: &str, id: u64) -> bool {
+        let ended = self.reads_ended();
+        let call = tool_call(id, "bigText", json!({"_1": CHARS})).to_string();
+        let addr = self.server.addr;
+        client.send(&post_request(addr, Some(sid), call.as_bytes(), &[]));
+        let far = |o: procfs::OpenFile| o.size - o.pos >= 16 * FILE_SLICE;
+        let pid = self.pid;
+        spin_until(|| {
+            if procfs::open_file(pid, "morloc-pkt-").is_some_and(far) {
+                self.server.proc.signal(libc::SIGSTOP);
+                wait_for("the server stopped", || {
+                    procfs::stat(pid).is_some_and(|s| s.state == "T")
+                });
+                let inside = procfs::open_file(pid, "morloc-pkt-").is_some_and(far);
+                if !inside {
+                    self.server.proc.signal(libc::SIGCONT);
+                }
+                return Some(inside);
+            }
+            (self.reads_ended() > ended).then_some(false)
+        })
+        .expect("neither the result file open nor its read ended")
+    }
+
+    fn resume(&self) {
+        self.server.proc.signal(libc::SIGCONT);
+    }
+
+    /// The server's log lines from the last read of a result file that
+    /// began, with that line first.
+    fn since_last_read(&self) -> Vec<String> {
+        let stderr = self.server.proc.stderr_now();
+        let lines: Vec<&str> = stderr.lines().collect();
+        let began = lines
+            .iter()
+            .rposition(|l| l.contains("reading the result file "))
+            .unwrap_or_else(|| panic!("no read of a result file began:\n{stderr}"));
+        lines[began..].iter().map(|l| l.to_string()).collect()
+    }
+}
+
+/// The big text of a `bigText` reply is exact.
+fn assert_big_text_reply(reply: &Response) {
+    // The text is the JSON string: `"\"xx...x\""`.
+    let needle = b"\"text\":\"\\\"";
+    let text_at = find(&reply.body, needle).expect("a text result") + needle.len();
+    let run = reply.body[text_at..]
+        .iter()
+        .take_while(|&&b| b == b'x')
+        .count();
+    assert_eq!(run as u64, CHARS);
+}
 
 /// A result of tens of MB that a pool without shared memory (`no_shm`)
 /// writes to a file is read a slice per turn: a `/health` sent while the
@@ -139,83 +240,25 @@ const FILE_SLICE: u64 = 512 << 10;
 /// attempt whose read ended before the test could stop it is tried again.
 #[test]
 fn another_client_is_answered_while_a_big_result_file_is_read() {
-    const CHARS: u64 = 64 << 20;
-    let dir = TempDir::new();
-    let manifest = write_manifest(&dir, "manifest.json", "main", |m| {
-        m["no_shm"] = json!(true);
-    });
-    let mut command = cmd([
-        "mcp".as_ref(),
-        manifest.as_os_str(),
-        "--http-port".as_ref(),
-        "0".as_ref(),
-        "--lazy-pools".as_ref(),
-        "--plain-tool-names".as_ref(),
-        "--log-level".as_ref(),
-        "debug".as_ref(),
-    ]);
-    let server = Server::spawn(dir, &mut command);
-    let pid = server.proc.pid() as i32;
-    let (mut caller, sid) = server.session();
-    let warm = caller
-        .post(Some(&sid), &tool_call(1, "addOne", json!({"_1": 1})))
-        .expect(200)
-        .json();
-    assert_eq!(result_text(&warm), "2");
-    let health_request = simple_request("GET", "/health", server.addr, "");
-    let mut health = server.connect();
+    let s = FileResults::start();
+    let (mut caller, sid) = s.server.session();
+    let health_request = simple_request("GET", "/health", s.server.addr, "");
+    let mut health = s.server.connect();
     assert_eq!(health.roundtrip(&health_request).status, 200);
-    let reads_ended = || {
-        server
-            .proc
-            .stderr_now()
-            .matches("read the result file ")
-            .count()
-    };
-    let stopped = |pid: i32| procfs::stat(pid).is_some_and(|s| s.state == "T");
     let mut caught = false;
     for attempt in 0..10 {
-        let ended = reads_ended();
-        let call = tool_call(100 + attempt, "bigText", json!({"_1": CHARS})).to_string();
-        caller.send(&post_request(server.addr, Some(&sid), call.as_bytes(), &[]));
-        // Stops the server while its read of the file has at least 16
-        // slices to go (the file is open, its offset far from its end).
-        let inside = spin_until(|| {
-            if let Some(open) = procfs::open_file(pid, "morloc-pkt-") {
-                if open.size - open.pos >= 16 * FILE_SLICE {
-                    server.proc.signal(libc::SIGSTOP);
-                    wait_for("the server stopped", || stopped(pid));
-                    let open = procfs::open_file(pid, "morloc-pkt-");
-                    let inside = open.is_some_and(|o| o.size - o.pos >= 16 * FILE_SLICE);
-                    if !inside {
-                        server.proc.signal(libc::SIGCONT);
-                    }
-                    return Some(inside);
-                }
-            }
-            (reads_ended() > ended).then_some(false)
-        })
-        .expect("neither the result file open nor its read ended");
+        let inside = s.stop_inside_read(&mut caller, &sid, 100 + attempt);
         if inside {
             // Stopped mid-read: the request waits in the socket.
             health.send(&health_request);
-            server.proc.signal(libc::SIGCONT);
+            s.resume();
         }
         // The big reply first: while it is unread, the per-address output
         // budget holds this address's other connections.
         let reply = caller.read_response().expect(200);
+        assert_big_text_reply(&reply);
         if inside {
             assert_eq!(health.read_response().status, 200);
-        }
-        // The text is the JSON string: `"\"xx...x\""`.
-        let needle = b"\"text\":\"\\\"";
-        let text_at = find(&reply.body, needle).expect("a text result") + needle.len();
-        let run = reply.body[text_at..]
-            .iter()
-            .take_while(|&&b| b == b'x')
-            .count();
-        assert_eq!(run as u64, CHARS, "attempt {attempt}");
-        if inside {
             caught = true;
             break;
         }
@@ -225,27 +268,66 @@ fn another_client_is_answered_while_a_big_result_file_is_read() {
         "the server was never stopped inside a result file's read"
     );
     // In order: the read began, `/health` was answered, the read ended, in
-    // more than one slice.
-    let stderr = server.proc.stderr_now();
-    let lines: Vec<&str> = stderr.lines().collect();
-    let began = lines
-        .iter()
-        .rposition(|l| l.contains("reading the result file "))
-        .expect("the read's first line");
-    let after = |needle: &str| {
-        lines[began..]
+    // more than 16 slices.
+    let lines = s.since_last_read();
+    let at = |needle: &str| {
+        lines
             .iter()
             .position(|l| l.contains(needle))
-            .unwrap_or_else(|| panic!("no {needle:?} after the read began:\n{stderr}"))
+            .unwrap_or_else(|| panic!("no {needle:?} after the read began:\n{lines:#?}"))
     };
-    let answered = after("path=/health");
-    let ended = after("read the result file ");
-    assert!(answered < ended, "{stderr}");
-    let slices: u64 = lines[began + ended]
+    let answered = at("path=/health");
+    let ended = at("read the result file ");
+    assert!(answered < ended, "{lines:#?}");
+    let slices: u64 = lines[ended]
         .split(" in ")
         .last()
         .and_then(|s| s.strip_suffix(" slices"))
         .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no slice count in {}", lines[began + ended]));
-    assert!(slices > 16, "{}", lines[began + ended]);
+        .unwrap_or_else(|| panic!("no slice count in {}", lines[ended]));
+    assert!(slices > 16, "{}", lines[ended]);
+}
+
+/// A client that goes away while its result file is read: the read stops
+/// there (it never ends with every byte), the file is removed, and the
+/// server serves the next call.
+#[test]
+fn a_result_file_whose_client_leaves_mid_read_is_removed_unread() {
+    let s = FileResults::start();
+    let mut caught = false;
+    for attempt in 0..10 {
+        let (mut gone, sid) = s.server.session();
+        if s.stop_inside_read(&mut gone, &sid, 100 + attempt) {
+            drop(gone);
+            s.resume();
+            caught = true;
+            break;
+        }
+        assert_big_text_reply(&gone.read_response().expect(200));
+    }
+    assert!(
+        caught,
+        "the server was never stopped inside a result file's read"
+    );
+    let began = s.since_last_read();
+    let path = began[0]
+        .split("reading the result file ")
+        .nth(1)
+        .and_then(|rest| rest.strip_suffix(" in slices"))
+        .expect("the file's path")
+        .to_string();
+    wait_for("the result file removed", || {
+        !std::path::Path::new(&path).exists()
+    });
+    let (mut next, sid) = s.server.session();
+    let reply = next
+        .post(Some(&sid), &tool_call(200, "addOne", json!({"_1": 41})))
+        .expect(200)
+        .json();
+    assert_eq!(result_text(&reply), "42");
+    let lines = s.since_last_read();
+    assert!(
+        !lines.iter().any(|l| l.contains("read the result file ")),
+        "{lines:#?}"
+    );
 }
