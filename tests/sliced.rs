@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use crate::support::http::{
     find, post_request, simple_request, tool_call, write_manifest, Client, Response, Server,
 };
-use crate::support::{cmd, procfs, spin_until, wait_for, TempDir};
+use crate::support::{cmd, procfs, spin_until, wait_for, wait_until, TempDir};
 
 /// A `sumMany` request of `n` integers (one beyond 64 bits) and its sum.
 fn big_sum(id: u64, n: i64) -> (String, String) {
@@ -207,16 +207,25 @@ impl FileResults {
         self.server.proc.signal(libc::SIGCONT);
     }
 
-    /// The server's log lines from the last read of a result file that
-    /// began, with that line first.
-    fn since_last_read(&self) -> Vec<String> {
-        let stderr = self.server.proc.stderr_now();
-        let lines: Vec<&str> = stderr.lines().collect();
-        let began = lines
-            .iter()
-            .rposition(|l| l.contains("reading the result file "))
-            .unwrap_or_else(|| panic!("no read of a result file began:\n{stderr}"));
-        lines[began..].iter().map(|l| l.to_string()).collect()
+    /// The server's log lines from the start of its `n`th read of a result
+    /// file (counted from 1), that line first, once they hold `last` (lines
+    /// reach stderr at the end of each turn).
+    fn since_read(&self, n: usize, last: &str) -> Vec<String> {
+        wait_until(format!("read {n} and then {last:?} in the log"), || {
+            let stderr = self.server.proc.stderr_now();
+            let lines: Vec<&str> = stderr.lines().collect();
+            let began = lines
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| l.contains("reading the result file "))
+                .nth(n - 1)?
+                .0;
+            let lines = &lines[began..];
+            lines
+                .iter()
+                .any(|l| l.contains(last))
+                .then(|| lines.iter().map(|l| l.to_string()).collect())
+        })
     }
 }
 
@@ -245,8 +254,9 @@ fn another_client_is_answered_while_a_big_result_file_is_read() {
     let health_request = simple_request("GET", "/health", s.server.addr, "");
     let mut health = s.server.connect();
     assert_eq!(health.roundtrip(&health_request).status, 200);
-    let mut caught = false;
+    let (mut caught, mut reads) = (false, 0);
     for attempt in 0..10 {
+        reads += 1;
         let inside = s.stop_inside_read(&mut caller, &sid, 100 + attempt);
         if inside {
             // Stopped mid-read: the request waits in the socket.
@@ -269,7 +279,7 @@ fn another_client_is_answered_while_a_big_result_file_is_read() {
     );
     // In order: the read began, `/health` was answered, the read ended, in
     // more than 16 slices.
-    let lines = s.since_last_read();
+    let lines = s.since_read(reads, "read the result file ");
     let at = |needle: &str| {
         lines
             .iter()
@@ -294,8 +304,9 @@ fn another_client_is_answered_while_a_big_result_file_is_read() {
 #[test]
 fn a_result_file_whose_client_leaves_mid_read_is_removed_unread() {
     let s = FileResults::start();
-    let mut caught = false;
+    let (mut caught, mut reads) = (false, 0);
     for attempt in 0..10 {
+        reads += 1;
         let (mut gone, sid) = s.server.session();
         if s.stop_inside_read(&mut gone, &sid, 100 + attempt) {
             drop(gone);
@@ -309,7 +320,7 @@ fn a_result_file_whose_client_leaves_mid_read_is_removed_unread() {
         caught,
         "the server was never stopped inside a result file's read"
     );
-    let began = s.since_last_read();
+    let began = s.since_read(reads, "reading the result file ");
     let path = began[0]
         .split("reading the result file ")
         .nth(1)
@@ -325,7 +336,9 @@ fn a_result_file_whose_client_leaves_mid_read_is_removed_unread() {
         .expect(200)
         .json();
     assert_eq!(result_text(&reply), "42");
-    let lines = s.since_last_read();
+    // Every line up to the next call's answer is in: none says the read
+    // ended.
+    let lines = s.since_read(reads, "tool=addOne");
     assert!(
         !lines.iter().any(|l| l.contains("read the result file ")),
         "{lines:#?}"

@@ -17,8 +17,12 @@ struct MemHost {
 }
 
 impl Host for MemHost {
-    fn read_file(&mut self, path: &str) -> io::Result<Vec<u8>> {
-        self.files.get(path).cloned().ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
+    fn read_file(&mut self, path: &str, limit: u64) -> io::Result<Vec<u8>> {
+        let bytes = self.files.get(path).ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+        if bytes.len() as u64 > limit {
+            return Err(io::ErrorKind::FileTooLarge.into());
+        }
+        Ok(bytes.clone())
     }
 
     fn write_file_atomic(&mut self, path: &str, bytes: &[u8]) -> io::Result<()> {

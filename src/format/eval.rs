@@ -79,8 +79,11 @@ pub enum EvalErrorKind {
 
 /// File access for `@save` and `@load`, implemented by the caller.
 pub trait Host {
-    /// Reads a whole file. A missing file must be `io::ErrorKind::NotFound`.
-    fn read_file(&mut self, path: &str) -> io::Result<Vec<u8>>;
+    /// Reads a whole file of at most `limit` bytes (what the call's budget
+    /// still allows): a larger one is refused with
+    /// `io::ErrorKind::FileTooLarge`, without being read whole. A missing
+    /// file must be `io::ErrorKind::NotFound`.
+    fn read_file(&mut self, path: &str, limit: u64) -> io::Result<Vec<u8>>;
     /// Replaces `path` atomically (temporary file in the same directory,
     /// then rename), so readers never see a partial file.
     fn write_file_atomic(&mut self, path: &str, bytes: &[u8]) -> io::Result<()>;
@@ -91,7 +94,7 @@ pub trait Host {
 pub struct NoFiles;
 
 impl Host for NoFiles {
-    fn read_file(&mut self, path: &str) -> io::Result<Vec<u8>> {
+    fn read_file(&mut self, path: &str, _limit: u64) -> io::Result<Vec<u8>> {
         Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
             format!("file access is disabled: {path}"),
@@ -407,6 +410,11 @@ impl Budget {
 
     fn charge_bytes(&mut self, n: usize) -> Result<(), EvalError> {
         self.charge(n as u64 / 16)
+    }
+
+    /// The most bytes [`Budget::charge_bytes`] still accepts.
+    fn bytes_left(&self) -> u64 {
+        self.left.saturating_mul(16).saturating_add(15)
     }
 
     /// Copies a value, charging for its size as it goes, so repeated

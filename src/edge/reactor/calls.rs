@@ -17,9 +17,9 @@
 //! (`Wire`); the table's bookkeeping is in `table`; connecting a call and
 //! the calls of a process that failed are in `connect`.
 //! Long argument texts and request bodies are worked on a slice per turn,
-//! before the call can queue, in `prepare`.
+//! before the call can queue, in `prepare`; a result the pool wrote to a
+//! file is read so too (`result_file`). Pure commands' files: `fs_host`.
 
-use std::io;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -59,6 +59,7 @@ const EXITING_GRACE: Duration = Duration::from_secs(10);
 mod cancel;
 mod connect;
 mod dispatch;
+mod fs_host;
 mod prepare;
 mod result_file;
 mod socket;
@@ -67,9 +68,11 @@ mod wire;
 pub(super) use cancel::Cancel;
 use dispatch::Owner;
 pub(super) use dispatch::Queue;
+use fs_host::FsHost;
 pub(super) use prepare::{Checked, Preparing};
 use result_file::ResultFile;
 pub(super) use socket::spare;
+use table::hang_up;
 use wire::Advance;
 
 /// The calls in flight (see `table`): its fields are the calls module's.
@@ -747,59 +750,6 @@ impl Calls {
                 Some((c.client.clone(), note))
             })
             .collect()
-    }
-}
-
-/// Closes `call`'s connection at the end of this turn (it joins `closing`;
-/// its token in `sources` goes now) and gives back the lease it holds on
-/// `pools`: whether it held one.
-fn hang_up(
-    closing: &mut Vec<UnixStream>,
-    call: &mut Call,
-    pools: &mut PoolSet,
-    sources: &mut Sources,
-) -> bool {
-    if let Some((token, stream)) = call.wire.stream.take() {
-        // Closed at the end of this turn, once the answer is written
-        // (`end_turn`). Closing removes it from epoll by itself (no other
-        // descriptor refers to it), which saves a system call per call;
-        // until then its events find no source and are ignored.
-        closing.push(stream);
-        sources.remove(&token);
-    }
-    let freed = call.sched.leased;
-    if freed {
-        call.sched.leased = false;
-        pools.touch(call.program, call.sched.slot, Instant::now());
-        let sched = &call.sched;
-        pools.release(call.program, &sched.pools, sched.mode);
-    }
-    freed
-}
-
-/// File access for the `@save` / `@load` intrinsics of pure commands.
-struct FsHost;
-
-impl crate::format::eval::Host for FsHost {
-    fn read_file(&mut self, path: &str) -> io::Result<Vec<u8>> {
-        std::fs::read(path)
-    }
-
-    fn write_file_atomic(&mut self, path: &str, bytes: &[u8]) -> io::Result<()> {
-        let target = std::path::Path::new(path);
-        let dir = target
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(std::path::Path::new("."));
-        let name = target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-        std::fs::write(&tmp, bytes)?;
-        std::fs::rename(&tmp, target).inspect_err(|_| {
-            let _ = std::fs::remove_file(&tmp);
-        })
     }
 }
 

@@ -106,8 +106,12 @@ pub(super) fn load(
     schema: &Schema,
     path: &str,
 ) -> Result<Value, EvalError> {
-    let bytes = match host.read_file(path) {
+    let bytes = match host.read_file(path, budget.bytes_left()) {
         Ok(bytes) => bytes,
+        // More than the budget would take: refused as charging it would be.
+        Err(e) if e.kind() == io::ErrorKind::FileTooLarge => {
+            return Err(EvalError::limit("evaluation step limit exceeded"));
+        }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             return Err(EvalError::user(format!("@load: failed to load '{path}'")));
         }

@@ -14,11 +14,15 @@ struct MemHost {
 }
 
 impl Host for MemHost {
-    fn read_file(&mut self, path: &str) -> io::Result<Vec<u8>> {
-        self.files
+    fn read_file(&mut self, path: &str, limit: u64) -> io::Result<Vec<u8>> {
+        let bytes = self
+            .files
             .get(path)
-            .cloned()
-            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+        if bytes.len() as u64 > limit {
+            return Err(io::ErrorKind::FileTooLarge.into());
+        }
+        Ok(bytes.clone())
     }
 
     fn write_file_atomic(&mut self, path: &str, bytes: &[u8]) -> io::Result<()> {
@@ -785,6 +789,27 @@ fn doubling(levels: usize) -> Json {
         );
     }
     let_in("x0", s("payload"), "j", body)
+}
+
+/// `@load` asks its host for at most what the budget still takes: a file
+/// over it is refused as charging it would be, one under it loads.
+#[test]
+fn load_reads_at_most_what_the_budget_takes() {
+    let mut host = MemHost::default();
+    host.files
+        .insert("big.txt".into(), vec![b'y'; 100 * 16 + 16]);
+    host.files.insert("small.txt".into(), vec![b'y'; 1000]);
+    let limits = Limits {
+        max_steps: 100,
+        ..Limits::default()
+    };
+    let load = |name: &str| unary("load", "s", s(name));
+    assert_eq!(
+        outcome(&load("big.txt"), &[], "s", &mut host, limits),
+        "Limit: evaluation step limit exceeded"
+    );
+    let small = outcome(&load("small.txt"), &[], "s", &mut host, limits);
+    assert_eq!(small, format!("\"{}\"", "y".repeat(1000)));
 }
 
 #[test]

@@ -5,13 +5,17 @@
 use std::ops::Index;
 use std::time::Instant;
 
+use mio::net::UnixStream;
+
 use mio::Token;
 
 use super::{Call, CallId, CallTimer, Calls, Queue};
 use crate::edge::reactor::idhash::IdMap;
+use crate::edge::reactor::pools::PoolSet;
 use crate::edge::reactor::queue::Throttle;
 use crate::edge::reactor::timers::Timers;
 use crate::edge::reactor::Client;
+use crate::edge::reactor::Sources;
 use crate::protocol::metrics::CallMetrics;
 
 impl Calls {
@@ -187,4 +191,31 @@ impl Index<&CallId> for Calls {
     fn index(&self, id: &CallId) -> &Call {
         &self.map[id]
     }
+}
+
+/// Closes `call`'s connection at the end of this turn (it joins `closing`;
+/// its token in `sources` goes now) and gives back the lease it holds on
+/// `pools`: whether it held one.
+pub(super) fn hang_up(
+    closing: &mut Vec<UnixStream>,
+    call: &mut Call,
+    pools: &mut PoolSet,
+    sources: &mut Sources,
+) -> bool {
+    if let Some((token, stream)) = call.wire.stream.take() {
+        // Closed at the end of this turn, once the answer is written
+        // (`end_turn`). Closing removes it from epoll by itself (no other
+        // descriptor refers to it), which saves a system call per call;
+        // until then its events find no source and are ignored.
+        closing.push(stream);
+        sources.remove(&token);
+    }
+    let freed = call.sched.leased;
+    if freed {
+        call.sched.leased = false;
+        pools.touch(call.program, call.sched.slot, Instant::now());
+        let sched = &call.sched;
+        pools.release(call.program, &sched.pools, sched.mode);
+    }
+    freed
 }

@@ -14,7 +14,7 @@ use crate::protocol::mcp::{handle, handle_lazy, shapes_program, Session, Step, D
 struct NoFiles;
 
 impl eval::Host for NoFiles {
-    fn read_file(&mut self, path: &str) -> std::io::Result<Vec<u8>> {
+    fn read_file(&mut self, path: &str, _: u64) -> std::io::Result<Vec<u8>> {
         panic!("unexpected read of {path}")
     }
 
