@@ -935,3 +935,179 @@ fn the_loop_asks_owners_for_deadlines_without_scanning() {
         offenders,
     );
 }
+
+// ---- descriptors are close-on-exec -------------------------------------------
+
+/// What a libc call that makes a descriptor needs among its arguments to be
+/// close-on-exec.
+enum Cloexec {
+    /// Never: the call has a close-on-exec variant (named) to use instead.
+    Never(&'static str),
+    /// This flag, among its arguments.
+    Flag(&'static str),
+}
+
+/// The libc calls that make a descriptor. One made without close-on-exec
+/// leaks into every child any thread starts meanwhile (the tests' threads
+/// start servers, pools and shells all the time): a leaked write end keeps
+/// its reader from ever seeing the end of the stream, a leaked socket keeps
+/// a peer connected. `fcntl` (`F_DUPFD`) and `dup2` are judged apart.
+const FD_MAKERS: &[(&str, Cloexec)] = &[
+    ("pipe", Cloexec::Never("pipe2 with O_CLOEXEC")),
+    ("dup", Cloexec::Never("fcntl with F_DUPFD_CLOEXEC")),
+    ("accept", Cloexec::Never("accept4 with SOCK_CLOEXEC")),
+    (
+        "epoll_create",
+        Cloexec::Never("epoll_create1 with EPOLL_CLOEXEC"),
+    ),
+    (
+        "inotify_init",
+        Cloexec::Never("inotify_init1 with IN_CLOEXEC"),
+    ),
+    ("creat", Cloexec::Never("open with O_CLOEXEC")),
+    ("mkstemp", Cloexec::Never("mkostemp with O_CLOEXEC")),
+    ("pipe2", Cloexec::Flag("O_CLOEXEC")),
+    ("dup3", Cloexec::Flag("O_CLOEXEC")),
+    ("socket", Cloexec::Flag("SOCK_CLOEXEC")),
+    ("socketpair", Cloexec::Flag("SOCK_CLOEXEC")),
+    ("accept4", Cloexec::Flag("SOCK_CLOEXEC")),
+    ("open", Cloexec::Flag("O_CLOEXEC")),
+    ("openat", Cloexec::Flag("O_CLOEXEC")),
+    ("mkostemp", Cloexec::Flag("O_CLOEXEC")),
+    ("epoll_create1", Cloexec::Flag("EPOLL_CLOEXEC")),
+    ("eventfd", Cloexec::Flag("EFD_CLOEXEC")),
+    ("memfd_create", Cloexec::Flag("MFD_CLOEXEC")),
+    ("signalfd", Cloexec::Flag("SFD_CLOEXEC")),
+    ("timerfd_create", Cloexec::Flag("TFD_CLOEXEC")),
+    ("inotify_init1", Cloexec::Flag("IN_CLOEXEC")),
+];
+
+/// Descriptors made inheritable on purpose: (file, call, why).
+const INHERITABLE: &[(&str, &str, &str)] = &[(
+    "src/main.rs",
+    "open",
+    "fills a closed standard descriptor (0-2) at start-up, inherited like any standard one",
+)];
+
+/// The calls of `text` (from file `name`) that make a descriptor without
+/// close-on-exec: `libc::<call>(...)` and `syscall!(<call>(...))`, their
+/// arguments read to the closing parenthesis (over lines). Comment lines
+/// are skipped.
+fn inheritable_offenders(name: &str, text: &str) -> Vec<String> {
+    let code: Vec<&str> = text
+        .lines()
+        .map(|l| {
+            if l.trim_start().starts_with("//") {
+                ""
+            } else {
+                l
+            }
+        })
+        .collect();
+    let code = code.join("\n");
+    let mut offenders = Vec::new();
+    for prefix in [concat!("libc", "::"), concat!("sys", "call!(")] {
+        for (at, _) in code.match_indices(prefix) {
+            let rest = &code[at + prefix.len()..];
+            let call: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let Some(after) = rest[call.len()..].strip_prefix('(') else {
+                continue;
+            };
+            let mut depth = 1;
+            let end = after
+                .char_indices()
+                .find_map(|(i, c)| {
+                    match c {
+                        '(' => depth += 1,
+                        ')' => depth -= 1,
+                        _ => {}
+                    }
+                    (depth == 0).then_some(i)
+                })
+                .unwrap_or(after.len());
+            let args = &after[..end];
+            let line = code[..at].lines().count().max(1);
+            let wrong = match (call.as_str(), FD_MAKERS.iter().find(|(c, _)| *c == call)) {
+                ("fcntl", _) => (args.contains("F_DUPFD") && !args.contains("F_DUPFD_CLOEXEC"))
+                    .then(|| "F_DUPFD without CLOEXEC: use F_DUPFD_CLOEXEC".to_string()),
+                // dup2 clears close-on-exec on its target: only onto a
+                // standard descriptor, which a child is meant to inherit.
+                ("dup2", _) => (!args.contains("_FILENO"))
+                    .then(|| "dup2 onto a descriptor other than 0-2 (not close-on-exec)".into()),
+                (_, Some((_, Cloexec::Never(instead)))) => Some(format!("use {instead}")),
+                (_, Some((_, Cloexec::Flag(flag)))) => {
+                    (!args.contains(flag)).then(|| format!("without {flag}"))
+                }
+                _ => None,
+            };
+            let allowed = INHERITABLE
+                .iter()
+                .any(|(file, c, _)| *file == name && *c == call);
+            if let Some(wrong) = wrong.filter(|_| !allowed) {
+                offenders.push((line, format!("{name}:{line}: {call}: {wrong}")));
+            }
+        }
+    }
+    offenders.sort();
+    offenders.into_iter().map(|(_, o)| o).collect()
+}
+
+#[test]
+fn descriptors_are_made_close_on_exec() {
+    let mut offenders = Vec::new();
+    for dir in ["src", "tests", "fuzz", "bench", "examples"] {
+        for path in rust_files(dir) {
+            let name = rel(&path);
+            offenders.extend(inheritable_offenders(&name, &read(&path)));
+        }
+    }
+    check(
+        "descriptors are made close-on-exec (the flag among the call's own arguments), or \
+         listed in INHERITABLE with the reason",
+        offenders,
+    );
+}
+
+#[test]
+fn the_close_on_exec_rule_catches_inheritable_descriptors() {
+    let sample = [
+        concat!("    // a comment may say libc::pi", "pe(fds)"),
+        concat!("    let rc = unsafe { libc::pi", "pe(fds.as_mut_ptr()) };"),
+        concat!(
+            "    sys",
+            "call!(pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK))?;"
+        ),
+        concat!(
+            "    sys",
+            "call!(pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK))?;"
+        ),
+        concat!(
+            "    let fd = libc::soc",
+            "ket(libc::AF_INET, libc::SOCK_STREAM, 0);"
+        ),
+        concat!("    let fd = libc::soc", "ket("),
+        "        libc::AF_UNIX,",
+        "        libc::SOCK_STREAM | libc::SOCK_CLOEXEC,",
+        "        0,",
+        "    );",
+        concat!("    sys", "call!(fcntl(fd, libc::F_DUPFD, 3))?;"),
+        concat!("    sys", "call!(fcntl(fd, libc::F_DUPFD_CLOEXEC, 3))?;"),
+        concat!("    sys", "call!(dup2(fd, 7))?;"),
+        concat!("    sys", "call!(dup2(fd, libc::STDOUT_FILENO))?;"),
+        concat!("    let fd = libc::du", "p(0);"),
+        "    let file = std::fs::File::open(path)?;",
+    ]
+    .join("\n");
+    let found = inheritable_offenders("sample.rs", &sample);
+    assert_eq!(
+        found
+            .iter()
+            .map(|o| o.split(':').nth(1).unwrap_or(""))
+            .collect::<Vec<_>>(),
+        ["2", "3", "5", "11", "13", "15"],
+        "{found:?}"
+    );
+}

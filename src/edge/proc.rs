@@ -735,11 +735,12 @@ pub fn is_pollable(fd: BorrowedFd<'_>) -> bool {
     .is_ok()
 }
 
-/// `pipe2` with the given flags, as owned descriptors (read end, write end).
+/// `pipe2` with the given flags, as owned descriptors (read end, write end),
+/// always close-on-exec.
 fn pipe(flags: libc::c_int) -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds: [libc::c_int; 2] = [-1, -1];
     // SAFETY: `fds` is valid for the two descriptors pipe2 writes.
-    syscall!(pipe2(fds.as_mut_ptr(), flags))?;
+    syscall!(pipe2(fds.as_mut_ptr(), flags | libc::O_CLOEXEC))?;
     // SAFETY: pipe2 succeeded, so both are fresh descriptors owned by nobody else.
     let ends = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
     Ok(ends)

@@ -206,9 +206,8 @@ fn the_read_loop_reports_eof_failure_and_a_stop() {
 /// never see the end of the stream.
 fn pipe() -> (OwnedFd, std::fs::File) {
     let mut fds = [0; 2];
-    let flags = libc::O_CLOEXEC | libc::O_NONBLOCK;
     // SAFETY: pipe2 fills the two descriptors, which we then own.
-    syscall!(pipe2(fds.as_mut_ptr(), flags)).expect("pipe2");
+    syscall!(pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK)).expect("pipe2");
     let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
     (r, std::fs::File::from(w))
 }

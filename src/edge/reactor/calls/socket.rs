@@ -33,9 +33,12 @@ fn stream(socket: OwnedFd) -> UnixStream {
 
 /// A new non-blocking, close-on-exec Unix stream socket, not connected.
 fn unix_socket() -> io::Result<OwnedFd> {
-    let kind = libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
     // SAFETY: plain system call; a valid descriptor is owned by the OwnedFd.
-    let fd = syscall!(socket(libc::AF_UNIX, kind, 0))?;
+    let fd = syscall!(socket(
+        libc::AF_UNIX,
+        libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+        0
+    ))?;
     // SAFETY: `fd` was just created and nothing else owns it.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
