@@ -3,8 +3,10 @@
 use super::*;
 use std::time::{Duration, Instant};
 
-/// How long any test waits for a child before failing instead of hanging.
-const TIMEOUT: Duration = Duration::from_secs(10);
+/// How long any test waits for a child before failing instead of hanging:
+/// far more than any wait takes on a loaded machine, since only a failing
+/// test waits this long.
+const TIMEOUT: Duration = Duration::from_secs(60);
 
 fn os(items: &[&str]) -> Vec<OsString> {
     items.iter().map(OsString::from).collect()
@@ -328,12 +330,37 @@ fn kill_group_takes_down_a_process_tree() {
     let spawned = spawn_pool(&sh("sleep 30 & echo $!; sleep 30 & echo $!; wait")).expect("spawn");
     let pgid = spawned.pid;
     let deadline = Instant::now() + TIMEOUT;
-    assert!(wait_readable(spawned.output.as_raw_fd(), deadline));
-    std::thread::sleep(Duration::from_millis(50));
+    // Both pids are printed before the group is killed: a kill between the
+    // two `sleep`s would leave one grandchild unborn (a slow machine may
+    // take any time to get there).
+    let mut output = Vec::new();
+    while output.iter().filter(|&&b| b == b'\n').count() < 2 {
+        let mut buf = [0u8; 64];
+        // SAFETY: `buf` is valid for writes of its full length.
+        match syscall!(read(
+            spawned.output.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len()
+        )) {
+            Ok(0) => panic!(
+                "the shell ended early: {:?}",
+                String::from_utf8_lossy(&output)
+            ),
+            Ok(n) => output.extend_from_slice(&buf[..n as usize]),
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
+                assert!(
+                    wait_readable(spawned.output.as_raw_fd(), deadline),
+                    "no pids"
+                );
+            }
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) => panic!("read failed: {err}"),
+        }
+    }
     assert!(group_alive(pgid));
     kill_group(pgid, libc::SIGKILL).expect("kill");
     // The grandchildren hold the output pipe; EOF proves they died too.
-    let output = read_to_eof(&spawned.output);
+    let output = String::from_utf8(output).expect("pids") + &read_to_eof(&spawned.output);
     let mut grandchildren: Vec<i32> = output
         .lines()
         .map(|line| line.parse().expect("pid line"))
