@@ -516,8 +516,8 @@ impl Calls {
 
     /// A tool call of `client`: `call::prepare` gives the packet (or the
     /// job that builds it, or the answer); the call joins the table with
-    /// where it may run (`pools`' routing and leases) and its trace, and
-    /// then the queue (`queue_timeout`).
+    /// its route (`PoolSet::route`: where it may run, its lease) and its
+    /// trace, and then the queue (`queue_timeout`).
     pub(super) fn start(
         &mut self,
         catalog: &Catalog,
@@ -538,35 +538,7 @@ impl Calls {
                 return Start::Answered(client, Box::new(request), ending);
             }
         };
-        let command = prog.command(request.command);
-        let pool = BasePool(command.pool);
-        let bases: Rc<[BasePool]> = match command.needed_pools.is_empty() {
-            true => Rc::new([pool]),
-            false => {
-                let mut bases = vec![pool];
-                for &p in &command.needed_pools {
-                    if !bases.contains(&BasePool(p)) {
-                        bases.push(BasePool(p));
-                    }
-                }
-                bases.into()
-            }
-        };
-        let primary_only = bases.len() > 1;
-        let routing = pools.routing(program);
-        // Inline replies (and files) belong to the connection that carries
-        // them; only a shared-memory block can be freed under us. A pool
-        // that runs one call at a time cannot share a process anyway: its
-        // calls take one each, so a burst asks for replicas.
-        let always_inline = prog
-            .compiled(request.command)
-            .always_inline(routing.inline_threshold);
-        let one_at_a_time = pools.one_call_at_a_time(program, pool);
-        let mode = if one_at_a_time || (routing.shm && !always_inline) {
-            LeaseMode::Exclusive
-        } else {
-            LeaseMode::Shared
-        };
+        let route = pools.route(program, prog, request.command);
         let id = self.next_id();
         let now = Instant::now();
         let trace = trace(&client, &request.id);
@@ -581,12 +553,12 @@ impl Calls {
                 request,
                 program,
                 sched: Sched {
-                    pool,
-                    slot: pool.primary(),
-                    bases,
-                    primary_only,
+                    pool: route.pool,
+                    slot: route.pool.primary(),
+                    bases: route.bases,
+                    primary_only: route.primary_only,
                     pools: Vec::new(),
-                    mode,
+                    mode: route.mode,
                     leased: false,
                     place: None,
                 },

@@ -37,6 +37,7 @@ use crate::edge::cli::Settings;
 use crate::edge::proc;
 use crate::edge::rundir;
 use crate::edge::shm;
+use crate::protocol::mcp::Program;
 
 mod index;
 mod leases;
@@ -47,7 +48,7 @@ mod set;
 mod stop;
 pub(super) use index::{BasePool, PoolTimer, Proc};
 pub(super) use leases::{LeaseMode, Leases};
-use routing::Routing;
+use routing::{Route, Routing};
 use set::{lang_setting, replica_cap, PROBE_DELAY_MIN, RESTART_WINDOW, RETRY_FAILED_AFTER};
 pub(super) use set::{PoolStatus, ProcState};
 use stop::Stops;
@@ -288,6 +289,15 @@ impl Reactor {
 }
 
 impl PoolSet {
+    /// The route of a call of `command` of program `index` (`program`):
+    /// where it may run and the lease it needs, as the program's routing
+    /// and its pool's language decide ([`Routing::route`]).
+    pub(super) fn route(&self, index: usize, program: &Program, command: usize) -> Route {
+        let routing: Routing = self.programs[index].routing;
+        let pool = BasePool(program.command(command).pool);
+        routing.route(program, command, self.one_call_at_a_time(index, pool))
+    }
+
     /// Takes the news of the operations so far ([`PoolNews`]).
     fn take_news(&mut self) -> Vec<PoolNews> {
         std::mem::take(&mut self.news)

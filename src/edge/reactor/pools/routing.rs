@@ -1,5 +1,13 @@
 //! How results travel back from the pools: the inline threshold and whether
-//! larger results use shared memory or files, as libmorloc reads them.
+//! larger results use shared memory or files, as libmorloc reads them; and
+//! from that, a call's route ([`Route`]): where it may run and the lease it
+//! needs.
+
+use std::rc::Rc;
+
+use super::index::BasePool;
+use super::leases::LeaseMode;
+use crate::protocol::mcp::Program;
 
 /// The routing settings the pools run with (manifest first, then what they
 /// inherit from our environment), as libmorloc reads them.
@@ -9,6 +17,19 @@ pub(in crate::edge::reactor) struct Routing {
     pub(in crate::edge::reactor) inline_threshold: u64,
     /// Larger results come back as shared-memory blocks (else as files).
     pub(in crate::edge::reactor) shm: bool,
+}
+
+/// Where a call of one command may run, and how it holds its process.
+pub(in crate::edge::reactor) struct Route {
+    /// The manifest pool of the command.
+    pub(in crate::edge::reactor) pool: BasePool,
+    /// That pool and the pools the command calls into, each once.
+    pub(in crate::edge::reactor) bases: Rc<[BasePool]>,
+    /// The command calls into other pools, which call back the primary:
+    /// it runs on the primary only.
+    pub(in crate::edge::reactor) primary_only: bool,
+    /// The lease it needs (see `leases`).
+    pub(in crate::edge::reactor) mode: LeaseMode,
 }
 
 /// libmorloc's default inline threshold.
@@ -26,6 +47,43 @@ impl Routing {
             inherited("MORLOC_INLINE_SIZE"),
             inherited("MORLOC_NO_SHM"),
         )
+    }
+
+    /// The route of a call of `command` of `program`, whose pool runs one
+    /// call at a time or not (`one_at_a_time`). Inline replies (and files)
+    /// belong to the connection that carries them; only a shared-memory
+    /// block can be freed under a call, so only a call whose result may come
+    /// back in one holds its process alone. A pool that runs one call at a
+    /// time cannot share a process anyway: its calls take one each, so a
+    /// burst asks for replicas.
+    pub(in crate::edge::reactor) fn route(
+        self,
+        program: &Program,
+        command: usize,
+        one_at_a_time: bool,
+    ) -> Route {
+        let needs = program.command(command);
+        let pool = BasePool(needs.pool);
+        let mut bases = vec![pool];
+        for &p in &needs.needed_pools {
+            if !bases.contains(&BasePool(p)) {
+                bases.push(BasePool(p));
+            }
+        }
+        let always_inline = program
+            .compiled(command)
+            .always_inline(self.inline_threshold);
+        let mode = if one_at_a_time || (self.shm && !always_inline) {
+            LeaseMode::Exclusive
+        } else {
+            LeaseMode::Shared
+        };
+        Route {
+            pool,
+            primary_only: bases.len() > 1,
+            bases: bases.into(),
+            mode,
+        }
     }
 
     /// `inline`: the value pools see for `MORLOC_INLINE_SIZE` (ours, from the

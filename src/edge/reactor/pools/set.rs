@@ -644,10 +644,6 @@ impl PoolSet {
             .collect()
     }
 
-    pub(in crate::edge::reactor) fn routing(&self, program: usize) -> Routing {
-        self.programs[program].routing
-    }
-
     pub(in crate::edge::reactor) fn leases_mut(&mut self, program: usize) -> &mut Leases {
         &mut self.programs[program].leases
     }
