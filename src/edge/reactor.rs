@@ -329,7 +329,10 @@ impl Reactor {
                     STDOUT => self.flush_stdout(),
                     SIGNALS => self.handle_signals(),
                     LISTENER => {
-                        self.with_http(HttpFront::accept);
+                        if let Some((front, cx)) = &mut self.lend_http() {
+                            front.accept(cx);
+                        }
+                        self.http_news();
                     }
                     token => match self.sources.get(&token).copied() {
                         Some(Source::PoolOutput { program, pool }) => {
@@ -340,11 +343,16 @@ impl Reactor {
                         }
                         Some(Source::Call(id)) => self.advance_call(id),
                         Some(Source::Conn) => {
-                            let (readable, writable) = (event.is_readable(), event.is_writable());
-                            self.with_http(|f, cx| f.event(cx, token, readable, writable));
+                            if let Some((front, cx)) = &mut self.lend_http() {
+                                front.event(cx, token, event.is_readable(), event.is_writable());
+                            }
+                            self.http_news();
                         }
                         Some(Source::Jwks) => {
-                            self.with_http(HttpFront::keys_event);
+                            if let Some((front, cx)) = &mut self.lend_http() {
+                                front.keys_event(cx);
+                            }
+                            self.http_news();
                         }
                         None => {}
                     },
@@ -407,7 +415,10 @@ impl Reactor {
         }
         self.call_timers(now);
         self.tasks.expire();
-        self.with_http(|f, cx| f.timers(cx, now));
+        if let Some((front, cx)) = &mut self.lend_http() {
+            front.timers(cx, now);
+        }
+        self.http_news();
         self.reload_timers(now);
     }
 
@@ -445,12 +456,14 @@ impl Reactor {
             // A tool call on its way to its pool: its transport admits it
             // (over HTTP: its tool's scopes, its connection still open).
             Step::Call(mut step) => {
-                let client = match origin {
-                    Origin::Stdio => Some(Client::Stdio),
-                    Origin::Http { conn, framing } => self
-                        .with_http(|f, cx| f.open_call(cx, conn, framing, &mut step))
-                        .flatten(),
+                let client = match (origin, self.lend_http()) {
+                    (Origin::Stdio, _) => Some(Client::Stdio),
+                    (Origin::Http { conn, framing }, Some((front, mut cx))) => {
+                        front.open_call(&mut cx, conn, framing, &mut step)
+                    }
+                    (Origin::Http { .. }, None) => None,
                 };
+                self.http_news();
                 if let Some(client) = client {
                     self.start_call(client, step);
                 }
@@ -470,8 +483,10 @@ impl Reactor {
                     };
                     let streamed = Streamed::apart(&reply, held.at, &held.text);
                     let content = Content::Streamed(streamed);
-                    self.with_http(|f, cx| f.answer(cx, *conn, head, content));
-                    return;
+                    if let Some((front, cx)) = &mut self.lend_http() {
+                        front.answer(cx, *conn, head, content);
+                    }
+                    return self.http_news();
                 }
                 self.reply_to(&origin, &reply, Framing::task_status);
             }
@@ -499,14 +514,17 @@ impl Reactor {
                                     keep_alive,
                                 };
                                 let content = Content::Streamed(answer);
-                                self.with_http(|f, cx| f.answer(cx, conn, head, content));
+                                if let Some((front, cx)) = &mut self.lend_http() {
+                                    front.answer(cx, conn, head, content);
+                                }
                             }
                             ResourceBody::Whole(body) => {
-                                self.with_http(|f, cx| {
-                                    f.respond(cx, conn, status, headers, &body, keep_alive)
-                                });
+                                if let Some((front, cx)) = &mut self.lend_http() {
+                                    front.respond(cx, conn, status, headers, &body, keep_alive);
+                                }
                             }
                         }
+                        self.http_news();
                     }
                 }
             }
@@ -521,13 +539,15 @@ impl Reactor {
                         self.send_stdio(&ack);
                     }
                     Origin::Http { conn, framing } => {
-                        let id = &listen.id;
-                        let open = self.with_http(|f, _| f.open_listen(conn, framing, id, &ack));
-                        if open != Some(true) {
+                        let Some((front, cx)) = &mut self.lend_http() else {
+                            return;
+                        };
+                        if !front.open_listen(conn, framing, &listen.id, &ack) {
                             return;
                         }
+                        front.flush(cx, conn);
                         self.listeners.add(client, &listen);
-                        self.with_http(|f, cx| f.flush(cx, conn));
+                        self.http_news();
                     }
                 }
             }
@@ -563,11 +583,14 @@ impl Reactor {
             Client::Http { conn, .. } => {
                 let conn = *conn;
                 let msg = msg.into();
-                if is_reply {
-                    self.with_http(|f, cx| f.reply(cx, conn, msg));
-                } else {
-                    self.with_http(|f, cx| f.notify(cx, conn, &msg.into_message()));
+                if let Some((front, cx)) = &mut self.lend_http() {
+                    if is_reply {
+                        front.reply(cx, conn, msg);
+                    } else {
+                        front.notify(cx, conn, &msg.into_message());
+                    }
                 }
+                self.http_news();
             }
         }
     }

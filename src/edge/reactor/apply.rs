@@ -65,7 +65,10 @@ impl Reactor {
                 let body = mcp::structured::to_vec(reply);
                 let status = status(framing, reply);
                 let (headers, keep_alive) = (&framing.headers, framing.keep_alive);
-                self.with_http(|f, cx| f.respond(cx, *conn, status, headers, &body, keep_alive));
+                if let Some((front, cx)) = &mut self.lend_http() {
+                    front.respond(cx, *conn, status, headers, &body, keep_alive);
+                }
+                self.http_news();
             }
         }
     }
@@ -75,7 +78,10 @@ impl Reactor {
     pub(super) fn accepted(&mut self, origin: &Origin) {
         if let Origin::Http { conn, framing } = origin {
             let (headers, keep_alive) = (&framing.headers, framing.keep_alive);
-            self.with_http(|f, cx| f.respond(cx, *conn, 202, headers, &[], keep_alive));
+            if let Some((front, cx)) = &mut self.lend_http() {
+                front.respond(cx, *conn, 202, headers, &[], keep_alive);
+            }
+            self.http_news();
         }
     }
 
@@ -105,7 +111,10 @@ impl Reactor {
             self.take_call(call);
         }
         for (conn, _) in waiting {
-            self.with_http(|f, cx| f.abandon(cx, conn));
+            if let Some((front, cx)) = &mut self.lend_http() {
+                front.abandon(cx, conn);
+            }
+            self.http_news();
         }
     }
 }

@@ -172,6 +172,8 @@ pub(super) struct HttpFront {
     oauth: Option<oauth::OAuthFront>,
     /// The open access record of each connection's request (`obs`).
     access: IdMap<Token, super::obs::Access>,
+    /// What its operations left to the reactor (`news`), in order.
+    news: Vec<news::HttpNews>,
 }
 
 /// What the checks of guarded requests take.
@@ -297,6 +299,7 @@ impl HttpFront {
             life: health::Life::new(),
             oauth,
             access: IdMap::default(),
+            news: Vec::new(),
         })
     }
 

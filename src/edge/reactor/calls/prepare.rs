@@ -174,16 +174,20 @@ impl Reactor {
                     Some(FileSlice::Ended(ending)) => return self.end_call(id, ending),
                 },
                 Work::Pump(token) => {
-                    self.with_http(|f, cx| f.pump(cx, token));
-                    return;
+                    if let Some((front, cx)) = &mut self.lend_http() {
+                        front.pump(cx, token);
+                    }
+                    return self.http_news();
                 }
                 Work::Body(token) => match self.preparing.check_slice(self.http.as_mut(), token) {
                     BodySlice::Gone => continue,
                     BodySlice::Later => return,
                     BodySlice::Checked(body) => {
                         let (BodyCheck { req, cors, .. }, checked) = *body;
-                        self.with_http(|f, cx| f.post_checked(cx, token, req, cors, &checked));
-                        return;
+                        if let Some((front, cx)) = &mut self.lend_http() {
+                            front.post_checked(cx, token, req, cors, &checked);
+                        }
+                        return self.http_news();
                     }
                 },
             };

@@ -1,13 +1,14 @@
 //! What the HTTP front is handed, and what it hands back.
 //!
 //! `HttpFront`'s operations take a [`Cx`] (the registry, the token table,
-//! the read buffer, the catalog) and queue [`HttpNews`] for what only the
-//! reactor can do: apply a step, count the calls for `/metrics` or
-//! `/health`, cancel a connection's calls, forget its listeners.
-//! [`Reactor::with_http`] runs an operation and then its news, in order.
-//! A request handed to the reactor stops its connection's pump; the news
-//! after it (`Resume`) carries the pump on, so requests are served in
-//! order and the stack stays flat however many are pipelined.
+//! the read buffer, the catalog), which [`Reactor::lend_http`] lends with
+//! the front, and keep [`HttpNews`] for what only the reactor can do: apply
+//! a step, count the calls for `/metrics` or `/health`, cancel a
+//! connection's calls, forget its listeners. [`Reactor::http_news`] then
+//! applies them, in order. A request handed to the reactor stops its
+//! connection's pump; the news after it (`Resume`) carries the pump on, so
+//! requests are served in order and the stack stays flat however many are
+//! pipelined.
 
 use std::collections::VecDeque;
 
@@ -29,7 +30,6 @@ pub(in crate::edge::reactor) struct Cx<'a> {
     /// The read buffer (see `Reactor::take_scratch`).
     pub(super) scratch: &'a mut Vec<u8>,
     pub(super) catalog: &'a Catalog,
-    pub(super) news: Vec<HttpNews>,
 }
 
 /// A pump of one connection, stopped at a request handed to the reactor:
@@ -85,30 +85,49 @@ pub(in crate::edge::reactor) enum HttpNews {
     Accept,
 }
 
-impl Reactor {
-    /// Runs `op` on the HTTP front (none: `None`) with what it is handed,
-    /// then its news, in order; what further operations add comes before
-    /// the rest, as if each had run where it was queued.
-    pub(in crate::edge::reactor) fn with_http<R>(
-        &mut self,
-        op: impl FnOnce(&mut HttpFront, &mut Cx) -> R,
-    ) -> Option<R> {
-        // Without an HTTP front (stdio), at no cost on every turn.
-        self.http.as_ref()?;
-        let (mut op, mut out) = (Some(op), None);
-        let mut queue = VecDeque::new();
-        if self.http_op(&mut queue, &mut |front, cx| {
-            out = op.take().map(|op| op(front, cx));
-        }) {
-            self.http_news(queue);
+impl HttpFront {
+    /// Puts the news kept so far at the front of `queue`, in order: what
+    /// an operation leaves comes before the rest, as if it had run where
+    /// it was queued.
+    fn news_into(&mut self, queue: &mut VecDeque<HttpNews>) {
+        if queue.is_empty() {
+            // The usual case: the list becomes the queue, no copy.
+            *queue = VecDeque::from(std::mem::take(&mut self.news));
+        } else {
+            for news in self.news.drain(..).rev() {
+                queue.push_front(news);
+            }
         }
-        out
+    }
+}
+
+impl Reactor {
+    /// The HTTP front (none: `None`) with what its operations are handed;
+    /// what an operation leaves to the reactor waits in the front until
+    /// [`Reactor::http_news`].
+    pub(in crate::edge::reactor) fn lend_http(&mut self) -> Option<(&mut HttpFront, Cx<'_>)> {
+        let front = self.http.as_mut()?;
+        let cx = Cx {
+            registry: self.poll.registry(),
+            sources: &mut self.sources,
+            scratch: &mut self.scratch,
+            catalog: &self.catalog,
+        };
+        Some((front, cx))
     }
 
-    /// Applies `queue`, in order (not generic: an arm may start an
-    /// operation of its own with `with_http`).
-    fn http_news(&mut self, mut queue: VecDeque<HttpNews>) {
-        while let Some(news) = queue.pop_front() {
+    /// Applies the news the HTTP front keeps, in order. An operation an
+    /// arm runs leaves its news for the next round of the loop, at the
+    /// front of the queue (so the stack stays flat).
+    pub(in crate::edge::reactor) fn http_news(&mut self) {
+        let mut queue = VecDeque::new();
+        loop {
+            if let Some(front) = self.http.as_mut() {
+                front.news_into(&mut queue);
+            }
+            let Some(news) = queue.pop_front() else {
+                return;
+            };
             match news {
                 HttpNews::Apply(origin, step) => self.apply(origin, step),
                 HttpNews::Metrics {
@@ -122,10 +141,9 @@ impl Reactor {
                     let rows = pool_rows(&self.pools, &self.catalog);
                     let answer =
                         front.metrics(&self.calls, self.tasks.table(), rows, cors, keep_alive);
-                    self.http_op(
-                        &mut queue,
-                        &mut once(|f, cx| f.send(cx, token, answer, Some(metrics::CONTENT_TYPE))),
-                    );
+                    if let Some((front, cx)) = &mut self.lend_http() {
+                        front.send(cx, token, answer, Some(metrics::CONTENT_TYPE));
+                    }
                 }
                 HttpNews::Health { token, keep_alive } => {
                     let Some(front) = self.http.as_ref() else {
@@ -135,10 +153,9 @@ impl Reactor {
                     let in_flight = self.calls.live();
                     let starting = self.pools.pending().is_some();
                     let answer = front.health(rows, starting, in_flight, keep_alive);
-                    self.http_op(
-                        &mut queue,
-                        &mut once(|f, cx| f.send(cx, token, answer, None)),
-                    );
+                    if let Some((front, cx)) = &mut self.lend_http() {
+                        front.send(cx, token, answer, None);
+                    }
                 }
                 HttpNews::SessionEnded {
                     token,
@@ -160,12 +177,15 @@ impl Reactor {
                             "session terminated by DELETE",
                         );
                         // Each in full before the next (and the `200`).
-                        self.with_http(|f, cx| f.reply(cx, conn, &msg));
+                        if let Some((front, cx)) = &mut self.lend_http() {
+                            front.reply(cx, conn, &msg);
+                        }
+                        self.http_news();
                     }
                     let ok = br#"{"ok":true}"#;
-                    self.http_op(&mut queue, &mut |f, cx| {
-                        f.respond(cx, token, 200, &cors, ok, keep_alive)
-                    });
+                    if let Some((front, cx)) = &mut self.lend_http() {
+                        front.respond(cx, token, 200, &cors, ok, keep_alive);
+                    }
                 }
                 HttpNews::CheckBody { token, req, cors } => {
                     let front = self.http.as_mut();
@@ -182,60 +202,22 @@ impl Reactor {
                 }
                 HttpNews::PumpLater(token) => self.preparing.pump_later(token),
                 HttpNews::Resume(pumping) => {
-                    self.http_op(&mut queue, &mut once(|f, cx| f.resume(cx, pumping)));
+                    if let Some((front, cx)) = &mut self.lend_http() {
+                        front.resume(cx, pumping);
+                    }
                 }
                 HttpNews::Continue(token) => {
-                    self.http_op(&mut queue, &mut |f, cx| {
-                        f.flush(cx, token);
-                        f.pump(cx, token);
-                    });
+                    if let Some((front, cx)) = &mut self.lend_http() {
+                        front.flush(cx, token);
+                        front.pump(cx, token);
+                    }
                 }
                 HttpNews::Accept => {
-                    self.http_op(&mut queue, &mut HttpFront::accept);
+                    if let Some((front, cx)) = &mut self.lend_http() {
+                        front.accept(cx);
+                    }
                 }
             }
-        }
-    }
-
-    /// Runs `op`, its news put at the front of `queue`; false without an
-    /// HTTP front.
-    fn http_op(
-        &mut self,
-        queue: &mut VecDeque<HttpNews>,
-        op: &mut dyn FnMut(&mut HttpFront, &mut Cx),
-    ) -> bool {
-        let Some(front) = self.http.as_mut() else {
-            return false;
-        };
-        let mut cx = Cx {
-            registry: self.poll.registry(),
-            sources: &mut self.sources,
-            scratch: &mut self.scratch,
-            catalog: &self.catalog,
-            news: Vec::new(),
-        };
-        op(front, &mut cx);
-        if queue.is_empty() {
-            // The usual case: the list becomes the queue, no copy.
-            *queue = VecDeque::from(cx.news);
-        } else {
-            for news in cx.news.into_iter().rev() {
-                queue.push_front(news);
-            }
-        }
-        true
-    }
-}
-
-/// An operation that runs at most once, as [`Reactor::http_op`] takes it
-/// (one that moves what it captures).
-fn once<'a>(
-    op: impl FnOnce(&mut HttpFront, &mut Cx) + 'a,
-) -> impl FnMut(&mut HttpFront, &mut Cx) + 'a {
-    let mut op = Some(op);
-    move |front, cx| {
-        if let Some(op) = op.take() {
-            op(front, cx);
         }
     }
 }

@@ -61,10 +61,10 @@ impl HttpFront {
                     self.conns.insert(token, Conn::new(stream, peer));
                     self.peers.open(peer);
                     // Edge-triggered: data may already be waiting.
-                    let before = cx.news.len();
+                    let before = self.news.len();
                     self.pump(cx, token);
-                    if cx.news.len() > before {
-                        cx.news.push(HttpNews::Accept);
+                    if self.news.len() > before {
+                        self.news.push(HttpNews::Accept);
                         return;
                     }
                 }
@@ -155,7 +155,7 @@ impl HttpFront {
             }
             let Some(handled) = self.process(cx, token, at.serving) else {
                 at.serving = true;
-                cx.news.push(HttpNews::Resume(at));
+                self.news.push(HttpNews::Resume(at));
                 return;
             };
             at.serving = false;
@@ -166,7 +166,7 @@ impl HttpFront {
             // on a later turn (`calls::prepare`), so others are not held up.
             at.reads += usize::from(at.read);
             if at.reads >= PUMP_READS {
-                cx.news.push(HttpNews::PumpLater(token));
+                self.news.push(HttpNews::PumpLater(token));
                 break;
             }
         }
@@ -181,7 +181,7 @@ impl HttpFront {
             AfterPump::Close => self.close(cx, token),
             AfterPump::CancelAndClose => {
                 // The client gave up on its request: stop the call.
-                cx.news.push(HttpNews::Cancel(token));
+                self.news.push(HttpNews::Cancel(token));
                 self.close(cx, token);
             }
         }
@@ -250,10 +250,10 @@ impl HttpFront {
                         request.keep_alive = false;
                     }
                     consumed = true;
-                    let before = cx.news.len();
+                    let before = self.news.len();
                     self.serve_request(cx, token, request, true);
                     // The reactor has a part in it: the pump waits.
-                    if cx.news.len() > before {
+                    if self.news.len() > before {
                         return None;
                     }
                     self.flush(cx, token);
@@ -296,7 +296,7 @@ impl HttpFront {
         match conn.flush(cx.registry, token) {
             Flush::Pending | Flush::Open => self.recount(token),
             Flush::Failed => {
-                cx.news.push(HttpNews::Cancel(token));
+                self.news.push(HttpNews::Cancel(token));
                 self.close(cx, token);
             }
             Flush::Close => self.close(cx, token),
@@ -313,7 +313,7 @@ impl HttpFront {
     pub(super) fn close(&mut self, cx: &mut Cx, token: Token) {
         if self.remove_conn(token, cx.registry) {
             cx.sources.remove(&token);
-            cx.news.push(HttpNews::Closed(token));
+            self.news.push(HttpNews::Closed(token));
         }
     }
 

@@ -77,12 +77,12 @@ impl HttpFront {
         let keep_alive = req.keep_alive;
         match handler {
             Handler::Mcp => self.mcp(cx, token, req, cors),
-            Handler::Metrics => cx.news.push(HttpNews::Metrics {
+            Handler::Metrics => self.news.push(HttpNews::Metrics {
                 token,
                 cors,
                 keep_alive,
             }),
-            Handler::Health => cx.news.push(HttpNews::Health { token, keep_alive }),
+            Handler::Health => self.news.push(HttpNews::Health { token, keep_alive }),
             Handler::OAuthMetadata => {
                 let answer = self.oauth_metadata(cx.catalog, keep_alive);
                 self.send(cx, token, answer, None);
@@ -122,11 +122,11 @@ impl HttpFront {
                 continue;
             };
             conn.take_busy();
-            let before = cx.news.len();
+            let before = self.news.len();
             self.serve_request(cx, token, req, false);
-            if cx.news.len() > before {
+            if self.news.len() > before {
                 // The reactor has a part in it: the rest after.
-                cx.news.push(HttpNews::Continue(token));
+                self.news.push(HttpNews::Continue(token));
                 continue;
             }
             self.flush(cx, token);
@@ -148,7 +148,7 @@ impl HttpFront {
             _ if req.body.len() > mcp::SLICE_ABOVE => {
                 // No later request of the connection is read meanwhile.
                 self.hold(token, req.keep_alive);
-                cx.news.push(HttpNews::CheckBody { token, req, cors });
+                self.news.push(HttpNews::CheckBody { token, req, cors });
             }
             _ => self.mcp_post(cx, token, req, cors, None),
         }
@@ -160,7 +160,7 @@ impl HttpFront {
         let owner = self.oauth_owner(token);
         let now = Instant::now();
         match http::mcp_delete(&mut self.sessions, req, owner.as_deref(), &cors, now) {
-            Ok(session) => cx.news.push(HttpNews::SessionEnded {
+            Ok(session) => self.news.push(HttpNews::SessionEnded {
                 token,
                 session,
                 cors,
@@ -184,7 +184,7 @@ impl HttpFront {
             conn.take_busy();
         }
         self.mcp_post(cx, token, req, cors, Some(checked));
-        cx.news.push(HttpNews::Continue(token));
+        self.news.push(HttpNews::Continue(token));
     }
 
     /// A `POST` to `/mcp`: its body decoded, its decisions taken by the
@@ -241,7 +241,7 @@ impl HttpFront {
                     conn: token,
                     framing,
                 };
-                cx.news.push(HttpNews::Apply(origin, step));
+                self.news.push(HttpNews::Apply(origin, step));
             }
         }
     }
