@@ -120,6 +120,10 @@ impl Reactor {
     /// arm runs leaves its news for the next round of the loop, at the
     /// front of the queue (so the stack stays flat).
     pub(in crate::edge::reactor) fn http_news(&mut self) {
+        // The usual case (and always on stdio): nothing to do.
+        if self.http.as_ref().is_none_or(|f| f.news.is_empty()) {
+            return;
+        }
         let mut queue = VecDeque::new();
         loop {
             if let Some(front) = self.http.as_mut() {

@@ -64,12 +64,18 @@ impl Routing {
     ) -> Route {
         let needs = program.command(command);
         let pool = BasePool(needs.pool);
-        let mut bases = vec![pool];
-        for &p in &needs.needed_pools {
-            if !bases.contains(&BasePool(p)) {
-                bases.push(BasePool(p));
+        let bases: Rc<[BasePool]> = match needs.needed_pools.is_empty() {
+            true => Rc::new([pool]),
+            false => {
+                let mut bases = vec![pool];
+                for &p in &needs.needed_pools {
+                    if !bases.contains(&BasePool(p)) {
+                        bases.push(BasePool(p));
+                    }
+                }
+                bases.into()
             }
-        }
+        };
         let always_inline = program
             .compiled(command)
             .always_inline(self.inline_threshold);
@@ -81,7 +87,7 @@ impl Routing {
         Route {
             pool,
             primary_only: bases.len() > 1,
-            bases: bases.into(),
+            bases,
             mode,
         }
     }
