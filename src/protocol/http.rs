@@ -35,7 +35,7 @@
 //! is no blanket `Access-Control-Allow-Origin: *`.
 
 mod budget;
-mod endpoint;
+pub mod endpoint;
 mod error;
 mod parse;
 mod response;
@@ -45,7 +45,7 @@ mod session;
 mod syntax;
 
 pub use budget::{suppressed_suffix, Budget, Notice, Notices, DEFAULT_MAX_BUFFERED, NOTICE_PERIOD};
-pub use endpoint::{mcp_delete, mcp_post, Framing, Post, PostState};
+pub use endpoint::{Framing, Post, PostState};
 pub use error::HttpError;
 pub use parse::{
     Fields, Limits, Parser, Progress, Request, DEFAULT_MAX_BODY, DEFAULT_MAX_HEADERS,

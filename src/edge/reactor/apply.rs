@@ -1,6 +1,6 @@
 //! Where a step came from, and how its answer goes back. A transport turns
 //! what it read into an [`Origin`] and a `Step` (stdio: `mcp::handle`;
-//! HTTP: the pure `http::mcp_post`, which also gives the answer's
+//! HTTP: the pure `http::endpoint::mcp_post`, which also gives the answer's
 //! [`Framing`]); the reactor's one `apply` hands the step to its owner:
 //! the calls for a tool call or a cancellation, the task table for
 //! `tasks/*` and the job tools, the result store for `resources/*`, the

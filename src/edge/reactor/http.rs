@@ -4,7 +4,7 @@
 //! the pools, so a slow or idle client never delays anyone else. Each
 //! connection feeds its bytes to the pure `http::Parser`; a complete request
 //! goes through the checks (Host, Origin, CORS preflight, bearer token, path,
-//! method), then its JSON-RPC body through the pure `http::mcp_post`.
+//! method), then its JSON-RPC body through the pure `endpoint::mcp_post`.
 //! The head-only checks run as soon as a request's head is complete, before
 //! any byte of its body is taken, and a body is admitted only if it fits in
 //! the buffer budget shared by all connections (`http::Budget`, owned here:
@@ -20,11 +20,15 @@
 //! The endpoints are the entries of [`ROUTES`] (path, methods, guarded or
 //! open, handler); `http::admit` matches a request against it and runs the
 //! checks. The pieces: this file has the front (listener, sessions, budget,
-//! caps, routes); `conn` one connection's state and its small API; `pump`
-//! accepting, reading, parsing and writing; `reply` the answers to requests
-//! and their notifications; `requests` the routes and the `/mcp` endpoint;
-//! `health` the `/health` endpoint and the drain; `caps` the connection
-//! caps; `news` what the front is handed and what it leaves to the reactor.
+//! caps, routes) and a complete request's way to its handler, the `/mcp`
+//! endpoint here: `DELETE` of a legacy session, and a `POST`'s decisions
+//! taken by the pure `endpoint::mcp_post`, its step handed to the reactor's
+//! `apply` (a long body is checked in slices first, `calls::prepare`);
+//! `conn` one connection's state and its small API; `pump` accepting,
+//! reading, parsing and writing; `reply` the answers to requests and their
+//! notifications; `health` the `/health` endpoint and the drain; `caps` the
+//! connection caps; `news` what the front is handed and what it leaves to
+//! the reactor.
 
 use crate::edge::log;
 use crate::edge::proc::syscall;
@@ -36,14 +40,20 @@ use std::time::{Duration, Instant};
 use mio::net::TcpListener;
 use mio::{Interest, Poll, Registry, Token};
 
+use super::apply::Origin;
+use super::calls::Checked;
 use super::idhash::IdMap;
 use super::{StartError, LISTENER};
 use crate::edge::cli::{HttpConfig, Settings};
+use crate::edge::proc;
+use crate::protocol::http::endpoint;
 use crate::protocol::http::{
-    self, Budget, Gate, Notice, Notices, OriginPolicy, Route, SessionLimits, Sessions,
+    self, Answer, Budget, Gate, Headers, Notice, Notices, OriginPolicy, Post, Request, Route,
+    SessionLimits, Sessions,
 };
 use crate::protocol::instance::InstanceId;
-use crate::protocol::mcp::Catalog;
+use crate::protocol::jsonrpc;
+use crate::protocol::mcp::{self, Catalog};
 
 mod access;
 mod admission;
@@ -61,17 +71,18 @@ mod oauth;
 mod peers;
 mod pump;
 mod reply;
-mod requests;
 use caps::connection_cap;
 use conn::Conn;
 use conns::Conns;
+use news::{Cx, HttpNews};
+use oauth::{Guard, Parked};
 use peers::Peers;
 pub(super) use reply::{Content, Head};
 
 /// What serves an endpoint (see `HttpFront::serve_endpoint`).
 #[derive(Clone, Copy, Debug)]
 enum Handler {
-    /// The MCP endpoint (`requests`).
+    /// The MCP endpoint (`HttpFront::mcp`).
     Mcp,
     /// The Prometheus scrape (`metrics`).
     Metrics,
@@ -173,7 +184,7 @@ pub(super) struct HttpFront {
     /// The open access record of each connection's request (`obs`).
     access: IdMap<Token, super::obs::Access>,
     /// What its operations left to the reactor (`news`), in order.
-    news: Vec<news::HttpNews>,
+    news: Vec<HttpNews>,
 }
 
 /// What the checks of guarded requests take.
@@ -454,6 +465,234 @@ impl HttpFront {
                 modern: false,
                 listen: None,
             });
+        }
+    }
+}
+
+impl HttpFront {
+    /// Answers a complete request: the checks and the route table decide
+    /// which handler gets it, or the refusal. `may_fetch`: under OAuth, a
+    /// token whose key is not held may wait for the keys to be fetched.
+    pub(super) fn serve_request(
+        &mut self,
+        cx: &mut Cx,
+        token: Token,
+        mut req: Request,
+        may_fetch: bool,
+    ) {
+        let admitted = http::admit(ROUTES, &self.gate_for(&req.path), &req);
+        match admitted {
+            // A path with a token of its own is not OAuth's to judge.
+            Ok((route, cors)) if route.guarded && !self.own_gate(&req.path) => {
+                let handler = route.handler;
+                match self.oauth_guard(token, &mut req, &cors, may_fetch) {
+                    Guard::Pass => {
+                        self.access_open(token, &req, false);
+                        self.serve_endpoint(cx, handler, token, req, cors)
+                    }
+                    Guard::Refuse(a) => {
+                        self.access_open(token, &req, true);
+                        self.send(cx, token, a, None)
+                    }
+                    Guard::Parked { fetch: false } => {}
+                    Guard::Parked { fetch: true } => {
+                        let parked = self.start_fetch(cx.registry, cx.sources);
+                        self.serve_parked(cx, parked);
+                    }
+                }
+            }
+            Err(answer) => {
+                self.access_open(token, &req, true);
+                self.send(cx, token, answer, None)
+            }
+            // Only a guarded route's request proved the token.
+            Ok((route, cors)) => {
+                self.access_open(token, &req, !route.guarded);
+                self.serve_endpoint(cx, route.handler, token, req, cors)
+            }
+        }
+    }
+
+    /// Serves a request its route admitted, with the CORS headers `cors`:
+    /// `/mcp` here; the counts of `/metrics` and `/health` are the
+    /// reactor's (`HttpNews`).
+    fn serve_endpoint(
+        &mut self,
+        cx: &mut Cx,
+        handler: Handler,
+        token: Token,
+        req: Request,
+        cors: Headers,
+    ) {
+        let keep_alive = req.keep_alive;
+        match handler {
+            Handler::Mcp => self.mcp(cx, token, req, cors),
+            Handler::Metrics => self.news.push(HttpNews::Metrics {
+                token,
+                cors,
+                keep_alive,
+            }),
+            Handler::Health => self.news.push(HttpNews::Health { token, keep_alive }),
+            Handler::OAuthMetadata => {
+                let answer = self.oauth_metadata(cx.catalog, keep_alive);
+                self.send(cx, token, answer, None);
+            }
+        }
+    }
+
+    /// Answers the request on `token` with `answer` (a JSON body unless
+    /// `content_type` says otherwise).
+    pub(in crate::edge::reactor) fn send(
+        &mut self,
+        cx: &mut Cx,
+        token: Token,
+        answer: Answer,
+        content_type: Option<&str>,
+    ) {
+        let Answer {
+            status,
+            headers,
+            body,
+            keep_alive,
+        } = answer;
+        let head = Head {
+            status,
+            content_type: content_type.or((!body.is_empty()).then_some("application/json")),
+            headers: &headers,
+            keep_alive,
+        };
+        self.answer(cx, token, head, Content::Body(&body));
+    }
+
+    /// Judges again the requests that waited for the keys, now that their
+    /// fetch has ended (without another fetch).
+    pub(super) fn serve_parked(&mut self, cx: &mut Cx, parked: Parked) {
+        for (token, req) in parked {
+            let Some(conn) = self.conns.get_mut(&token) else {
+                continue;
+            };
+            conn.take_busy();
+            let before = self.news.len();
+            self.serve_request(cx, token, req, false);
+            if self.news.len() > before {
+                // The reactor has a part in it: the rest after.
+                self.news.push(HttpNews::Continue(token));
+                continue;
+            }
+            self.flush(cx, token);
+            self.pump(cx, token);
+        }
+    }
+
+    /// An event on the key fetch's socket (`oauth`).
+    pub(in crate::edge::reactor) fn keys_event(&mut self, cx: &mut Cx) {
+        let parked = self.jwks_event(cx.registry, cx.sources);
+        self.serve_parked(cx, parked);
+    }
+
+    /// The `/mcp` endpoint (`POST` or `DELETE`, checks passed).
+    fn mcp(&mut self, cx: &mut Cx, token: Token, req: Request, cors: Headers) {
+        match req.method.as_str() {
+            "DELETE" => self.mcp_delete(cx, token, &req, cors),
+            // A long body is checked in slices first (`calls::prepare`).
+            _ if req.body.len() > mcp::SLICE_ABOVE => {
+                // No later request of the connection is read meanwhile.
+                self.hold(token, req.keep_alive);
+                self.news.push(HttpNews::CheckBody { token, req, cors });
+            }
+            _ => self.mcp_post(cx, token, req, cors, None),
+        }
+    }
+
+    /// `DELETE` of a legacy session: the session goes here, its calls in
+    /// the reactor (`HttpNews::SessionEnded`), which then answers.
+    fn mcp_delete(&mut self, cx: &mut Cx, token: Token, req: &Request, cors: Headers) {
+        let owner = self.oauth_owner(token);
+        let now = Instant::now();
+        match endpoint::mcp_delete(&mut self.sessions, req, owner.as_deref(), &cors, now) {
+            Ok(session) => self.news.push(HttpNews::SessionEnded {
+                token,
+                session,
+                cors,
+                keep_alive: req.keep_alive,
+            }),
+            Err(a) => self.send(cx, token, a, None),
+        }
+    }
+
+    /// Handles a request whose body was checked in slices, on the
+    /// connection `hold` held; then the requests pipelined behind it.
+    pub(in crate::edge::reactor) fn post_checked(
+        &mut self,
+        cx: &mut Cx,
+        token: Token,
+        req: Request,
+        cors: Headers,
+        checked: &Checked,
+    ) {
+        if let Some(conn) = self.conns.get_mut(&token) {
+            conn.take_busy();
+        }
+        self.mcp_post(cx, token, req, cors, Some(checked));
+        self.news.push(HttpNews::Continue(token));
+    }
+
+    /// A `POST` to `/mcp`: its body decoded, its decisions taken by the
+    /// pure `endpoint::mcp_post`; its step goes to the reactor.
+    fn mcp_post(
+        &mut self,
+        cx: &mut Cx,
+        token: Token,
+        mut req: Request,
+        cors: Headers,
+        checked: Option<&Checked>,
+    ) {
+        // A `tools/call`'s arguments stay text: a remote call's packet is
+        // encoded from them directly, never from a tree; a plain one is
+        // read in place, in one walk (`decode_call`).
+        let body = match checked {
+            Some(c) => {
+                let (msg, arguments) =
+                    jsonrpc::decode_checked(&req.body, &c.verdict, c.span.clone(), &c.ends);
+                jsonrpc::Decoded::Message(msg, arguments)
+            }
+            None => jsonrpc::decode_call(&req.body),
+        };
+        match &body {
+            jsonrpc::Decoded::Call(call) => self.access_call(token, call),
+            jsonrpc::Decoded::Message(msg, _) => self.access_message(token, msg),
+        }
+        let creator = self.owner_of(token);
+        let oauth = self.oauth_owner(token).is_some();
+        // Session ids must not be guessable: without a random source, no
+        // session is made.
+        let mut random = || {
+            let mut bytes = [0u8; 16];
+            proc::fill_random(&mut bytes).map_err(|e| e.to_string())?;
+            Ok(bytes)
+        };
+        let state = http::PostState {
+            catalog: cx.catalog,
+            sessions: &mut self.sessions,
+            creator,
+            oauth,
+            now: Instant::now(),
+            random: &mut random,
+        };
+        match endpoint::mcp_post(state, &req, body, cors) {
+            Post::Answer(a) => self.send(cx, token, a, None),
+            Post::Apply(mut step, mut framing) => {
+                if let Some(notice) = framing.notice.take() {
+                    self.notice(Notice::SessionCap, || notice);
+                }
+                // A call's long arguments take the body they were read from.
+                step.hand_over(Some(&mut req.body), &[]);
+                let origin = Origin::Http {
+                    conn: token,
+                    framing,
+                };
+                self.news.push(HttpNews::Apply(origin, step));
+            }
         }
     }
 }

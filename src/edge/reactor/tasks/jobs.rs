@@ -5,7 +5,7 @@
 //! live in `protocol::mcp::jobs`; the task's life (its timer, settling,
 //! storage, expiry) is the one of every task (`tasks`). Over HTTP a modern
 //! job tool's call must mirror its job id in `Mcp-Param-Job-Id`
-//! (`http::mcp_post` checks it).
+//! (`http::endpoint::mcp_post` checks it).
 
 use std::rc::Rc;
 
