@@ -73,11 +73,11 @@ mod pump;
 mod reply;
 use caps::connection_cap;
 use conn::Conn;
+pub(super) use conn::{Content, Head};
 use conns::Conns;
 use news::{Cx, HttpNews};
 use oauth::{Guard, Parked};
 use peers::Peers;
-pub(super) use reply::{Content, Head};
 
 /// What serves an endpoint (see `HttpFront::serve_endpoint`).
 #[derive(Clone, Copy, Debug)]

@@ -5,6 +5,7 @@
 //! through the small API here (read, parse the next request, queue and
 //! flush output, timers) and decides what the requests mean.
 
+use std::borrow::Cow;
 use std::net::{IpAddr, Shutdown};
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
@@ -17,6 +18,35 @@ use super::{KEEP_ALIVE, KEEP_CAPACITY, LINGER, LINGER_BYTES, MAX_BUFFERED};
 use crate::edge::reactor::byteio::{read_until, Flushed, ReadEnd, Streamed, WriteQueue};
 use crate::protocol::http::{self, Framing, HttpError, Parser, Progress, Request};
 use crate::protocol::jsonrpc;
+use crate::protocol::mcp;
+use crate::protocol::mcp::call::Outgoing;
+use serde_json::Value as Json;
+
+/// The head of an answer: its status, content type, header fields and
+/// whether the connection stays open after it.
+pub(in crate::edge::reactor) struct Head<'a> {
+    pub(in crate::edge::reactor) status: u16,
+    pub(in crate::edge::reactor) content_type: Option<&'a str>,
+    pub(in crate::edge::reactor) headers: &'a [(String, String)],
+    pub(in crate::edge::reactor) keep_alive: bool,
+}
+
+/// What follows an answer's head.
+pub(in crate::edge::reactor) enum Content<'a> {
+    /// A body held whole.
+    Body(&'a [u8]),
+    /// A JSON-RPC message (or a call's response), serialized straight into
+    /// the connection's buffer, its length counted first: a large result is
+    /// not held a third time as an intermediate string.
+    Json(&'a Outgoing<'a>),
+    /// A body made from the store as the socket drains: its envelope
+    /// held, the stored texts in it escaped into the queue a slice at a
+    /// time (`byteio::Streamed`), so the answer is never held whole.
+    Streamed(Streamed),
+    /// No head: the end of the event stream already open, after its last
+    /// event (if any).
+    StreamEnd(Option<&'a Json>),
+}
 
 /// A request waiting for its tool call, or a long-lived subscription.
 pub(super) struct Busy {
@@ -444,6 +474,65 @@ impl Conn {
 
     pub(super) fn set_busy(&mut self, busy: Busy) {
         self.busy = Some(busy);
+    }
+
+    /// Queues an answer (a HEAD request gets the same head and no content;
+    /// see RFC 9110 section 9.3.2), closing after it unless `keep_alive`.
+    /// Its status, and what the access line reads of its body (a streamed
+    /// one's skeleton).
+    pub(super) fn queue_answer<'c>(
+        &mut self,
+        head: Head<'_>,
+        content: Content<'c>,
+    ) -> (u16, Option<Cow<'c, [u8]>>) {
+        let Head {
+            status,
+            content_type,
+            headers,
+            keep_alive,
+        } = head;
+        let refs = header_refs(headers);
+        let bare = self.is_head_request();
+        let mut sniff = None;
+        match content {
+            Content::Body(body) => {
+                if bare {
+                    let length = Some(body.len());
+                    http::write_head(self.out(), status, content_type, length, &refs, keep_alive);
+                } else {
+                    http::write_response(self.out(), status, content_type, &refs, body, keep_alive);
+                }
+                sniff = Some(Cow::Borrowed(body));
+            }
+            Content::Json(msg) => {
+                let length = Some(msg.length());
+                http::write_head(self.out(), status, content_type, length, &refs, keep_alive);
+                if !bare {
+                    msg.write(self.out());
+                }
+            }
+            Content::Streamed(streamed) => {
+                let length = Some(streamed.len());
+                http::write_head(self.out(), status, content_type, length, &refs, keep_alive);
+                // The access line reads the outcome from the message
+                // without its values (a small one).
+                sniff = Some(Cow::Owned(streamed.skeleton()));
+                if !bare {
+                    self.stream_out(streamed);
+                }
+            }
+            Content::StreamEnd(last) => {
+                if let Some(msg) = last {
+                    let text = mcp::structured::to_string(msg);
+                    http::write_sse_message(self.out(), &text);
+                }
+                http::write_last_chunk(self.out());
+            }
+        }
+        if !keep_alive {
+            self.close_after_write();
+        }
+        (status, sniff)
     }
 
     /// Holds this connection for the answer of a tool call framed so; an

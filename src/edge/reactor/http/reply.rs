@@ -3,15 +3,14 @@
 //! its stream), the notifications a streaming request carries, and pool log
 //! lines for the sessions that asked for them.
 
-use std::borrow::Cow;
 use std::time::Instant;
 
 use mio::Token;
 use serde_json::Value as Json;
 
+use super::conn::{Content, Head};
 use super::news::Cx;
 use super::{Conn, HttpFront};
-use crate::edge::reactor::byteio::Streamed;
 use crate::edge::reactor::Client;
 use crate::protocol::http::{self, Framing};
 use crate::protocol::jsonrpc::RequestId;
@@ -19,91 +18,15 @@ use crate::protocol::mcp;
 use crate::protocol::mcp::call::Outgoing;
 use crate::protocol::mcp::CallRequest;
 
-/// The head of an answer: its status, content type, header fields and
-/// whether the connection stays open after it.
-pub(in crate::edge::reactor) struct Head<'a> {
-    pub(in crate::edge::reactor) status: u16,
-    pub(in crate::edge::reactor) content_type: Option<&'a str>,
-    pub(in crate::edge::reactor) headers: &'a [(String, String)],
-    pub(in crate::edge::reactor) keep_alive: bool,
-}
-
-/// What follows an answer's head.
-pub(in crate::edge::reactor) enum Content<'a> {
-    /// A body held whole.
-    Body(&'a [u8]),
-    /// A JSON-RPC message (or a call's response), serialized straight into
-    /// the connection's buffer, its length counted first: a large result is
-    /// not held a third time as an intermediate string.
-    Json(&'a Outgoing<'a>),
-    /// A body made from the store as the socket drains: its envelope
-    /// held, the stored texts in it escaped into the queue a slice at a
-    /// time (`byteio::Streamed`), so the answer is never held whole.
-    Streamed(Streamed),
-    /// No head: the end of the event stream already open, after its last
-    /// event (if any).
-    StreamEnd(Option<&'a Json>),
-}
-
 impl HttpFront {
-    /// Queues an answer on connection `token` (a HEAD request gets the
-    /// same head and no content; see RFC 9110 section 9.3.2), closing it
-    /// after the answer unless `keep_alive`, and ends the request's access
-    /// record. Whether the connection is open (then the caller flushes).
+    /// Queues an answer on connection `token` (`Conn::queue_answer`) and
+    /// ends the request's access record. Whether the connection is open
+    /// (then the caller flushes).
     fn queue_answer(&mut self, token: Token, head: Head<'_>, content: Content<'_>) -> bool {
         let Some(conn) = self.conns.get_mut(&token) else {
             return false;
         };
-        let Head {
-            status,
-            content_type,
-            headers,
-            keep_alive,
-        } = head;
-        let refs: Vec<(&str, &str)> = headers
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        let bare = conn.is_head_request();
-        let mut sniff = None;
-        match content {
-            Content::Body(body) => {
-                if bare {
-                    let length = Some(body.len());
-                    http::write_head(conn.out(), status, content_type, length, &refs, keep_alive);
-                } else {
-                    http::write_response(conn.out(), status, content_type, &refs, body, keep_alive);
-                }
-                sniff = Some(Cow::Borrowed(body));
-            }
-            Content::Json(msg) => {
-                let length = Some(msg.length());
-                http::write_head(conn.out(), status, content_type, length, &refs, keep_alive);
-                if !bare {
-                    msg.write(conn.out());
-                }
-            }
-            Content::Streamed(streamed) => {
-                let length = Some(streamed.len());
-                http::write_head(conn.out(), status, content_type, length, &refs, keep_alive);
-                // The access line reads the outcome from the message
-                // without its values (a small one).
-                sniff = Some(Cow::Owned(streamed.skeleton()));
-                if !bare {
-                    conn.stream_out(streamed);
-                }
-            }
-            Content::StreamEnd(last) => {
-                if let Some(msg) = last {
-                    let text = mcp::structured::to_string(msg);
-                    http::write_sse_message(conn.out(), &text);
-                }
-                http::write_last_chunk(conn.out());
-            }
-        }
-        if !keep_alive {
-            conn.close_after_write();
-        }
+        let (status, sniff) = conn.queue_answer(head, content);
         self.access_end(token, status, sniff.as_deref());
         true
     }
