@@ -469,7 +469,7 @@ impl Reactor {
                 }
             }
             Step::Task(request) => {
-                let owner = origin.owner(self.http.as_ref());
+                let owner = owner_of(&origin, self.http.as_ref());
                 // Over HTTP a long result is written from the task as the
                 // client reads (`Task::apart`), not copied into its queue.
                 let http = matches!(origin, Origin::Http { .. });
@@ -491,7 +491,7 @@ impl Reactor {
                 self.reply_to(&origin, &reply, Framing::task_status);
             }
             Step::Resource(request) => {
-                let owner = origin.owner(self.http.as_ref());
+                let owner = owner_of(&origin, self.http.as_ref());
                 match origin {
                     Origin::Stdio => {
                         let reply = self
@@ -529,7 +529,7 @@ impl Reactor {
                 }
             }
             Step::Listen(mut listen) => {
-                let owner = origin.owner(self.http.as_ref());
+                let owner = owner_of(&origin, self.http.as_ref());
                 self.tasks.agreed_ids(&mut listen, &owner);
                 let ack = mcp::subscriptions::acknowledgement(&listen);
                 let client = origin.client();
@@ -685,6 +685,16 @@ fn wait(
             return Ok(());
         }
         timeout = until.map(|t| t.saturating_duration_since(Instant::now()));
+    }
+}
+
+/// The owner of what a step from `origin` leaves behind (calls, tasks,
+/// results): nobody's in particular on stdio, `HttpFront::call_owner` over
+/// HTTP.
+fn owner_of(origin: &Origin, front: Option<&HttpFront>) -> String {
+    match (origin, front) {
+        (Origin::Http { conn, framing }, Some(front)) => front.call_owner(*conn, &framing.session),
+        _ => String::new(),
     }
 }
 

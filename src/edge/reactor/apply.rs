@@ -10,7 +10,6 @@ use mio::Token;
 use serde_json::Value as Json;
 
 use super::calls::Cancel;
-use super::http::HttpFront;
 use super::{Client, Reactor};
 use crate::protocol::http::Framing;
 use crate::protocol::jsonrpc::RequestId;
@@ -27,17 +26,6 @@ pub(super) enum Origin {
 }
 
 impl Origin {
-    /// The owner of what the step leaves behind (calls, tasks, results):
-    /// nobody's in particular on stdio, `HttpFront::call_owner` over HTTP.
-    pub(super) fn owner(&self, front: Option<&HttpFront>) -> String {
-        match (self, front) {
-            (Origin::Http { conn, framing }, Some(front)) => {
-                front.call_owner(*conn, &framing.session)
-            }
-            _ => String::new(),
-        }
-    }
-
     /// The client waiting for the step's answer.
     pub(super) fn client(&self) -> Client {
         match self {
