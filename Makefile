@@ -86,6 +86,7 @@ bench: build ## Benchmarks; results go to bench/RESULTS.md (HTTP load and soak: 
 	$(PYTHON) bench/latency.py target/release/morloc-mcp
 	$(PYTHON) bench/args_memory.py target/release/morloc-mcp
 	$(PYTHON) bench/health_under_bodies.py target/release/morloc-mcp
+	$(PYTHON) bench/health_under_result_files.py target/release/morloc-mcp
 	$(PYTHON) bench/queue_bench.py target/release/morloc-mcp
 	$(PYTHON) bench/hostile_bench.py target/release/morloc-mcp
 	$(PYTHON) bench/http_bench.py target/release/morloc-mcp --tool addOne

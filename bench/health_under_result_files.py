@@ -189,6 +189,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("binary")
     parser.add_argument("--before", help="an older binary to measure the same way")
+    parser.add_argument("--before-label", default="before", help="what the older binary is (its commit)")
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--chars", type=int, default=64 << 20)
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "RESULTS.md"))
@@ -200,26 +201,26 @@ def main(argv: list[str]) -> int:
     def big_ok(reply: bytes) -> bool:
         return len(reply) > args.chars and exact in reply[:200]
 
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
     results = []
     with tempfile.TemporaryDirectory() as directory:
         path = manifest(directory)
         if args.before:
-            results.append(("before: FILE result read whole", measure(args.before, path, args.rounds, big, big_ok)))
+            results.append((f"{args.before_label}: FILE result read whole", measure(args.before, path, args.rounds, big, big_ok)))
             print(row(*results[-1]), flush=True)
-        results.append(("this build: FILE result in slices", measure(args.binary, path, args.rounds, big, big_ok)))
+        results.append((f"this build ({commit}): FILE result in slices", measure(args.binary, path, args.rounds, big, big_ok)))
         print(row(*results[-1]), flush=True)
         text = os.path.join(directory, "big.txt")
         with open(text, "wb") as f:
             f.write(b"y" * args.chars)
         load = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
             "name": "loadHash", "arguments": {"_1": text}}}).encode()
-        results.append(("this build: `@load` of a pure command", measure(
+        results.append((f"this build ({commit}): `@load` of a pure command", measure(
             args.binary, path, args.rounds, load, lambda r: b'"isError":false' in r)))
         print(row(*results[-1]), flush=True)
         read_ms = read_cost(text, args.chars)
         print(f"one read of the {args.chars:,}-byte file: {read_ms:.1f} ms", flush=True)
-    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
     loadavg = " ".join(open("/proc/loadavg", encoding="ascii").read().split()[:3])
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     lines = [BEGIN, "", "## `/health` while large result files are read (`bench/health_under_result_files.py`)", "",
