@@ -384,6 +384,20 @@ fn reply_value(
         }
         .map_err(|e| decode_failed(&e))
     };
+    let msgpack_text = |value: &Value| {
+        let mut text = String::new();
+        let rendered = match layout {
+            Some(layout) => value::to_json_with(layout, value, &mut text),
+            None => value::to_json(schema, value, &mut text),
+        };
+        match rendered {
+            Ok(()) => Replied::Text(results::TextResult::new(cmd, text)),
+            Err(e) => Replied::Json(results::error_result(&format!(
+                "cannot render the result of '{}': {e}",
+                cmd.name
+            ))),
+        }
+    };
     if results::result_is_json_text(cmd) {
         // Straight from the reply bytes (or shared memory) to the JSON
         // text: no decoded value in between.
@@ -398,14 +412,11 @@ fn reply_value(
                 Some(layout) => voidstar::to_json_with(layout, mem, relptr, &mut text),
                 None => voidstar::to_json(schema, mem, relptr, &mut text),
             },
-            Reply::Msgpack(data) => {
-                let value = from_msgpack(data)?;
-                return Ok(Replied::Json(success(program, command, &value)));
-            }
-            Reply::File(path) => {
-                let value = from_msgpack(&take_file(&path)?)?;
-                return Ok(Replied::Json(success(program, command, &value)));
-            }
+            // A msgpack value is decoded first, then rendered to the text
+            // kept as the answer (as `success` renders it, without its JSON
+            // tree and a second escaping of the text).
+            Reply::Msgpack(data) => return Ok(msgpack_text(&from_msgpack(data)?)),
+            Reply::File(path) => return Ok(msgpack_text(&from_msgpack(&take_file(&path)?)?)),
         };
         rendered.map_err(|e| decode_failed(&e))?;
         return Ok(Replied::Text(results::TextResult::new(cmd, text)));
