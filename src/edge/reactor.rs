@@ -453,13 +453,13 @@ impl Reactor {
                 self.cancel_request(&origin, &id);
                 self.accepted(&origin);
             }
-            // A tool call on its way to its pool: its transport admits it
-            // (over HTTP: its tool's scopes, its connection still open).
-            Step::Call(mut step) => {
+            // A tool call on its way to its pool (admitted by its transport):
+            // over HTTP its connection is held for the answer, if still open.
+            Step::Call(step) => {
                 let client = match (origin, self.lend_http()) {
                     (Origin::Stdio, _) => Some(Client::Stdio),
                     (Origin::Http { conn, framing }, Some((front, mut cx))) => {
-                        front.open_call(&mut cx, conn, framing, &mut step)
+                        front.open_call(&mut cx, conn, framing)
                     }
                     (Origin::Http { .. }, None) => None,
                 };

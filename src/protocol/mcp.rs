@@ -105,6 +105,14 @@ pub struct CallRequest {
 }
 
 impl Step {
+    /// The tool call this step carries, if it is one.
+    pub fn call_mut(&mut self) -> Option<&mut CallRequest> {
+        match self {
+            Step::Call(request) => Some(request),
+            _ => None,
+        }
+    }
+
     /// Gives a call's [`PacketJob`] the text its arguments were borrowed
     /// from: `body` itself when the caller can give it up (no copy), else a
     /// copy of the arguments out of `borrowed`.

@@ -687,6 +687,19 @@ impl HttpFront {
                 }
                 // A call's long arguments take the body they were read from.
                 step.hand_over(Some(&mut req.body), &[]);
+                if let Some(call) = step.call_mut() {
+                    // A tool call is admitted here: refused with a `403`
+                    // when its tool needs scopes the request's token lacks,
+                    // else it gets its owner (`call_owner`).
+                    let (cors, keep_alive) = (&framing.headers, framing.keep_alive);
+                    let catalog = cx.catalog;
+                    if let Some(refusal) =
+                        self.oauth_tool_refusal(catalog, token, call, cors, keep_alive)
+                    {
+                        return self.send(cx, token, refusal, None);
+                    }
+                    call.owner = self.call_owner(token, &framing.session);
+                }
                 let origin = Origin::Http {
                     conn: token,
                     framing,

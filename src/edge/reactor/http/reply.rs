@@ -16,7 +16,6 @@ use crate::protocol::http::{self, Framing};
 use crate::protocol::jsonrpc::RequestId;
 use crate::protocol::mcp;
 use crate::protocol::mcp::call::Outgoing;
-use crate::protocol::mcp::CallRequest;
 
 impl HttpFront {
     /// Queues an answer on connection `token` (`Conn::queue_answer`) and
@@ -176,24 +175,16 @@ impl HttpFront {
         self.flush(cx, token);
     }
 
-    /// Admits tool call `call` on connection `token`: refused with a `403`
-    /// when its tool needs scopes the request's token lacks; else it gets
-    /// its owner (`call_owner`), the connection is held for its answer
-    /// (framed so) and what is queued is written. The client the answer
-    /// goes to; `None` if refused or the connection went away.
+    /// Holds connection `token` for the answer of the tool call its
+    /// request made (admitted by `HttpFront::mcp_post`), framed so, and
+    /// writes what is queued. The client the answer goes to; `None` if the
+    /// connection went away.
     pub(in crate::edge::reactor) fn open_call(
         &mut self,
         cx: &mut Cx,
         token: Token,
         framing: Framing,
-        call: &mut CallRequest,
     ) -> Option<Client> {
-        let (cors, keep_alive) = (&framing.headers, framing.keep_alive);
-        if let Some(refusal) = self.oauth_tool_refusal(cx.catalog, token, call, cors, keep_alive) {
-            self.send(cx, token, refusal, None);
-            return None;
-        }
-        call.owner = self.call_owner(token, &framing.session);
         let session = framing.session.clone();
         self.conns.get_mut(&token)?.open_call(framing);
         self.flush(cx, token);
