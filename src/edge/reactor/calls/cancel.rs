@@ -77,8 +77,9 @@ impl Calls {
     /// that runs on a pool process is abandoned (see `Call::abandoned`): a
     /// pool does not stop a job when its connection closes, so keeping the
     /// connection costs nothing and keeps the process's busy count true.
-    /// True for one that has not reached a pool: it just goes
-    /// (`Reactor::take_call`).
+    /// True for one that has not reached a pool, or whose pool has answered
+    /// and whose result file is being read (its file goes with it): it just
+    /// goes (`Reactor::take_call`).
     fn abandon(&mut self, id: CallId, catalog: &Catalog) -> bool {
         let Some(call) = self.get_mut(&id) else {
             return false;
