@@ -1,14 +1,13 @@
 //! Access lines, log levels and formats, W3C trace context, and the
 //! `/metrics` token: what an operator reads on stderr after known requests.
 
-use std::net::{TcpListener, TcpStream};
-
 use serde_json::{json, Value};
 
 use crate::support::http::{
     post_request, simple_request, tool_call, write_manifest, Client, Server,
 };
 use crate::support::proc::{cmd, Proc, TempDir};
+use crate::support::procfs;
 use crate::support::stdio::{Program, Server as Stdio};
 use crate::support::time::wait_until;
 use crate::support::TIMEOUT;
@@ -247,19 +246,13 @@ fn text_access_lines_keep_their_field_order_and_a_refusal_gets_one_too() {
 #[test]
 fn levels_filter_what_is_written() {
     // Over HTTP, warn hides the access lines (info) and the banner: the
-    // server is found on a port picked here.
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // server is found by its listening socket.
     let dir = TempDir::new();
     let manifest = write_manifest(&dir, "manifest.json", "main", |_| {});
-    let port = port.to_string();
     let args = [
         manifest.to_str().unwrap(),
         "--http-port",
-        &port,
+        "0",
         "--plain-tool-names",
     ];
     let warn = ["mcp"]
@@ -268,8 +261,7 @@ fn levels_filter_what_is_written() {
         .chain(["--log-level", "warn"]);
     let quiet = Proc::spawn(&mut cmd(warn));
     let addr = wait_until("the server to listen", || {
-        let addr = format!("127.0.0.1:{port}").parse().unwrap();
-        TcpStream::connect(addr).ok().map(|_| addr)
+        procfs::tcp_listening(quiet.pid() as i32)
     });
     let mut client = Client::connect(addr);
     let sid = client.initialize();

@@ -136,3 +136,40 @@ pub fn status(pid: u32, field: &str) -> u64 {
         .and_then(|v| v.split_whitespace().next()?.parse().ok());
     kib.unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status: {text}")) * 1024
 }
+
+/// The address a process listens on over TCP (IPv4), from its socket
+/// descriptors and `/proc/net/tcp`; `None` until it listens. For a server
+/// on `--http-port 0` that does not say where it listens (its banner
+/// filtered out): a port picked by the test and given to the server could
+/// be taken meanwhile by any other socket of the machine.
+pub fn tcp_listening(pid: i32) -> Option<std::net::SocketAddr> {
+    let inodes: Vec<String> = fs::read_dir(format!("/proc/{pid}/fd"))
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let target = fs::read_link(e.path()).ok()?;
+            let target = target.to_str()?;
+            Some(
+                target
+                    .strip_prefix("socket:[")?
+                    .strip_suffix(']')?
+                    .to_string(),
+            )
+        })
+        .collect();
+    let table = fs::read_to_string(format!("/proc/{pid}/net/tcp")).ok()?;
+    table.lines().skip(1).find_map(|line| {
+        // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let (local, state, inode) = (fields.get(1)?, fields.get(3)?, fields.get(9)?);
+        if *state != "0A" || !inodes.iter().any(|i| i == inode) {
+            return None;
+        }
+        let (ip, port) = local.split_once(':')?;
+        let ip = u32::from_str_radix(ip, 16).ok()?;
+        let port = u16::from_str_radix(port, 16).ok()?;
+        // The address's bytes in network order, printed as a native word.
+        let ip = std::net::Ipv4Addr::from(ip.to_ne_bytes());
+        Some(std::net::SocketAddr::from((ip, port)))
+    })
+}
