@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -86,10 +86,13 @@ impl TempDir {
         path
     }
 
-    /// Writes an executable file.
+    /// Writes an executable file. No child is forked meanwhile (see
+    /// [`FORKING`]), so none holds the file open for writing when something
+    /// executes it.
     #[track_caller]
     pub fn write_executable(&self, relative: &str, contents: impl AsRef<[u8]>) -> PathBuf {
         use std::os::unix::fs::PermissionsExt;
+        let _no_fork = FORKING.write().unwrap_or_else(PoisonError::into_inner);
         let path = self.write(relative, contents);
         fs::set_permissions(&path, fs::Permissions::from_mode(0o755))
             .unwrap_or_else(|e| panic!("cannot chmod {}: {e}", path.display()));
@@ -138,6 +141,14 @@ impl Output {
         self.stderr.lines().collect()
     }
 }
+
+/// Held shared while a child is forked and until it has exec'd (which
+/// closes the descriptors it inherited from every thread of the tests), and
+/// exclusively while a file to be executed is written: a child forked while
+/// the writing descriptor is open holds it until its exec, and executing
+/// the file meanwhile (the server starting a pool script, `make` running a
+/// stand-in tool) fails with ETXTBSY.
+static FORKING: RwLock<()> = RwLock::new(());
 
 /// A command running the binary under test.
 pub fn cmd<I, S>(args: I) -> Command
@@ -215,20 +226,23 @@ impl Proc {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        // A script a test has just written can be "busy" (ETXTBSY) for a
-        // moment: a child that another test thread forks inherits the
-        // writing descriptor until its exec closes it. Retry briefly.
-        let mut attempts = 0;
+        // A script a test has just written is not held open by a child
+        // forked here ([`FORKING`]), but a child forked elsewhere (the tidy
+        // checks run `git`) may hold its writing descriptor until its exec:
+        // "busy" (ETXTBSY) for a moment. Retry until that has surely passed.
+        let deadline = Instant::now() + TIMEOUT;
+        let forking = FORKING.read().unwrap_or_else(PoisonError::into_inner);
         let mut child = loop {
             match command.spawn() {
                 Ok(child) => break child,
-                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && attempts < 100 => {
-                    attempts += 1;
+                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && Instant::now() < deadline => {
                     thread::sleep(Duration::from_millis(10));
                 }
                 Err(e) => panic!("cannot spawn {command:?}: {e}"),
             }
         };
+        // `spawn` returns once the child has exec'd.
+        drop(forking);
         let stdin = child.stdin.take();
         let (line_tx, stdout) = mpsc::channel();
         if let Some(out) = child.stdout.take() {
