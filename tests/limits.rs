@@ -13,7 +13,7 @@ use crate::support::http::{
     post_request, request, simple_request, tool_call, write_manifest, Client, Server,
 };
 use crate::support::procfs;
-use crate::util::{assert_big_text, cmd, wait_for, Proc, TempDir};
+use crate::util::{assert_big_text, cmd, wait_for, Proc, TempDir, TIMEOUT};
 
 /// A tools file just over the cap: valid JSON, so only its size refuses it.
 fn oversized_tools_file() -> String {
@@ -43,7 +43,7 @@ fn a_tools_file_past_its_cap_is_refused_at_start_naming_it() {
         tools.clone().into_os_string(),
     ]));
     assert!(!proc.wait(Duration::from_secs(30)).success());
-    let stderr = proc.stderr_text(Duration::from_secs(10));
+    let stderr = proc.stderr_text(TIMEOUT);
     let named = format!("cannot read tools file '{}'", tools.display());
     assert!(stderr.contains(&named), "{stderr}");
     assert!(

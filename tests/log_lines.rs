@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use crate::support::http::{initialize_message, post_request, Client, Server};
 use crate::support::oauth::{jwks, mint, Issuer, FUTURE, PAST};
-use crate::util::{wait_for, TempDir};
+use crate::util::{wait_for, TempDir, TIMEOUT};
 
 /// What an attacker puts in a string the server logs: a line break, a
 /// forged line, a terminal escape (ESC and C1 CSI), a bell.
@@ -87,7 +87,7 @@ fn post(server: &Server, token: &str, body: &Value) -> crate::support::http::Res
 fn stop(mut server: Server) -> String {
     server.proc.signal(libc::SIGTERM);
     server.proc.wait_keeping_stdin(Duration::from_secs(30));
-    server.proc.stderr_text(Duration::from_secs(10))
+    server.proc.stderr_text(TIMEOUT)
 }
 
 /// OAuth, HTTP and a tools file: a subject with control characters fills
@@ -219,7 +219,7 @@ fn a_tools_file_refused_at_start_up_is_one_escaped_line() {
         ]));
         let status = proc.wait(Duration::from_secs(30));
         assert!(!status.success());
-        let stderr = proc.stderr_text(Duration::from_secs(10));
+        let stderr = proc.stderr_text(TIMEOUT);
         assert_clean(&stderr, format == "json");
         let said = messages(&stderr, format == "json");
         assert!(

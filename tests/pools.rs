@@ -517,7 +517,7 @@ fn long_calls_with_a_progress_token_get_heartbeats() {
 /// calls are closed and the pools' spare sockets made.
 fn settled_fd_count(s: &mut Server) -> usize {
     let id = s.request("ping", json!({}));
-    s.response(id, Duration::from_secs(10));
+    s.response(id, TIMEOUT);
     procfs::fd_count(s.pid())
 }
 
