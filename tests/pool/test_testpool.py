@@ -838,7 +838,7 @@ class TestHold(PoolCase):
             worker.start()
             self.assertFalse(done.wait(0.2), "returned while held")
             Path(release).write_text("")
-            self.assertTrue(done.wait(10), "not released")
+            self.assertTrue(done.wait(WAIT), "not released")
             worker.join()
             # Released: later calls return at once.
             self.reply(pool, call(19, int_arg(0)))
@@ -873,7 +873,8 @@ class _Thread:
         with self.cond:
             self.todo.append((fn, box))
             self.cond.notify_all()
-            self.cond.wait_for(lambda: bool(box), timeout=10)
+            if not self.cond.wait_for(lambda: bool(box), timeout=WAIT):
+                raise AssertionError(f"the thread did not finish within {WAIT:.0f} s")
         kind, value = box[0]
         if kind == "err":
             raise value
@@ -1016,7 +1017,9 @@ class TestCppProcess(unittest.TestCase):
         connection while its reply's last byte is held back; returns the
         block's reference count once the reply is complete, and the second
         reply."""
-        p = PoolProcess({"TESTPOOL_WORKERS": "cpp", "TESTPOOL_RACE_MS": "10000"})
+        # The second connection must come while the reply is held back: the
+        # hold lasts as long as any wait here, and ends when it comes.
+        p = PoolProcess({"TESTPOOL_WORKERS": "cpp", "TESTPOOL_RACE_MS": str(int(WAIT * 1000))})
         try:
             p.wait_ready()
             first = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
