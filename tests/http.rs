@@ -544,17 +544,33 @@ fn unknown_paths_and_sessions_get_404() {
 
 #[test]
 fn idle_sessions_expire() {
+    let ttl = Duration::from_secs(2);
     let server = Server::start(&["--session-ttl", "2"]);
     let (mut client, sid) = server.session();
-    let idle_since = Stopwatch::start();
-    let (mut busy, busy_sid) = server.session();
-    // Use keeps a session alive past its ttl...
+    // Use keeps a session alive past its ttl: pinged every 200 ms, it
+    // lives on. Only a gap the test can prove shorter than the ttl (from
+    // sending one ping to the answer to the next: the server saw the two
+    // within it) must keep it; a loaded machine may stall the client
+    // longer, and then the session may go and a new one starts the run.
     let mut id = 0;
-    while idle_since.read() < Duration::from_secs(3) {
-        pace(Duration::from_millis(200));
-        busy.post(Some(&busy_sid), &request(id, "ping")).expect(200);
-        id += 1;
-    }
+    wait_until("a session in use outliving its ttl", || {
+        let mut last_sent = Stopwatch::start();
+        let (mut busy, busy_sid) = server.session();
+        let alive = Stopwatch::start();
+        while alive.read() < ttl + Duration::from_secs(1) {
+            pace(Duration::from_millis(200));
+            let sent = Stopwatch::start();
+            id += 1;
+            let reply = busy.post(Some(&busy_sid), &request(id, "ping"));
+            let gap = last_sent.read();
+            last_sent = sent;
+            if reply.status == 404 && gap >= ttl {
+                return None;
+            }
+            reply.expect(200);
+        }
+        Some(())
+    });
     // ...while an unused one is gone after it.
     let reply = client.post(Some(&sid), &request(10, "ping")).expect(404);
     assert_eq!(
