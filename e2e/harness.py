@@ -217,11 +217,11 @@ class HttpServer:
         else:
             self.proc.terminate()
             try:
-                self.proc.wait(10)
+                self.proc.wait(60)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-                note = "the server did not stop within 10 s of SIGTERM"
+                note = "the server did not stop within 60 s of SIGTERM"
         return note
 
 

@@ -69,6 +69,10 @@ GOLDEN = os.path.join(HERE, "..", "data", "real")
 
 # Every wait for a reply is bounded, so a hang fails the check instead of CI.
 CALL_TIMEOUT = 180.0
+# How long a wait for anything that is not itself the subject of a check (an
+# exit, a restart, a worker getting busy) may take: only a hang waits it out,
+# and a loaded machine only makes things slower.
+HANG = 60.0
 # Batches of 32 concurrent calls per concurrency check.
 CONCURRENT_ROUNDS = 3
 SHM_DIR = "/dev/shm"
@@ -224,7 +228,7 @@ class Server:
         expect("result" in reply, "%s: JSON-RPC error %s" % (name, short(reply)))
         return reply["result"]
 
-    def spans_since(self, mark, command, n, timeout=30.0):
+    def spans_since(self, mark, command, n, timeout=HANG):
         """The processes (`py`, `py#2`, ...) that ran the first n calls of
         `command` whose span lines (--log-level debug) came after stderr
         line `mark`; waits for them, as stderr is read apart from stdout."""
@@ -275,14 +279,14 @@ class Server:
         except OSError:
             pass
         try:
-            return self.proc.wait(timeout=15)
+            return self.proc.wait(timeout=HANG)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-            raise CheckFailed("server did not exit within 15 s of stdin EOF")
+            raise CheckFailed("server did not exit within %.0f s of stdin EOF" % HANG)
         finally:
-            self.reader.join(timeout=15)
-            self.err_reader.join(timeout=15)
+            self.reader.join(timeout=HANG)
+            self.err_reader.join(timeout=HANG)
             # At once: a later server's start-up removes what dead runs left.
             self.leftovers = self.left_behind()
 
@@ -291,14 +295,14 @@ class Server:
         self.record_pools()
         self.proc.send_signal(signum)
         try:
-            return self.proc.wait(timeout=15)
+            return self.proc.wait(timeout=HANG)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-            raise CheckFailed("server did not exit within 15 s of signal %d" % signum)
+            raise CheckFailed("server did not exit within %.0f s of signal %d" % (HANG, signum))
         finally:
-            self.reader.join(timeout=15)
-            self.err_reader.join(timeout=15)
+            self.reader.join(timeout=HANG)
+            self.err_reader.join(timeout=HANG)
             self.leftovers = self.left_behind()
 
     def left_behind(self):
@@ -581,7 +585,7 @@ def tree_ticks(pid):
     return own + sum(cpu_ticks(child) for child, ppid in process_table() if ppid == pid)
 
 
-def busy_worker(pool, timeout=20.0):
+def busy_worker(pool, timeout=HANG):
     """The child of `pool` that is burning CPU (the worker running the
     call), once it has run for a few ticks."""
     deadline = time.monotonic() + timeout
@@ -1416,7 +1420,7 @@ class Suite:
             refused = [line for line in server.stderr_lines if "refused a connection" in line]
         expect(not refused, "a call was sent to the killed process: %s" % short(" | ".join(refused)))
 
-    def restarted(self, server, socket, old, timeout=15.0):
+    def restarted(self, server, socket, old, timeout=HANG):
         """The new pid on socket once the process killed as old is back."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -1909,7 +1913,7 @@ class Suite:
                 for i, rid in enumerate(ids):
                     reply = server.wait(rid)
                     expect_value(reply.get("result", {}), i + 1, "%s %d" % (tool, i))
-                deadline = time.monotonic() + 5
+                deadline = time.monotonic() + HANG
                 while time.monotonic() < deadline:
                     with server.lock:
                         logged = [n for n in server.notifications if n.get("method") == "notifications/message"]
