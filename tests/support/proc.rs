@@ -226,6 +226,21 @@ impl Proc {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        // A test process that is killed (a CI timeout, ^C) runs no `Drop`:
+        // its children get SIGTERM then, as a client's stop would send,
+        // rather than serve on (an HTTP server has no stdin to end it) beside
+        // the next stage. The signal comes when the forking thread ends; a
+        // test's thread outlives the processes it starts (they stop on drop).
+        // SAFETY: prctl takes plain integers and is async-signal-safe; the
+        // closure runs in the child between fork and exec.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(command, || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
         // A script a test has just written is not held open by a child
         // forked here ([`FORKING`]), but a child forked elsewhere (the tidy
         // checks run `git`) may hold its writing descriptor until its exec:
