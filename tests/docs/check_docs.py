@@ -495,5 +495,13 @@ def main(argv: list[str]) -> int:
     return check_blocks(binary, argv[2:])
 
 
+def _stopped(signum: int, _frame) -> None:
+    # Unwind, so that each section's `finally` stops the servers its shell
+    # started (their own process group) instead of leaving them serving.
+    raise SystemExit(128 + signum)
+
+
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _stopped)
+    signal.signal(signal.SIGHUP, _stopped)
     sys.exit(main(sys.argv))
