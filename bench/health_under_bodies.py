@@ -68,26 +68,28 @@ def start(binary: str, manifest_path: str) -> tuple[subprocess.Popen, int]:
 
 
 def read_response(sock: socket.socket) -> tuple[int, dict[str, str], bytes]:
-    data = b""
+    """One response with a Content-Length body, read into one growing
+    buffer (64 MB bodies)."""
+    data = bytearray()
     while b"\r\n\r\n" not in data:
-        chunk = sock.recv(65536)
+        chunk = sock.recv(1 << 20)
         if not chunk:
-            raise RuntimeError(f"closed before a head: {data[:200]!r}")
+            raise RuntimeError(f"closed before a head: {bytes(data[:200])!r}")
         data += chunk
-    head, rest = data.split(b"\r\n\r\n", 1)
-    lines = head.decode("latin-1").split("\r\n")
-    code = int(lines[0].split()[1])
+    end = data.index(b"\r\n\r\n")
+    lines = data[:end].decode("latin-1").split("\r\n")
     headers = {}
     for line in lines[1:]:
         name, _, value = line.partition(":")
         headers[name.strip().lower()] = value.strip()
     length = int(headers.get("content-length", "0"))
-    while len(rest) < length:
-        chunk = sock.recv(65536)
+    body = data[end + 4:]
+    while len(body) < length:
+        chunk = sock.recv(1 << 20)
         if not chunk:
             raise RuntimeError("closed mid-body")
-        rest += chunk
-    return code, headers, rest[:length]
+        body += chunk
+    return int(lines[0].split()[1]), headers, bytes(body[:length])
 
 
 def post(sock: socket.socket, port: int, body: bytes, session: str | None) -> tuple[int, dict, bytes]:
@@ -99,17 +101,23 @@ def post(sock: socket.socket, port: int, body: bytes, session: str | None) -> tu
     return read_response(sock)
 
 
+def open_session(port: int, name: str, timeout: float) -> tuple[socket.socket, str]:
+    """A connection with an initialized 2025-06-18 session on it."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": name, "version": "1"}}}).encode()
+    code, headers, _ = post(sock, port, init, None)
+    session = headers.get("mcp-session-id")
+    if code != 200 or not session:
+        raise RuntimeError(f"initialize: {code}")
+    post(sock, port, b'{"jsonrpc":"2.0","method":"notifications/initialized"}', session)
+    return sock, session
+
+
 def sender(port: int, body: bytes, rounds: int, errors: list[str]) -> None:
     try:
-        sock = socket.create_connection(("127.0.0.1", port), timeout=120)
-        init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "health-bodies", "version": "1"}}}).encode()
-        code, headers, _ = post(sock, port, init, None)
-        session = headers.get("mcp-session-id")
-        if code != 200 or not session:
-            raise RuntimeError(f"initialize: {code}")
-        post(sock, port, b'{"jsonrpc":"2.0","method":"notifications/initialized"}', session)
+        sock, session = open_session(port, "health-bodies", 120)
         for _ in range(rounds):
             code, _, reply = post(sock, port, body, session)
             result = json.loads(reply).get("result", {})
@@ -120,9 +128,11 @@ def sender(port: int, body: bytes, rounds: int, errors: list[str]) -> None:
         errors.append(str(e))
 
 
-def probe(port: int) -> float:
+def probe(port: int, source: str = "127.0.0.1") -> float:
+    """`GET /health` on a new connection from address `source`, timed from
+    connect to the whole answer."""
     start = time.perf_counter()
-    sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+    sock = socket.create_connection(("127.0.0.1", port), timeout=60, source_address=(source, 0))
     sock.sendall(f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode())
     code, _, _ = read_response(sock)
     sock.close()

@@ -39,7 +39,7 @@ import threading
 import time
 
 from args_memory import manifest
-from health_under_bodies import post, start
+from health_under_bodies import open_session, post, start
 from report import provenance, write_section
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -74,15 +74,7 @@ def primaries(pid: int) -> list[int]:
 
 def client(port: int, stop: threading.Event, counts: dict, errors: list[str]) -> None:
     try:
-        sock = socket.create_connection(("127.0.0.1", port), timeout=120)
-        init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "health-kills", "version": "1"}}}).encode()
-        code, headers, _ = post(sock, port, init, None)
-        session = headers.get("mcp-session-id")
-        if code != 200 or not session:
-            raise RuntimeError(f"initialize: {code}")
-        post(sock, port, b'{"jsonrpc":"2.0","method":"notifications/initialized"}', session)
+        sock, session = open_session(port, "health-kills", 120)
         call = (b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slowEcho",'
                 b'"arguments":{"_1":5}}}')
         while not stop.is_set():

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -36,13 +35,19 @@ import tempfile
 import threading
 import time
 
-from health_under_bodies import start
+from health_under_bodies import open_session, post, probe, start
 from report import write_section
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TESTPOOL = os.path.join(ROOT, "tests", "pool", "testpool.py")
 BEGIN = "<!-- health-files:begin -->"
 END = "<!-- health-files:end -->"
+
+
+# `/health` is probed from another address than the callers': the
+# per-address output budget holds an address's connections while its big
+# answer is unread.
+PROBE_FROM = "127.0.0.2"
 
 
 def manifest(directory: str) -> str:
@@ -67,66 +72,9 @@ def manifest(directory: str) -> str:
     return path
 
 
-def read_response(sock: socket.socket) -> tuple[int, dict[str, str], bytes]:
-    """One response with a Content-Length body, read into one growing
-    buffer (64 MB bodies)."""
-    data = bytearray()
-    while b"\r\n\r\n" not in data:
-        chunk = sock.recv(1 << 20)
-        if not chunk:
-            raise RuntimeError(f"closed before a head: {bytes(data[:200])!r}")
-        data += chunk
-    end = data.index(b"\r\n\r\n")
-    lines = data[:end].decode("latin-1").split("\r\n")
-    headers = {}
-    for line in lines[1:]:
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
-    length = int(headers.get("content-length", "0"))
-    body = data[end + 4:]
-    while len(body) < length:
-        chunk = sock.recv(1 << 20)
-        if not chunk:
-            raise RuntimeError("closed mid-body")
-        body += chunk
-    return int(lines[0].split()[1]), headers, bytes(body[:length])
-
-
-def post(sock: socket.socket, port: int, body: bytes, session: str | None) -> tuple[int, dict, bytes]:
-    head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
-            f"Accept: application/json, text/event-stream\r\nContent-Length: {len(body)}\r\n")
-    if session:
-        head += f"Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n"
-    sock.sendall(head.encode() + b"\r\n" + body)
-    return read_response(sock)
-
-
-def probe(port: int) -> float:
-    """`GET /health` on a new connection from another address than the
-    caller's (the per-address output budget holds an address's
-    connections while its big answer is unread), timed from connect to the
-    whole answer."""
-    start = time.perf_counter()
-    sock = socket.create_connection(("127.0.0.1", port), timeout=60, source_address=("127.0.0.2", 0))
-    sock.sendall(f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode())
-    code, _, _ = read_response(sock)
-    sock.close()
-    if code not in (200, 503):
-        raise RuntimeError(f"/health answered {code}")
-    return time.perf_counter() - start
-
-
 def caller(port: int, body: bytes, rounds: int, check, errors: list[str]) -> None:
     try:
-        sock = socket.create_connection(("127.0.0.1", port), timeout=300)
-        init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "health-files", "version": "1"}}}).encode()
-        code, headers, _ = post(sock, port, init, None)
-        session = headers.get("mcp-session-id")
-        if code != 200 or not session:
-            raise RuntimeError(f"initialize: {code}")
-        post(sock, port, b'{"jsonrpc":"2.0","method":"notifications/initialized"}', session)
+        sock, session = open_session(port, "health-files", 300)
         for _ in range(rounds):
             code, _, reply = post(sock, port, body, session)
             if code != 200 or not check(reply):
@@ -139,7 +87,7 @@ def caller(port: int, body: bytes, rounds: int, check, errors: list[str]) -> Non
 def measure(binary: str, manifest_path: str, rounds: int, body: bytes, check) -> dict:
     proc, port = start(binary, manifest_path)
     try:
-        probe(port)
+        probe(port, PROBE_FROM)
         # The pool warm first, so its start is not measured.
         warm: list[str] = []
         caller(port, b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"addOne",'
@@ -152,7 +100,7 @@ def measure(binary: str, manifest_path: str, rounds: int, body: bytes, check) ->
         thread.start()
         waits = []
         while thread.is_alive():
-            waits.append(probe(port))
+            waits.append(probe(port, PROBE_FROM))
             time.sleep(0.02)
         took = time.perf_counter() - began
         thread.join()

@@ -53,23 +53,20 @@ pub fn wait_until<T>(what: impl Display, probe: impl FnMut() -> Option<T>) -> T 
 
 /// Polls `probe` until it returns `Some`; `None` after [`TIMEOUT`], for a
 /// caller that explains the failure itself.
-pub fn poll_until<T>(mut probe: impl FnMut() -> Option<T>) -> Option<T> {
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
-        if let Some(value) = probe() {
-            return Some(value);
-        }
-        if Instant::now() >= deadline {
-            return None;
-        }
-        thread::sleep(POLL);
-    }
+pub fn poll_until<T>(probe: impl FnMut() -> Option<T>) -> Option<T> {
+    probe_until(probe, || thread::sleep(POLL))
 }
 
 /// [`poll_until`] without a pause between probes: for a state that lasts
 /// only milliseconds, which the test then freezes (e.g. stops the server
 /// inside it) before asserting on it. `None` after [`TIMEOUT`].
-pub fn spin_until<T>(mut probe: impl FnMut() -> Option<T>) -> Option<T> {
+pub fn spin_until<T>(probe: impl FnMut() -> Option<T>) -> Option<T> {
+    probe_until(probe, thread::yield_now)
+}
+
+/// Runs `probe` until it returns `Some`, `between` its tries, for at most
+/// [`TIMEOUT`].
+fn probe_until<T>(mut probe: impl FnMut() -> Option<T>, between: impl Fn()) -> Option<T> {
     let deadline = Instant::now() + TIMEOUT;
     loop {
         if let Some(value) = probe() {
@@ -78,7 +75,7 @@ pub fn spin_until<T>(mut probe: impl FnMut() -> Option<T>) -> Option<T> {
         if Instant::now() >= deadline {
             return None;
         }
-        thread::yield_now();
+        between();
     }
 }
 
