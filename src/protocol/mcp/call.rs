@@ -337,16 +337,17 @@ fn success(program: &Program, command: usize, value: &Value) -> Json {
 }
 
 /// Turns a pool's reply (`packet::parse_reply`) into how the call ended:
-/// its result, or the error of a reply that cannot be decoded. `mem` is the shared memory a relptr reply points into, and `take_file`
-/// reads (and removes) a result file.
+/// its result, or the error of a reply that cannot be decoded. `mem` is the
+/// shared memory a relptr reply points into. A result file is read by the
+/// edge first (a slice per turn); its bytes are then the reply's msgpack
+/// value (`Reply::Msgpack`).
 pub fn reply_result(
     program: &Program,
     command: usize,
     reply: Reply<'_>,
     mem: &dyn Memory,
-    take_file: &mut dyn FnMut(&Path) -> Result<Vec<u8>, String>,
 ) -> Ending {
-    match reply_value(program, command, reply, mem, take_file) {
+    match reply_value(program, command, reply, mem) {
         Ok(Replied::Text(result)) => Ending::Text(result),
         Ok(Replied::Json(result)) => Ending::Result(result),
         Err(message) => Ending::Error(message),
@@ -365,7 +366,6 @@ fn reply_value(
     command: usize,
     reply: Reply<'_>,
     mem: &dyn Memory,
-    take_file: &mut dyn FnMut(&Path) -> Result<Vec<u8>, String>,
 ) -> Result<Replied, String> {
     let cmd = program.command(command);
     let schema = return_schema(cmd)?;
@@ -416,7 +416,7 @@ fn reply_value(
             // kept as the answer (as `success` renders it, without its JSON
             // tree and a second escaping of the text).
             Reply::Msgpack(data) => return Ok(msgpack_text(&from_msgpack(data)?)),
-            Reply::File(path) => return Ok(msgpack_text(&from_msgpack(&take_file(&path)?)?)),
+            Reply::File(path) => return Err(unread(&path)),
         };
         rendered.map_err(|e| decode_failed(&e))?;
         return Ok(Replied::Text(results::TextResult::new(cmd, text)));
@@ -434,9 +434,14 @@ fn reply_value(
             None => voidstar::decode(schema, mem, relptr),
         }
         .map_err(|e| decode_failed(&e))?,
-        Reply::File(path) => from_msgpack(&take_file(&path)?)?,
+        Reply::File(path) => return Err(unread(&path)),
     };
     Ok(Replied::Json(success(program, command, &value)))
+}
+
+/// A result file handed here unread: the edge reads it first.
+fn unread(path: &Path) -> String {
+    format!("the result file {} was not read", path.display())
 }
 
 /// How a call ended.

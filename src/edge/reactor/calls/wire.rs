@@ -228,15 +228,13 @@ impl Calls {
             bytes.len(),
             file.slices.steps()
         ));
-        let path = file.path().to_path_buf();
         // Removed now that it is read.
         call.wire.file = None;
         let prog = &catalog.programs[call.program];
         let reader = pools.reader(call.program, call.sched.slot);
-        let mut bytes = Some(bytes);
-        let mut take = |_: &std::path::Path| bytes.take().ok_or_else(String::new);
-        let reply = packet::Reply::File(path);
-        let ending = call::reply_result(prog, call.request.command, reply, &*reader, &mut take);
+        // The file holds the result's msgpack value.
+        let reply = packet::Reply::Msgpack(&bytes);
+        let ending = call::reply_result(prog, call.request.command, reply, &*reader);
         Some(FileSlice::Ended(ending))
     }
 }
@@ -261,9 +259,7 @@ fn decode_reply(
     };
     let shared = matches!(reply, packet::Reply::Rptr(_));
     let reader = pools.reader(program, slot);
-    // Result files are read before (`Calls::read_slice`).
-    let mut no_file = |_: &std::path::Path| Err(String::new());
-    let result = call::reply_result(prog, command, reply, &*reader, &mut no_file);
+    let result = call::reply_result(prog, command, reply, &*reader);
     if shared {
         // Volumes may be unlinked and recreated under the same index;
         // mappings are cheap to redo.

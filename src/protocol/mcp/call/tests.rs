@@ -1,7 +1,7 @@
 //! The call pipeline without sockets: request to packet, reply bytes to the
 //! response of either era, failures included (the shapes test program).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::{json, Value as Json};
 
@@ -123,13 +123,11 @@ fn refused_arguments_and_pure_commands_are_answered_at_once() {
 fn reply(catalog: &Catalog, name: &str, bytes: &[u8]) -> Result<Json, String> {
     let reply = packet::parse_reply(bytes).map_err(|e| e.to_string())?;
     let program = &catalog.programs[0];
-    let mut no_file = |path: &Path| -> Result<Vec<u8>, String> { panic!("{}", path.display()) };
     settled(reply_result(
         program,
         command(catalog, name),
         reply,
         &Flat(&[]),
-        &mut no_file,
     ))
 }
 
@@ -184,35 +182,21 @@ fn replies_become_results() {
 }
 
 #[test]
-fn a_file_reply_is_read_through_the_caller() {
+fn a_result_files_bytes_decode_as_its_msgpack_value_and_an_unread_file_is_refused() {
     let catalog = catalog();
     let program = &catalog.programs[0];
+    let addone = command(&catalog, "addOne");
     let data = msgpack::encode(&parse("j").unwrap(), &Value::Int(9)).unwrap();
-    let mut taken = Vec::new();
-    let mut take = |path: &Path| -> Result<Vec<u8>, String> {
-        taken.push(path.to_path_buf());
-        Ok(data.clone())
-    };
-    let file = Reply::File(PathBuf::from("/r/1.mpk"));
     let got = settled(reply_result(
         program,
-        command(&catalog, "addOne"),
-        file,
+        addone,
+        Reply::Msgpack(&data),
         &Flat(&[]),
-        &mut take,
     ));
     assert_eq!(got, Ok(typed_result("9")));
-    assert_eq!(taken, [PathBuf::from("/r/1.mpk")]);
-    let mut unreadable = |_: &Path| -> Result<Vec<u8>, String> { Err("gone".into()) };
     let file = Reply::File(PathBuf::from("/r/2.mpk"));
-    let got = settled(reply_result(
-        program,
-        command(&catalog, "addOne"),
-        file,
-        &Flat(&[]),
-        &mut unreadable,
-    ));
-    assert_eq!(got, Err("gone".into()));
+    let got = settled(reply_result(program, addone, file, &Flat(&[])));
+    assert_eq!(got, Err("the result file /r/2.mpk was not read".into()));
 }
 
 #[test]
